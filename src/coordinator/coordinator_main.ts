@@ -1,0 +1,83 @@
+/**
+ * Coordinator thread (a one-thread piscina pool): the only writer of the registry.
+ * Serializes /register and /reset, persists each new registry version to the
+ * registry log before anyone sees it (apply-after-persist), and answers with the
+ * new state for the front to install on every shard channel.
+ */
+import { workerData } from 'node:worker_threads';
+import { join } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { asSfError, SfError } from '../errors';
+import { createLogger } from '../log';
+import { EMPTY_REGISTRY, type RegistryState } from '../registry/model';
+import type { CoordinatorInit, CoordinatorResult, CoordinatorTask } from '../protocol/messages';
+import { RegistryLog } from '../wal';
+import { register } from './register';
+
+const init = workerData as CoordinatorInit;
+const log = createLogger(init.logLevel, { thread: 'coordinator' });
+
+let state: RegistryState = EMPTY_REGISTRY;
+/** Every version since the last reset: shards replay WAL records under the version they were validated with. */
+let history: RegistryState[] = [];
+let registryLog: RegistryLog | null = null;
+
+if (!init.memoryOnly) {
+  const dir = join(init.dataDir, 'registry');
+  mkdirSync(dir, { recursive: true });
+  const opened = RegistryLog.open(join(dir, 'registry.log'));
+  registryLog = opened.log;
+  history = (opened.entries as RegistryState[]).filter((e) => typeof e === 'object' && e !== null && Array.isArray(e.nodes));
+  if (history.length > 0) state = history[history.length - 1];
+  log.info({ kind: 'registry.recovered', registry_version: state.version, versions: history.length, nodes: state.nodes.length });
+}
+
+function persist(next: RegistryState): void {
+  if (registryLog === null) return;
+  try {
+    registryLog.append(next);
+  } catch (err) {
+    log.error({ kind: 'registry.persist_failed', err: String(err) });
+    throw new SfError('wal_unavailable', 'registry log write failed; the registry is unchanged', { reason: String((err as Error).message ?? err) });
+  }
+}
+
+function ok(body: Record<string, unknown> | null, renames: Array<[string, string]>, changed: boolean): CoordinatorResult {
+  return { ok: true, state, history: [], body, renames, changed };
+}
+
+export default function handle(task: CoordinatorTask): CoordinatorResult {
+  try {
+    switch (task.kind) {
+      case 'state':
+        return { ok: true, state, history, body: null, renames: [], changed: false };
+      case 'register': {
+        const out = register(state, task.payload, { memoryGovEnforce: init.memoryGovEnforce });
+        if (out.next === null) return ok(out.body, [], false);
+        persist(out.next);
+        state = out.next;
+        history.push(state);
+        log.info({ kind: 'registry.registered', registry_version: state.version, added: out.body.added, changed: out.body.changed });
+        return ok(out.body, out.renames, true);
+      }
+      case 'reset': {
+        const next: RegistryState = { version: state.version + 1, nodes: [] };
+        if (registryLog !== null) {
+          try {
+            registryLog.rewrite([next]);
+          } catch (err) {
+            throw new SfError('wal_truncate_failed', 'registry log truncation failed; server state is undefined', { reason: String(err) });
+          }
+        }
+        state = next;
+        history = [next];
+        log.info({ kind: 'registry.reset', registry_version: state.version });
+        return ok({ status: 'ok', reset: true, registry_version: state.version }, [], true);
+      }
+    }
+  } catch (err) {
+    const e = asSfError(err);
+    if (e.code === 'internal_error') log.error({ kind: 'registry.internal_error', err: String((err as Error)?.stack ?? err) });
+    return { ok: false, error: { code: e.code, detail: e.detail }, version: state.version };
+  }
+}

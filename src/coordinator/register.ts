@@ -1,0 +1,206 @@
+/**
+ * The register algorithm (spec 4.2), run only on the coordinator thread:
+ *
+ *   1. payload shape            -> invalid_registration / event_time_not_supported_in_v0
+ *   2. parse every node          -> per-node codes, collected (several failures -> `errors` list)
+ *   3. payload graph             -> duplicate_name, cycle, topological_order_violation, missing_upstream
+ *   4. merge into the registry   -> registration_cycle (merge semantics: absent nodes stay)
+ *   5. diff vs registered nodes  -> additive / destructive, registration_conflict for kind changes
+ *   6. compile the merged state  -> schema, expression and aggregation codes
+ *   7. force / dry_run decision  -> force_required (409) with the sorted diff
+ *
+ * Pure: takes the current state and returns the next one; persistence is the caller's.
+ */
+import { SfError } from '../errors';
+import { REGISTER_NODES_MAX } from '../limits';
+import { compileRegistry } from '../registry/compile';
+import type { NodeDef, RegistryState } from '../registry/model';
+import { parseNode, upstreamOf } from '../registry/node_parse';
+import { combineErrors } from '../registry/register_errors';
+import { stableStringify } from '../util/stable_json';
+import { descriptorKind, diffNode, sortDiff, type Diff } from './diff';
+
+type Obj = Record<string, unknown>;
+
+export interface RegisterOutcome {
+  /** The state to install and persist; null for a dry run. */
+  next: RegistryState | null;
+  body: Record<string, unknown>;
+  /** Old name -> new name for renamed nodes (shards move state along). */
+  renames: Array<[string, string]>;
+}
+
+export interface RegisterOptions {
+  memoryGovEnforce: boolean;
+}
+
+function parsePayload(payload: unknown): { nodes: unknown[]; force: boolean; dryRun: boolean } {
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
+    throw new SfError('invalid_registration', 'register body must be an object {nodes: [...], force?, dry_run?}', { path: '' });
+  }
+  const p = payload as Obj;
+  if ('event_time_field' in p || 'tolerate_delay_ms' in p) {
+    throw new SfError('event_time_not_supported_in_v0', 'event time is not supported in v0 (time is processing time)', { path: 'event_time_field' in p ? 'event_time_field' : 'tolerate_delay_ms' });
+  }
+  if (!Array.isArray(p.nodes)) throw new SfError('invalid_registration', '"nodes" must be an array of node objects', { path: 'nodes' });
+  if (p.nodes.length > REGISTER_NODES_MAX) throw new SfError('invalid_registration', `at most ${REGISTER_NODES_MAX} nodes per register call`, { path: 'nodes' });
+  for (const k of ['force', 'dry_run'] as const) {
+    if (p[k] !== undefined && typeof p[k] !== 'boolean') throw new SfError('invalid_registration', `${k} must be a boolean`, { path: k });
+  }
+  return { nodes: p.nodes, force: p.force === true, dryRun: p.dry_run === true };
+}
+
+/** Steps 2 and 3: parse nodes and check the payload's own graph. */
+function parseAll(nodes: unknown[], registered: Map<string, NodeDef>): NodeDef[] {
+  const errors: SfError[] = [];
+  const defs: Array<NodeDef | null> = nodes.map((raw, i) => {
+    try {
+      return parseNode(raw, i);
+    } catch (err) {
+      if (err instanceof SfError) { errors.push(err); return null; }
+      throw err;
+    }
+  });
+  const index = new Map<string, number>();
+  defs.forEach((d, i) => {
+    if (d === null) return;
+    if (index.has(d.name)) errors.push(new SfError('duplicate_name', `name ${JSON.stringify(d.name)} appears twice in this register call (first at nodes[${index.get(d.name)}])`, { path: `nodes[${i}].name` }));
+    else index.set(d.name, i);
+  });
+  defs.forEach((d, i) => {
+    if (d === null) return;
+    const up = upstreamOf(d);
+    if (up === null) return;
+    const j = index.get(up);
+    if (j === undefined) {
+      if (!registered.has(up)) errors.push(new SfError('missing_upstream', `upstream ${JSON.stringify(up)} is neither in the payload nor registered`, { path: `nodes[${i}].upstreams[0]` }));
+      return;
+    }
+    if (j < i) return;
+    if (payloadCycle(d.name, defs, index)) errors.push(new SfError('cycle', `nodes[${i}] (${d.name}) is part of a cycle of upstreams`, { path: `nodes[${i}].upstreams[0]` }));
+    else errors.push(new SfError('topological_order_violation', `upstream ${JSON.stringify(up)} appears later (nodes[${j}]) than its downstream; list upstreams first`, { path: `nodes[${i}].upstreams[0]` }));
+  });
+  if (errors.length > 0) throw combineErrors(errors);
+  return defs as NodeDef[];
+}
+
+function payloadCycle(start: string, defs: Array<NodeDef | null>, index: Map<string, number>): boolean {
+  const seen = new Set<string>();
+  let cur: string | null = start;
+  while (cur !== null) {
+    if (seen.has(cur)) return cur === start;
+    seen.add(cur);
+    const j = index.get(cur);
+    const d = j === undefined ? null : defs[j];
+    cur = d === null ? null : upstreamOf(d);
+  }
+  return false;
+}
+
+/** Stable topological order of the merged nodes; a cycle is a registration_cycle. */
+function topoSort(order: string[], up: Map<string, string | null>): string[] {
+  const out: string[] = [];
+  const state = new Map<string, 1 | 2>();
+  const visit = (n: string, trail: string[]): void => {
+    const s = state.get(n);
+    if (s === 2) return;
+    if (s === 1) throw new SfError('registration_cycle', `registering would create a cycle: ${[...trail, n].join(' -> ')}`, { path: `registry.${n}` });
+    state.set(n, 1);
+    const u = up.get(n);
+    if (u !== null && u !== undefined && up.has(u)) visit(u, [...trail, n]);
+    state.set(n, 2);
+    out.push(n);
+  };
+  for (const n of order) visit(n, []);
+  return out;
+}
+
+export function register(current: RegistryState, payload: unknown, opts: RegisterOptions): RegisterOutcome {
+  const { nodes, force, dryRun } = parsePayload(payload);
+  const registered = new Map<string, { def: NodeDef; raw: Obj }>();
+  current.nodes.forEach((raw, i) => { const def = parseNode(raw, i); registered.set(def.name, { def, raw }); });
+  const defs = parseAll(nodes, new Map([...registered].map(([k, v]) => [k, v.def])));
+
+  const diff: Diff = { additive: [], destructive: [] };
+  const conflicts: SfError[] = [];
+  const added: string[] = [];
+  const changed: string[] = [];
+  const unchanged: string[] = [];
+  const renames: Array<[string, string]> = [];
+  const merged = new Map<string, Obj>(current.nodes.map((raw) => [String(raw.name), raw]));
+  const order = current.nodes.map((raw) => String(raw.name));
+  defs.forEach((def, i) => {
+    const raw = nodes[i] as Obj;
+    const renamedFrom = typeof raw.renamed_from === 'string' ? raw.renamed_from : null;
+    const old = registered.get(def.name);
+    if (old === undefined && renamedFrom !== null && registered.has(renamedFrom)) {
+      const prev = registered.get(renamedFrom)!;
+      if (descriptorKind(prev.def) !== descriptorKind(def)) {
+        conflicts.push(new SfError('registration_conflict', `cannot rename ${prev.def.kind} ${renamedFrom} into a ${descriptorKind(def)}`, { path: `nodes[${i}].renamed_from` }));
+        return;
+      }
+      diff.destructive.push({ kind: 'rename', from: renamedFrom, to: def.name });
+      diffNode(prev.def, def, diff);
+      renames.push([renamedFrom, def.name]);
+      order[order.indexOf(renamedFrom)] = def.name;
+      merged.delete(renamedFrom);
+      merged.set(def.name, raw);
+      changed.push(def.name);
+      return;
+    }
+    if (old === undefined) {
+      diff.additive.push({ kind: 'new_descriptor', descriptor_kind: descriptorKind(def), name: def.name });
+      added.push(def.name);
+      order.push(def.name);
+      merged.set(def.name, raw);
+      return;
+    }
+    if (descriptorKind(old.def) !== descriptorKind(def)) {
+      conflicts.push(new SfError('registration_conflict', `${def.name} is registered as a ${descriptorKind(old.def)}; it cannot become a ${descriptorKind(def)}, even with force (register it under a new name)`, { path: `nodes[${i}].kind` }));
+      return;
+    }
+    if (stableStringify(old.raw) === stableStringify(raw)) { unchanged.push(def.name); return; }
+    diffNode(old.def, def, diff);
+    changed.push(def.name);
+    merged.set(def.name, raw);
+  });
+  if (conflicts.length > 0) throw combineErrors(conflicts);
+
+  // Downstream nodes of a renamed node follow it.
+  for (const [from, to] of renames) {
+    for (const [name, raw] of merged) {
+      if (Array.isArray(raw.upstreams) && raw.upstreams[0] === from) merged.set(name, { ...raw, upstreams: [to] });
+    }
+  }
+  const ups = new Map<string, string | null>();
+  for (const [name, raw] of merged) ups.set(name, Array.isArray(raw.upstreams) ? String(raw.upstreams[0]) : null);
+  const sorted = topoSort(order, ups);
+  const nextNodes = sorted.map((n) => merged.get(n)!);
+  const payloadIndex = new Map(defs.map((d, i) => [d.name, i]));
+  const version = current.version + 1;
+  compileRegistry({ version, nodes: nextNodes }, {
+    memoryGovEnforce: opts.memoryGovEnforce,
+    pushValidators: true,
+    pathOf: (name) => (payloadIndex.has(name) ? `nodes[${payloadIndex.get(name)}]` : `registry.${name}`),
+  });
+
+  const sortedDiff = sortDiff(diff);
+  if (dryRun) {
+    return {
+      next: null,
+      renames,
+      body: { status: 'ok', dry_run: true, would_apply: sortedDiff.destructive.length === 0 || force, registry_version: current.version, diff: sortedDiff },
+    };
+  }
+  if (sortedDiff.destructive.length > 0 && !force) {
+    throw new SfError('force_required', 'destructive changes need force=true; see diff (existing state of affected aggregations would become inconsistent)', {
+      reason: `${sortedDiff.destructive.length} destructive change(s) in this payload require "force": true`,
+      diff: sortedDiff,
+    });
+  }
+  return {
+    next: { version, nodes: nextNodes },
+    renames,
+    body: { status: 'ok', registry_version: version, added, changed, unchanged, diff: sortedDiff },
+  };
+}

@@ -1,0 +1,363 @@
+/**
+ * The front thread's request logic, transport-agnostic (HTTP and TCP call the
+ * same methods with a Reply). Owns the compiled registry of the front, the LSN
+ * counter, dedupe, and one channel per shard; flushes channels once per
+ * event-loop turn.
+ *
+ *   push: shape -> event plan -> validate -> dedupe -> LSN + time -> chains/keys
+ *         -> enqueue on every owning shard (at least one) -> ack when all logged
+ *   get:  shape -> table -> features -> key -> enqueue on the owning shard
+ */
+import type Piscina from 'piscina';
+import { asSfError, SfError, type ErrorCode, type ErrorDetail } from '../errors';
+import type { Logger } from '../log';
+import type { Metrics } from '../admin/metrics';
+import { compileRegistry, type CompiledRegistry, type TablePlan } from '../registry/compile';
+import { parseWireKey, shardOf } from '../registry/key';
+import type { RegistryState } from '../registry/model';
+import { ITEM_GET, ITEM_INSTALL, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, type CoordinatorResult, type ErrorPayload, type GetItem } from '../protocol/messages';
+import { ShardChannel, type Sink } from './channel';
+import { DedupeStore } from './dedupe';
+import { ackBody, PushCtx, type PushDone } from './push';
+import type { Reply } from './reply';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export interface FrontOptions {
+  testMode: boolean;
+  memoryGovEnforce: boolean;
+  batchGetEntriesMax: number;
+}
+
+class GetCtx implements Sink {
+  constructor(readonly reply: Reply, readonly front: Front) {}
+  done(out: string | ErrorPayload | null): void {
+    if (typeof out === 'string') { this.front.metrics.getTotal++; this.reply.ok(out); }
+    else this.front.fail(this.reply, out ?? { code: 'internal_error', detail: { message: 'no row from shard' } });
+  }
+}
+
+class BatchCtx implements Sink {
+  remaining: number;
+  constructor(readonly reply: Reply, readonly parts: string[], readonly front: Front, pending: number) {
+    this.remaining = pending;
+  }
+  done(out: string | ErrorPayload | null, tag: number): void {
+    this.parts[tag] = typeof out === 'string' ? out : JSON.stringify({ error: { code: out?.code ?? 'internal_error', message: out?.detail.message } });
+    if (--this.remaining === 0) this.finish();
+  }
+  finish(): void {
+    this.front.metrics.batchGetTotal++;
+    this.front.metrics.batchGetEntriesTotal += this.parts.length;
+    this.reply.ok(`{"results":[${this.parts.join(',')}]}`);
+  }
+}
+
+class CountdownSink implements Sink {
+  error: ErrorPayload | null = null;
+  constructor(public remaining: number, readonly onDone: (err: ErrorPayload | null) => void) {}
+  done(out: string | ErrorPayload | null): void {
+    if (out !== null && typeof out === 'object' && this.error === null) this.error = out;
+    if (--this.remaining === 0) this.onDone(this.error);
+  }
+}
+
+export class Front implements PushDone {
+  registry: CompiledRegistry;
+  readonly channels: ShardChannel[];
+  readonly dedupe = new DedupeStore();
+  nextLsn: number;
+  #lastT = 0;
+  #flushScheduled = false;
+  readonly #flushAll = (): void => {
+    this.#flushScheduled = false;
+    for (let i = 0; i < this.channels.length; i++) this.channels[i].flush();
+  };
+
+  constructor(
+    readonly opts: FrontOptions,
+    readonly coordinator: Piscina,
+    shardPools: Piscina[],
+    initial: RegistryState,
+    lastLsn: number,
+    readonly metrics: Metrics,
+    readonly log: Logger,
+  ) {
+    this.registry = compileRegistry(initial, { memoryGovEnforce: opts.memoryGovEnforce, pushValidators: true });
+    this.channels = shardPools.map((p, i) => new ShardChannel(i, p, (err) => log.error({ kind: 'shard.task_failed', shard: i, err: String(err) })));
+    this.nextLsn = lastLsn + 1;
+  }
+
+  get version(): number {
+    return this.registry.version;
+  }
+
+  #schedule(): void {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    setImmediate(this.#flushAll);
+  }
+
+  fail(reply: Reply, e: ErrorPayload, withVersion = true): void {
+    this.metrics.error(e.code);
+    reply.error(e.code, e.detail, withVersion ? this.registry.version : undefined);
+  }
+
+  #failWith(reply: Reply, code: ErrorCode, detail: ErrorDetail, withVersion = true): void {
+    this.fail(reply, { code, detail }, withVersion);
+  }
+
+  #failErr(reply: Reply, err: unknown, withVersion = true): void {
+    const e = asSfError(err);
+    if (e.code === 'internal_error') this.log.error({ kind: 'server.internal_error', err: String((err as Error)?.stack ?? err) });
+    this.fail(reply, { code: e.code, detail: e.detail }, withVersion);
+  }
+
+  // ---- push ---------------------------------------------------------------------
+
+  push(body: unknown, reply: Reply): void {
+    const startNs = process.hrtime.bigint();
+    if (!isObj(body) || typeof body.event !== 'string') {
+      this.#failWith(reply, 'missing_event_name_in_body', { message: 'body must be a JSON object with a string "event"', path: 'event' });
+      return;
+    }
+    const reg = this.registry;
+    const plan = reg.events.get(body.event);
+    if (plan === undefined) {
+      this.#failWith(reply, 'event_not_found', { message: `event ${JSON.stringify(body.event)} is not registered`, path: 'event' });
+      return;
+    }
+    const data = body.data !== undefined ? body.data : body.body;
+    if (data === undefined) {
+      this.#failWith(reply, 'invalid_event', { message: 'body needs a "data" object', path: 'data' });
+      return;
+    }
+    let row;
+    try {
+      row = plan.validator!.validate(data);
+    } catch (err) {
+      this.#failErr(reply, err);
+      return;
+    }
+    let dedupe = null;
+    let dedupeValue = '';
+    const now = Date.now();
+    if (plan.dedupeField !== null) {
+      const v = row[plan.dedupeField];
+      if (v !== null && v !== undefined) {
+        dedupeValue = String(v);
+        const prior = this.dedupe.lookup(plan.name, dedupeValue, now);
+        if (prior !== null) { this.#replay(prior, reply); return; }
+        dedupe = this.dedupe.insert(plan.name, dedupeValue, now + plan.dedupeWindowMs);
+      }
+    }
+    const t = now > this.#lastT ? now : this.#lastT;
+    this.#lastT = t;
+    const lsn = this.nextLsn++;
+    const n = this.channels.length;
+    let mask = 0;
+    if (n > 1) {
+      const feeds = plan.feeds;
+      for (let i = 0; i < feeds.length; i++) {
+        const feed = feeds[i];
+        const r = feed.chain === null ? row : feed.chain(row);
+        if (r === null) continue;
+        const key = feed.key(r);
+        if (key !== null) mask |= 1 << shardOf(key, n);
+      }
+    }
+    // Every acknowledged push is logged by at least one shard.
+    if (mask === 0) mask = 1 << (n > 1 ? lsn % n : 0);
+    let targets = 0;
+    for (let s = 0; s < n; s++) if (mask & (1 << s)) targets++;
+    const ctx = new PushCtx(lsn, reg.version, reply, targets, startNs, dedupe, plan.name, dedupeValue, this);
+    const item = { k: ITEM_PUSH, lsn, t, v: reg.version, e: plan.name, row } as const;
+    for (let s = 0; s < n; s++) if (mask & (1 << s)) this.channels[s].enqueue(item, ctx, 0);
+    this.#schedule();
+  }
+
+  pushDone(ctx: PushCtx, error: ErrorPayload | null): void {
+    if (error !== null) {
+      if (ctx.dedupe !== null) {
+        this.dedupe.forget(ctx.dedupeEvent, ctx.dedupeValue);
+        for (const w of ctx.dedupe.waiters ?? []) w(null);
+      }
+      this.fail(ctx.reply, error);
+      return;
+    }
+    this.metrics.pushTotal++;
+    this.metrics.pushLatency.observe(Number(process.hrtime.bigint() - ctx.startNs) / 1e9);
+    if (ctx.dedupe !== null) {
+      ctx.dedupe.replayBody = ackBody(ctx.lsn, ctx.version, true);
+      for (const w of ctx.dedupe.waiters ?? []) w(ctx.dedupe.replayBody);
+      ctx.dedupe.waiters = null;
+    }
+    ctx.reply.ok(ackBody(ctx.lsn, ctx.version, false));
+  }
+
+  #replay(entry: import('./dedupe').DedupeEntry, reply: Reply): void {
+    const answer = (body: string | null): void => {
+      if (body === null) { this.#failWith(reply, 'wal_unavailable', { message: 'the original push with this dedupe value failed; retry' }); return; }
+      this.metrics.pushTotal++;
+      this.metrics.pushReplayTotal++;
+      reply.ok(body, true);
+    };
+    if (entry.replayBody !== null) answer(entry.replayBody);
+    else (entry.waiters ??= []).push(answer);
+  }
+
+  /** Re-seeds dedupe entries recovered by the shards. */
+  loadDedupe(entries: ReadonlyArray<[string, string, number, number, number]>): void {
+    const now = Date.now();
+    for (const [event, value, lsn, version, t] of entries) {
+      const plan = this.registry.events.get(event);
+      if (plan === undefined || plan.dedupeField === null) continue;
+      const expires = t + plan.dedupeWindowMs;
+      if (expires <= now || this.dedupe.lookup(event, value, now) !== null) continue;
+      const e = this.dedupe.insert(event, value, expires);
+      if (e !== null) e.replayBody = ackBody(lsn, version, true);
+    }
+  }
+
+  // ---- get / batch_get --------------------------------------------------------------
+
+  /** Validates one get request; returns the shard item or throws SfError. */
+  #getItem(body: unknown, path: string): { item: GetItem; shard: number } {
+    if (!isObj(body) || typeof body.table !== 'string' || !('key' in body)) {
+      throw new SfError('unsupported_request_shape', 'expected {table: string, key: scalar | array, features?: [string]}', { path });
+    }
+    const table: TablePlan | undefined = this.registry.tables.get(body.table);
+    if (table === undefined) throw new SfError('unknown_table', `table ${JSON.stringify(body.table)} is not registered`, { path: `${path}${path ? '.' : ''}table` });
+    let features: string[] | null = null;
+    if (body.features !== undefined && body.features !== null) {
+      if (!Array.isArray(body.features) || body.features.some((f) => typeof f !== 'string')) {
+        throw new SfError('unsupported_request_shape', 'features must be an array of feature names', { path: `${path}${path ? '.' : ''}features` });
+      }
+      features = body.features as string[];
+      for (const f of features) {
+        if (table.featureIndex.has(f)) continue;
+        const owners = this.registry.featureTables.get(f);
+        if (owners !== undefined) throw new SfError('feature_not_in_table', `feature ${JSON.stringify(f)} is not in table ${table.name} (it is in ${owners.join(', ')})`, { path: `${path}${path ? '.' : ''}features` });
+        throw new SfError('feature_not_found', `feature ${JSON.stringify(f)} is not registered`, { path: `${path}${path ? '.' : ''}features` });
+      }
+    }
+    const key = parseWireKey(body.key, table.keyFields, table.keyTypes, `${path}${path ? '.' : ''}key`);
+    return { item: { k: ITEM_GET, table: table.name, key, features }, shard: shardOf(key, this.channels.length) };
+  }
+
+  get(body: unknown, reply: Reply): void {
+    let g;
+    try {
+      g = this.#getItem(body, '');
+    } catch (err) {
+      this.#failErr(reply, err, false);
+      return;
+    }
+    this.channels[g.shard].enqueue(g.item, new GetCtx(reply, this), 0);
+    this.#schedule();
+  }
+
+  batchGet(body: unknown, reply: Reply): void {
+    const requests = Array.isArray(body) ? body : isObj(body) ? body.requests : undefined;
+    if (!Array.isArray(requests)) {
+      this.#failWith(reply, 'unsupported_request_shape', { message: 'expected {requests: [{table, key, features?}, ...]}', path: 'requests' }, false);
+      return;
+    }
+    if (requests.length > this.opts.batchGetEntriesMax) {
+      this.#failWith(reply, 'batch_too_large', { message: `${requests.length} entries; the limit is ${this.opts.batchGetEntriesMax} (SERVICE_MAX_BATCH_GET)`, path: 'requests' }, false);
+      return;
+    }
+    const parts: string[] = new Array(requests.length);
+    const valid: Array<{ item: GetItem; shard: number } | null> = requests.map((r, i) => {
+      try {
+        return this.#getItem(r, `requests[${i}]`);
+      } catch (err) {
+        const e = asSfError(err);
+        parts[i] = JSON.stringify({ error: { code: e.code, path: e.detail.path, message: e.message } });
+        return null;
+      }
+    });
+    const pending = valid.filter((v) => v !== null).length;
+    const ctx = new BatchCtx(reply, parts, this, pending);
+    if (pending === 0) { ctx.finish(); return; }
+    valid.forEach((v, i) => { if (v !== null) this.channels[v.shard].enqueue(v.item, ctx, i); });
+    this.#schedule();
+  }
+
+  // ---- control ----------------------------------------------------------------------
+
+  ping(reply: Reply): void {
+    reply.ok(`{"pong":true,"registry_version":${this.registry.version}}`);
+  }
+
+  registryBody(): string {
+    return JSON.stringify({ registry_version: this.registry.version, nodes: this.registry.state.nodes });
+  }
+
+  register(payload: unknown, reply: Reply): void {
+    this.coordinator.run({ kind: 'register', payload }).then(
+      (res: CoordinatorResult) => {
+        if (!res.ok) { this.fail(reply, res.error); return; }
+        if (res.changed) this.install(res.state, res.renames);
+        this.metrics.registerTotal++;
+        reply.ok(JSON.stringify(res.body));
+      },
+      (err: unknown) => this.#failErr(reply, err),
+    );
+  }
+
+  /** Makes a new registry visible: pushes validated from now on use it, and every shard installs it before them. */
+  install(state: RegistryState, renames: Array<[string, string]>): void {
+    this.registry = compileRegistry(state, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: true });
+    const ignore: Sink = { done: (out) => { if (out !== null && typeof out === 'object') this.log.error({ kind: 'shard.install_failed', out }); } };
+    const item = { k: ITEM_INSTALL, lsn: this.nextLsn++, state, renames } as const;
+    for (const ch of this.channels) ch.enqueue(item, ignore, 0);
+    this.#schedule();
+    this.log.info({ kind: 'registry.installed', registry_version: state.version });
+  }
+
+  reset(reply: Reply): void {
+    if (!this.opts.testMode) {
+      this.#failWith(reply, 'reset_disabled_in_production', {
+        message: 'reset is disabled: the server is not in test mode',
+        reason: 'start the server with --test-mode or set SERVICE_TEST_MODE=1 to enable reset (test mode is decided at boot)',
+      });
+      return;
+    }
+    this.coordinator.run({ kind: 'reset' }).then(
+      (res: CoordinatorResult) => {
+        if (!res.ok) { this.fail(reply, res.error); return; }
+        this.registry = compileRegistry(res.state, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: true });
+        const sink = new CountdownSink(this.channels.length, (err) => {
+          if (err !== null) { this.fail(reply, err); return; }
+          this.dedupe.clear();
+          this.metrics.resetTotal++;
+          reply.ok(JSON.stringify(res.body));
+        });
+        const item = { k: ITEM_RESET, lsn: this.nextLsn++, state: res.state } as const;
+        for (const ch of this.channels) ch.enqueue(item, sink, 0);
+        this.#schedule();
+      },
+      (err: unknown) => this.#failErr(reply, err),
+    );
+  }
+
+  /** Asks every shard to snapshot (in order with the pushes before it). */
+  snapshot(): Promise<void> {
+    return new Promise((resolve) => {
+      const sink = new CountdownSink(this.channels.length, (err) => {
+        if (err !== null) this.log.error({ kind: 'wal.snapshot_failed', err });
+        resolve();
+      });
+      for (const ch of this.channels) ch.enqueue({ k: ITEM_SNAPSHOT }, sink, 0);
+      this.#schedule();
+    });
+  }
+
+  /** Resolves when every channel has nothing queued or in flight. */
+  async drain(): Promise<void> {
+    this.#flushAll();
+    while (!this.channels.every((c) => c.idle)) await new Promise((r) => setTimeout(r, 2));
+  }
+}

@@ -1,0 +1,41 @@
+/**
+ * Every limit of the server as a named constant (units last). Values that an
+ * operator may change are read in config.ts; these are the defaults and hard caps.
+ * The assertions at the bottom check how the limits relate, once, at load.
+ */
+import { strict as assert } from 'node:assert';
+
+/** Spec 8: entries per /batch_get (SERVICE_MAX_BATCH_GET). */
+export const BATCH_GET_ENTRIES_MAX_DEFAULT = 10_000;
+/** Spec 8: TCP frame payload bytes (SERVICE_TCP_MAX_FRAME_BYTES). */
+export const TCP_FRAME_BYTES_MAX_DEFAULT = 4 * 1024 * 1024;
+/** Frame header after the length field: u16 op + u8 content type. */
+export const TCP_FRAME_HEADER_BYTES = 3;
+/** HTTP request body cap; bigger bodies get http_protocol_error and the connection closes. */
+export const HTTP_BODY_BYTES_MAX = 4 * 1024 * 1024;
+/** Pipelined TCP requests waiting for their turn on one connection before we stop reading. */
+export const TCP_PIPELINE_DEPTH_MAX = 1024;
+
+/** Register payload limits. */
+export const REGISTER_NODES_MAX = 1_000;
+export const NAME_LENGTH_MAX = 128;
+export const SCHEMA_FIELDS_MAX = 1_000;
+export const FEATURES_PER_TABLE_MAX = 1_000;
+export const EXPRESSION_LENGTH_MAX = 4_096;
+export const EXPRESSION_DEPTH_MAX = 256;
+
+/** Op bounds of spec 2.3. */
+export const TOP_K_K_MAX = 1024;
+export const TOP_K_K_DEFAULT = 10;
+/** first_n / last_n / lag / most_recent_n bound `n`. */
+export const BUFFER_N_MAX = 1024;
+
+/** Shards: hard cap on --shards (a push's target shards travel as a 31-bit mask). */
+export const SHARDS_MAX = 31;
+
+/** Default duration of dedupe memory when dedupe_key is set without a window (never: window is required). */
+export const DEDUPE_ENTRIES_MAX = 10_000_000;
+
+assert(TCP_FRAME_BYTES_MAX_DEFAULT >= HTTP_BODY_BYTES_MAX, 'a push that fits HTTP must fit a frame');
+assert(BATCH_GET_ENTRIES_MAX_DEFAULT > 0);
+assert(TOP_K_K_DEFAULT <= TOP_K_K_MAX);

@@ -1,0 +1,173 @@
+/**
+ * Exponential decay ops (half_life h in ms, lambda = ln 2 / h). Lifetime state,
+ * O(1) memory. With dt = t - t_last (ms) and alpha = 1 - e^(-lambda dt):
+ *
+ *   ewma           first x sets m = x; then m = alpha x + (1 - alpha) m if dt > 0,
+ *                  m = (x + m) / 2 if dt = 0 (same ms).             As of the last event.
+ *   ewvar          first x: mean = x, s = 0; then a = alpha (0.5 if dt = 0),
+ *                  d = x - mean, mean += a d, s = (1 - a)(s + a d^2).  Output s (>= 0).
+ *   ew_zscore      (x_last - mean) / sqrt(s) with mean, s of ewvar; null while s = 0.
+ *   decayed_sum    S = S 2^(-dt/h) + x; READ decayed to the query time: S 2^(-(now - t_last)/h).
+ *   decayed_count  the same with +1 per match.
+ *   twa            time-weighted average of the step function "x holds until the next
+ *                  event": sum(x_i (t_(i+1) - t_i)) / (t_last - t_first); the last value
+ *                  while no time has elapsed. The open interval up to now is not counted.
+ *
+ * ewvar: the peer writes m2 = (1 - a) m2 + a d (x - mean'); since x - mean' = (1 - a) d
+ * this is the same quantity, (1 - a)(m2 + a d^2) (Finch, "Incremental calculation of
+ * weighted mean and variance", 2009).
+ */
+import type { JsonValue, Row, Value } from '../types';
+import type { StoredState } from './factory';
+import { isNum, jsonNum } from './values';
+
+export const enum EwOut {
+  Ewma = 0,
+  Ewvar = 1,
+  EwZ = 2,
+}
+
+/** Weight of the new value when two events share a millisecond (dt = 0). */
+const SAME_MS_ALPHA = 0.5;
+
+export class EwState implements StoredState {
+  readonly out: EwOut;
+  readonly lambda: number;
+  n: number;
+  mean: number;
+  s: number;
+  tLast: number;
+  last: number;
+  constructor(out: EwOut, halfLifeMs: number) {
+    this.out = out;
+    this.lambda = Math.LN2 / halfLifeMs;
+    this.n = 0;
+    this.mean = 0;
+    this.s = 0;
+    this.tLast = 0;
+    this.last = 0;
+  }
+  update(x: Value | undefined, t: number, _row: Row): void {
+    if (!isNum(x)) return;
+    this.last = x;
+    if (this.n === 0) {
+      this.n = 1;
+      this.mean = x;
+      this.s = 0;
+      this.tLast = t;
+      return;
+    }
+    this.n++;
+    const dt = t - this.tLast;
+    const a = dt > 0 ? -Math.expm1(-this.lambda * dt) : SAME_MS_ALPHA;
+    const d = x - this.mean;
+    this.mean += a * d;
+    this.s = (1 - a) * (this.s + a * d * d);
+    if (dt > 0) this.tLast = t;
+  }
+  miss(_t: number): void {}
+  read(_now: number): JsonValue {
+    if (this.n === 0) return null;
+    if (this.out === EwOut.Ewma) return jsonNum(this.mean);
+    if (this.out === EwOut.Ewvar) return jsonNum(Math.max(0, this.s));
+    if (!(this.s > 0)) return null;
+    return jsonNum((this.last - this.mean) / Math.sqrt(this.s));
+  }
+  save(): unknown {
+    return [this.n, this.mean, this.s, this.tLast, this.last];
+  }
+  restore(saved: unknown): void {
+    const a = saved as number[];
+    this.n = a[0];
+    this.mean = a[1];
+    this.s = a[2];
+    this.tLast = a[3];
+    this.last = a[4];
+  }
+}
+
+/** decayed_sum / decayed_count: forward-decayed total, read decayed to the query time. */
+export class DecayedState implements StoredState {
+  readonly count: boolean;
+  readonly halfLifeMs: number;
+  n: number;
+  total: number;
+  tLast: number;
+  constructor(count: boolean, halfLifeMs: number) {
+    this.count = count;
+    this.halfLifeMs = halfLifeMs;
+    this.n = 0;
+    this.total = 0;
+    this.tLast = 0;
+  }
+  update(x: Value | undefined, t: number, _row: Row): void {
+    let v = 1;
+    if (!this.count) {
+      if (!isNum(x)) return;
+      v = x;
+    }
+    if (this.n === 0) this.total = v;
+    else this.total = this.total * Math.pow(2, -Math.max(0, t - this.tLast) / this.halfLifeMs) + v;
+    this.n++;
+    this.tLast = t;
+  }
+  miss(_t: number): void {}
+  read(now: number): JsonValue {
+    if (this.n === 0) return this.count ? 0 : null;
+    return jsonNum(this.total * Math.pow(2, -Math.max(0, now - this.tLast) / this.halfLifeMs));
+  }
+  save(): unknown {
+    return [this.n, this.total, this.tLast];
+  }
+  restore(saved: unknown): void {
+    const a = saved as number[];
+    this.n = a[0];
+    this.total = a[1];
+    this.tLast = a[2];
+  }
+}
+
+/** twa: time-weighted average of the value as a step function between events. */
+export class TwaState implements StoredState {
+  n: number;
+  area: number;
+  span: number;
+  prev: number;
+  tPrev: number;
+  constructor() {
+    this.n = 0;
+    this.area = 0;
+    this.span = 0;
+    this.prev = 0;
+    this.tPrev = 0;
+  }
+  update(x: Value | undefined, t: number, _row: Row): void {
+    if (!isNum(x)) return;
+    if (this.n > 0) {
+      const dt = t - this.tPrev;
+      if (dt > 0) {
+        this.area += this.prev * dt;
+        this.span += dt;
+      }
+    }
+    this.n++;
+    this.prev = x;
+    this.tPrev = t;
+  }
+  miss(_t: number): void {}
+  read(_now: number): JsonValue {
+    if (this.n === 0) return null;
+    return jsonNum(this.span === 0 ? this.prev : this.area / this.span);
+  }
+  save(): unknown {
+    return [this.n, this.area, this.span, this.prev, this.tPrev];
+  }
+  restore(saved: unknown): void {
+    const a = saved as number[];
+    this.n = a[0];
+    this.area = a[1];
+    this.span = a[2];
+    this.prev = a[3];
+    this.tPrev = a[4];
+  }
+}

@@ -1,0 +1,506 @@
+/**
+ * Sliding windows for the numeric ops (count, sum, mean, min, max, var, std,
+ * rate, velocity, z_score, ratio): one class, the op chosen by `cfg.kind`, so
+ * every state of every numeric windowed feature has the same shape.
+ *
+ *   ring (newest RING_ENTRIES_MAX events, raw)          buckets (events pushed out of the ring)
+ *   buf: [t0 x0 | t1 x1 | ... ]  head -> oldest          bk: [e n sum | e n sum | ... ]  bHead -> oldest
+ *        ^ power-of-two capacity, grows 2,4,..,64             ^ one slot per bucket epoch e = floor(t / bucketMs),
+ *                                                               at most BUCKETS_PER_WINDOW + 1 live ones
+ *
+ * Why this shape: the peer folds every event into 64 fixed buckets, so a 5-minute
+ * window moves in ~4.7 s steps even for an entity with three events. Here an
+ * entity whose window holds at most RING_ENTRIES_MAX events is answered exactly
+ * from raw (t, x) pairs. Only when more live events arrive does the oldest raw
+ * event move into a bucket of width bucketMs = ceil(window / BUCKETS_PER_WINDOW).
+ * A read then uses the ring (exact) plus the buckets that overlap the window, so
+ * the answer is the exact aggregate of the events with t >= T0 for some
+ * T0 in (now - window - bucketMs, now - window]: no event inside the window is
+ * ever missed, and only events of the one straddling bucket, at most bucketMs
+ * older than the window, can be included. If the ring's oldest event is
+ * already outside the window, every bucketed event (older still) is too, and the
+ * answer is exact again.
+ *
+ * An event is inside the window at query time `now` iff now - t < window.
+ * Times passed to update are non-decreasing; `read(now)` changes nothing.
+ */
+import type { JsonValue, Row, Value } from '../types';
+import type { StoredState } from './factory';
+import { isNum, jsonNum, newDoubles } from './values';
+
+/** Raw events kept per state before bucketing starts (a power of two). */
+export const RING_ENTRIES_MAX = 64;
+/** First ring allocation (entries); doubles up to RING_ENTRIES_MAX. */
+const RING_ENTRIES_MIN = 2;
+/** Buckets per window once the ring overflows: error bound = window / 128 (peer: window / 64). */
+export const BUCKETS_PER_WINDOW = 128;
+/** First bucket allocation (slots); grows by doubling to BUCKETS_PER_WINDOW + 1. */
+const BUCKET_SLOTS_MIN = 4;
+
+export const enum NumKind {
+  Count = 0,
+  Sum = 1,
+  Mean = 2,
+  Min = 3,
+  Max = 4,
+  Var = 5,
+  Std = 6,
+  Rate = 7,
+  Velocity = 8,
+  ZScore = 9,
+  Ratio = 10,
+}
+
+/** What `update` needs from x. */
+export const enum Input {
+  /** Every matching event counts (count without field, ratio). */
+  Event = 0,
+  /** Events whose x is present (count with field). */
+  Present = 1,
+  /** Events whose x is a finite number. */
+  Number = 2,
+}
+
+const EMPTY: number[] = [];
+
+/** Per-feature constants shared by every entity's state. */
+export class NumWindowCfg {
+  readonly kind: NumKind;
+  readonly input: Input;
+  readonly windowMs: number;
+  readonly bucketMs: number;
+  /** Ring doubles per entry: 1 (t) or 2 (t, x). */
+  readonly stride: number;
+  /** Bucket doubles per slot (epoch first). */
+  readonly bStride: number;
+  readonly bSlotsMax: number;
+
+  constructor(kind: NumKind, input: Input, windowMs: number) {
+    this.kind = kind;
+    this.input = input;
+    this.windowMs = windowMs;
+    this.bucketMs = Math.max(1, Math.ceil(windowMs / BUCKETS_PER_WINDOW));
+    this.stride = kind === NumKind.Count || kind === NumKind.Rate ? 1 : 2;
+    this.bStride = bucketStride(kind);
+    // Live buckets satisfy (e + 1) * bucketMs > now - window, so at most window / bucketMs + 1
+    // epochs, which is <= BUCKETS_PER_WINDOW + 1.
+    this.bSlotsMax = BUCKETS_PER_WINDOW + 1;
+  }
+}
+
+function bucketStride(kind: NumKind): number {
+  switch (kind) {
+    case NumKind.Count:
+    case NumKind.Rate:
+    case NumKind.Min:
+    case NumKind.Max:
+      return 2; // [e, n] or [e, extreme]
+    case NumKind.Var:
+    case NumKind.Std:
+    case NumKind.ZScore:
+      return 4; // [e, n, mean, m2]
+    default:
+      return 3; // [e, n, sum] or [e, n, matched]
+  }
+}
+
+/** Fold of the live part of a window, filled by NumWindowState.fold (one per cfg, reused). */
+class Fold {
+  n = 0;
+  sum = 0;
+  ext = 0;
+  mean = 0;
+  m2 = 0;
+  last = 0;
+  exact = true;
+}
+
+export class NumWindowState implements StoredState {
+  readonly cfg: NumWindowCfg;
+  buf: number[];
+  head: number;
+  len: number;
+  bk: number[];
+  bHead: number;
+  bLen: number;
+
+  constructor(cfg: NumWindowCfg) {
+    this.cfg = cfg;
+    this.buf = EMPTY;
+    this.head = 0;
+    this.len = 0;
+    this.bk = EMPTY;
+    this.bHead = 0;
+    this.bLen = 0;
+  }
+
+  update(x: Value | undefined, t: number, _row: Row): void {
+    const input = this.cfg.input;
+    if (input === Input.Number) {
+      if (!isNum(x)) return;
+      this.push(t, x);
+    } else if (input === Input.Present) {
+      if (x === null || x === undefined) return;
+      this.push(t, 1);
+    } else {
+      this.push(t, 1);
+    }
+  }
+
+  miss(t: number): void {
+    if (this.cfg.kind === NumKind.Ratio) this.push(t, 0);
+  }
+
+  private push(t: number, v: number): void {
+    const c = this.cfg;
+    const cutoff = t - c.windowMs;
+    this.expireRing(cutoff);
+    if (this.bLen > 0) this.expireBuckets(cutoff);
+    const stride = c.stride;
+    let cap = stride === 1 ? this.buf.length : this.buf.length >> 1;
+    if (this.len === cap) {
+      if (cap < RING_ENTRIES_MAX) cap = this.growRing(cap);
+      else this.evictOldest();
+    }
+    const i = ((this.head + this.len) & (cap - 1)) * stride;
+    this.buf[i] = t;
+    if (stride === 2) this.buf[i + 1] = v;
+    this.len++;
+  }
+
+  /** Drops raw events that no future read can see (reads come at now >= t). */
+  private expireRing(cutoff: number): void {
+    const stride = this.cfg.stride;
+    const mask = (stride === 1 ? this.buf.length : this.buf.length >> 1) - 1;
+    while (this.len > 0 && this.buf[this.head * stride] <= cutoff) {
+      this.head = (this.head + 1) & mask;
+      this.len--;
+    }
+  }
+
+  private expireBuckets(cutoff: number): void {
+    const c = this.cfg;
+    const bs = c.bStride;
+    const slots = this.bk.length / bs;
+    while (this.bLen > 0 && (this.bk[this.bHead * bs] + 1) * c.bucketMs <= cutoff) {
+      this.bHead = this.bHead + 1 === slots ? 0 : this.bHead + 1;
+      this.bLen--;
+    }
+    if (this.bLen === 0) {
+      // The entity calmed down: give the bucket memory back.
+      this.bk = EMPTY;
+      this.bHead = 0;
+    }
+  }
+
+  private growRing(cap: number): number {
+    const stride = this.cfg.stride;
+    const next = cap === 0 ? RING_ENTRIES_MIN : cap * 2;
+    const buf = newDoubles(next * stride);
+    for (let k = 0; k < this.len; k++) {
+      const from = ((this.head + k) & (cap - 1)) * stride;
+      buf[k * stride] = this.buf[from];
+      if (stride === 2) buf[k * stride + 1] = this.buf[from + 1];
+    }
+    this.buf = buf;
+    this.head = 0;
+    return next;
+  }
+
+  /** Moves the oldest raw event (still live: the ring is full of live events) into its bucket. */
+  private evictOldest(): void {
+    const stride = this.cfg.stride;
+    const i = this.head * stride;
+    const t = this.buf[i];
+    const v = stride === 2 ? this.buf[i + 1] : 1;
+    this.head = (this.head + 1) & (RING_ENTRIES_MAX - 1);
+    this.len--;
+    this.foldIntoBucket(Math.floor(t / this.cfg.bucketMs), v);
+  }
+
+  private foldIntoBucket(e: number, v: number): void {
+    const c = this.cfg;
+    const bs = c.bStride;
+    let slots = this.bk.length / bs;
+    let j: number;
+    if (this.bLen > 0) {
+      const lastSlot = this.bHead + this.bLen - 1;
+      j = (lastSlot >= slots ? lastSlot - slots : lastSlot) * bs;
+      if (this.bk[j] === e) {
+        addToBucket(this.bk, j, c.kind, v);
+        return;
+      }
+    }
+    if (this.bLen === slots) {
+      if (slots < c.bSlotsMax) slots = this.growBuckets(slots);
+      else {
+        // Unreachable by the bound above (the oldest slot has expired); kept as a guard so
+        // memory can never grow past bSlotsMax.
+        this.bHead = this.bHead + 1 === slots ? 0 : this.bHead + 1;
+        this.bLen--;
+      }
+    }
+    const slot = this.bHead + this.bLen;
+    j = (slot >= slots ? slot - slots : slot) * bs;
+    this.bk[j] = e;
+    initBucket(this.bk, j, c.kind, v);
+    this.bLen++;
+  }
+
+  private growBuckets(slots: number): number {
+    const bs = this.cfg.bStride;
+    const next = slots === 0 ? BUCKET_SLOTS_MIN : Math.min(slots * 2, this.cfg.bSlotsMax);
+    const bk = newDoubles(next * bs);
+    for (let k = 0; k < this.bLen; k++) {
+      let from = this.bHead + k;
+      if (from >= slots) from -= slots;
+      for (let f = 0; f < bs; f++) bk[k * bs + f] = this.bk[from * bs + f];
+    }
+    this.bk = bk;
+    this.bHead = 0;
+    return next;
+  }
+
+  read(now: number): JsonValue {
+    const c = this.cfg;
+    const f = FOLDS[c.kind];
+    this.fold(now, f);
+    switch (c.kind) {
+      case NumKind.Count:
+        return f.n;
+      case NumKind.Rate:
+        return f.n / (c.windowMs / 1000);
+      case NumKind.Sum:
+        return f.n === 0 ? null : jsonNum(f.sum);
+      case NumKind.Velocity:
+        return f.n === 0 ? 0 : jsonNum(f.sum / (c.windowMs / 1000));
+      case NumKind.Mean:
+        return f.n === 0 ? null : jsonNum(f.sum / f.n);
+      case NumKind.Min:
+      case NumKind.Max:
+        return f.n === 0 ? null : f.ext;
+      case NumKind.Var:
+        return f.n < 2 ? null : jsonNum(Math.max(0, f.m2 / (f.n - 1)));
+      case NumKind.Std:
+        return f.n < 2 ? null : jsonNum(Math.sqrt(Math.max(0, f.m2 / (f.n - 1))));
+      case NumKind.ZScore:
+        return zScore(f.n, f.mean, f.m2, f.last);
+      case NumKind.Ratio:
+        return f.n === 0 ? null : f.sum / f.n;
+    }
+  }
+
+  /** Folds the live events at `now` into `f` (buckets first: they hold the older events). */
+  fold(now: number, f: Fold): void {
+    const c = this.cfg;
+    const stride = c.stride;
+    const cutoff = now - c.windowMs;
+    const mask = (stride === 1 ? this.buf.length : this.buf.length >> 1) - 1;
+    let k = 0;
+    while (k < this.len && this.buf[((this.head + k) & mask) * stride] <= cutoff) k++;
+    f.n = 0;
+    f.sum = 0;
+    f.mean = 0;
+    f.m2 = 0;
+    f.ext = 0;
+    f.last = 0;
+    f.exact = true;
+    // Buckets hold only events older than every ring event: if the oldest ring event is
+    // out of the window, so is every bucketed one.
+    if (k === 0 && this.len > 0 && this.bLen > 0) this.foldBuckets(cutoff, f);
+    const kind = c.kind;
+    for (; k < this.len; k++) {
+      const i = ((this.head + k) & mask) * stride;
+      const v = stride === 2 ? this.buf[i + 1] : 1;
+      foldValue(f, kind, v);
+    }
+  }
+
+  private foldBuckets(cutoff: number, f: Fold): void {
+    const c = this.cfg;
+    const bs = c.bStride;
+    const slots = this.bk.length / bs;
+    const kind = c.kind;
+    for (let k = 0; k < this.bLen; k++) {
+      let s = this.bHead + k;
+      if (s >= slots) s -= slots;
+      const j = s * bs;
+      if ((this.bk[j] + 1) * c.bucketMs <= cutoff) continue;
+      f.exact = false;
+      mergeBucket(f, kind, this.bk, j);
+    }
+  }
+
+  save(): unknown {
+    return [this.linearRing(), this.linearBuckets()];
+  }
+
+  private linearRing(): number[] {
+    const stride = this.cfg.stride;
+    const mask = (stride === 1 ? this.buf.length : this.buf.length >> 1) - 1;
+    const out: number[] = [];
+    for (let k = 0; k < this.len; k++) {
+      const i = ((this.head + k) & mask) * stride;
+      out.push(this.buf[i]);
+      if (stride === 2) out.push(this.buf[i + 1]);
+    }
+    return out;
+  }
+
+  private linearBuckets(): number[] {
+    const bs = this.cfg.bStride;
+    const slots = this.bk.length / bs;
+    const out: number[] = [];
+    for (let k = 0; k < this.bLen; k++) {
+      let s = this.bHead + k;
+      if (s >= slots) s -= slots;
+      for (let f = 0; f < bs; f++) out.push(this.bk[s * bs + f]);
+    }
+    return out;
+  }
+
+  restore(saved: unknown): void {
+    const cfg = this.cfg;
+    const [ring, buckets] = saved as [number[], number[]];
+    const len = ring.length / cfg.stride;
+    if (len > 0) {
+      let cap = RING_ENTRIES_MIN;
+      while (cap < len) cap *= 2;
+      this.buf = newDoubles(cap * cfg.stride);
+      for (let i = 0; i < ring.length; i++) this.buf[i] = ring[i];
+      this.head = 0;
+      this.len = len;
+    }
+    const bLen = buckets.length / cfg.bStride;
+    if (bLen > 0) {
+      let slots = BUCKET_SLOTS_MIN;
+      while (slots < bLen) slots = Math.min(slots * 2, cfg.bSlotsMax);
+      this.bk = newDoubles(slots * cfg.bStride);
+      for (let i = 0; i < buckets.length; i++) this.bk[i] = buckets[i];
+      this.bHead = 0;
+      this.bLen = bLen;
+    }
+  }
+}
+
+const FOLDS: Fold[] = [];
+for (let k = 0; k <= NumKind.Ratio; k++) FOLDS.push(new Fold());
+
+function initBucket(bk: number[], j: number, kind: NumKind, v: number): void {
+  switch (kind) {
+    case NumKind.Min:
+    case NumKind.Max:
+      bk[j + 1] = v;
+      return;
+    case NumKind.Count:
+    case NumKind.Rate:
+      bk[j + 1] = 1;
+      return;
+    case NumKind.Var:
+    case NumKind.Std:
+    case NumKind.ZScore:
+      bk[j + 1] = 1;
+      bk[j + 2] = v;
+      bk[j + 3] = 0;
+      return;
+    default:
+      bk[j + 1] = 1;
+      bk[j + 2] = v;
+  }
+}
+
+function addToBucket(bk: number[], j: number, kind: NumKind, v: number): void {
+  switch (kind) {
+    case NumKind.Min:
+      if (v < bk[j + 1]) bk[j + 1] = v;
+      return;
+    case NumKind.Max:
+      if (v > bk[j + 1]) bk[j + 1] = v;
+      return;
+    case NumKind.Count:
+    case NumKind.Rate:
+      bk[j + 1] += 1;
+      return;
+    case NumKind.Var:
+    case NumKind.Std:
+    case NumKind.ZScore: {
+      // Welford's update, numerically stable.
+      const n = bk[j + 1] + 1;
+      const d = v - bk[j + 2];
+      bk[j + 1] = n;
+      bk[j + 2] += d / n;
+      bk[j + 3] += d * (v - bk[j + 2]);
+      return;
+    }
+    default:
+      bk[j + 1] += 1;
+      bk[j + 2] += v;
+  }
+}
+
+/** Adds one raw value to the fold (Welford for the moments, in arrival order). */
+function foldValue(f: Fold, kind: NumKind, v: number): void {
+  switch (kind) {
+    case NumKind.Min:
+      if (f.n === 0 || v < f.ext) f.ext = v;
+      f.n++;
+      return;
+    case NumKind.Max:
+      if (f.n === 0 || v > f.ext) f.ext = v;
+      f.n++;
+      return;
+    case NumKind.Var:
+    case NumKind.Std:
+    case NumKind.ZScore: {
+      f.n++;
+      const d = v - f.mean;
+      f.mean += d / f.n;
+      f.m2 += d * (v - f.mean);
+      f.last = v;
+      return;
+    }
+    default:
+      f.n++;
+      f.sum += v;
+  }
+}
+
+/** Merges a bucket into the fold (Chan et al. pairwise update for the moments). */
+function mergeBucket(f: Fold, kind: NumKind, bk: number[], j: number): void {
+  switch (kind) {
+    case NumKind.Min:
+      if (f.n === 0 || bk[j + 1] < f.ext) f.ext = bk[j + 1];
+      f.n++;
+      return;
+    case NumKind.Max:
+      if (f.n === 0 || bk[j + 1] > f.ext) f.ext = bk[j + 1];
+      f.n++;
+      return;
+    case NumKind.Count:
+    case NumKind.Rate:
+      f.n += bk[j + 1];
+      return;
+    case NumKind.Var:
+    case NumKind.Std:
+    case NumKind.ZScore: {
+      const nb = bk[j + 1];
+      const n = f.n + nb;
+      const d = bk[j + 2] - f.mean;
+      f.mean += (d * nb) / n;
+      f.m2 += bk[j + 3] + (d * d * f.n * nb) / n;
+      f.n = n;
+      return;
+    }
+    default:
+      f.n += bk[j + 1];
+      f.sum += bk[j + 2];
+  }
+}
+
+/** (last - mean) / sample std; null with fewer than 2 values or no spread. */
+export function zScore(n: number, mean: number, m2: number, last: number): number | null {
+  if (n < 2) return null;
+  const variance = m2 / (n - 1);
+  if (!(variance > 0)) return null;
+  return jsonNum((last - mean) / Math.sqrt(variance));
+}

@@ -1,0 +1,37 @@
+/**
+ * The one interface every aggregation implements (DESIGN.md section 3).
+ *
+ * A feature of a table is compiled once per registry version into an OpFactory;
+ * each entity of the table holds one OpState per feature. The shard hot loop is:
+ *
+ *   x = factory.field === null ? undefined : row[factory.field]   (compiled accessor)
+ *   if (where === null || where(row) === true) state.update(x, t, row)
+ *   else state.miss(t)
+ *
+ * Times are server wall-clock milliseconds (processing time). `read(now)` is called
+ * with the query time (>= every t passed to update so far).
+ */
+import type { JsonValue, Row, Value } from '../types';
+
+export interface OpState {
+  /** A matching event. `x` is row[field] (undefined when the op has no field). */
+  update(x: Value | undefined, t: number, row: Row): void;
+  /** An event that reached the feature but failed its `where` predicate. */
+  miss(t: number): void;
+  /** The feature value for /get at query time `now`. */
+  read(now: number): JsonValue;
+  /** Plain structured-cloneable data (numbers, strings, arrays, typed arrays, plain objects). */
+  save(): unknown;
+}
+
+export interface OpFactory {
+  /** Canonical op name (aliases resolved). */
+  readonly op: string;
+  /** Column read as `x`, or null. */
+  readonly field: string | null;
+  /** True when the op needs `miss` calls (ratio, streaks); lets the shard skip them otherwise. */
+  readonly wantsMiss: boolean;
+  create(): OpState;
+  /** Inverse of OpState.save(). */
+  load(saved: unknown): OpState;
+}

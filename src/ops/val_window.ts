@@ -1,0 +1,280 @@
+/**
+ * Sliding windows over arbitrary values (string min/max and the sketch ops:
+ * n_unique, quantile, top_k, entropy). Same scheme as num_window.ts:
+ *
+ *   ring: times[] + vals[] of the newest RING_ENTRIES_MAX events (raw, exact)
+ *   buckets: epochs[] + accs[] holding the events pushed out of the ring, one
+ *            accumulator (an op-specific summary, e.g. a sketch) per bucket epoch
+ *
+ * A read builds a fresh accumulator from the buckets that overlap the window
+ * and the live raw values. Error bound (only once more than RING_ENTRIES_MAX
+ * events are live): the answer covers the events with t >= T0 for some
+ * T0 in (now - window - bucketMs, now - window], bucketMs = ceil(window / buckets),
+ * on top of the accumulator's own error (e.g. a sketch's). See num_window.ts for
+ * the argument.
+ */
+import type { JsonValue, Row, Value } from '../types';
+import type { StoredState } from './factory';
+import { newDoubles } from './values';
+
+/** Raw values kept per state before bucketing starts (a power of two). */
+export const VAL_RING_ENTRIES_MAX = 64;
+const RING_ENTRIES_MIN = 2;
+const BUCKET_SLOTS_MIN = 2;
+
+/** What a value window needs from its op: an accumulator type A with add/merge/result. */
+export interface WindowAgg<A> {
+  /** Accepts x (else the event is skipped): e.g. "a finite number" for quantile. */
+  accepts(x: Value | undefined): x is string | number | boolean;
+  empty(): A;
+  /** Adds one value; returns the accumulator (possibly a new one, e.g. a promoted sketch). */
+  add(a: A, v: string | number | boolean): A;
+  /** Merges `from` into `into` without changing `from`; returns the result. */
+  merge(into: A, from: A): A;
+  result(a: A): JsonValue;
+  save(a: A): unknown;
+  load(saved: unknown): A;
+}
+
+export class ValWindowCfg<A> {
+  readonly agg: WindowAgg<A>;
+  readonly windowMs: number;
+  readonly bucketMs: number;
+  readonly bSlotsMax: number;
+  /** Values are numbers (quantile): the value ring is a double array, unboxed. */
+  readonly numeric: boolean;
+
+  constructor(agg: WindowAgg<A>, windowMs: number, buckets: number, numeric: boolean) {
+    this.agg = agg;
+    this.windowMs = windowMs;
+    this.bucketMs = Math.max(1, Math.ceil(windowMs / buckets));
+    this.bSlotsMax = buckets + 1;
+    this.numeric = numeric;
+  }
+}
+
+const EMPTY_T: number[] = [];
+const EMPTY_V: Array<string | number | boolean> = [];
+
+export class ValWindowState<A> implements StoredState {
+  readonly cfg: ValWindowCfg<A>;
+  ts: number[];
+  vs: Array<string | number | boolean>;
+  head: number;
+  len: number;
+  bEpoch: number[];
+  /** Null in free slots, so an unused slot holds no sketch. */
+  bAcc: Array<A | null>;
+  bHead: number;
+  bLen: number;
+
+  constructor(cfg: ValWindowCfg<A>) {
+    this.cfg = cfg;
+    this.ts = EMPTY_T;
+    this.vs = EMPTY_V;
+    this.head = 0;
+    this.len = 0;
+    this.bEpoch = EMPTY_T;
+    this.bAcc = [];
+    this.bHead = 0;
+    this.bLen = 0;
+  }
+
+  update(x: Value | undefined, t: number, _row: Row): void {
+    const c = this.cfg;
+    if (!c.agg.accepts(x)) return;
+    const cutoff = t - c.windowMs;
+    this.expire(cutoff);
+    let cap = this.ts.length;
+    if (this.len === cap) {
+      if (cap < VAL_RING_ENTRIES_MAX) cap = this.grow(cap);
+      else this.evictOldest();
+    }
+    const i = (this.head + this.len) & (cap - 1);
+    this.ts[i] = t;
+    this.vs[i] = x;
+    this.len++;
+  }
+
+  miss(_t: number): void {}
+
+  private expire(cutoff: number): void {
+    const mask = this.ts.length - 1;
+    while (this.len > 0 && this.ts[this.head] <= cutoff) {
+      this.head = (this.head + 1) & mask;
+      this.len--;
+    }
+    const c = this.cfg;
+    if (this.bLen === 0) return;
+    const slots = this.bEpoch.length;
+    while (this.bLen > 0 && (this.bEpoch[this.bHead] + 1) * c.bucketMs <= cutoff) {
+      this.bAcc[this.bHead] = null;
+      this.bHead = this.bHead + 1 === slots ? 0 : this.bHead + 1;
+      this.bLen--;
+    }
+    if (this.bLen === 0) {
+      this.bEpoch = EMPTY_T;
+      this.bAcc = [];
+      this.bHead = 0;
+    }
+  }
+
+  private grow(cap: number): number {
+    const next = cap === 0 ? RING_ENTRIES_MIN : cap * 2;
+    const ts = newDoubles(next);
+    const vs: Array<string | number | boolean> = this.cfg.numeric ? newDoubles(next) : new Array(next).fill(0);
+    for (let k = 0; k < this.len; k++) {
+      const from = (this.head + k) & (cap - 1);
+      ts[k] = this.ts[from];
+      vs[k] = this.vs[from];
+    }
+    this.ts = ts;
+    this.vs = vs;
+    this.head = 0;
+    return next;
+  }
+
+  private evictOldest(): void {
+    const t = this.ts[this.head];
+    const v = this.vs[this.head];
+    this.head = (this.head + 1) & (VAL_RING_ENTRIES_MAX - 1);
+    this.len--;
+    this.foldIntoBucket(Math.floor(t / this.cfg.bucketMs), v);
+  }
+
+  private foldIntoBucket(e: number, v: string | number | boolean): void {
+    const c = this.cfg;
+    let slots = this.bEpoch.length;
+    if (this.bLen > 0) {
+      let last = this.bHead + this.bLen - 1;
+      if (last >= slots) last -= slots;
+      if (this.bEpoch[last] === e) {
+        this.bAcc[last] = c.agg.add(this.bAcc[last] as A, v);
+        return;
+      }
+    }
+    if (this.bLen === slots) {
+      if (slots < c.bSlotsMax) slots = this.growBuckets(slots);
+      else {
+        // Unreachable (the oldest slot has expired, see num_window.ts); bounds memory anyway.
+        this.bHead = this.bHead + 1 === slots ? 0 : this.bHead + 1;
+        this.bLen--;
+      }
+    }
+    let s = this.bHead + this.bLen;
+    if (s >= slots) s -= slots;
+    this.bEpoch[s] = e;
+    this.bAcc[s] = c.agg.add(c.agg.empty(), v);
+    this.bLen++;
+  }
+
+  private growBuckets(slots: number): number {
+    const c = this.cfg;
+    const next = slots === 0 ? BUCKET_SLOTS_MIN : Math.min(slots * 2, c.bSlotsMax);
+    const epochs = newDoubles(next);
+    const accs: Array<A | null> = [];
+    for (let k = 0; k < next; k++) accs.push(k < this.bLen ? this.bAcc[(this.bHead + k) % slots] : null);
+    for (let k = 0; k < this.bLen; k++) epochs[k] = this.bEpoch[(this.bHead + k) % slots];
+    this.bEpoch = epochs;
+    this.bAcc = accs;
+    this.bHead = 0;
+    return next;
+  }
+
+  /** The accumulator of the live window at `now` (a new object; the state is unchanged). */
+  accumulate(now: number): { acc: A; n: number } {
+    const c = this.cfg;
+    const cutoff = now - c.windowMs;
+    const mask = this.ts.length - 1;
+    let k = 0;
+    while (k < this.len && this.ts[(this.head + k) & mask] <= cutoff) k++;
+    let acc = c.agg.empty();
+    let n = this.len - k;
+    if (k === 0 && this.len > 0 && this.bLen > 0) {
+      const slots = this.bEpoch.length;
+      for (let b = 0; b < this.bLen; b++) {
+        let s = this.bHead + b;
+        if (s >= slots) s -= slots;
+        if ((this.bEpoch[s] + 1) * c.bucketMs <= cutoff) continue;
+        acc = c.agg.merge(acc, this.bAcc[s] as A);
+        n++;
+      }
+    }
+    for (; k < this.len; k++) acc = c.agg.add(acc, this.vs[(this.head + k) & mask]);
+    return { acc, n };
+  }
+
+  read(now: number): JsonValue {
+    return this.cfg.agg.result(this.accumulate(now).acc);
+  }
+
+  save(): unknown {
+    const mask = this.ts.length - 1;
+    const ts: number[] = [];
+    const vs: Array<string | number | boolean> = [];
+    for (let k = 0; k < this.len; k++) {
+      ts.push(this.ts[(this.head + k) & mask]);
+      vs.push(this.vs[(this.head + k) & mask]);
+    }
+    const be: number[] = [];
+    const ba: unknown[] = [];
+    const slots = this.bEpoch.length;
+    for (let k = 0; k < this.bLen; k++) {
+      const s = (this.bHead + k) % slots;
+      be.push(this.bEpoch[s]);
+      ba.push(this.cfg.agg.save(this.bAcc[s] as A));
+    }
+    return [ts, vs, be, ba];
+  }
+
+  restore(saved: unknown): void {
+    const c = this.cfg;
+    const [ts, vs, be, ba] = saved as [number[], Array<string | number | boolean>, number[], unknown[]];
+    if (ts.length > 0) {
+      let cap = RING_ENTRIES_MIN;
+      while (cap < ts.length) cap *= 2;
+      this.ts = newDoubles(cap);
+      this.vs = c.numeric ? newDoubles(cap) : new Array(cap).fill(0);
+      for (let k = 0; k < ts.length; k++) {
+        this.ts[k] = ts[k];
+        this.vs[k] = vs[k];
+      }
+      this.head = 0;
+      this.len = ts.length;
+    }
+    if (be.length > 0) {
+      let slots = BUCKET_SLOTS_MIN;
+      while (slots < be.length) slots = Math.min(slots * 2, c.bSlotsMax);
+      this.bEpoch = newDoubles(slots);
+      this.bAcc = [];
+      for (let k = 0; k < slots; k++) this.bAcc.push(k < be.length ? c.agg.load(ba[k]) : null);
+      for (let k = 0; k < be.length; k++) this.bEpoch[k] = be[k];
+      this.bHead = 0;
+      this.bLen = be.length;
+    }
+  }
+}
+
+/** A lifetime (`forever`) state over the same accumulator: one accumulator, no ring. */
+export class ValLifeState<A> implements StoredState {
+  readonly agg: WindowAgg<A>;
+  acc: A;
+  constructor(agg: WindowAgg<A>) {
+    this.agg = agg;
+    this.acc = agg.empty();
+  }
+  update(x: Value | undefined, _t: number, _row: Row): void {
+    if (!this.agg.accepts(x)) return;
+    this.acc = this.agg.add(this.acc, x);
+  }
+  miss(_t: number): void {}
+  read(_now: number): JsonValue {
+    return this.agg.result(this.acc);
+  }
+  save(): unknown {
+    return this.agg.save(this.acc);
+  }
+  restore(saved: unknown): void {
+    this.acc = this.agg.load(saved);
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * Small value helpers shared by the op families: what counts as a number, how
+ * values compare, how numbers leave as JSON (NaN and infinities become null,
+ * because JSON has no spelling for them).
+ */
+import type { FieldType, JsonValue, Value } from '../types';
+
+/** Field types the arithmetic ops accept. `datetime` is ordered (min/max) but not summed. */
+export const NUMERIC_TYPES: readonly FieldType[] = ['i64', 'f64'];
+/** Field types with a total order that min/max can compare. */
+export const ORDERED_TYPES: readonly FieldType[] = ['i64', 'f64', 'datetime', 'str'];
+/** Every scalar type: ops that only test equality or keep values (last_n, n_unique, ...). */
+export const ANY_TYPES: readonly FieldType[] = ['str', 'f64', 'i64', 'bool', 'bytes', 'datetime'];
+
+/** A finite number: value ops skip null, absent and non-finite inputs. */
+export function isNum(x: Value | undefined): x is number {
+  return typeof x === 'number' && Number.isFinite(x);
+}
+
+/** A number for /get: JSON cannot carry NaN or infinities. */
+export function jsonNum(v: number): number | null {
+  return Number.isFinite(v) ? v : null;
+}
+
+/** A kept value for /get (values in rows are already JSON scalars). */
+export function jsonVal(v: Value | undefined): JsonValue {
+  if (v === undefined) return null;
+  if (typeof v === 'number' && !Number.isFinite(v)) return null;
+  return v;
+}
+
+/** A present value: null and undefined are "no value". */
+export function isPresent(x: Value | undefined): x is string | number | boolean {
+  return x !== null && x !== undefined;
+}
+
+/**
+ * A string key identifying a value for distinct/equality ops. Values of one field
+ * share one type, so the key only needs to be unique within a type; the prefix
+ * keeps a number and its decimal string apart anyway (a field may change type
+ * across a forced re-registration).
+ */
+export function valueKey(x: string | number | boolean): string {
+  if (typeof x === 'string') return 's' + x;
+  if (typeof x === 'number') return 'n' + String(x);
+  return x ? 'bt' : 'bf';
+}
+
+/** Deterministic order over mixed values: numbers < strings < booleans, then natural order. */
+export function compareValues(a: string | number | boolean, b: string | number | boolean): number {
+  const ra = typeof a === 'number' ? 0 : typeof a === 'string' ? 1 : 2;
+  const rb = typeof b === 'number' ? 0 : typeof b === 'string' ? 1 : 2;
+  if (ra !== rb) return ra - rb;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** A plain array of doubles (PACKED_DOUBLE_ELEMENTS): 8 bytes a slot, ~48 bytes of overhead
+ * against ~200 for a Float64Array on Node 20 (measured), which matters at a million entities. */
+export function newDoubles(n: number): number[] {
+  const a: number[] = [0.5];
+  for (let i = 1; i < n; i++) a.push(0.5);
+  a.length = n;
+  for (let i = 0; i < n; i++) a[i] = 0;
+  return a;
+}
+
+/** Copies a saved array of numbers into a fresh double array. */
+export function doublesFrom(src: readonly number[]): number[] {
+  const a = newDoubles(src.length);
+  for (let i = 0; i < src.length; i++) a[i] = src[i];
+  return a;
+}

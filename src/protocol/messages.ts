@@ -1,0 +1,117 @@
+/**
+ * Every message that crosses a thread boundary, in one place (STYLE.md synthesis 3).
+ * Both sides import these with `import type`.
+ */
+import type { ErrorCode, ErrorDetail } from '../errors';
+import type { RegistryState } from '../registry/model';
+import type { Row } from '../types';
+
+/** A coded error as plain data (SfError does not survive structured clone). */
+export interface ErrorPayload {
+  code: ErrorCode;
+  detail: ErrorDetail;
+}
+
+// ---- front -> coordinator (piscina tasks) --------------------------------------
+
+export interface CoordinatorInit {
+  dataDir: string;
+  memoryOnly: boolean;
+  memoryGovEnforce: boolean;
+  logLevel: string;
+}
+
+export type CoordinatorTask =
+  | { kind: 'state' }
+  | { kind: 'register'; payload: unknown }
+  | { kind: 'reset' };
+
+export type CoordinatorResult =
+  | { ok: true; state: RegistryState; history: RegistryState[]; body: Record<string, unknown> | null; renames: Array<[string, string]>; changed: boolean }
+  | { ok: false; error: ErrorPayload; version: number };
+
+// ---- front -> shard (piscina tasks: one batch per shard per flush) ---------------
+
+export const ITEM_PUSH = 1;
+export const ITEM_GET = 2;
+export const ITEM_INSTALL = 3;
+export const ITEM_RESET = 4;
+export const ITEM_SNAPSHOT = 5;
+
+export interface PushItem {
+  k: typeof ITEM_PUSH;
+  lsn: number;
+  /** Server time, ms. */
+  t: number;
+  /** Registry version the push was validated under. */
+  v: number;
+  /** Event name. */
+  e: string;
+  row: Row;
+}
+
+export interface GetItem {
+  k: typeof ITEM_GET;
+  table: string;
+  /** Canonical key (registry/key.ts). */
+  key: string;
+  features: string[] | null;
+}
+
+export interface InstallItem {
+  k: typeof ITEM_INSTALL;
+  /** Own LSN, so WAL records grow strictly in every shard. */
+  lsn: number;
+  state: RegistryState;
+  renames: Array<[string, string]>;
+}
+
+export interface ResetItem {
+  k: typeof ITEM_RESET;
+  lsn: number;
+  state: RegistryState;
+}
+
+export interface SnapshotItem {
+  k: typeof ITEM_SNAPSHOT;
+}
+
+export type ShardItem = PushItem | GetItem | InstallItem | ResetItem | SnapshotItem;
+
+export interface ShardBatch {
+  items: ShardItem[];
+}
+
+/**
+ * One entry per item, in order: a GET gets its row as JSON text; a PUSH, INSTALL,
+ * RESET or SNAPSHOT gets null on success or an ErrorPayload.
+ */
+export interface ShardBatchResult {
+  outs: Array<string | ErrorPayload | null>;
+}
+
+export interface ShardInit {
+  shardId: number;
+  shardCount: number;
+  dataDir: string;
+  memoryOnly: boolean;
+  memoryGovEnforce: boolean;
+  logLevel: string;
+  walSync: 'batch' | 'always';
+  walSyncTimeoutMs: number;
+  walSyncIntervalMs: number;
+  walSegmentBytesMax: number;
+  /** Every registry version still referenced by the WAL (for exact replay). */
+  history: RegistryState[];
+  /** Current registry (installed after replay). */
+  current: RegistryState;
+}
+
+/** What a shard reports after recovery (the first task, `{items: []}` with `hello`). */
+export interface ShardHello {
+  shardId: number;
+  lastLsn: number;
+  recoveredRecords: number;
+  /** Dedupe entries still inside their windows: event, value, lsn, version, time. */
+  dedupe: Array<[string, string, number, number, number]>;
+}

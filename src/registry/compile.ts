@@ -1,0 +1,230 @@
+/**
+ * Compiles a registry state into the immutable plans the hot path runs
+ * (DESIGN.md section 2). Every thread compiles the same state itself, since
+ * functions cannot cross threads: the front needs push validators, chains and
+ * key functions; shards need chains, keys, `where` predicates and op factories.
+ *
+ *   EventPlan (one per pushable event: sources and derived events)
+ *     └─ feeds: TableFeed[]  = (table, composed chain from this event, key fn)
+ *   TablePlan
+ *     └─ features: FeaturePlan[] = (op factory, where, field accessor, signature)
+ */
+import { createHash } from 'node:crypto';
+import { compileAgg, aggSignature } from '../ops';
+import type { OpFactory } from '../ops/op';
+import { compilePredicate } from '../expr';
+import { SfError } from '../errors';
+import type { FieldMap, FieldType, Row, Value } from '../types';
+import { compileChain, composeSteps, type RowFn } from './chain';
+import { makeKeyFn, type KeyFn } from './key';
+import type { NodeDef, RegistryState, TableNodeDef } from './model';
+import { parseNode } from './node_parse';
+import { PushValidator } from './push_validator';
+import { combineErrors } from './register_errors';
+import { withPath } from './with_path';
+
+export interface CompileOptions {
+  memoryGovEnforce: boolean;
+  /** Build ajv push validators (the front and the coordinator need them; shards do not). */
+  pushValidators: boolean;
+  /** Error path prefix of a node (the coordinator maps names to payload indexes). */
+  pathOf?: (name: string, index: number) => string;
+}
+
+export class FeaturePlan {
+  constructor(
+    readonly name: string,
+    readonly index: number,
+    readonly factory: OpFactory,
+    readonly where: ((row: Row) => boolean) | null,
+    readonly get: ((row: Row) => Value | undefined) | null,
+    /** Equal signatures across versions: the shard keeps this feature's state. */
+    readonly signature: string,
+  ) {}
+}
+
+export class TablePlan {
+  readonly featureIndex: Map<string, number>;
+  constructor(
+    readonly name: string,
+    readonly index: number,
+    readonly keyFields: readonly string[],
+    readonly keyTypes: readonly FieldType[],
+    readonly features: readonly FeaturePlan[],
+    /** Key columns + the chain from the root: a change re-keys every entity. */
+    readonly keySignature: string,
+  ) {
+    this.featureIndex = new Map(features.map((f, i) => [f.name, i]));
+  }
+}
+
+export class TableFeed {
+  constructor(readonly table: TablePlan, readonly chain: RowFn | null, readonly key: KeyFn) {}
+}
+
+export class EventPlan {
+  feeds: TableFeed[] = [];
+  constructor(
+    readonly name: string,
+    readonly index: number,
+    readonly fields: FieldMap,
+    readonly optional: readonly string[],
+    readonly validator: PushValidator | null,
+    readonly dedupeField: string | null,
+    readonly dedupeWindowMs: number,
+    readonly coldAfterMs: number | null,
+    /** Root source event (itself for sources). */
+    readonly derived: boolean,
+  ) {}
+}
+
+export class CompiledRegistry {
+  constructor(
+    readonly version: number,
+    readonly state: RegistryState,
+    readonly defs: ReadonlyMap<string, NodeDef>,
+    readonly events: ReadonlyMap<string, EventPlan>,
+    readonly tables: ReadonlyMap<string, TablePlan>,
+    /** Feature name -> tables that have it (feature_not_in_table vs feature_not_found). */
+    readonly featureTables: ReadonlyMap<string, readonly string[]>,
+  ) {}
+}
+
+interface NodeOut {
+  def: NodeDef;
+  fields: FieldMap;
+  optional: string[];
+  /** Own chain (derived events and tables). */
+  chain: RowFn | null;
+  /** Stable description of everything that shapes rows reaching this node. */
+  sig: string;
+}
+
+function sha(s: string): string {
+  return createHash('sha1').update(s).digest('base64url').slice(0, 16);
+}
+
+function accessor(field: string | null): ((row: Row) => Value | undefined) | null {
+  if (field === null) return null;
+  // A generated accessor with the name inlined: V8 caches the property lookup.
+  return new Function('r', `return r[${JSON.stringify(field)}];`) as (row: Row) => Value | undefined;
+}
+
+function compileTable(def: TableNodeDef, up: NodeOut, index: number, path: string, opts: CompileOptions, sigOut: { sig: string }): { plan: TablePlan; chain: RowFn | null } {
+  const chain = compileChain(def.ops, up.fields, up.optional, path);
+  const keyTypes: FieldType[] = def.key.map((k) => {
+    const t = chain.fields[k];
+    if (t === undefined) throw new SfError('table_key_invalid', `key field ${JSON.stringify(k)} is not a column of the upstream schema`, { path: `${path}.key` });
+    if (t === 'f64') throw new SfError('table_key_invalid', `key field ${JSON.stringify(k)} is f64; floats are not entity keys`, { path: `${path}.key` });
+    return t;
+  });
+  const keySignature = sha(JSON.stringify([up.sig, def.ops, def.key]));
+  sigOut.sig = keySignature;
+  const errors: SfError[] = [];
+  const features: FeaturePlan[] = [];
+  for (const [name, spec] of def.agg) {
+    const fpath = `${path}.agg.${name}`;
+    try {
+      const factory = withPath(fpath, () => compileAgg(spec, { fields: chain.fields, path: fpath, memoryGovEnforce: opts.memoryGovEnforce }));
+      const whereSrc = spec.params.where;
+      if (whereSrc !== undefined && typeof whereSrc !== 'string') throw new SfError('schema_invalid', 'where must be an expression string', { path: `${fpath}.params.where` });
+      const where = whereSrc === undefined ? null : withPath(`${fpath}.params.where`, () => compilePredicate(whereSrc, chain.fields));
+      const signature = sha(JSON.stringify([keySignature, aggSignature(spec), whereSrc ?? null]));
+      features.push(new FeaturePlan(name, features.length, factory, where, accessor(factory.field), signature));
+    } catch (err) {
+      if (!(err instanceof SfError)) throw err;
+      errors.push(err);
+    }
+  }
+  if (errors.length > 0) throw combineErrors(errors);
+  return { plan: new TablePlan(def.name, index, def.key, keyTypes, features, keySignature), chain: chain.fn };
+}
+
+/** Compiles the whole state. Throws one SfError (with an `errors` list when there are several failures). */
+export function compileRegistry(state: RegistryState, opts: CompileOptions): CompiledRegistry {
+  const pathOf = opts.pathOf ?? ((_n: string, i: number) => `nodes[${i}]`);
+  const outs = new Map<string, NodeOut>();
+  const defs = new Map<string, NodeDef>();
+  const events = new Map<string, EventPlan>();
+  const tables = new Map<string, TablePlan>();
+  const tableChains = new Map<string, RowFn | null>();
+  const errors: SfError[] = [];
+  state.nodes.forEach((raw, i) => {
+    let def: NodeDef;
+    try {
+      def = parseNode(raw, i);
+    } catch (err) {
+      if (err instanceof SfError) { errors.push(err); return; }
+      throw err;
+    }
+    defs.set(def.name, def);
+    const path = pathOf(def.name, i);
+    try {
+      if (def.kind === 'event') {
+        const validator = opts.pushValidators ? new PushValidator(def.fields, def.optional, def.validators, path) : null;
+        if (!opts.pushValidators) def.validators.forEach((src, j) => withPath(`${path}.validators[${j}]`, () => compilePredicate(src, def.fields)));
+        events.set(def.name, new EventPlan(def.name, events.size, def.fields, def.optional, validator, def.dedupeKey, def.dedupeWindowMs, def.coldAfterMs, false));
+        outs.set(def.name, { def, fields: def.fields, optional: def.optional, chain: null, sig: sha(JSON.stringify(['event', def.name, def.fields])) });
+        return;
+      }
+      const up = outs.get(def.upstream);
+      if (up === undefined) {
+        if (tables.has(def.upstream) || defs.get(def.upstream)?.kind === 'table') {
+          throw new SfError('aggregation_on_table_not_supported', `upstream ${JSON.stringify(def.upstream)} is a table; aggregating a table is not supported in v0`, { path: `${path}.upstreams[0]` });
+        }
+        throw new SfError('missing_upstream', `upstream ${JSON.stringify(def.upstream)} is neither in the payload nor registered`, { path: `${path}.upstreams[0]` });
+      }
+      if (def.kind === 'derived') {
+        const chain = compileChain(def.ops, up.fields, up.optional, path);
+        if (def.declaredFields !== null) checkDeclared(def.declaredFields, chain.fields, path);
+        const validator = opts.pushValidators ? new PushValidator(chain.fields, chain.optional, [], path) : null;
+        events.set(def.name, new EventPlan(def.name, events.size, chain.fields, chain.optional, validator, null, 0, null, true));
+        outs.set(def.name, { def, fields: chain.fields, optional: chain.optional, chain: chain.fn, sig: sha(JSON.stringify([up.sig, def.ops])) });
+        return;
+      }
+      const sigOut = { sig: '' };
+      const { plan, chain } = compileTable(def, up, tables.size, path, opts, sigOut);
+      tables.set(def.name, plan);
+      tableChains.set(def.name, chain);
+    } catch (err) {
+      if (!(err instanceof SfError)) throw err;
+      if (err.detail.errors !== undefined) {
+        for (const item of err.detail.errors) errors.push(new SfError(err.code, item.message, { path: item.path }));
+      } else errors.push(err);
+    }
+  });
+  if (errors.length > 0) throw combineErrors(errors);
+  wireFeeds(defs, outs, events, tables, tableChains);
+  const featureTables = new Map<string, string[]>();
+  for (const t of tables.values()) for (const f of t.features) featureTables.set(f.name, [...(featureTables.get(f.name) ?? []), t.name]);
+  return new CompiledRegistry(state.version, state, defs, events, tables, featureTables);
+}
+
+function checkDeclared(declared: FieldMap, produced: FieldMap, path: string): void {
+  const a = Object.keys(declared).sort();
+  const b = Object.keys(produced).sort();
+  const same = a.length === b.length && a.every((k, i) => k === b[i] && declared[k] === produced[k]);
+  if (!same) {
+    throw new SfError('bad_return_type', `declared schema ${JSON.stringify(declared)} does not match what the ops produce ${JSON.stringify(produced)}`, { path: `${path}.schema` });
+  }
+}
+
+/** For every table, a feed on its upstream and on each ancestor event, with the chains composed from there. */
+function wireFeeds(defs: Map<string, NodeDef>, outs: Map<string, NodeOut>, events: Map<string, EventPlan>, tables: Map<string, TablePlan>, tableChains: Map<string, RowFn | null>): void {
+  for (const [name, plan] of tables) {
+    const def = defs.get(name) as TableNodeDef;
+    const keyFn = makeKeyFn(def.key);
+    const steps: RowFn[] = [];
+    const own = tableChains.get(name) ?? null;
+    if (own !== null) steps.push(own);
+    let cur: string | null = def.upstream;
+    while (cur !== null) {
+      const out = outs.get(cur);
+      if (out === undefined) break;
+      events.get(cur)?.feeds.push(new TableFeed(plan, composeSteps(steps), keyFn));
+      if (out.def.kind !== 'derived') break;
+      if (out.chain !== null) steps.unshift(out.chain);
+      cur = out.def.upstream;
+    }
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * Entity keys. A table's key is computed from the row that reaches it (after its
+ * chain) and turned into a canonical string: the value itself for a one-field key,
+ * a JSON array of the parts for a composite key. The same canonical string comes
+ * from a /get key, so both land on the same shard and the same map entry.
+ */
+import { SfError } from '../errors';
+import type { FieldType, Row, Value } from '../types';
+
+export type KeyFn = (row: Row) => string | null;
+
+function part(v: Value | undefined): string | null {
+  if (v === null || v === undefined) return null;
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : null;
+  return v ? 'true' : 'false';
+}
+
+export function makeKeyFn(keyFields: readonly string[]): KeyFn {
+  if (keyFields.length === 1) {
+    const f = keyFields[0];
+    return (row) => part(row[f]);
+  }
+  const fs = keyFields.slice();
+  return (row) => {
+    const parts: string[] = [];
+    for (let i = 0; i < fs.length; i++) {
+      const p = part(row[fs[i]]);
+      if (p === null) return null;
+      parts.push(p);
+    }
+    return JSON.stringify(parts);
+  };
+}
+
+/** One wire key part against its declared type, or throws key_parse_failure. */
+function wirePart(v: unknown, t: FieldType, path: string): string {
+  switch (t) {
+    case 'str':
+    case 'bytes':
+      if (typeof v === 'string') return v;
+      if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+      break;
+    case 'i64':
+    case 'datetime':
+      if (typeof v === 'number' && Number.isSafeInteger(v)) return String(v);
+      if (typeof v === 'string' && /^-?\d+$/.test(v) && Number.isSafeInteger(Number(v))) return String(Number(v));
+      if (t === 'datetime' && typeof v === 'string') {
+        const ms = Date.parse(v);
+        if (!Number.isNaN(ms)) return String(ms);
+      }
+      break;
+    case 'bool':
+      if (typeof v === 'boolean') return v ? 'true' : 'false';
+      if (v === 'true' || v === 'false') return v;
+      break;
+    case 'f64':
+      if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+      break;
+  }
+  throw new SfError('key_parse_failure', `key part ${JSON.stringify(v)} cannot be read as ${t}`, { path });
+}
+
+/**
+ * Canonical key from a /get key (spec 4.3): a scalar for a one-field key, an
+ * array in declared order for a composite key; a composite key may also be the
+ * string "a|b" (peer convenience).
+ */
+export function parseWireKey(key: unknown, keyFields: readonly string[], keyTypes: readonly FieldType[], path: string): string {
+  const n = keyFields.length;
+  if (key === null || key === undefined || (typeof key === 'object' && !Array.isArray(key))) {
+    throw new SfError('key_shape_mismatch', `key must be ${n === 1 ? 'a scalar' : `an array of ${n} values`} (${keyFields.join(', ')})`, { path });
+  }
+  if (n === 1) {
+    if (Array.isArray(key)) {
+      if (key.length !== 1) throw new SfError('key_shape_mismatch', `table key is the single field ${keyFields[0]}; send a scalar`, { path });
+      return wirePart(key[0], keyTypes[0], `${path}[0]`);
+    }
+    return wirePart(key, keyTypes[0], path);
+  }
+  let parts: unknown[];
+  if (Array.isArray(key)) parts = key;
+  else if (typeof key === 'string' && key.includes('|')) parts = key.split('|');
+  else throw new SfError('key_shape_mismatch', `table key is composite (${keyFields.join(', ')}); send an array in that order`, { path });
+  if (parts.length !== n) throw new SfError('key_parse_failure', `key has ${parts.length} parts; the table key has ${n} (${keyFields.join(', ')})`, { path });
+  return JSON.stringify(parts.map((p, i) => wirePart(p, keyTypes[i], `${path}[${i}]`)));
+}
+
+/** FNV-1a over UTF-16 code units: stable across threads and restarts. */
+export function hashKey(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+export function shardOf(canonicalKey: string, shardCount: number): number {
+  return shardCount === 1 ? 0 : hashKey(canonicalKey) % shardCount;
+}

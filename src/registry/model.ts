@@ -1,0 +1,64 @@
+/**
+ * Registry nodes after structural parsing (node_parse.ts). The raw JSON of each
+ * node is kept as registered (GET /registry returns it); these typed views are
+ * what the compiler (compile.ts) works from.
+ */
+import type { FieldMap } from '../types';
+
+export type ChainOpDef =
+  | { op: 'filter'; expr: string }
+  | { op: 'with_columns'; exprs: Array<[string, string]> }
+  | { op: 'select'; fields: string[] }
+  | { op: 'drop'; fields: string[] }
+  | { op: 'rename'; mapping: Array<[string, string]> };
+
+export interface EventNodeDef {
+  kind: 'event';
+  name: string;
+  fields: FieldMap;
+  optional: string[];
+  dedupeKey: string | null;
+  dedupeWindowMs: number;
+  keepEventsForMs: number | null;
+  coldAfterMs: number | null;
+  validators: string[];
+}
+
+export interface DerivedEventNodeDef {
+  kind: 'derived';
+  name: string;
+  upstream: string;
+  ops: ChainOpDef[];
+  /** `schema` given on the node: must equal what the chain produces (bad_return_type otherwise). */
+  declaredFields: FieldMap | null;
+}
+
+export interface TableNodeDef {
+  kind: 'table';
+  name: string;
+  upstream: string;
+  ops: ChainOpDef[];
+  key: string[];
+  /** Feature name -> aggregation spec `{op, params}` in declared order. */
+  agg: Array<[string, { op: string; params: Record<string, unknown> }]>;
+}
+
+export type NodeDef = EventNodeDef | DerivedEventNodeDef | TableNodeDef;
+
+/** A node as stored: its typed view, its raw JSON, and where it came from (for error paths). */
+export interface RegistryEntry {
+  def: NodeDef;
+  raw: Record<string, unknown>;
+}
+
+/** The serializable registry: what the coordinator persists and every thread compiles. */
+export interface RegistryState {
+  version: number;
+  /** Raw node JSON in topological order. */
+  nodes: Array<Record<string, unknown>>;
+}
+
+export const EMPTY_REGISTRY: RegistryState = { version: 0, nodes: [] };
+
+/** Names of nodes and features. */
+export const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;

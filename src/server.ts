@@ -1,0 +1,128 @@
+/**
+ * Boot and shutdown of the whole server (DESIGN.md section 1):
+ *
+ *   1. coordinator thread: recover the registry log
+ *   2. one piscina pool (one thread) per shard: each recovers its snapshot + WAL
+ *   3. front: compile the registry, seed LSN and dedupe from the shards
+ *   4. bind HTTP, TCP and (optional) admin; log one `server.*_bound` line each
+ *
+ * Shutdown (SIGTERM/SIGINT): stop accepting, drain channels, snapshot every
+ * shard, close pools.
+ */
+import { join } from 'node:path';
+import type net from 'node:net';
+import Piscina from 'piscina';
+import uWS from 'uWebSockets.js';
+import { buildAdminApp } from './admin/admin';
+import { Metrics } from './admin/metrics';
+import type { ServerConfig } from './config';
+import { buildHttpApp } from './front/http';
+import { Front } from './front/front';
+import { buildTcpServer } from './front/tcp';
+import { createLogger, type Logger } from './log';
+import type { CoordinatorInit, CoordinatorResult, ShardHello, ShardInit } from './protocol/messages';
+
+export interface RunningServer {
+  httpPort: number;
+  tcpPort: number;
+  adminPort: number | null;
+  front: Front;
+  close(): Promise<void>;
+}
+
+function listenUws(app: uWS.TemplatedApp, host: string, port: number): Promise<{ token: uWS.us_listen_socket; port: number }> {
+  return new Promise((resolve, reject) => {
+    app.listen(host, port, (token) => {
+      if (token === false) reject(new Error(`cannot listen on ${host}:${port}`));
+      else resolve({ token, port: uWS.us_socket_local_port(token) });
+    });
+  });
+}
+
+function listenTcp(server: net.Server, host: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as net.AddressInfo).port);
+    });
+  });
+}
+
+function addr(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+export async function startServer(config: ServerConfig, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
+  const coordinatorInit: CoordinatorInit = { dataDir: config.dataDir, memoryOnly: config.memoryOnly, memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel };
+  const coordinator = new Piscina({
+    filename: join(__dirname, 'coordinator', 'coordinator_main.js'),
+    minThreads: 1, maxThreads: 1, idleTimeout: Number.MAX_SAFE_INTEGER, workerData: coordinatorInit,
+  });
+  const first = (await coordinator.run({ kind: 'state' })) as CoordinatorResult;
+  if (!first.ok) throw new Error(`coordinator failed to start: ${first.error.code}`);
+  const shardPools: Piscina[] = [];
+  for (let i = 0; i < config.shards; i++) {
+    const init: ShardInit = {
+      shardId: i, shardCount: config.shards, dataDir: config.dataDir, memoryOnly: config.memoryOnly,
+      memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel, walSync: config.walSync,
+      walSyncTimeoutMs: config.walSyncTimeoutMs, walSyncIntervalMs: config.walSyncIntervalMs,
+      walSegmentBytesMax: config.walSegmentBytesMax, history: first.history, current: first.state,
+    };
+    shardPools.push(new Piscina({
+      filename: join(__dirname, 'shard', 'shard_main.js'),
+      minThreads: 1, maxThreads: 1, idleTimeout: Number.MAX_SAFE_INTEGER, useAtomics: false, workerData: init,
+    }));
+  }
+  const hellos = (await Promise.all(shardPools.map((p) => p.run({ hello: true })))) as ShardHello[];
+  const lastLsn = Math.max(0, ...hellos.map((h) => h.lastLsn));
+  const metrics = new Metrics();
+  const front = new Front(
+    { testMode: config.testMode, memoryGovEnforce: config.memoryGovEnforce, batchGetEntriesMax: config.batchGetEntriesMax },
+    coordinator, shardPools, first.state, lastLsn, metrics, log,
+  );
+  for (const h of hellos) front.loadDedupe(h.dedupe);
+  log.info({ kind: 'server.recovered', registry_version: first.state.version, last_lsn: lastLsn, records: hellos.reduce((a, h) => a + h.recoveredRecords, 0), shards: config.shards });
+
+  const http = await listenUws(buildHttpApp(front), config.httpHost, config.httpPort);
+  log.info({ kind: 'server.http_bound', addr: addr(config.httpHost, http.port) });
+  const tcpServer = buildTcpServer(front, config.tcpFrameBytesMax);
+  const tcpPort = await listenTcp(tcpServer, config.tcpHost, config.tcpPort);
+  log.info({ kind: 'server.tcp_bound', addr: addr(config.tcpHost, tcpPort) });
+  let admin: { token: uWS.us_listen_socket; port: number } | null = null;
+  if (config.adminHost !== null) {
+    const gauges = (): Record<string, number> => ({ registry_version: front.version, dedupe_entries: front.dedupe.size, shards: config.shards });
+    admin = await listenUws(buildAdminApp(front, gauges, () => true), config.adminHost, config.adminPort);
+    log.info({ kind: 'server.admin_bound', addr: addr(config.adminHost, admin.port) });
+  }
+
+  const sweep = setInterval(() => front.dedupe.sweep(Date.now()), 1000);
+  sweep.unref();
+  let snapTimer: NodeJS.Timeout | null = null;
+  if (!config.memoryOnly && config.snapshotIntervalMs > 0) {
+    snapTimer = setInterval(() => { void front.snapshot(); }, config.snapshotIntervalMs);
+    snapTimer.unref();
+  }
+
+  let closed = false;
+  return {
+    httpPort: http.port,
+    tcpPort,
+    adminPort: admin?.port ?? null,
+    front,
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      clearInterval(sweep);
+      if (snapTimer !== null) clearInterval(snapTimer);
+      uWS.us_listen_socket_close(http.token);
+      if (admin !== null) uWS.us_listen_socket_close(admin.token);
+      tcpServer.close();
+      await front.drain();
+      if (!config.memoryOnly) await front.snapshot();
+      await front.drain();
+      await Promise.all([coordinator.destroy(), ...shardPools.map((p) => p.destroy())]);
+      log.info({ kind: 'server.stopped' });
+    },
+  };
+}

@@ -1,0 +1,173 @@
+/**
+ * Shard worker entry (a one-thread piscina pool per shard). Recovers at module
+ * load (so a replaced thread recovers by itself), then runs one task per batch:
+ *
+ *   for each run of items up to a RESET/SNAPSHOT marker:
+ *     1. stage WAL records of the run's pushes and installs; ONE write
+ *     2. walk the run in order: apply pushes (only if the write succeeded),
+ *        install registries, read rows for gets
+ *   markers run in their place in the order.
+ */
+import { workerData } from 'node:worker_threads';
+import { asSfError, SfError } from '../errors';
+import { createLogger } from '../log';
+import { ITEM_GET, ITEM_INSTALL, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, type ErrorPayload, type ShardBatch, type ShardBatchResult, type ShardHello, type ShardInit, type ShardItem } from '../protocol/messages';
+import { DedupeLog } from './dedupe_log';
+import { ShardState } from './state';
+import { ShardStore } from './store';
+
+const init = workerData as ShardInit;
+const log = createLogger(init.logLevel, { thread: `shard-${init.shardId}` });
+const state = new ShardState({ shardId: init.shardId, shardCount: init.shardCount, memoryGovEnforce: init.memoryGovEnforce });
+const dedupe = new DedupeLog();
+let store: ShardStore | null = null;
+let recovered = { lastLsn: 0, records: 0 };
+
+if (!init.memoryOnly) {
+  const opened = ShardStore.open(init, state, dedupe, log);
+  store = opened.store;
+  recovered = opened.info;
+}
+state.install(init.current);
+if (store !== null && init.walSync === 'batch') {
+  // Batch mode acks after write(); fdatasync follows within a few ms.
+  const timer = setInterval(() => {
+    try { store?.syncIfDirty(); } catch (err) { log.error({ kind: 'wal.sync_failed', err: String(err) }); }
+  }, init.walSyncIntervalMs);
+  timer.unref();
+}
+
+function errorPayload(err: unknown): ErrorPayload {
+  const e = asSfError(err);
+  return { code: e.code, detail: e.detail };
+}
+
+/** Stages and writes the WAL records of items[from, to). Returns the error every push of the run gets, or null. */
+function writeRun(items: ShardItem[], from: number, to: number): ErrorPayload | null {
+  if (store === null) return null;
+  const enc = store.encoder;
+  enc.reset();
+  let first = -1;
+  let last = -1;
+  for (let i = from; i < to; i++) {
+    const it = items[i];
+    if (it.k === ITEM_PUSH) {
+      enc.event(it.lsn, it.t, it.v, it.e, JSON.stringify(it.row));
+      if (first < 0) first = it.lsn;
+      last = it.lsn;
+    } else if (it.k === ITEM_INSTALL) {
+      enc.install(it.lsn, it.state.version);
+      if (first < 0) first = it.lsn;
+      last = it.lsn;
+    }
+  }
+  if (enc.count === 0) return null;
+  try {
+    store.writeStaged(first, last);
+  } catch (err) {
+    log.error({ kind: 'wal.write_failed', shard: init.shardId, err: String(err) });
+    return { code: 'wal_unavailable', detail: { message: 'write-ahead log append failed; the event was not applied', reason: String((err as Error).message ?? err) } };
+  }
+  if (init.walSync === 'always') {
+    try {
+      const ms = store.sync();
+      if (ms > init.walSyncTimeoutMs) {
+        return { code: 'wal_sync_timeout', detail: { message: `fdatasync took ${ms.toFixed(1)} ms (timeout ${init.walSyncTimeoutMs} ms); the event may or may not be durable` } };
+      }
+    } catch (err) {
+      return { code: 'wal_unavailable', detail: { message: 'fdatasync failed', reason: String(err) } };
+    }
+  }
+  return null;
+}
+
+function runItems(items: ShardItem[], from: number, to: number, outs: ShardBatchResult['outs']): void {
+  const walErr = writeRun(items, from, to);
+  const now = Date.now();
+  for (let i = from; i < to; i++) {
+    const it = items[i];
+    switch (it.k) {
+      case ITEM_PUSH:
+        if (walErr !== null) { outs[i] = walErr; break; }
+        try {
+          state.apply(it.e, it.row, it.t, it.lsn);
+          recordDedupe(it.e, it.row, it.lsn, it.v, it.t);
+          outs[i] = null;
+        } catch (err) {
+          log.error({ kind: 'shard.apply_failed', err: String((err as Error)?.stack ?? err) });
+          outs[i] = errorPayload(err);
+        }
+        break;
+      case ITEM_GET:
+        outs[i] = state.read(it.table, it.key, it.features, now);
+        break;
+      case ITEM_INSTALL:
+        state.install(it.state, it.renames);
+        if (it.lsn > state.appliedLsn) state.appliedLsn = it.lsn;
+        outs[i] = null;
+        break;
+      default:
+        throw new Error(`unexpected item kind ${(it as ShardItem).k} inside a run`);
+    }
+  }
+}
+
+function recordDedupe(event: string, row: Record<string, unknown>, lsn: number, v: number, t: number): void {
+  if (store === null) return;
+  const plan = state.registry?.events.get(event);
+  if (plan === undefined || plan.dedupeField === null) return;
+  const value = row[plan.dedupeField];
+  if (value !== null && value !== undefined) dedupe.record(event, plan.dedupeWindowMs, String(value), lsn, v, t);
+}
+
+function runMarker(it: ShardItem): ErrorPayload | null {
+  if (it.k === ITEM_RESET) {
+    try {
+      // Truncate, then log the reset itself: its LSN keeps ack_lsn monotonic across a restart.
+      if (store !== null) {
+        store.truncateAll();
+        store.encoder.reset();
+        store.encoder.resetRecord(it.lsn, it.state.version);
+        store.writeStaged(it.lsn, it.lsn);
+      }
+    } catch (err) {
+      log.error({ kind: 'wal.truncate_failed', err: String(err) });
+      return { code: 'wal_truncate_failed', detail: { message: 'WAL truncation failed during reset; server state is undefined', reason: String(err) } };
+    }
+    state.reset(it.state);
+    state.appliedLsn = it.lsn;
+    dedupe.clear();
+    return null;
+  }
+  if (it.k === ITEM_SNAPSHOT) {
+    try {
+      store?.snapshot(state, dedupe);
+    } catch (err) {
+      log.error({ kind: 'wal.snapshot_failed', err: String(err) });
+      return errorPayload(new SfError('wal_unavailable', 'snapshot failed', { reason: String(err) }));
+    }
+  }
+  return null;
+}
+
+export default function handle(task: ShardBatch | { hello: true }): ShardBatchResult | ShardHello {
+  if ('hello' in task) {
+    return { shardId: init.shardId, lastLsn: recovered.lastLsn, recoveredRecords: recovered.records, dedupe: dedupe.entries(Date.now()) };
+  }
+  const items = task.items;
+  const outs: ShardBatchResult['outs'] = new Array(items.length).fill(null);
+  let from = 0;
+  for (let i = 0; i <= items.length; i++) {
+    const marker = i < items.length && (items[i].k === ITEM_RESET || items[i].k === ITEM_SNAPSHOT);
+    if (i === items.length || marker) {
+      if (i > from) runItems(items, from, i, outs);
+      if (marker) outs[i] = runMarker(items[i]);
+      from = i + 1;
+    }
+  }
+  return { outs };
+}
+
+process.on('exit', () => {
+  try { store?.syncIfDirty(); store?.close(); } catch { /* exiting */ }
+});

@@ -1,0 +1,164 @@
+/**
+ * The aggregates a shard owns: per table, entity key -> one op state per feature.
+ * Only the shard thread touches this; no locks. Applying a push and reading a row
+ * are synchronous; the registry plans are swapped whole on install.
+ */
+import { strict as assert } from 'node:assert';
+import { compileRegistry, type CompiledRegistry, type TablePlan } from '../registry/compile';
+import { shardOf } from '../registry/key';
+import type { RegistryState } from '../registry/model';
+import type { OpState } from '../ops/op';
+import type { JsonValue, Row } from '../types';
+
+export class EntityRow {
+  constructor(
+    public states: OpState[],
+    /** Server time of the last push that reached this entity (cold eviction). */
+    public lastT: number,
+  ) {}
+}
+
+export class TableState {
+  constructor(public plan: TablePlan, readonly rows: Map<string, EntityRow>) {}
+}
+
+function freshStates(plan: TablePlan): OpState[] {
+  const out: OpState[] = new Array(plan.features.length);
+  for (let i = 0; i < out.length; i++) out[i] = plan.features[i].factory.create();
+  return out;
+}
+
+export interface ShardOptions {
+  shardId: number;
+  shardCount: number;
+  memoryGovEnforce: boolean;
+}
+
+export class ShardState {
+  registry: CompiledRegistry | null = null;
+  /** By table index of the current registry. */
+  tables: TableState[] = [];
+  readonly #byName = new Map<string, TableState>();
+  /** Highest server time applied: reads never go backwards in time. */
+  lastT = 0;
+  /** Highest LSN applied (snapshots cover up to here). */
+  appliedLsn = 0;
+
+  constructor(readonly opts: ShardOptions) {
+    assert(opts.shardId >= 0 && opts.shardId < opts.shardCount);
+  }
+
+  get registryVersion(): number {
+    return this.registry === null ? 0 : this.registry.version;
+  }
+
+  /** Installs a registry version, keeping the state of every feature whose signature is unchanged. */
+  install(state: RegistryState, renames: ReadonlyArray<[string, string]> = []): void {
+    if (this.registry !== null && this.registry.version === state.version) return;
+    const next = compileRegistry(state, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: false });
+    const renamedTo = new Map(renames.map(([from, to]) => [to, from]));
+    const tables: TableState[] = [];
+    for (const plan of next.tables.values()) {
+      const old = this.#byName.get(plan.name) ?? this.#byName.get(renamedTo.get(plan.name) ?? '');
+      tables.push(old === undefined || old.plan.keySignature !== plan.keySignature
+        ? new TableState(plan, new Map())
+        : carryOver(old, plan));
+    }
+    this.registry = next;
+    this.tables = tables;
+    this.#byName.clear();
+    for (const t of tables) this.#byName.set(t.plan.name, t);
+  }
+
+  /** Clears every aggregate and installs `state` (normally empty). */
+  reset(state: RegistryState): void {
+    this.registry = null;
+    this.tables = [];
+    this.#byName.clear();
+    this.lastT = 0;
+    this.install(state);
+  }
+
+  /** Applies one validated push to every table it feeds whose entity this shard owns. */
+  apply(event: string, row: Row, t: number, lsn: number): void {
+    if (t > this.lastT) this.lastT = t;
+    if (lsn > this.appliedLsn) this.appliedLsn = lsn;
+    const reg = this.registry;
+    if (reg === null) return;
+    const plan = reg.events.get(event);
+    if (plan === undefined) return;
+    const { shardId, shardCount } = this.opts;
+    const feeds = plan.feeds;
+    for (let fi = 0; fi < feeds.length; fi++) {
+      const feed = feeds[fi];
+      const r = feed.chain === null ? row : feed.chain(row);
+      if (r === null) continue;
+      const key = feed.key(r);
+      if (key === null || (shardCount > 1 && shardOf(key, shardCount) !== shardId)) continue;
+      const ts = this.tables[feed.table.index];
+      let ent = ts.rows.get(key);
+      if (ent === undefined) {
+        ent = new EntityRow(freshStates(ts.plan), t);
+        ts.rows.set(key, ent);
+      }
+      ent.lastT = t;
+      applyFeatures(ts.plan, ent.states, r, t);
+    }
+  }
+
+  /** The row of `key` as JSON text: `{}` for a cold key. */
+  read(table: string, key: string, features: readonly string[] | null, now: number): string {
+    const ts = this.#byName.get(table);
+    if (ts === undefined) return '{}';
+    const ent = ts.rows.get(key);
+    if (ent === undefined) return '{}';
+    const t = now > this.lastT ? now : this.lastT;
+    const out: Record<string, JsonValue> = {};
+    const feats = ts.plan.features;
+    if (features === null) {
+      for (let i = 0; i < feats.length; i++) out[feats[i].name] = ent.states[i].read(t);
+    } else {
+      for (const name of features) {
+        const i = ts.plan.featureIndex.get(name);
+        if (i !== undefined) out[name] = ent.states[i].read(t);
+      }
+    }
+    return JSON.stringify(out);
+  }
+
+  tableByName(name: string): TableState | undefined {
+    return this.#byName.get(name);
+  }
+
+  entityCount(): number {
+    let n = 0;
+    for (const t of this.tables) n += t.rows.size;
+    return n;
+  }
+}
+
+function applyFeatures(plan: TablePlan, states: OpState[], r: Row, t: number): void {
+  const feats = plan.features;
+  for (let i = 0; i < feats.length; i++) {
+    const f = feats[i];
+    const x = f.get === null ? undefined : f.get(r);
+    if (f.where === null || f.where(r)) states[i].update(x, t, r);
+    else if (f.factory.wantsMiss) states[i].miss(t);
+  }
+}
+
+/** Same key columns: keep entities; per feature keep the state when its signature is unchanged. */
+function carryOver(old: TableState, plan: TablePlan): TableState {
+  const map: number[] = plan.features.map((f) => {
+    const j = old.plan.featureIndex.get(f.name);
+    return j !== undefined && old.plan.features[j].signature === f.signature ? j : -1;
+  });
+  const identity = map.length === old.plan.features.length && map.every((j, i) => j === i);
+  if (!identity) {
+    for (const ent of old.rows.values()) {
+      const prev = ent.states;
+      ent.states = map.map((j, i) => (j >= 0 ? prev[j] : plan.features[i].factory.create()));
+    }
+  }
+  return new TableState(plan, old.rows);
+}

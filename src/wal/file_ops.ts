@@ -1,0 +1,126 @@
+/**
+ * Small file helpers shared by the segment writer, recovery, snapshots and the
+ * registry log: lsn-named files, directory listing, full writes, directory fsync.
+ */
+import { strict as assert } from 'node:assert';
+import { LSN_DIGITS } from './constants';
+import type { FsLike } from './fs_like';
+
+const LSN_NAME = /^(\d{20})\.([a-z]+)$/;
+
+/** `<lsn zero-padded to 20 digits>.<ext>`: lexical order equals numeric order. */
+export function lsnFileName(lsn: number, ext: string): string {
+  assert(Number.isSafeInteger(lsn), 'lsn must be a safe integer');
+  assert(lsn >= 0, 'lsn must be >= 0');
+  return String(lsn).padStart(LSN_DIGITS, '0') + '.' + ext;
+}
+
+/** The lsn of an lsn-named file with extension `ext`, or -1 when the name does not match. */
+export function lsnOfFileName(name: string, ext: string): number {
+  const m = LSN_NAME.exec(name);
+  if (m === null || m[2] !== ext) return -1;
+  const lsn = Number(m[1]);
+  return Number.isSafeInteger(lsn) ? lsn : -1;
+}
+
+export interface DirListing {
+  /** lsn-named files with the wanted extension, ascending by lsn. */
+  files: Array<{ name: string; lsn: number }>;
+  /** Every other entry (tmp leftovers, foreign files), sorted. */
+  others: string[];
+}
+
+/** Lists `dir`; a missing directory lists as empty. Other I/O errors throw. */
+export function listLsnFiles(fs: FsLike, dir: string, ext: string): DirListing {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { files: [], others: [] };
+    throw err;
+  }
+  const files: Array<{ name: string; lsn: number }> = [];
+  const others: string[] = [];
+  for (const name of names) {
+    const lsn = lsnOfFileName(name, ext);
+    if (lsn >= 0) files.push({ name, lsn });
+    else others.push(name);
+  }
+  files.sort((a, b) => a.lsn - b.lsn);
+  others.sort();
+  return { files, others };
+}
+
+/**
+ * Writes all of `buf[0, length)` at `position`, looping over short writes. A write
+ * that makes no progress throws EIO rather than spinning. Errors propagate as is;
+ * the caller owns the rollback.
+ */
+export function writeFully(fs: FsLike, fd: number, buf: Uint8Array, length: number, position: number): void {
+  assert(length <= buf.length, 'writeFully: length past the buffer');
+  assert(position >= 0, 'writeFully: negative position');
+  let done = 0;
+  while (done < length) {
+    const n = fs.writeSync(fd, buf, done, length - done, position + done);
+    if (n <= 0) {
+      const err: NodeJS.ErrnoException = new Error('EIO: write made no progress');
+      err.code = 'EIO';
+      err.syscall = 'write';
+      throw err;
+    }
+    done += n;
+  }
+}
+
+/**
+ * fsync of a directory, so that a created, renamed or deleted entry is itself
+ * durable (fdatasync of a file does not cover its directory entry).
+ */
+export function fsyncDir(fs: FsLike, dir: string): void {
+  const fd = fs.openSync(dir, 'r');
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Shortens the file at `path` to `length` bytes and makes that durable. */
+export function truncateFile(fs: FsLike, path: string, length: number): void {
+  assert(length >= 0, 'truncateFile: negative length');
+  const fd = fs.openSync(path, 'r+');
+  try {
+    fs.ftruncateSync(fd, length);
+    fs.fdatasyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Closes `fd`, ignoring errors: used on paths that are already failing. */
+export function closeQuietly(fs: FsLike, fd: number): void {
+  try {
+    fs.closeSync(fd);
+  } catch {
+    // The fd is gone either way; the error that brought us here is the one to report.
+  }
+}
+
+/** Unlinks `path`, ignoring errors (cleanup of tmp files after a failure). */
+export function unlinkQuietly(fs: FsLike, path: string): void {
+  try {
+    fs.unlinkSync(path);
+  } catch {
+    // Best effort: a leftover tmp file is ignored by every reader.
+  }
+}
+
+/** Size of `path`, or -1 when it does not exist. */
+export function fileSizeOrMissing(fs: FsLike, path: string): number {
+  try {
+    return fs.statSync(path).size;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return -1;
+    throw err;
+  }
+}

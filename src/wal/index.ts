@@ -1,0 +1,46 @@
+/**
+ * Durability library: WAL segments, snapshots, the registry log and recovery.
+ * Synchronous by design (each shard is its own thread; a batch is on disk before
+ * its acks are posted). Formats and the recovery table: docs/durability.md.
+ */
+export {
+  RECORD_BYTES_MAX,
+  RECORD_TYPE_EVENT,
+  RECORD_TYPE_INSTALL,
+  RECORD_TYPE_JSON,
+  RECORD_TYPE_RESET,
+  SEGMENT_BYTES_MAX_DEFAULT,
+  SNAPSHOT_KEEP_DEFAULT,
+} from './constants';
+export { crc32c } from './crc32c';
+export { faultyFs, fsError, realFs, type FaultCode, type FaultyFs, type FsLike, type StatLike } from './fs_like';
+export {
+  RecordEncoder,
+  decodeWalRecord,
+  encodeJsonFrame,
+  type EventRecord,
+  type InstallRecord,
+  type ResetRecord,
+  type WalRecord,
+} from './record';
+export { WalWriter, type WalWriterOptions } from './segment';
+export {
+  RECOVERY_CASES,
+  recoverWal,
+  type RecoverOptions,
+  type RecoveryCase,
+  type RecoveryLogEntry,
+  type RecoveryReport,
+} from './recover';
+export {
+  deleteAllSnapshots,
+  readNewestSnapshot,
+  writeSnapshot,
+  type SnapshotMeta,
+  type SnapshotReadOptions,
+  type SnapshotReadResult,
+  type SnapshotWriteOptions,
+  type SnapshotWriteResult,
+} from './snapshot';
+export { RegistryLog, WalCorruptionError, type RegistryLogOpenResult } from './registry_log';
+export { checkRegistryLog, checkWalDir, formatWalCheckReport, type RegistryLogCheck, type WalCheckReport } from './wal_check';

@@ -1,0 +1,347 @@
+/**
+ * WAL recovery, written as a decision table (STYLE.md synthesis 14, after
+ * TigerBeetle's `recovery_cases`). Every position in a segment is classified into
+ * exactly one labelled case; the case decides what happens. docs/durability.md has
+ * the same table with the reasoning behind each row.
+ *
+ * Matchers, evaluated at offset `o` of a segment of `end` bytes (first row that
+ * matches wins):
+ *   remaining   end - o
+ *   fits        1 <= length <= RECORD_BYTES_MAX and 8 + length <= remaining
+ *   crc         crc32c(type + payload) equals the stored crc (only when it fits)
+ *   known       the codec defines the type byte
+ *   formed      the payload decodes structurally (inner lengths add up exactly)
+ *   floor       lsn must be above max(previous lsn, segment first lsn - 1)
+ *   zeros       every byte from o to the end of the file is 0x00
+ *   next ok     a valid record starts right after this frame (o + 8 + length)
+ *   resync      a valid record starts somewhere in (o, end), found by a byte scan
+ *
+ *   label name              remaining fits crc  known formed other            action
+ *   A     end               0         -    -    -     -      -                stop
+ *   B     ok                >=8       yes  ok   yes   yes    lsn > floor      yield
+ *   C     lsn_regression    >=8       yes  ok   yes   yes    lsn <= floor     yield, warn
+ *   D     unknown_type      >=8       yes  ok   no    -      -                skip record, warn
+ *   E     malformed_payload >=8       yes  ok   yes   no     -                skip record, error
+ *   F     short_header      1..7      -    -    -     -      -                tail
+ *   G     zero_tail         >=8       -    -    -     -      zeros            tail
+ *   H     corrupt_record    >=8       yes  bad  -     -      next ok          skip record, error
+ *   I     corrupt_region    >=8       -    -    -     -      resync found     skip to resync, error
+ *   J     torn_length       >=8       no (length in range, past the end)      tail
+ *   K     torn_crc          >=8       yes  bad  -     -      nothing valid after   tail
+ *   L     garbage_length    >=8       no (length 0 or > RECORD_BYTES_MAX)     tail
+ *
+ * "tail" = nothing valid follows in this segment. In the tail segment (the last
+ * non-empty one) the file is truncated at `o`; that is the torn write of a crash.
+ * In an earlier, closed segment the bytes are skipped (the file is left as is for
+ * forensics) and the segment is reported corrupt; replay continues with the next
+ * segment, because every record is an independent event: stopping would throw away
+ * every later acknowledged event to protect nothing.
+ *
+ * Resynchronisation is safe because a valid length always has a 0x00 top byte and
+ * JSON text never contains a raw NUL (constants.ts), and a candidate must also pass
+ * the type, structure, crc and lsn-floor checks.
+ */
+import { strict as assert } from 'node:assert';
+import { join } from 'node:path';
+import { FRAME_HEADER_BYTES, RECORD_BYTES_MAX } from './constants';
+import { crc32c } from './crc32c';
+import { listLsnFiles, fileSizeOrMissing, truncateFile } from './file_ops';
+import { realFs, type FsLike } from './fs_like';
+import { WAL_CODEC, decodeWalRecord, type FrameCodec, type WalRecord } from './record';
+
+export const CASE_END = 0;
+export const CASE_OK = 1;
+export const CASE_LSN_REGRESSION = 2;
+export const CASE_UNKNOWN_TYPE = 3;
+export const CASE_MALFORMED_PAYLOAD = 4;
+export const CASE_SHORT_HEADER = 5;
+export const CASE_ZERO_TAIL = 6;
+export const CASE_CORRUPT_RECORD = 7;
+export const CASE_CORRUPT_REGION = 8;
+export const CASE_TORN_LENGTH = 9;
+export const CASE_TORN_CRC = 10;
+export const CASE_GARBAGE_LENGTH = 11;
+
+export type RecoveryAction = 'stop' | 'yield' | 'skip_record' | 'skip_region' | 'tail';
+export type LogLevel = 'info' | 'warn' | 'error';
+
+export interface RecoveryCase {
+  id: number;
+  label: string;
+  name: string;
+  action: RecoveryAction;
+  /** Level of the log entry the case produces; null for the silent cases. */
+  level: LogLevel | null;
+}
+
+function row(id: number, label: string, name: string, action: RecoveryAction, level: LogLevel | null): RecoveryCase {
+  return { id, label, name, action, level };
+}
+
+/** The decision table (see the header comment for the matchers). Indexed by case id. */
+export const RECOVERY_CASES: readonly RecoveryCase[] = [
+  row(CASE_END, 'A', 'end', 'stop', null),
+  row(CASE_OK, 'B', 'ok', 'yield', null),
+  row(CASE_LSN_REGRESSION, 'C', 'lsn_regression', 'yield', 'warn'),
+  row(CASE_UNKNOWN_TYPE, 'D', 'unknown_type', 'skip_record', 'warn'),
+  row(CASE_MALFORMED_PAYLOAD, 'E', 'malformed_payload', 'skip_record', 'error'),
+  row(CASE_SHORT_HEADER, 'F', 'short_header', 'tail', 'warn'),
+  row(CASE_ZERO_TAIL, 'G', 'zero_tail', 'tail', 'warn'),
+  row(CASE_CORRUPT_RECORD, 'H', 'corrupt_record', 'skip_record', 'error'),
+  row(CASE_CORRUPT_REGION, 'I', 'corrupt_region', 'skip_region', 'error'),
+  row(CASE_TORN_LENGTH, 'J', 'torn_length', 'tail', 'warn'),
+  row(CASE_TORN_CRC, 'K', 'torn_crc', 'tail', 'warn'),
+  row(CASE_GARBAGE_LENGTH, 'L', 'garbage_length', 'tail', 'warn'),
+];
+RECOVERY_CASES.forEach((c, i) => assert.equal(c.id, i, 'RECOVERY_CASES must be indexed by id'));
+
+/** Result of classifyAt; one instance is reused for a whole scan (no per-record garbage). */
+export class FrameProbe {
+  caseId: number;
+  /** Offset where the scan continues (end of record, resync point, or end of file). */
+  next: number;
+  /** lsn of a crc-valid record (cases B, C), else -1. */
+  lsn: number;
+  /** Type byte of a crc-valid frame, else -1. */
+  type: number;
+  constructor() {
+    this.caseId = CASE_END;
+    this.next = 0;
+    this.lsn = -1;
+    this.type = -1;
+  }
+}
+
+/** True when a record that passes every check starts at `p`. */
+function validRecordAt(buf: Buffer, p: number, end: number, codec: FrameCodec, lsnFloor: number): boolean {
+  if (end - p < FRAME_HEADER_BYTES + 1) return false;
+  const length = buf.readUInt32LE(p);
+  if (length < 1 || length > RECORD_BYTES_MAX) return false;
+  const bodyEnd = p + FRAME_HEADER_BYTES + length;
+  if (bodyEnd > end) return false;
+  const body = p + FRAME_HEADER_BYTES;
+  // Cheap structural checks first: the crc is the expensive part of a resync scan.
+  if (!codec.knows(buf[body]) || !codec.wellFormed(buf, body, bodyEnd)) return false;
+  if (crc32c(buf, body, bodyEnd) !== buf.readUInt32LE(p + 4)) return false;
+  const lsn = codec.lsnOf(buf, body);
+  return lsn === -1 || lsn > lsnFloor;
+}
+
+/** First offset in [from, end) where a valid record starts, or -1. */
+function resync(buf: Buffer, from: number, end: number, codec: FrameCodec, lsnFloor: number): number {
+  const last = end - FRAME_HEADER_BYTES - 1;
+  for (let p = from; p <= last; p++) {
+    // A valid length's top byte is 0 (RECORD_BYTES_MAX < 2^24): skip most offsets at once.
+    if (buf[p + 3] !== 0) continue;
+    if (validRecordAt(buf, p, end, codec, lsnFloor)) return p;
+  }
+  return -1;
+}
+
+function allZero(buf: Buffer, from: number, end: number): boolean {
+  for (let i = from; i < end; i++) if (buf[i] !== 0) return false;
+  return true;
+}
+
+/**
+ * Classifies the bytes at `o` (see the table above) into `out`. `lsnFloor` is the
+ * highest lsn a new record must exceed.
+ */
+export function classifyAt(buf: Buffer, o: number, end: number, codec: FrameCodec, lsnFloor: number, out: FrameProbe): void {
+  assert(o >= 0, 'classifyAt: negative offset');
+  assert(end <= buf.length, 'classifyAt: end past the buffer');
+  out.lsn = -1;
+  out.type = -1;
+  out.next = end;
+  const remaining = end - o;
+  if (remaining === 0) return void (out.caseId = CASE_END);
+  if (remaining < FRAME_HEADER_BYTES) return void (out.caseId = CASE_SHORT_HEADER);
+  const length = buf.readUInt32LE(o);
+  const inRange = length >= 1 && length <= RECORD_BYTES_MAX;
+  const fits = inRange && length <= remaining - FRAME_HEADER_BYTES;
+  const body = o + FRAME_HEADER_BYTES;
+  const bodyEnd = body + length;
+  if (fits && crc32c(buf, body, bodyEnd) === buf.readUInt32LE(o + 4)) {
+    classifyCrcValid(buf, body, bodyEnd, codec, lsnFloor, out);
+    return;
+  }
+  if (allZero(buf, o, end)) return void (out.caseId = CASE_ZERO_TAIL);
+  if (fits && validRecordAt(buf, bodyEnd, end, codec, lsnFloor)) {
+    out.next = bodyEnd;
+    return void (out.caseId = CASE_CORRUPT_RECORD);
+  }
+  const at = resync(buf, o + 1, end, codec, lsnFloor);
+  if (at >= 0) {
+    out.next = at;
+    return void (out.caseId = CASE_CORRUPT_REGION);
+  }
+  if (fits) out.caseId = CASE_TORN_CRC;
+  else if (inRange) out.caseId = CASE_TORN_LENGTH;
+  else out.caseId = CASE_GARBAGE_LENGTH;
+}
+
+function classifyCrcValid(buf: Buffer, body: number, bodyEnd: number, codec: FrameCodec, lsnFloor: number, out: FrameProbe): void {
+  out.next = bodyEnd;
+  out.type = buf[body];
+  if (!codec.knows(out.type)) return void (out.caseId = CASE_UNKNOWN_TYPE);
+  if (!codec.wellFormed(buf, body, bodyEnd)) return void (out.caseId = CASE_MALFORMED_PAYLOAD);
+  out.lsn = codec.lsnOf(buf, body);
+  out.caseId = out.lsn !== -1 && out.lsn <= lsnFloor ? CASE_LSN_REGRESSION : CASE_OK;
+}
+
+// ---------------------------------------------------------------------------
+// recoverWal
+// ---------------------------------------------------------------------------
+
+export interface RecoveryLogEntry {
+  kind: string;
+  level: LogLevel;
+  [k: string]: unknown;
+}
+
+export interface RecoveryReport {
+  /** Segment files found. */
+  segments: number;
+  /** Segments not read because every record in them is <= afterLsn. */
+  segmentsSkipped: number;
+  /** Records passed to onRecord (lsn > afterLsn). */
+  records: number;
+  /** Valid records read, including those at or below afterLsn. */
+  recordsRead: number;
+  /** Bytes cut off the tail segment (torn tail). */
+  truncatedBytes: number;
+  /** Bad bytes skipped without modifying the file (corruption, closed-segment tails). */
+  skippedBytes: number;
+  /** Segments with anything worse than a torn tail. */
+  corruptSegments: string[];
+  /** Highest lsn of any valid record read, -1 when none was read. */
+  lastLsn: number;
+  /** Every abnormal finding, in order; the caller logs them (prefix `wal.`). */
+  log: RecoveryLogEntry[];
+}
+
+export interface RecoverOptions {
+  fs?: FsLike;
+  /** Truncate the torn tail of the tail segment (default true). wal_check passes false. */
+  repair?: boolean;
+}
+
+interface SegmentRef {
+  name: string;
+  lsn: number;
+}
+
+/**
+ * Reads every segment of `dir` in lsn order and calls `onRecord` for each valid
+ * record with lsn > afterLsn (the object is fresh; the callee may keep it). Bad
+ * data never throws (see the table); real I/O errors do.
+ */
+export function recoverWal(dir: string, afterLsn: number, onRecord: (r: WalRecord) => void, opts: RecoverOptions = {}): RecoveryReport {
+  assert(Number.isSafeInteger(afterLsn), 'afterLsn must be an integer');
+  assert(afterLsn >= -1, 'afterLsn must be >= -1');
+  const fs = opts.fs ?? realFs;
+  const repair = opts.repair ?? true;
+  const report: RecoveryReport = {
+    segments: 0, segmentsSkipped: 0, records: 0, recordsRead: 0, truncatedBytes: 0,
+    skippedBytes: 0, corruptSegments: [], lastLsn: -1, log: [],
+  };
+  const listing = listLsnFiles(fs, dir, 'log');
+  for (const name of listing.others) report.log.push({ kind: 'stray_file', level: 'info', name });
+  const files = listing.files;
+  report.segments = files.length;
+  const tailIndex = tailSegmentIndex(fs, dir, files);
+  for (let i = 0; i < files.length; i++) {
+    const nextFirstLsn = i + 1 < files.length ? files[i + 1].lsn : Infinity;
+    // Names are first lsns and lsns only grow, so every record of segment i is < nextFirstLsn.
+    if (i < tailIndex && nextFirstLsn - 1 <= afterLsn) {
+      report.segmentsSkipped++;
+      continue;
+    }
+    const buf = fs.readFileSync(join(dir, files[i].name));
+    const lsnFloor = Math.max(report.lastLsn, files[i].lsn - 1);
+    const tailAt = replaySegment(buf, files[i].name, lsnFloor, afterLsn, report, onRecord);
+    if (tailAt >= 0) handleTail(fs, dir, files[i].name, buf.length, tailAt, i === tailIndex, repair, report);
+  }
+  return report;
+}
+
+/** Index of the last non-empty segment (the one a crash can tear), or the last one. */
+function tailSegmentIndex(fs: FsLike, dir: string, files: SegmentRef[]): number {
+  for (let i = files.length - 1; i > 0; i--) {
+    if (fileSizeOrMissing(fs, join(dir, files[i].name)) > 0) return i;
+  }
+  return files.length > 0 ? 0 : -1;
+}
+
+/** Runs the table over one segment; returns the offset of a bad tail, or -1. */
+function replaySegment(
+  buf: Buffer,
+  name: string,
+  lsnFloorStart: number,
+  afterLsn: number,
+  report: RecoveryReport,
+  onRecord: (r: WalRecord) => void,
+): number {
+  const probe = new FrameProbe();
+  let lsnFloor = lsnFloorStart;
+  let o = 0;
+  for (;;) {
+    classifyAt(buf, o, buf.length, WAL_CODEC, lsnFloor, probe);
+    const c = RECOVERY_CASES[probe.caseId];
+    if (c.action === 'stop') return -1;
+    if (c.action === 'tail') {
+      report.log.push({ kind: c.name, level: c.level ?? 'warn', label: c.label, segment: name, offset: o, bytes: buf.length - o, lsnBefore: lsnFloor });
+      return o;
+    }
+    if (c.action === 'yield') {
+      report.recordsRead++;
+      if (probe.caseId === CASE_LSN_REGRESSION) {
+        report.log.push({ kind: c.name, level: 'warn', label: c.label, segment: name, offset: o, lsn: probe.lsn, lsnBefore: lsnFloor });
+      }
+      lsnFloor = Math.max(lsnFloor, probe.lsn);
+      if (probe.lsn > report.lastLsn) report.lastLsn = probe.lsn;
+      if (probe.lsn > afterLsn) {
+        report.records++;
+        onRecord(decodeWalRecord(buf, o + FRAME_HEADER_BYTES, probe.next));
+      }
+    } else {
+      skipEntry(buf, name, o, probe, lsnFloor, c, report);
+    }
+    assert(probe.next > o, 'recovery must make progress');
+    o = probe.next;
+  }
+}
+
+function skipEntry(buf: Buffer, name: string, o: number, probe: FrameProbe, lsnFloor: number, c: RecoveryCase, report: RecoveryReport): void {
+  const entry: RecoveryLogEntry = { kind: c.name, level: c.level ?? 'warn', label: c.label, segment: name, offset: o, bytes: probe.next - o, lsnBefore: lsnFloor };
+  if (probe.caseId === CASE_UNKNOWN_TYPE) entry.type = probe.type;
+  // Corrupt record/region end at a verified record: its lsn bounds what was lost.
+  if (probe.caseId === CASE_CORRUPT_RECORD || probe.caseId === CASE_CORRUPT_REGION) {
+    entry.lsnAfter = WAL_CODEC.lsnOf(buf, probe.next + FRAME_HEADER_BYTES);
+  }
+  report.log.push(entry);
+  if (c.level === 'error') {
+    report.skippedBytes += probe.next - o;
+    if (!report.corruptSegments.includes(name)) report.corruptSegments.push(name);
+  }
+}
+
+function handleTail(fs: FsLike, dir: string, name: string, size: number, at: number, isTailSegment: boolean, repair: boolean, report: RecoveryReport): void {
+  assert(at < size, 'a tail has at least one byte');
+  const bytes = size - at;
+  if (!isTailSegment) {
+    // Our writer syncs a segment before rotating and rolls back failed appends, so a
+    // bad tail here means a rollback that could not truncate, or disk damage.
+    report.skippedBytes += bytes;
+    if (!report.corruptSegments.includes(name)) report.corruptSegments.push(name);
+    report.log.push({ kind: 'closed_segment_tail', level: 'error', segment: name, offset: at, bytes, action: 'skipped' });
+    return;
+  }
+  if (!repair) {
+    report.log.push({ kind: 'torn_tail', level: 'warn', segment: name, offset: at, bytes, action: 'would_truncate' });
+    return;
+  }
+  truncateFile(fs, join(dir, name), at);
+  report.truncatedBytes += bytes;
+  report.log.push({ kind: 'torn_tail', level: 'warn', segment: name, offset: at, bytes, action: 'truncated' });
+}

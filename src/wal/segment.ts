@@ -1,0 +1,288 @@
+/**
+ * WalWriter: appends staged batches to lsn-named segment files of one shard.
+ *
+ *   <dir>/00000000000000000001.log   closed (fdatasync'd before the next one started)
+ *   <dir>/00000000000000052000.log   closed
+ *   <dir>/00000000000000103417.log   current: appended with one pwrite per batch
+ *
+ * A segment is named after the lsn of its first record and lsns only grow, so every
+ * record of a segment is below the next segment's name; deleteSegmentsCoveredBy
+ * relies on that and never scans a file.
+ *
+ * Ordering rules:
+ * - open() never appends to an existing file. The first append of a process starts
+ *   a new segment, so new records are never written behind bytes this process has
+ *   not verified (recovery truncates the old tail before the shard starts).
+ * - A failed or short write is cut back to the previous length before the error is
+ *   rethrown, so a half batch never survives. If that truncate fails too, the next
+ *   append retries it; if it fails again the segment is abandoned (closed) and a new
+ *   one is started; recovery then skips the bad closed tail (case "closed_segment_tail").
+ * - Rotation fdatasyncs the old segment before the first write to the new one, so a
+ *   power loss cannot keep a newer segment and lose the end of an older one.
+ * - A failed fdatasync abandons the segment: after such a failure the kernel may
+ *   have dropped the dirty pages while reporting later syncs as clean.
+ */
+import { strict as assert } from 'node:assert';
+import { join } from 'node:path';
+import { SfError } from '../errors';
+import { FRAME_HEADER_BYTES } from './constants';
+import { closeQuietly, fileSizeOrMissing, fsyncDir, listLsnFiles, lsnFileName, unlinkQuietly, writeFully } from './file_ops';
+import { realFs, type FsLike } from './fs_like';
+import type { RecordEncoder } from './record';
+
+export interface WalWriterOptions {
+  /** Rotate before a batch that would make the current segment larger than this. */
+  segmentBytesMax: number;
+  fs?: FsLike;
+  /** The next lsn the caller will append (recovered last lsn + 1); appends below it are a bug. */
+  nextLsnHint?: number;
+}
+
+const NO_FD = -1;
+
+export class WalWriter {
+  readonly dir: string;
+  readonly #fs: FsLike;
+  readonly #segmentBytesMax: number;
+  #fd: number;
+  #segmentName: string;
+  /** Length of the whole records in the current segment (the rollback point). */
+  #segmentBytes: number;
+  /** A failed append left bytes past #segmentBytes that could not be cut off yet. */
+  #tailDirty: boolean;
+  #lastLsn: number;
+  #bytesSinceSync: number;
+  #closed: boolean;
+
+  private constructor(dir: string, fs: FsLike, segmentBytesMax: number, lastLsn: number) {
+    this.dir = dir;
+    this.#fs = fs;
+    this.#segmentBytesMax = segmentBytesMax;
+    this.#fd = NO_FD;
+    this.#segmentName = '';
+    this.#segmentBytes = 0;
+    this.#tailDirty = false;
+    this.#lastLsn = lastLsn;
+    this.#bytesSinceSync = 0;
+    this.#closed = false;
+  }
+
+  /**
+   * Opens the WAL directory (creating it). Run recoverWal first: the writer starts
+   * a new segment at its first append and does not look at existing ones beyond
+   * their names.
+   */
+  static open(dir: string, opts: WalWriterOptions): WalWriter {
+    assert(Number.isSafeInteger(opts.segmentBytesMax), 'segmentBytesMax must be an integer');
+    assert(opts.segmentBytesMax > FRAME_HEADER_BYTES, 'segmentBytesMax too small');
+    const fs = opts.fs ?? realFs;
+    fs.mkdirSync(dir, { recursive: true });
+    const files = listLsnFiles(fs, dir, 'log').files;
+    // An existing segment named L holds records >= L, so new lsns must be >= L; equal
+    // is allowed only for an empty leftover file, which #createSegment reuses.
+    let lastLsn = files.length > 0 ? files[files.length - 1].lsn - 1 : -1;
+    if (opts.nextLsnHint !== undefined) {
+      assert(Number.isSafeInteger(opts.nextLsnHint), 'nextLsnHint must be an integer');
+      lastLsn = Math.max(lastLsn, opts.nextLsnHint - 1);
+    }
+    return new WalWriter(dir, fs, opts.segmentBytesMax, lastLsn);
+  }
+
+  /** Bytes appended since the last successful fdatasync. */
+  get bytesSinceSync(): number {
+    return this.#bytesSinceSync;
+  }
+  /** Highest lsn appended (or the floor given at open). */
+  get lastLsn(): number {
+    return this.#lastLsn;
+  }
+  /** File name of the segment being appended, '' before the first append. */
+  get segmentName(): string {
+    return this.#segmentName;
+  }
+  get segmentBytes(): number {
+    return this.#segmentBytes;
+  }
+  /** True while a failed append's bytes could not be truncated (see the header). */
+  get tailDirty(): boolean {
+    return this.#tailDirty;
+  }
+
+  /**
+   * Appends one staged batch (whole frames) with one write. Throws the fs error on
+   * failure, after cutting the segment back so no part of the batch survives.
+   */
+  append(buf: Buffer, firstLsn: number, lastLsn: number): void {
+    assert(!this.#closed, 'append after close');
+    assert(buf.length > FRAME_HEADER_BYTES, 'append of an empty batch');
+    assert(firstLsn <= lastLsn, 'firstLsn > lastLsn');
+    assert(firstLsn > this.#lastLsn, 'lsns must grow across appends');
+    if (this.#tailDirty) this.#repairTail();
+    const full = this.#segmentBytes > 0 && this.#segmentBytes + buf.length > this.#segmentBytesMax;
+    if (this.#fd === NO_FD || full) this.#rotate(firstLsn);
+    const at = this.#segmentBytes;
+    try {
+      writeFully(this.#fs, this.#fd, buf, buf.length, at);
+    } catch (err) {
+      this.#rollback(at);
+      throw err;
+    }
+    this.#segmentBytes = at + buf.length;
+    this.#bytesSinceSync += buf.length;
+    this.#lastLsn = lastLsn;
+  }
+
+  /** append() of everything staged in `enc`. */
+  appendStaged(enc: RecordEncoder): void {
+    assert(enc.count > 0, 'appendStaged of an empty encoder');
+    this.append(enc.bytes(), enc.firstLsn, enc.lastLsn);
+  }
+
+  /** fdatasync of the current segment. On failure the segment is abandoned (see header). */
+  sync(): void {
+    assert(!this.#closed, 'sync after close');
+    if (this.#fd === NO_FD) {
+      this.#bytesSinceSync = 0;
+      return;
+    }
+    try {
+      this.#fs.fdatasyncSync(this.#fd);
+    } catch (err) {
+      this.#abandonSegment();
+      throw err;
+    }
+    this.#bytesSinceSync = 0;
+  }
+
+  /**
+   * Deletes closed segments whose every record has lsn <= `lsn` (a durable snapshot
+   * covers them). The current segment, and the newest one when none is open, are
+   * kept because nothing bounds their records from above. Returns the count deleted.
+   */
+  deleteSegmentsCoveredBy(lsn: number): number {
+    assert(!this.#closed, 'deleteSegmentsCoveredBy after close');
+    assert(Number.isSafeInteger(lsn), 'lsn must be an integer');
+    const files = listLsnFiles(this.#fs, this.dir, 'log').files;
+    let deleted = 0;
+    for (let i = 0; i + 1 < files.length; i++) {
+      if (files[i].name === this.#segmentName) break;
+      if (files[i + 1].lsn - 1 > lsn) break;
+      this.#fs.unlinkSync(join(this.dir, files[i].name));
+      deleted++;
+    }
+    if (deleted > 0) fsyncDir(this.#fs, this.dir);
+    return deleted;
+  }
+
+  /**
+   * For /reset: deletes every segment; the next append starts a fresh one. lsns may
+   * start again from any value afterwards. Throws SfError wal_truncate_failed.
+   */
+  truncateAll(): void {
+    assert(!this.#closed, 'truncateAll after close');
+    if (this.#fd !== NO_FD) closeQuietly(this.#fs, this.#fd);
+    this.#fd = NO_FD;
+    this.#segmentName = '';
+    this.#segmentBytes = 0;
+    this.#tailDirty = false;
+    this.#bytesSinceSync = 0;
+    this.#lastLsn = -1;
+    try {
+      for (const f of listLsnFiles(this.#fs, this.dir, 'log').files) this.#fs.unlinkSync(join(this.dir, f.name));
+      fsyncDir(this.#fs, this.dir);
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      throw new SfError('wal_truncate_failed', undefined, { reason: `${e.code ?? 'error'}: ${e.message}` });
+    }
+  }
+
+  /** Syncs (when anything is unsynced) and closes. Errors propagate after the fd is closed. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#fd === NO_FD) return;
+    const fd = this.#fd;
+    this.#fd = NO_FD;
+    try {
+      if (this.#bytesSinceSync > 0) this.#fs.fdatasyncSync(fd);
+      this.#bytesSinceSync = 0;
+    } finally {
+      this.#fs.closeSync(fd);
+    }
+  }
+
+  #rotate(firstLsn: number): void {
+    if (this.#fd !== NO_FD) {
+      const fd = this.#fd;
+      try {
+        if (this.#bytesSinceSync > 0) this.#fs.fdatasyncSync(fd);
+      } catch (err) {
+        this.#abandonSegment();
+        throw err;
+      }
+      this.#bytesSinceSync = 0;
+      this.#fd = NO_FD;
+      this.#fs.closeSync(fd);
+    }
+    this.#createSegment(firstLsn);
+  }
+
+  #createSegment(firstLsn: number): void {
+    assert.equal(this.#fd, NO_FD, 'a segment is still open');
+    const name = lsnFileName(firstLsn, 'log');
+    const path = join(this.dir, name);
+    let fd: number;
+    try {
+      fd = this.#fs.openSync(path, 'wx');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      // Left by a crash between create and first write (or cut to 0 by recovery).
+      assert.equal(fileSizeOrMissing(this.#fs, path), 0, `segment ${name} exists and is not empty: lsn reused`);
+      fd = this.#fs.openSync(path, 'w');
+    }
+    try {
+      fsyncDir(this.#fs, this.dir);
+    } catch (err) {
+      closeQuietly(this.#fs, fd);
+      throw err;
+    }
+    this.#fd = fd;
+    this.#segmentName = name;
+    this.#segmentBytes = 0;
+  }
+
+  /** Cuts the segment back to `length` after a failed write; remembers a failure. */
+  #rollback(length: number): void {
+    try {
+      this.#fs.ftruncateSync(this.#fd, length);
+    } catch {
+      this.#tailDirty = true;
+    }
+  }
+
+  /** Retries a failed rollback; abandons the segment when it fails again. */
+  #repairTail(): void {
+    assert(this.#tailDirty, 'no dirty tail to repair');
+    assert(this.#fd !== NO_FD, 'a dirty tail needs an open segment');
+    try {
+      this.#fs.ftruncateSync(this.#fd, this.#segmentBytes);
+    } catch {
+      this.#abandonSegment();
+    }
+    this.#tailDirty = false;
+  }
+
+  /**
+   * Closes the current segment without syncing; the next append starts a new one.
+   * A segment without one whole record is removed, so that its name (the lsn of a
+   * batch that failed, which the caller may assign again) is free.
+   */
+  #abandonSegment(): void {
+    if (this.#fd !== NO_FD) closeQuietly(this.#fs, this.#fd);
+    if (this.#segmentName !== '' && this.#segmentBytes === 0) unlinkQuietly(this.#fs, join(this.dir, this.#segmentName));
+    this.#fd = NO_FD;
+    this.#segmentName = '';
+    this.#segmentBytes = 0;
+    this.#tailDirty = false;
+  }
+}

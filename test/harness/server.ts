@@ -1,0 +1,129 @@
+/**
+ * Starts the real server as a child process on free ports (port 0) and finds
+ * its addresses from the `server.*_bound` log lines, as any tool would.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const CLI = join(__dirname, '..', '..', 'src', 'cli.js');
+
+export interface StartOptions {
+  shards?: number;
+  memoryOnly?: boolean;
+  testMode?: boolean;
+  admin?: boolean;
+  dataDir?: string;
+  args?: string[];
+  env?: Record<string, string>;
+}
+
+export interface TestServer {
+  base: string;
+  httpPort: number;
+  tcpPort: number;
+  adminBase: string | null;
+  dataDir: string;
+  proc: ChildProcess;
+  logs: Array<Record<string, unknown>>;
+  /** SIGTERM and wait for exit. */
+  stop(): Promise<number | null>;
+  /** SIGKILL (crash) and wait for exit. */
+  kill9(): Promise<void>;
+  /** Removes the data dir (only when the harness created it). */
+  cleanup(): void;
+}
+
+export function tempDataDir(): string {
+  return mkdtempSync(join(tmpdir(), 'streamfeat-test-'));
+}
+
+export async function startServer(opts: StartOptions = {}): Promise<TestServer> {
+  const ownDir = opts.dataDir === undefined;
+  const dataDir = opts.dataDir ?? tempDataDir();
+  const args = [CLI, 'serve', '--http-addr', '127.0.0.1:0', '--tcp-addr', '127.0.0.1:0', '--data-dir', dataDir,
+    '--shards', String(opts.shards ?? 1), '--log-level', 'info'];
+  if (opts.memoryOnly) args.push('--memory-only');
+  if (opts.testMode ?? true) args.push('--test-mode');
+  if (opts.admin) args.push('--admin-addr', '127.0.0.1:0');
+  if (opts.args) args.push(...opts.args);
+  const env = { ...process.env, ...(opts.env ?? {}) };
+  delete env.SERVICE_TEST_MODE;
+  if (opts.env?.SERVICE_TEST_MODE) env.SERVICE_TEST_MODE = opts.env.SERVICE_TEST_MODE;
+  const proc = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const logs: Array<Record<string, unknown>> = [];
+  let stderr = '';
+  proc.stderr!.on('data', (d) => { stderr += d; });
+  const bound: Record<string, string> = {};
+  const want = opts.admin ? 3 : 2;
+  await new Promise<void>((resolve, reject) => {
+    let buf = '';
+    const timer = setTimeout(() => reject(new Error(`server did not bind in time; stderr: ${stderr}`)), 30_000);
+    proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited (${code}) before binding; stderr: ${stderr}`)); });
+    proc.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      let nl;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        try {
+          const j = JSON.parse(line);
+          logs.push(j);
+          if (typeof j.kind === 'string' && j.kind.endsWith('_bound')) {
+            bound[j.kind] = j.addr;
+            if (Object.keys(bound).length === want) { clearTimeout(timer); resolve(); }
+          }
+        } catch { /* not JSON */ }
+      }
+    });
+  });
+  proc.removeAllListeners('exit');
+  const port = (a: string): number => Number(a.slice(a.lastIndexOf(':') + 1));
+  const httpPort = port(bound['server.http_bound']);
+  const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
+  return {
+    base: `http://127.0.0.1:${httpPort}`,
+    httpPort,
+    tcpPort: port(bound['server.tcp_bound']),
+    adminBase: opts.admin ? `http://127.0.0.1:${port(bound['server.admin_bound'])}` : null,
+    dataDir,
+    proc,
+    logs,
+    async stop() {
+      if (proc.exitCode === null) proc.kill('SIGTERM');
+      return exited;
+    },
+    async kill9() {
+      if (proc.exitCode === null) proc.kill('SIGKILL');
+      await exited;
+    },
+    cleanup() {
+      if (ownDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface HttpResult {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: any;
+}
+
+export async function post(base: string, path: string, body: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
+  const payload = typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
+  const res = await fetch(base + path, { method: 'POST', body: payload, headers: { 'content-type': 'application/json', ...headers } });
+  const text = await res.text();
+  let json: unknown;
+  try { json = JSON.parse(text); } catch { json = undefined; }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+export async function get(base: string, path: string): Promise<HttpResult> {
+  const res = await fetch(base + path);
+  const text = await res.text();
+  let json: unknown;
+  try { json = JSON.parse(text); } catch { json = undefined; }
+  return { status: res.status, headers: res.headers, text, json };
+}
