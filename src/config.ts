@@ -30,6 +30,8 @@ export interface ServerConfig {
   batchGetEntriesMax: number;
   tcpFrameBytesMax: number;
   memoryGovEnforce: boolean;
+  /** Test hook (SERVICE_FAULT_WAL_FILE): while this file exists, its content (ENOSPC, EIO, TRUNCATE) is injected as a WAL fault. */
+  faultFile: string | null;
 }
 
 export const DEFAULTS = {
@@ -139,5 +141,6 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
     batchGetEntriesMax: env.SERVICE_MAX_BATCH_GET ? positiveInt(env.SERVICE_MAX_BATCH_GET, 'SERVICE_MAX_BATCH_GET') : BATCH_GET_ENTRIES_MAX_DEFAULT,
     tcpFrameBytesMax: env.SERVICE_TCP_MAX_FRAME_BYTES ? positiveInt(env.SERVICE_TCP_MAX_FRAME_BYTES, 'SERVICE_TCP_MAX_FRAME_BYTES') : TCP_FRAME_BYTES_MAX_DEFAULT,
     memoryGovEnforce: env.SERVICE_MEMORY_GOV_ENFORCE !== '0',
+    faultFile: env.SERVICE_FAULT_WAL_FILE ? resolve(env.SERVICE_FAULT_WAL_FILE) : null,
   });
 }

@@ -67,7 +67,7 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
       shardId: i, shardCount: config.shards, dataDir: config.dataDir, memoryOnly: config.memoryOnly,
       memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel, walSync: config.walSync,
       walSyncTimeoutMs: config.walSyncTimeoutMs, walSyncIntervalMs: config.walSyncIntervalMs,
-      walSegmentBytesMax: config.walSegmentBytesMax, history: first.history, current: first.state,
+      walSegmentBytesMax: config.walSegmentBytesMax, faultFile: config.faultFile, history: first.history, current: first.state,
     };
     shardPools.push(new Piscina({
       filename: join(__dirname, 'shard', 'shard_main.js'),

@@ -71,10 +71,11 @@ export async function runClientCommand(argv: string[], io: CliIo = defaultIo): P
     return usage(io, (e as Error).message);
   }
   const [command, ...args] = parsed.positional;
-  if (parsed.flags.has('help') || command === undefined || command === 'help') {
+  if (parsed.flags.has('help') || command === 'help') {
     for (const line of CLIENT_USAGE) io.out(line);
-    return command === undefined && !parsed.flags.has('help') ? EXIT_USAGE : EXIT_OK;
+    return EXIT_OK;
   }
+  if (command === undefined) return usage(io, 'missing command');
   if (!(CLIENT_COMMANDS as readonly string[]).includes(command)) return usage(io, `unknown command: ${command}`);
   const json = parsed.flags.has('json');
   let client: Client;

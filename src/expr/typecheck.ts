@@ -4,7 +4,7 @@
  * register-time error except syntax errors is raised here. After this pass
  * the compiler only has to pick code for an already-decided operation.
  */
-import type { FieldMap, FieldType } from '../types';
+import { isFieldType, type FieldMap, type FieldType } from '../types';
 import type { ArithMode, CastTarget, CmpMode, CmpOp, Expr, ExprType, LitExpr, TExpr } from './ast';
 import { exprError } from './error';
 import { parseRfc3339 } from './runtime';
@@ -80,8 +80,11 @@ function checkField(name: string, pos: number, fields: FieldMap, used: Set<strin
     const hint = near === null ? '' : ` (did you mean '${near}'?)`;
     throw exprError('unknown_field_reference', pos, `unknown field '${name}'${hint}`);
   }
+  const type = fields[name];
+  // A bad schema is a bug of the caller (schemas are validated first), not a user error.
+  if (!isFieldType(type)) throw new Error(`field '${name}' has no valid type: ${String(type)}`);
   used.add(name);
-  return { kind: 'field', type: fields[name], name };
+  return { kind: 'field', type, name };
 }
 
 function checkArith(e: Extract<Expr, { kind: 'arith' }>, left: TExpr, right: TExpr): TExpr {

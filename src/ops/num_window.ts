@@ -14,12 +14,15 @@
  * from raw (t, x) pairs. Only when more live events arrive does the oldest raw
  * event move into a bucket of width bucketMs = ceil(window / BUCKETS_PER_WINDOW).
  * A read then uses the ring (exact) plus the buckets that overlap the window, so
- * the answer is the exact aggregate of the events with t >= T0 for some
- * T0 in (now - window - bucketMs, now - window]: no event inside the window is
- * ever missed, and only events of the one straddling bucket, at most bucketMs
- * older than the window, can be included. If the ring's oldest event is
- * already outside the window, every bucketed event (older still) is too, and the
- * answer is exact again.
+ * the answer is the exact aggregate of a suffix of the event sequence that holds
+ * every event of the window plus, possibly, the latest events before it that are
+ * at most bucketMs older than the window start: no event inside the window is
+ * ever missed, and only events of the one straddling bucket can be extra. If
+ * the ring's oldest event is already outside the window, every bucketed event
+ * (older still) is too, and the answer is exact again. In particular the answer
+ * is exact whenever at most RING_ENTRIES_MAX events fell in the last
+ * window + bucketMs (an event is only bucketed when RING_ENTRIES_MAX newer events
+ * arrived within one window of it).
  *
  * An event is inside the window at query time `now` iff now - t < window.
  * Times passed to update are non-decreasing; `read(now)` changes nothing.
@@ -168,14 +171,33 @@ export class NumWindowState implements StoredState {
     this.len++;
   }
 
-  /** Drops raw events that no future read can see (reads come at now >= t). */
+  /**
+   * Drops raw events that no future read can see (reads come at now >= t). One
+   * exception keeps the bucketed answer a clean suffix of the event sequence: an
+   * expiring event of the same epoch as the newest bucket joins that bucket, so a
+   * bucket never holds an older event while a newer one of its epoch was dropped.
+   */
   private expireRing(cutoff: number): void {
-    const stride = this.cfg.stride;
+    const c = this.cfg;
+    const stride = c.stride;
     const mask = (stride === 1 ? this.buf.length : this.buf.length >> 1) - 1;
     while (this.len > 0 && this.buf[this.head * stride] <= cutoff) {
+      if (this.bLen > 0) {
+        const i = this.head * stride;
+        const e = Math.floor(this.buf[i] / c.bucketMs);
+        const j = this.newestBucket();
+        if (this.bk[j] === e) addToBucket(this.bk, j, c.kind, stride === 2 ? this.buf[i + 1] : 1);
+      }
       this.head = (this.head + 1) & mask;
       this.len--;
     }
+  }
+
+  /** Offset in bk of the newest bucket (bLen > 0). */
+  private newestBucket(): number {
+    const slots = this.bk.length / this.cfg.bStride;
+    const last = this.bHead + this.bLen - 1;
+    return (last >= slots ? last - slots : last) * this.cfg.bStride;
   }
 
   private expireBuckets(cutoff: number): void {
@@ -224,8 +246,7 @@ export class NumWindowState implements StoredState {
     let slots = this.bk.length / bs;
     let j: number;
     if (this.bLen > 0) {
-      const lastSlot = this.bHead + this.bLen - 1;
-      j = (lastSlot >= slots ? lastSlot - slots : lastSlot) * bs;
+      j = this.newestBucket();
       if (this.bk[j] === e) {
         addToBucket(this.bk, j, c.kind, v);
         return;

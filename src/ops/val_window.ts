@@ -7,11 +7,11 @@
  *            accumulator (an op-specific summary, e.g. a sketch) per bucket epoch
  *
  * A read builds a fresh accumulator from the buckets that overlap the window
- * and the live raw values. Error bound (only once more than RING_ENTRIES_MAX
- * events are live): the answer covers the events with t >= T0 for some
- * T0 in (now - window - bucketMs, now - window], bucketMs = ceil(window / buckets),
- * on top of the accumulator's own error (e.g. a sketch's). See num_window.ts for
- * the argument.
+ * and the live raw values. Error bound (only once more than VAL_RING_ENTRIES_MAX
+ * events fell in the last window + bucketMs): the answer covers a suffix of the
+ * event sequence holding every event of the window plus possibly the latest ones
+ * at most bucketMs = ceil(window / buckets) older, on top of the accumulator's
+ * own error (e.g. a sketch's). See num_window.ts for the argument.
  */
 import type { JsonValue, Row, Value } from '../types';
 import type { StoredState } from './factory';
@@ -98,13 +98,20 @@ export class ValWindowState<A> implements StoredState {
 
   miss(_t: number): void {}
 
+  /** Drops expired raw values; one of the newest bucket's epoch joins it (see num_window.ts). */
   private expire(cutoff: number): void {
+    const c = this.cfg;
     const mask = this.ts.length - 1;
     while (this.len > 0 && this.ts[this.head] <= cutoff) {
+      if (this.bLen > 0) {
+        const last = this.newestBucket();
+        if (this.bEpoch[last] === Math.floor(this.ts[this.head] / c.bucketMs)) {
+          this.bAcc[last] = c.agg.add(this.bAcc[last] as A, this.vs[this.head]);
+        }
+      }
       this.head = (this.head + 1) & mask;
       this.len--;
     }
-    const c = this.cfg;
     if (this.bLen === 0) return;
     const slots = this.bEpoch.length;
     while (this.bLen > 0 && (this.bEpoch[this.bHead] + 1) * c.bucketMs <= cutoff) {
@@ -117,6 +124,11 @@ export class ValWindowState<A> implements StoredState {
       this.bAcc = [];
       this.bHead = 0;
     }
+  }
+
+  private newestBucket(): number {
+    const last = this.bHead + this.bLen - 1;
+    return last >= this.bEpoch.length ? last - this.bEpoch.length : last;
   }
 
   private grow(cap: number): number {
@@ -146,8 +158,7 @@ export class ValWindowState<A> implements StoredState {
     const c = this.cfg;
     let slots = this.bEpoch.length;
     if (this.bLen > 0) {
-      let last = this.bHead + this.bLen - 1;
-      if (last >= slots) last -= slots;
+      const last = this.newestBucket();
       if (this.bEpoch[last] === e) {
         this.bAcc[last] = c.agg.add(this.bAcc[last] as A, v);
         return;

@@ -101,6 +101,7 @@ export interface ShardInit {
   walSyncTimeoutMs: number;
   walSyncIntervalMs: number;
   walSegmentBytesMax: number;
+  faultFile: string | null;
   /** Every registry version still referenced by the WAL (for exact replay). */
   history: RegistryState[];
   /** Current registry (installed after replay). */

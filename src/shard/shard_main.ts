@@ -36,6 +36,10 @@ if (store !== null && init.walSync === 'batch') {
   }, init.walSyncIntervalMs);
   timer.unref();
 }
+if (store !== null && init.faultFile !== null) {
+  // Test hook only: arm or clear injected WAL faults from the control file.
+  setInterval(() => store?.pollFaultFile(), 20).unref();
+}
 
 function errorPayload(err: unknown): ErrorPayload {
   const e = asSfError(err);

@@ -7,12 +7,12 @@
  * Ordering rule: a batch's records are written (one write) BEFORE any of its
  * pushes is applied or acknowledged; a failed write applies nothing.
  */
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../log';
 import type { RegistryState } from '../registry/model';
 import type { ShardInit } from '../protocol/messages';
-import { RecordEncoder, WalWriter, recoverWal, readNewestSnapshot, writeSnapshot, type WalRecord } from '../wal';
+import { deleteAllSnapshots, faultyFs, fsError, realFs, RecordEncoder, WalWriter, recoverWal, readNewestSnapshot, writeSnapshot, type FaultyFs, type WalRecord } from '../wal';
 import type { ShardState } from './state';
 import { decodeShardImage, encodeShard, restoreShard } from './snapshot_codec';
 import type { DedupeLog } from './dedupe_log';
@@ -31,6 +31,12 @@ export class ShardStore {
   readonly #snapDir: string;
   #lastSyncMs = 0;
   #lastSnapshotLsn = 0;
+  /** LSN of the snapshot before the newest: WAL is only deleted up to here, so a corrupt newest snapshot can fall back to it. */
+  #olderSnapshotLsn = 0;
+  #slowSync = false;
+  /** Test hook only (SERVICE_FAULT_WAL_FILE); null in production. */
+  #faults: FaultyFs | null = null;
+  #failTruncate = false;
 
   private constructor(readonly init: ShardInit, walDir: string, snapDir: string, wal: WalWriter, readonly log: Logger) {
     this.#walDir = walDir;
@@ -62,9 +68,12 @@ export class ShardStore {
       replay(state, dedupe, history, r, log);
     });
     for (const entry of report.log) log.warn({ ...entry, kind: `wal.${entry.kind}` });
-    const lastLsn = Math.max(report.lastLsn, snapshotLsn, state.appliedLsn);
-    const wal = WalWriter.open(walDir, { segmentBytesMax: init.walSegmentBytesMax, nextLsnHint: lastLsn + 1 });
+    // nextLsnMin also covers LSNs of skipped (corrupt) records: new LSNs never reuse them.
+    const lastLsn = Math.max(report.lastLsn, report.nextLsnMin - 1, snapshotLsn, state.appliedLsn);
+    const faults = init.faultFile === null ? null : faultyFs(realFs);
+    const wal = WalWriter.open(walDir, { segmentBytesMax: init.walSegmentBytesMax, nextLsnHint: lastLsn + 1, ...(faults === null ? {} : { fs: faults }) });
     const store = new ShardStore(init, walDir, snapDir, wal, log);
+    store.#faults = faults;
     store.#lastSnapshotLsn = snapshotLsn;
     const info = { lastLsn, records, snapshotLsn, ms: Date.now() - t0 };
     log.info({ kind: 'shard.recovered', shard: init.shardId, ...info, truncated_bytes: report.truncatedBytes, corrupt_segments: report.corruptSegments });
@@ -80,6 +89,7 @@ export class ShardStore {
   /** fdatasync; returns its duration in ms. */
   sync(): number {
     const t0 = performance.now();
+    if (this.#slowSync) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, this.init.walSyncTimeoutMs * 2);
     this.#wal.sync();
     this.#lastSyncMs = Date.now();
     return performance.now() - t0;
@@ -101,19 +111,33 @@ export class ShardStore {
     const body = encodeShard(state, dedupe.entries(Date.now()));
     const encodeMs = performance.now() - t0;
     const res = writeSnapshot(this.#snapDir, { lsn: state.appliedLsn, registryVersion: state.registryVersion }, body);
+    this.#olderSnapshotLsn = this.#lastSnapshotLsn;
     this.#lastSnapshotLsn = state.appliedLsn;
-    const deleted = this.#wal.deleteSegmentsCoveredBy(state.appliedLsn);
+    const deleted = this.#olderSnapshotLsn > 0 ? this.#wal.deleteSegmentsCoveredBy(this.#olderSnapshotLsn) : 0;
     const out = { lsn: state.appliedLsn, bytes: res.bytes, encodeMs, writeMs: res.writeMs + res.compressMs };
     this.log.info({ kind: 'shard.snapshot', shard: this.init.shardId, ...out, raw_bytes: body.length, entities: state.entityCount(), segments_deleted: deleted });
     return out;
   }
 
+  /** Test hook: reads the fault file (if configured) and arms or clears the injected fault. */
+  pollFaultFile(): void {
+    const file = this.init.faultFile;
+    if (file === null || this.#faults === null) return;
+    const code = existsSync(file) ? readFileSync(file, 'utf8').trim() : '';
+    const io = code === 'ENOSPC' || code === 'EIO' ? code : null;
+    this.#faults.failWrites(io);
+    this.#faults.failSyncs(io);
+    this.#failTruncate = code === 'TRUNCATE';
+    this.#slowSync = code === 'SLOW_SYNC';
+  }
+
   /** /reset: every segment and snapshot goes. Throws on failure (wal_truncate_failed). */
   truncateAll(): void {
+    if (this.#failTruncate) throw fsError('EIO', 'unlink');
     this.#wal.truncateAll();
-    const { readdirSync, unlinkSync } = require('node:fs') as typeof import('node:fs');
-    for (const f of readdirSync(this.#snapDir)) unlinkSync(join(this.#snapDir, f));
+    deleteAllSnapshots(this.#snapDir);
     this.#lastSnapshotLsn = 0;
+    this.#olderSnapshotLsn = 0;
   }
 
   close(): void {

@@ -216,6 +216,11 @@ export interface RecoveryReport {
   corruptSegments: string[];
   /** Highest lsn of any valid record read, -1 when none was read. */
   lastLsn: number;
+  /**
+   * Lowest lsn the shard may append next: above lastLsn, afterLsn and the name of
+   * the newest non-empty segment (WalWriter.open asserts the same bound).
+   */
+  nextLsnMin: number;
   /** Every abnormal finding, in order; the caller logs them (prefix `wal.`). */
   log: RecoveryLogEntry[];
 }
@@ -243,13 +248,14 @@ export function recoverWal(dir: string, afterLsn: number, onRecord: (r: WalRecor
   const repair = opts.repair ?? true;
   const report: RecoveryReport = {
     segments: 0, segmentsSkipped: 0, records: 0, recordsRead: 0, truncatedBytes: 0,
-    skippedBytes: 0, corruptSegments: [], lastLsn: -1, log: [],
+    skippedBytes: 0, corruptSegments: [], lastLsn: -1, nextLsnMin: 0, log: [],
   };
   const listing = listLsnFiles(fs, dir, 'log');
   for (const name of listing.others) report.log.push({ kind: 'stray_file', level: 'info', name });
   const files = listing.files;
   report.segments = files.length;
   const tailIndex = tailSegmentIndex(fs, dir, files);
+  let newestNonEmptyLsn = -1;
   for (let i = 0; i < files.length; i++) {
     const nextFirstLsn = i + 1 < files.length ? files[i + 1].lsn : Infinity;
     // Names are first lsns and lsns only grow, so every record of segment i is < nextFirstLsn.
@@ -261,7 +267,10 @@ export function recoverWal(dir: string, afterLsn: number, onRecord: (r: WalRecor
     const lsnFloor = Math.max(report.lastLsn, files[i].lsn - 1);
     const tailAt = replaySegment(buf, files[i].name, lsnFloor, afterLsn, report, onRecord);
     if (tailAt >= 0) handleTail(fs, dir, files[i].name, buf.length, tailAt, i === tailIndex, repair, report);
+    const sizeAfter = tailAt >= 0 && i === tailIndex && repair ? tailAt : buf.length;
+    if (sizeAfter > 0) newestNonEmptyLsn = files[i].lsn;
   }
+  report.nextLsnMin = Math.max(report.lastLsn, newestNonEmptyLsn, afterLsn) + 1;
   return report;
 }
 
@@ -290,13 +299,15 @@ function replaySegment(
     const c = RECOVERY_CASES[probe.caseId];
     if (c.action === 'stop') return -1;
     if (c.action === 'tail') {
-      report.log.push({ kind: c.name, level: c.level ?? 'warn', label: c.label, segment: name, offset: o, bytes: buf.length - o, lsnBefore: lsnFloor });
+      report.log.push(finding(c, name, o, buf.length - o, lsnFloor));
       return o;
     }
     if (c.action === 'yield') {
       report.recordsRead++;
       if (probe.caseId === CASE_LSN_REGRESSION) {
-        report.log.push({ kind: c.name, level: 'warn', label: c.label, segment: name, offset: o, lsn: probe.lsn, lsnBefore: lsnFloor });
+        const entry = finding(c, name, o, probe.next - o, lsnFloor);
+        entry.lsn = probe.lsn;
+        report.log.push(entry);
       }
       lsnFloor = Math.max(lsnFloor, probe.lsn);
       if (probe.lsn > report.lastLsn) report.lastLsn = probe.lsn;
@@ -305,15 +316,21 @@ function replaySegment(
         onRecord(decodeWalRecord(buf, o + FRAME_HEADER_BYTES, probe.next));
       }
     } else {
-      skipEntry(buf, name, o, probe, lsnFloor, c, report);
+      reportSkip(buf, name, o, probe, lsnFloor, report);
     }
     assert(probe.next > o, 'recovery must make progress');
     o = probe.next;
   }
 }
 
-function skipEntry(buf: Buffer, name: string, o: number, probe: FrameProbe, lsnFloor: number, c: RecoveryCase, report: RecoveryReport): void {
-  const entry: RecoveryLogEntry = { kind: c.name, level: c.level ?? 'warn', label: c.label, segment: name, offset: o, bytes: probe.next - o, lsnBefore: lsnFloor };
+/** The log entry of a table row at `offset` of `segment`. */
+function finding(c: RecoveryCase, segment: string, offset: number, bytes: number, lsnBefore: number): RecoveryLogEntry {
+  return { kind: c.name, level: c.level ?? 'warn', label: c.label, segment, offset, bytes, lsnBefore };
+}
+
+function reportSkip(buf: Buffer, name: string, o: number, probe: FrameProbe, lsnFloor: number, report: RecoveryReport): void {
+  const c = RECOVERY_CASES[probe.caseId];
+  const entry = finding(c, name, o, probe.next - o, lsnFloor);
   if (probe.caseId === CASE_UNKNOWN_TYPE) entry.type = probe.type;
   // Corrupt record/region end at a verified record: its lsn bounds what was lost.
   if (probe.caseId === CASE_CORRUPT_RECORD || probe.caseId === CASE_CORRUPT_REGION) {
@@ -326,7 +343,16 @@ function skipEntry(buf: Buffer, name: string, o: number, probe: FrameProbe, lsnF
   }
 }
 
-function handleTail(fs: FsLike, dir: string, name: string, size: number, at: number, isTailSegment: boolean, repair: boolean, report: RecoveryReport): void {
+function handleTail(
+  fs: FsLike,
+  dir: string,
+  name: string,
+  size: number,
+  at: number,
+  isTailSegment: boolean,
+  repair: boolean,
+  report: RecoveryReport,
+): void {
   assert(at < size, 'a tail has at least one byte');
   const bytes = size - at;
   if (!isTailSegment) {

@@ -34,7 +34,7 @@ export interface WalWriterOptions {
   /** Rotate before a batch that would make the current segment larger than this. */
   segmentBytesMax: number;
   fs?: FsLike;
-  /** The next lsn the caller will append (recovered last lsn + 1); appends below it are a bug. */
+  /** The next lsn the caller will append (RecoveryReport.nextLsnMin or above); appends below it are a bug. */
   nextLsnHint?: number;
 }
 
@@ -69,18 +69,29 @@ export class WalWriter {
 
   /**
    * Opens the WAL directory (creating it). Run recoverWal first: the writer starts
-   * a new segment at its first append and does not look at existing ones beyond
-   * their names.
+   * a new segment at its first append and only looks at existing segments' names
+   * and sizes (empty ones are removed).
    */
   static open(dir: string, opts: WalWriterOptions): WalWriter {
     assert(Number.isSafeInteger(opts.segmentBytesMax), 'segmentBytesMax must be an integer');
     assert(opts.segmentBytesMax > FRAME_HEADER_BYTES, 'segmentBytesMax too small');
     const fs = opts.fs ?? realFs;
     fs.mkdirSync(dir, { recursive: true });
-    const files = listLsnFiles(fs, dir, 'log').files;
-    // An existing segment named L holds records >= L, so new lsns must be >= L; equal
-    // is allowed only for an empty leftover file, which #createSegment reuses.
-    let lastLsn = files.length > 0 ? files[files.length - 1].lsn - 1 : -1;
+    // Empty segments (a crash between create and first write, or a tail that recovery
+    // cut to nothing) hold no record but their names would still order the log:
+    // remove them so a lower lsn can never sort after a higher one.
+    let lastLsn = -1;
+    let removed = 0;
+    for (const f of listLsnFiles(fs, dir, 'log').files) {
+      if (fileSizeOrMissing(fs, join(dir, f.name)) === 0) {
+        fs.unlinkSync(join(dir, f.name));
+        removed++;
+      } else {
+        // A non-empty segment named L may hold records from L up: new lsns must be above L.
+        lastLsn = f.lsn;
+      }
+    }
+    if (removed > 0) fsyncDir(fs, dir);
     if (opts.nextLsnHint !== undefined) {
       assert(Number.isSafeInteger(opts.nextLsnHint), 'nextLsnHint must be an integer');
       lastLsn = Math.max(lastLsn, opts.nextLsnHint - 1);
@@ -236,7 +247,7 @@ export class WalWriter {
       fd = this.#fs.openSync(path, 'wx');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      // Left by a crash between create and first write (or cut to 0 by recovery).
+      // An abandoned segment whose unlink failed (see #abandonSegment): it is empty.
       assert.equal(fileSizeOrMissing(this.#fs, path), 0, `segment ${name} exists and is not empty: lsn reused`);
       fd = this.#fs.openSync(path, 'w');
     }
@@ -260,16 +271,27 @@ export class WalWriter {
     }
   }
 
-  /** Retries a failed rollback; abandons the segment when it fails again. */
+  /**
+   * Retries a failed rollback. When it fails again the segment is abandoned, after
+   * an fdatasync so that its whole records (already acknowledged) are durable; if
+   * that sync fails too, the error goes to the caller of append.
+   */
   #repairTail(): void {
     assert(this.#tailDirty, 'no dirty tail to repair');
     assert(this.#fd !== NO_FD, 'a dirty tail needs an open segment');
     try {
       this.#fs.ftruncateSync(this.#fd, this.#segmentBytes);
+      this.#tailDirty = false;
+      return;
     } catch {
+      // Fall through: fence the segment off.
+    }
+    try {
+      if (this.#bytesSinceSync > 0) this.#fs.fdatasyncSync(this.#fd);
+      this.#bytesSinceSync = 0;
+    } finally {
       this.#abandonSegment();
     }
-    this.#tailDirty = false;
   }
 
   /**

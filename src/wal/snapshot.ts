@@ -98,7 +98,12 @@ export interface SnapshotWriteOptions {
 }
 
 /** Writes a snapshot durably, then prunes older ones. Throws the fs error on failure (nothing half-written survives). */
-export function writeSnapshot(dir: string, meta: { lsn: number; registryVersion: number }, body: Buffer, opts: SnapshotWriteOptions = {}): SnapshotWriteResult {
+export function writeSnapshot(
+  dir: string,
+  meta: { lsn: number; registryVersion: number },
+  body: Buffer,
+  opts: SnapshotWriteOptions = {},
+): SnapshotWriteResult {
   const fs = opts.fs ?? realFs;
   const keep = opts.keep ?? SNAPSHOT_KEEP_DEFAULT;
   assert(Number.isInteger(keep), 'keep must be an integer');

@@ -21,6 +21,8 @@ export class TcpClient {
     socket.on('data', (d: Buffer) => this.#onData(d));
     this.closed = new Promise((resolve) => socket.on('close', () => resolve()));
     socket.on('error', () => {});
+    // The server closed its side: close ours (the socket is half-open so that tests can half-close first).
+    socket.on('end', () => socket.end());
   }
 
   static connect(port: number): Promise<TcpClient> {

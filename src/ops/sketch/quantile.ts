@@ -224,14 +224,16 @@ export class QuantileSketch {
   /** Inverse of save(). Pass the feature's config to share it; else it is rebuilt from the data. */
   static load(data: unknown, config?: QuantileConfig): QuantileSketch {
     const d = data as QuantileSaved;
-    assert(d !== null && typeof d === 'object' && d.kind === 'quantile' && d.v === SAVE_VERSION, 'saved quantile state');
+    assert(d !== null && typeof d === 'object' && d.kind === 'quantile', 'saved quantile state');
+    assert(d.v === SAVE_VERSION, 'saved quantile version');
     let c = config;
     if (c === undefined) {
       const dc = QUANTILE_DEFAULT_CONFIG;
       const same = d.alpha === dc.alpha && d.exactMax === dc.exactMax && d.storeBucketsMax === dc.storeBucketsMax;
       c = same ? dc : new QuantileConfig(d.alpha, d.exactMax, d.storeBucketsMax);
     }
-    assert(c.alpha === d.alpha && c.storeBucketsMax === d.storeBucketsMax && c.exactMax === d.exactMax, 'config matches');
+    assert(c.alpha === d.alpha && c.storeBucketsMax === d.storeBucketsMax, 'config matches the saved one');
+    assert(c.exactMax === d.exactMax, 'exactMax matches the saved one');
     assert(Number.isSafeInteger(d.n) && d.n >= 0, 'saved count');
     const s = new QuantileSketch(c);
     s.n = d.n;

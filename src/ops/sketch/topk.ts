@@ -21,9 +21,12 @@
  * counts are kept. After merging two summaries of N_a and N_b adds: counts still
  * never underestimate; a value's overestimate is at most
  * N_a / C + N_b / C = N / C; any value with true count > 2N / C is held. Exact +
- * exact merges whose union fits in C stay exact. Folding many bucket summaries
- * one after another keeps "never underestimates"; the overestimate grows at most
- * by the smallest counter of each summary folded in.
+ * exact merges whose union fits in C stay exact. In a fold acc.merge(b1),
+ * acc.merge(b2), ... counts never underestimate, and a value's overestimate is at
+ * most the sum, over the steps, of the smallest counter of the side that did not
+ * hold it (tests: 4-way folds of Zipf streams stayed within N / C). Adds after a
+ * merge follow Space-Saving again; their errors are at most the smallest counter,
+ * itself at most (sum of counts) / C <= 2N / C.
  *
  * Ordering of top(k): count descending, then value ascending where strings come
  * before numbers before booleans; strings compare by UTF-16 code units, numbers
@@ -42,9 +45,12 @@ export interface TopEntry {
 export const TOP_K_CAPACITY_MIN = 64;
 export const TOP_K_CAPACITY_PER_K = 4;
 const COUNTS_CAPACITY_MIN = 8;
-/** Rough V8 cost of one Map entry (hash table slot, chain link, key and value words). */
-const MAP_ENTRY_BYTES = 40;
-/** Rough V8 cost of a string header (the characters are added, one byte each). */
+/**
+ * Rough V8 cost of one Map entry: key, value and chain words plus the bucket
+ * array and the slack of a power-of-two table holding deleted entries (measured).
+ */
+const MAP_ENTRY_BYTES = 48;
+/** Rough V8 cost of a string header (the characters are added, one byte each, word-aligned). */
 const STRING_HEADER_BYTES = 16;
 /** A number that is not a small integer is boxed in a HeapNumber. */
 const HEAP_NUMBER_BYTES = 16;
@@ -68,7 +74,7 @@ export function compareTopValues(a: TopValue, b: TopValue): number {
 }
 
 function valueBytes(v: TopValue): number {
-  if (typeof v === 'string') return STRING_HEADER_BYTES + v.length;
+  if (typeof v === 'string') return STRING_HEADER_BYTES + ((v.length + 7) & ~7);
   if (typeof v === 'number') return (v | 0) === v ? 0 : HEAP_NUMBER_BYTES;
   return 0;
 }

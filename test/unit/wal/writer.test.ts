@@ -111,17 +111,44 @@ test('reopen starts a new segment; lsns must keep growing', () => {
   }
 });
 
-test('an empty segment left by a crash is reused when its lsn comes again', () => {
+test('empty segments (crash before the first write, tail cut to nothing) are removed at open', () => {
   const dir = tempDir('emptyleft');
   try {
     const w0 = WalWriter.open(dir, { segmentBytesMax: 1 << 20 });
     appendInBatches(w0, makeEvents(3, 1), 3);
     w0.close();
-    writeFileSync(join(dir, '00000000000000000004.log'), '');
-    const w = WalWriter.open(dir, { segmentBytesMax: 1 << 20, nextLsnHint: 4 });
+    writeFileSync(join(dir, '00000000000000000009.log'), '');
+    writeFileSync(join(dir, '00000000000000000012.log'), Buffer.alloc(20, 0xee));
+    const { report } = recoverAll(dir); // cuts 12.log (all garbage) to 0 bytes
+    assert.equal(report.lastLsn, 3);
+    assert.equal(report.nextLsnMin, 4);
+    const w = WalWriter.open(dir, { segmentBytesMax: 1 << 20, nextLsnHint: report.nextLsnMin });
+    assert.deepEqual(segments(dir), ['00000000000000000001.log']);
     appendInBatches(w, makeEvents(2, 4), 2);
     w.close();
     assert.deepEqual(recoverAll(dir).records.map((r) => r.lsn), [1, 2, 3, 4, 5]);
+  } finally {
+    cleanup(dir);
+  }
+});
+
+test('nextLsnMin respects a non-empty newest segment without valid records, and afterLsn', () => {
+  const dir = tempDir('nextmin');
+  try {
+    const w0 = WalWriter.open(dir, { segmentBytesMax: 1 << 20 });
+    appendInBatches(w0, makeEvents(3, 1), 3);
+    w0.close();
+    // A closed segment of garbage followed by a later segment with a valid record.
+    writeFileSync(join(dir, '00000000000000000050.log'), Buffer.alloc(20, 0xee));
+    const w1 = WalWriter.open(dir, { segmentBytesMax: 1 << 20, nextLsnHint: 60 });
+    appendInBatches(w1, makeEvents(1, 60), 1);
+    w1.close();
+    const { report } = recoverAll(dir);
+    assert.equal(report.nextLsnMin, 61);
+    assert.equal(recoverAll(dir, 100).report.nextLsnMin, 101);
+    const w = WalWriter.open(dir, { segmentBytesMax: 1 << 20 });
+    assert.throws(() => appendInBatches(w, makeEvents(1, 60), 1), /lsns must grow/);
+    w.close();
   } finally {
     cleanup(dir);
   }
