@@ -91,6 +91,14 @@ export function not(x: ExprInput): Expr { return toExpr(x).not(); }
 export function isnull(x: ExprInput): Expr { return toExpr(x).isNull(); }
 export function cast(x: ExprInput, target: CastTarget): Expr { return toExpr(x).cast(target); }
 
+/**
+ * Any function of the server's expression language by name, for those without
+ * a method here: `fn('coalesce', col('discount'), 0.0)` -> `coalesce(discount, 0.0)`.
+ */
+export function fn(name: string, ...args: ExprInput[]): Expr {
+  return new Expr(`${name}(${args.map((a) => toExpr(a).text).join(', ')})`);
+}
+
 /** An Expr as is; a literal as its literal text. */
 export function toExpr(x: ExprInput): Expr {
   return x instanceof Expr ? x : lit(x);

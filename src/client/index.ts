@@ -15,7 +15,7 @@ export type { EventSettings, TableSpec, NamedSource } from './builders';
 export { agg, Agg, AGG_OPS, AGG_ALIASES } from './aggs';
 export type { AggParams, Duration } from './aggs';
 
-export { col, lit, raw, and, or, not, isnull, cast, Expr } from './expr';
+export { col, lit, raw, fn, and, or, not, isnull, cast, Expr } from './expr';
 export type { CastTarget, ExprInput, LiteralValue } from './expr';
 
 export { optional, int, wireType } from './schema';

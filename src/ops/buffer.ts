@@ -12,6 +12,7 @@
  */
 import type { JsonValue, Row, Value } from '../types';
 import type { StoredState } from './factory';
+import { hashLo, hashValue } from './sketch';
 import { isNum, jsonNum, jsonVal, newDoubles } from './values';
 
 const HOUR_MS = 3_600_000;
@@ -241,8 +242,9 @@ export class MixState implements StoredState {
 /**
  * reservoir_sample (Algorithm R): the first `size` values fill the sample; the
  * i-th value after that (1-based count seen) replaces slot j = r mod i when j < size,
- * with r a 32-bit hash of i. The choice depends only on the count seen, so a WAL
- * replay rebuilds the same sample.
+ * with r a 32-bit hash of (i, value). The choice depends only on the stream, so a
+ * WAL replay rebuilds the same sample, while two entities with different values
+ * keep different positions.
  */
 export class ReservoirState implements StoredState {
   readonly size: number;
@@ -260,7 +262,7 @@ export class ReservoirState implements StoredState {
       this.sample.push(x);
       return;
     }
-    const j = mix32(this.seen) % this.seen;
+    const j = mix32((mix32(this.seen) ^ hashLo(hashValue(x))) >>> 0) % this.seen;
     if (j < this.size) this.sample[j] = x;
   }
   miss(_t: number): void {}

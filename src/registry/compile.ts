@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import { compileAgg, aggSignature } from '../ops';
 import type { OpFactory } from '../ops/op';
-import { compilePredicate } from '../expr';
+import { compileExpression, compilePredicate } from '../expr';
 import { SfError } from '../errors';
 import type { FieldMap, FieldType, Row, Value } from '../types';
 import { compileChain, composeSteps, type RowFn } from './chain';
@@ -100,6 +100,17 @@ interface NodeOut {
   sig: string;
 }
 
+/**
+ * An event source's lineage signature is its name only: which fields it has and
+ * their types enter the signatures of the features that read them (readTypes),
+ * so adding a field keeps every state. A renamed source changes this; the shard
+ * compares across a rename by recompiling the old registry under the new names
+ * (state.ts install).
+ */
+function eventSignature(name: string): string {
+  return sha(JSON.stringify(['event', name]));
+}
+
 function sha(s: string): string {
   return createHash('sha1').update(s).digest('base64url').slice(0, 16);
 }
@@ -110,6 +121,24 @@ function accessor(field: string | null): ((row: Row) => Value | undefined) | nul
   return new Function('r', `return r[${JSON.stringify(field)}];`) as (row: Row) => Value | undefined;
 }
 
+/**
+ * Signature part of a feature: the type of every column it reads, as the table's
+ * chain delivers them. Columns read = the op's input field, every normalized
+ * param naming a column (geo ops read lat_field/lon_field, defaults included:
+ * `agg` is aggSignature's output, op name then the params as JSON) and the
+ * columns of its `where`. A type change of a column a feature does not read
+ * (or a new field) leaves the feature's state in place.
+ */
+function readTypes(agg: string, whereSrc: string | null, field: string | null, fields: FieldMap): Array<[string, FieldType]> {
+  const cols = new Set<string>();
+  if (field !== null) cols.add(field);
+  const brace = agg.indexOf('{');
+  const params = brace < 0 ? {} : JSON.parse(agg.slice(brace)) as Record<string, unknown>;
+  for (const v of Object.values(params)) if (typeof v === 'string' && v in fields) cols.add(v);
+  if (whereSrc !== null) for (const c of compileExpression(whereSrc, fields).fields) cols.add(c);
+  return [...cols].filter((c) => c in fields).sort().map((c) => [c, fields[c]]);
+}
+
 function compileTable(def: TableNodeDef, up: NodeOut, index: number, path: string, opts: CompileOptions, sigOut: { sig: string }): { plan: TablePlan; chain: RowFn | null } {
   const chain = compileChain(def.ops, up.fields, up.optional, path);
   const keyTypes: FieldType[] = def.key.map((k) => {
@@ -118,7 +147,9 @@ function compileTable(def: TableNodeDef, up: NodeOut, index: number, path: strin
     if (t === 'f64') throw new SfError('table_key_invalid', `key field ${JSON.stringify(k)} is f64; floats are not entity keys`, { path: `${path}.key` });
     return t;
   });
-  const keySignature = sha(JSON.stringify([up.sig, def.ops, def.key]));
+  // Rows reaching the table (upstream lineage + own chain) and how they are keyed,
+  // including the key columns' types: any change re-keys every entity.
+  const keySignature = sha(JSON.stringify([up.sig, def.ops, def.key, keyTypes]));
   sigOut.sig = keySignature;
   const errors: SfError[] = [];
   const features: FeaturePlan[] = [];
@@ -129,7 +160,8 @@ function compileTable(def: TableNodeDef, up: NodeOut, index: number, path: strin
       const whereSrc = spec.params.where;
       if (whereSrc !== undefined && typeof whereSrc !== 'string') throw new SfError('schema_invalid', 'where must be an expression string', { path: `${fpath}.params.where` });
       const where = whereSrc === undefined ? null : withPath(`${fpath}.params.where`, () => compilePredicate(whereSrc, chain.fields));
-      const signature = sha(JSON.stringify([keySignature, aggSignature(spec), whereSrc ?? null]));
+      const agg = aggSignature(spec);
+      const signature = sha(JSON.stringify([keySignature, agg, whereSrc ?? null, readTypes(agg, whereSrc ?? null, factory.field, chain.fields)]));
       features.push(new FeaturePlan(name, features.length, factory, where, accessor(factory.field), signature));
     } catch (err) {
       if (!(err instanceof SfError)) throw err;
@@ -164,7 +196,7 @@ export function compileRegistry(state: RegistryState, opts: CompileOptions): Com
         const validator = opts.pushValidators ? new PushValidator(def.fields, def.optional, def.validators, path) : null;
         if (!opts.pushValidators) def.validators.forEach((src, j) => withPath(`${path}.validators[${j}]`, () => compilePredicate(src, def.fields)));
         events.set(def.name, new EventPlan(def.name, events.size, def.fields, def.optional, validator, def.dedupeKey, def.dedupeWindowMs, def.coldAfterMs, false));
-        outs.set(def.name, { def, fields: def.fields, optional: def.optional, chain: null, sig: sha(JSON.stringify(['event', def.name, def.fields])) });
+        outs.set(def.name, { def, fields: def.fields, optional: def.optional, chain: null, sig: eventSignature(def.name) });
         return;
       }
       const up = outs.get(def.upstream);

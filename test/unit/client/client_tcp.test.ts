@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Client, StreamfeatError, agg, event, table } from '../../../src/client';
 import { TcpTransport } from '../../../src/client/tcp_transport';
 import { CT_JSON, OP_BATCH_GET, OP_ERROR_RESPONSE, OP_GET, OP_PING, OP_PUSH, OP_REGISTER, OP_RESET } from '../../../src/protocol/frame';
-import { closedPort, startFakeHttp, startFakeTcp } from './fake_servers';
+import { closedPort, prng, startFakeHttp, startFakeTcp } from './fake_servers';
 import type { TcpAnswer, TcpFrameSeen } from './fake_servers';
 
 const FAST_RETRY = { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 4 };
@@ -246,4 +246,41 @@ test('close() fails queued and in-flight requests', async () => {
   assert.equal((await rejects(a)).code, 'ECONNABORTED');
   assert.equal((await rejects(b)).code, 'ECONNABORTED');
   await srv.close();
+});
+
+test('property: under random delays, chunking and error replies, every caller gets its own answer', async () => {
+  const seed = Number(process.env.SEED ?? 7);
+  const r = prng(seed);
+  for (let round = 0; round < 4; round++) {
+    const poolSize = 1 + Math.floor(r() * 4);
+    const plan = new Map<number, { delayMs: number; chunkBytes: number; fail: boolean }>();
+    const srv = await startFakeTcp((f) => {
+      const key = (f.json as { key: number }).key;
+      const p = plan.get(key)!;
+      if (p.fail) return { op: OP_ERROR_RESPONSE, body: { error: { code: 'key_parse_failure', message: `bad ${key}` } }, delayMs: p.delayMs };
+      return { body: { echo: key }, delayMs: p.delayMs, chunkBytes: p.chunkBytes };
+    });
+    const c = new Client(srv.url, { poolSize, retry: false });
+    try {
+      const keys = Array.from({ length: 50 }, (_, i) => i + round * 1000);
+      for (const k of keys) plan.set(k, { delayMs: Math.floor(r() * 4), chunkBytes: 1 + Math.floor(r() * 20), fail: r() < 0.2 });
+      const settled = await Promise.allSettled(keys.map((k) => c.get('T', k)));
+      settled.forEach((s, i) => {
+        const k = keys[i];
+        const why = `seed ${seed} round ${round} key ${k}`;
+        if (plan.get(k)!.fail) {
+          assert.equal(s.status, 'rejected', why);
+          assert.equal(((s as PromiseRejectedResult).reason as StreamfeatError).message, `bad ${k}`, why);
+        } else {
+          assert.equal(s.status, 'fulfilled', why);
+          assert.deepEqual((s as PromiseFulfilledResult<unknown>).value, { echo: k }, why);
+        }
+      });
+      assert.ok(srv.connections <= poolSize, `seed ${seed}: ${srv.connections} connections > pool ${poolSize}`);
+      assert.equal(srv.maxInFlightPerConn, 1, `seed ${seed}`);
+    } finally {
+      await c.close();
+      await srv.close();
+    }
+  }
 });

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Expr, and, cast, col, isnull, lit, not, or, raw } from '../../../src/client/expr';
+import { Expr, and, cast, col, fn, isnull, lit, not, or, raw } from '../../../src/client/expr';
 import { numberText, quoteString } from '../../../src/client/expr';
 import { prng } from './fake_servers';
 
@@ -22,6 +22,8 @@ test('golden expression strings', () => {
   assert.equal(col('a').le(-2.5).text, '(a <= -2.5)');
   assert.equal(col('flag').eq(true).text, '(flag == true)');
   assert.equal(raw('amount > 100').text, 'amount > 100');
+  assert.equal(fn('coalesce', col('discount'), 0.5).div(col('price')).lt(0.5).text, '((coalesce(discount, 0.5) / price) < 0.5)');
+  assert.equal(fn('length', fn('lower', col('email'))).gt(3).text, '(length(lower(email)) > 3)');
   assert.equal(String(col('a').sub(1).div(3)), '((a - 1) / 3)');
   assert.equal(JSON.stringify({ e: col('a').gt(1) }), '{"e":"(a > 1)"}');
   assert.equal(lit(new Date(1700000000000)).text, '1700000000000');

@@ -8,7 +8,7 @@
  * identically.
  */
 import assert from 'node:assert/strict';
-import { compileAgg } from '../../../src/ops/catalogue';
+import { canonicalOp, compileAgg } from '../../../src/ops/catalogue';
 import type { OpFactory, OpState } from '../../../src/ops/op';
 import type { FieldMap, JsonValue, Row, Value } from '../../../src/types';
 
@@ -263,3 +263,32 @@ export const BOOL = (rng: Rng): boolean => rng.chance(0.5);
 export function rowOf(gen: (rng: Rng) => Value, pNull = 0.1): RowGen {
   return (rng) => ({ x: rng.chance(pNull) ? null : gen(rng) });
 }
+
+/** A valid spec for any op-string over the fields amount:f64 n:i64 s:str lat/lon:f64. */
+export function minimalSpec(op: string): { op: string; params: Record<string, unknown> } {
+  const c = canonicalOp(op);
+  switch (c) {
+    case 'sum': case 'mean': case 'var': case 'std': case 'velocity': case 'min': case 'max':
+      return { op, params: { field: 'amount', window: '1m' } };
+    case 'rate': return { op, params: { window: '1m' } };
+    case 'first_seen_in_window': return { op, params: { window: '1h' } };
+    case 'first_n': case 'last_n': case 'most_recent_n': case 'lag': return { op, params: { field: 's', n: 3 } };
+    case 'time_since_last_n': return { op, params: { n: 3 } };
+    case 'ewma': case 'ewvar': case 'ew_zscore': case 'decayed_sum': return { op, params: { field: 'amount', half_life: '10s' } };
+    case 'decayed_count': return { op, params: { half_life: '10s' } };
+    case 'burst_count': return { op, params: { sub_window: '1s' } };
+    case 'histogram': return { op, params: { field: 'amount', buckets: [0, 10, 100] } };
+    case 'reservoir_sample': return { op, params: { field: 'n', samples: 5 } };
+    case 'geo_velocity': case 'geo_distance': case 'geo_spread': case 'distance_from_home': return { op, params: {} };
+    case 'count': case 'ratio': case 'first_seen': case 'last_seen': case 'age': case 'has_seen': case 'time_since':
+    case 'streak': case 'max_streak': case 'negative_streak': case 'inter_arrival_stats': case 'hour_of_day_histogram':
+    case 'dow_hour_histogram':
+      return { op, params: {} };
+    case 'first': case 'last': case 'value_change_count': case 'n_unique': case 'top_k': case 'bloom_member':
+    case 'entropy': case 'event_type_mix':
+      return { op, params: { field: 's' } };
+    default:
+      return { op, params: { field: 'amount' } };
+  }
+}
+
