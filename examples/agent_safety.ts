@@ -114,7 +114,15 @@ function stream(run: string): Call[] {
   const calls: Call[] = [];
   let n = 0;
   const add = (session: string, agent: string, tool: string, status: string, latency: number, tokens: number): void => {
-    calls.push({ call_id: `${run}-c${++n}`, session_id: `${session}-${run}`, agent_id: `${agent}-${run}`, tool, status, latency_ms: latency, tokens });
+    calls.push({
+      call_id: `${run}-c${++n}`,
+      session_id: `${session}-${run}`,
+      agent_id: `${agent}-${run}`,
+      tool,
+      status,
+      latency_ms: latency,
+      tokens,
+    });
   };
   // A research assistant: a handful of reads and searches, quick and healthy.
   const calm = ['search', 'read_file', 'search', 'summarize', 'read_file', 'search', 'summarize', 'write_note'];
@@ -140,7 +148,9 @@ export async function run(url: string, log: (line: string) => void = console.log
   const client = new Client(url);
   try {
     const reg = await client.register([SessionSafety, SessionRisk, AgentToolUse]);
-    if (reg.dry_run === undefined) log(`registered ${reg.added.length} new, ${reg.unchanged.length} unchanged (registry_version ${reg.registry_version})`);
+    if (reg.dry_run === undefined) {
+      log(`registered ${reg.added.length} new, ${reg.unchanged.length} unchanged (registry_version ${reg.registry_version})`);
+    }
     const runId = Date.now().toString(36) + Math.random().toString(36).slice(2, 5);
     const steps: Step[] = [];
     const last = new Map<string, Verdict>();
@@ -157,7 +167,8 @@ export async function run(url: string, log: (line: string) => void = console.log
       const changed = last.get(call.session_id) !== verdict;
       last.set(call.session_id, verdict);
       const why = reasons.length > 0 ? `  (${reasons.join('; ')})` : '';
-      log(`${call.session_id.padEnd(18)} ${call.tool.padEnd(11)} ${call.status.padEnd(5)} ${String(call.latency_ms).padStart(5)} ms -> ${verdict}${changed ? ' *' : ''}${why}`);
+      const what = `${call.session_id.padEnd(18)} ${call.tool.padEnd(11)} ${call.status.padEnd(5)} ${String(call.latency_ms).padStart(5)} ms`;
+      log(`${what} -> ${verdict}${changed ? ' *' : ''}${why}`);
     }
     // End-of-run report: each session's features, then per-agent tool use through composite keys.
     const sessions = [...new Set(calls.map((c) => c.session_id))];
@@ -174,7 +185,8 @@ export async function run(url: string, log: (line: string) => void = console.log
     log('tool use per agent (1h):');
     pairs.forEach(([agent, tool], i) => {
       const r = rows[i];
-      if (!(r instanceof StreamfeatError)) log(`  ${agent.padEnd(22)} ${tool.padEnd(11)} uses=${num(r.uses_1h)} errors=${num(r.errors_1h)}`);
+      if (r instanceof StreamfeatError) log(`  ${agent} ${tool}: ${r.describe()}`);
+      else log(`  ${agent.padEnd(22)} ${tool.padEnd(11)} uses=${num(r.uses_1h)} errors=${num(r.errors_1h)}`);
     });
     const final: Record<string, Verdict> = {};
     for (const [session, verdict] of last) final[session.slice(0, session.lastIndexOf('-'))] = verdict;

@@ -35,6 +35,11 @@ async function main(): Promise<void> {
   if (cmd === undefined || cmd === 'serve') return serve(rest);
   if (cmd.startsWith('--')) return serve(process.argv.slice(2));
   if (cmd === 'help' || cmd === '--help' || cmd === '-h') { process.stdout.write(USAGE); return; }
+  if (cmd === 'wal-check') {
+    const { runWalCheck } = await import('./wal_check_cli');
+    process.exitCode = runWalCheck(rest);
+    return;
+  }
   if (CLIENT_COMMANDS.has(cmd)) {
     const { runClientCommand } = await import('./client/cli_commands');
     process.exitCode = await runClientCommand([cmd, ...rest]);

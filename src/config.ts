@@ -71,7 +71,11 @@ export function parseDurationMs(s: string, name: string): number {
   return Number(m[1]) * mult;
 }
 
-export const USAGE = `streamfeat serve [options]
+export const USAGE = `streamfeat serve [options]      start the server (the default command)
+streamfeat wal-check [--data-dir DIR] [--json]   verify WAL, snapshots and registry log offline
+streamfeat push|get|batch-get|register|ping|registry ...   client commands (--help on each)
+
+serve options:
 
   --http-addr HOST:PORT       HTTP data plane (default ${DEFAULTS.httpAddr}; port 0 = any)
   --tcp-addr HOST:PORT        framed TCP fast path (default ${DEFAULTS.tcpAddr})

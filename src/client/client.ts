@@ -117,7 +117,11 @@ export class Client {
     return this.#dedupe.get(event) === true;
   }
 
-  async register(items: Registrable | readonly Registrable[], opts: RegisterOptions = {}): Promise<RegisterResult> {
+  /** Builders and/or raw nodes, or a whole `{nodes: [...]}` body; upstream builders are sent first. */
+  async register(
+    items: Registrable | readonly Registrable[] | { nodes: readonly Registrable[] },
+    opts: RegisterOptions = {},
+  ): Promise<RegisterResult> {
     const nodes = buildNodes(items);
     const body: Record<string, unknown> = { nodes };
     if (opts.force === true) body.force = true;

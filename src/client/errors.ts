@@ -26,7 +26,16 @@ export const CLIENT_ERROR_CODES = [
 export type ClientErrorCode = (typeof CLIENT_ERROR_CODES)[number];
 
 /** Node system codes we treat as "the request may not have reached the server". */
-export const CONNECTION_ERROR_CODES = ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN'] as const;
+export const CONNECTION_ERROR_CODES = [
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ECONNABORTED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+] as const;
 
 /** Server codes that spec 7.1 names retryable regardless of their status. */
 export const RETRYABLE_SERVER_CODES: readonly string[] = ['wal_unavailable', 'wal_sync_timeout', 'internal_error'];

@@ -13,12 +13,18 @@ import type { WireNode } from './wire';
 
 export type Registrable = EventSource | DerivedEvent | Table | Chain | Ref | WireNode;
 
-export function buildNodes(items: Registrable | readonly Registrable[]): WireNode[] {
-  const list = Array.isArray(items) ? (items as readonly Registrable[]) : [items as Registrable];
+export function buildNodes(items: Registrable | readonly Registrable[] | { nodes: readonly Registrable[] }): WireNode[] {
+  const list = Array.isArray(items) ? (items as readonly Registrable[]) : isPayload(items) ? items.nodes : [items as Registrable];
   const out: WireNode[] = [];
   const sent = new Map<string, string>();
   for (let i = 0; i < list.length; i++) visit(list[i], `nodes[${i}]`, out, sent, true);
   return out;
+}
+
+/** A whole register body as read from a file: `{"nodes": [...]}` (no `kind`). */
+function isPayload(x: unknown): x is { nodes: readonly Registrable[] } {
+  const o = x as Record<string, unknown> | null;
+  return typeof o === 'object' && o !== null && !('kind' in o) && Array.isArray(o.nodes);
 }
 
 function visit(item: unknown, where: string, out: WireNode[], sent: Map<string, string>, explicit: boolean): void {

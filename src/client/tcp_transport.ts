@@ -153,7 +153,7 @@ export class TcpTransport implements Transport {
     this.#all.add(conn);
     socket.on('data', (chunk: Buffer) => this.#onData(conn, chunk));
     socket.on('error', (err) => this.#kill(conn, transportError(err)));
-    socket.on('close', () => this.#kill(conn, transportError(Object.assign(new Error('connection closed by server'), { code: 'ECONNRESET' }))));
+    socket.on('close', () => this.#kill(conn, transportError(closedByServer())));
     return conn;
   }
 
@@ -177,11 +177,11 @@ export class TcpTransport implements Transport {
       const { op, contentType, payload } = r.frame;
       const text = payload.toString('utf8');
       if (contentType !== CT_JSON) {
-        return this.#kill(conn, unparseable(text, 0, `reply content type 0x${contentType.toString(16)} is not JSON`));
+        return this.#kill(conn, unparseable(text, 0, `reply content type ${hex(contentType)} is not JSON`));
       }
       if (op === OP_ERROR_RESPONSE) job.settle(errorFromBody(text, null), null);
       else if (op === job.opcode || op === OP_GET_RESPONSE_PEER) job.settle(null, { body: text, replay: false });
-      else return this.#kill(conn, unparseable(text, 0, `reply opcode 0x${op.toString(16)} does not match request 0x${job.opcode.toString(16)}`));
+      else return this.#kill(conn, unparseable(text, 0, `reply opcode ${hex(op)} does not match request ${hex(job.opcode)}`));
       conn.job = null;
       this.#release(conn);
     }
@@ -223,6 +223,14 @@ export class TcpTransport implements Transport {
     // The late reply would answer the next request on this connection: drop the connection.
     this.#kill(job.conn, err);
   }
+}
+
+function hex(n: number): string {
+  return `0x${n.toString(16).padStart(4, '0')}`;
+}
+
+function closedByServer(): Error {
+  return Object.assign(new Error('connection closed by server'), { code: 'ECONNRESET' });
 }
 
 function closedError(): StreamfeatError {

@@ -4,6 +4,7 @@
  * member order and sorted by (kind, primary field, secondary field), so identical
  * inputs give byte-identical bodies.
  */
+import { aggSignature } from '../ops';
 import type { NodeDef, TableNodeDef } from '../registry/model';
 import { stableStringify } from '../util/stable_json';
 
@@ -60,6 +61,12 @@ function windowOf(spec: { params: Record<string, unknown> }): string {
   return typeof w === 'string' ? w : 'forever';
 }
 
+/** The spec with its window replaced by one placeholder: equal iff only the window differs. */
+function withWindow(spec: { op: string; params: Record<string, unknown> }): { op: string; params: Record<string, unknown> } {
+  return { op: spec.op, params: { ...spec.params, window: WINDOW_PLACEHOLDER } };
+}
+const WINDOW_PLACEHOLDER = '<window>';
+
 function diffTable(a: TableNodeDef, b: TableNodeDef, out: Diff): void {
   if (stableStringify(a.key) !== stableStringify(b.key)) out.destructive.push({ kind: 'key_cols_change', table: b.name, from: [...a.key], to: [...b.key] });
   if (a.upstream !== b.upstream) out.destructive.push({ kind: 'op_removal', table: b.name, agg: 'upstreams' });
@@ -72,9 +79,10 @@ function diffTable(a: TableNodeDef, b: TableNodeDef, out: Diff): void {
   for (const [feat, spec] of oldAgg) {
     const next = newAgg.get(feat);
     if (next === undefined) { out.destructive.push({ kind: 'agg_removal', table: b.name, agg: feat }); continue; }
-    if (stableStringify(spec) === stableStringify(next)) continue;
-    const sameButWindow = spec.op === next.op && stableStringify({ ...spec.params, window: null }) === stableStringify({ ...next.params, window: null });
-    if (sameButWindow) out.destructive.push({ kind: 'window_change', agg: `${b.name}.${feat}`, from: windowOf(spec), to: windowOf(next) });
+    // Compare meanings, not spellings: aliases, `60m` vs `1h` and defaults written
+    // out are the same feature (and the shard keeps its state: same signature).
+    if (aggSignature(spec) === aggSignature(next)) continue;
+    if (aggSignature(withWindow(spec)) === aggSignature(withWindow(next))) out.destructive.push({ kind: 'window_change', agg: `${b.name}.${feat}`, from: windowOf(spec), to: windowOf(next) });
     else out.destructive.push({ kind: 'op_removal', table: b.name, agg: feat });
   }
   for (const [feat, spec] of newAgg) {

@@ -5,9 +5,10 @@
  *   2. parse every node          -> per-node codes, collected (several failures -> `errors` list)
  *   3. payload graph             -> duplicate_name, cycle, topological_order_violation, missing_upstream
  *   4. merge into the registry   -> registration_cycle (merge semantics: absent nodes stay)
- *   5. diff vs registered nodes  -> additive / destructive, registration_conflict for kind changes
+ *   5. diff vs registered nodes  -> additive / destructive (renames via renamed_from), kind changes noted
  *   6. compile the merged state  -> schema, expression and aggregation codes
- *   7. force / dry_run decision  -> force_required (409) with the sorted diff
+ *   7. verdict                   -> force_required (409, sorted diff), then registration_conflict,
+ *                                   then the dry-run preview or the next state (version + 1)
  *
  * Pure: takes the current state and returns the next one; persistence is the caller's.
  */
@@ -19,6 +20,7 @@ import { parseNode, upstreamOf } from '../registry/node_parse';
 import { combineErrors } from '../registry/register_errors';
 import { stableStringify } from '../util/stable_json';
 import { descriptorKind, diffNode, sortDiff, type Diff } from './diff';
+import { RENAMED_FROM } from './renames';
 
 type Obj = Record<string, unknown>;
 
@@ -97,6 +99,44 @@ function payloadCycle(start: string, defs: Array<NodeDef | null>, index: Map<str
   return false;
 }
 
+/**
+ * `renamed_from` of each payload node, checked: a string naming another node; a
+ * registered node is renamed at most once per call and is not also re-sent under
+ * its old name (it would be both kept and replaced). A name that is not registered
+ * makes the node an ordinary new descriptor, so a client that keeps
+ * `renamed_from` in its code can still bootstrap an empty server; a node that is
+ * already registered under its new name is diffed as usual (re-sending a rename
+ * is idempotent).
+ */
+function checkRenames(defs: NodeDef[], nodes: Obj[], registered: Map<string, unknown>): Array<string | null> {
+  const errors: SfError[] = [];
+  const names = new Set(defs.map((d) => d.name));
+  const claimed = new Map<string, number>();
+  const out = defs.map((def, i): string | null => {
+    const from = nodes[i][RENAMED_FROM];
+    if (from === undefined || from === null) return null;
+    const path = `nodes[${i}].${RENAMED_FROM}`;
+    if (typeof from !== 'string' || from === def.name) {
+      errors.push(new SfError('invalid_registration', `${RENAMED_FROM} must be the node's former name (a string other than its own name)`, { path }));
+      return null;
+    }
+    if (registered.has(def.name) || !registered.has(from)) return null;
+    if (names.has(from)) {
+      errors.push(new SfError('invalid_registration', `${JSON.stringify(from)} is renamed to ${JSON.stringify(def.name)} and also sent under its old name in the same call`, { path }));
+      return null;
+    }
+    const first = claimed.get(from);
+    if (first !== undefined) {
+      errors.push(new SfError('invalid_registration', `${JSON.stringify(from)} is already renamed by nodes[${first}] in this call`, { path }));
+      return null;
+    }
+    claimed.set(from, i);
+    return from;
+  });
+  if (errors.length > 0) throw combineErrors(errors);
+  return out;
+}
+
 /** Stable topological order of the merged nodes; a cycle is a registration_cycle. */
 function topoSort(order: string[], up: Map<string, string | null>): string[] {
   const out: string[] = [];
@@ -129,9 +169,10 @@ export function register(current: RegistryState, payload: unknown, opts: Registe
   const renames: Array<[string, string]> = [];
   const merged = new Map<string, Obj>(current.nodes.map((raw) => [String(raw.name), raw]));
   const order = current.nodes.map((raw) => String(raw.name));
+  const renameSources = checkRenames(defs, nodes as Obj[], registered);
   defs.forEach((def, i) => {
     const raw = nodes[i] as Obj;
-    const renamedFrom = typeof raw.renamed_from === 'string' ? raw.renamed_from : null;
+    const renamedFrom = renameSources[i];
     const old = registered.get(def.name);
     if (old === undefined && renamedFrom !== null && registered.has(renamedFrom)) {
       const prev = registered.get(renamedFrom)!;
@@ -164,7 +205,6 @@ export function register(current: RegistryState, payload: unknown, opts: Registe
     changed.push(def.name);
     merged.set(def.name, raw);
   });
-  if (conflicts.length > 0) throw combineErrors(conflicts);
 
   // Downstream nodes of a renamed node follow it.
   for (const [from, to] of renames) {
@@ -184,19 +224,22 @@ export function register(current: RegistryState, payload: unknown, opts: Registe
     pathOf: (name) => (payloadIndex.has(name) ? `nodes[${payloadIndex.get(name)}]` : `registry.${name}`),
   });
 
+  // Order of the verdicts (spec 7.2): validation errors (compile above), then
+  // force_required, then registration_conflict (kind changes, which force cannot fix).
   const sortedDiff = sortDiff(diff);
+  if (!dryRun && sortedDiff.destructive.length > 0 && !force) {
+    throw new SfError('force_required', 'destructive changes need force=true; see diff (existing state of affected aggregations would become inconsistent)', {
+      reason: `${sortedDiff.destructive.length} destructive change(s) in this payload require "force": true`,
+      diff: sortedDiff,
+    });
+  }
+  if (conflicts.length > 0) throw combineErrors(conflicts);
   if (dryRun) {
     return {
       next: null,
       renames,
       body: { status: 'ok', dry_run: true, would_apply: sortedDiff.destructive.length === 0 || force, registry_version: current.version, diff: sortedDiff },
     };
-  }
-  if (sortedDiff.destructive.length > 0 && !force) {
-    throw new SfError('force_required', 'destructive changes need force=true; see diff (existing state of affected aggregations would become inconsistent)', {
-      reason: `${sortedDiff.destructive.length} destructive change(s) in this payload require "force": true`,
-      diff: sortedDiff,
-    });
   }
   return {
     next: { version, nodes: nextNodes },

@@ -32,7 +32,7 @@ state.install(init.current);
 if (store !== null && init.walSync === 'batch') {
   // Batch mode acks after write(); fdatasync follows within a few ms.
   const timer = setInterval(() => {
-    try { store?.syncIfDirty(); } catch (err) { log.error({ kind: 'wal.sync_failed', err: String(err) }); }
+    try { store?.syncInBackground(); } catch (err) { log.error({ kind: 'wal.sync_failed', err: String(err) }); }
   }, init.walSyncIntervalMs);
   timer.unref();
 }

@@ -6,6 +6,7 @@
 import { strict as assert } from 'node:assert';
 import { compileRegistry, type CompiledRegistry, type TablePlan } from '../registry/compile';
 import { shardOf } from '../registry/key';
+import { renamesBetween, underNewNames } from '../coordinator/renames';
 import type { RegistryState } from '../registry/model';
 import type { OpState } from '../ops/op';
 import type { JsonValue, Row } from '../types';
@@ -52,17 +53,38 @@ export class ShardState {
     return this.registry === null ? 0 : this.registry.version;
   }
 
-  /** Installs a registry version, keeping the state of every feature whose signature is unchanged. */
+  /**
+   * Installs a registry version, keeping the state of every feature whose signature
+   * is unchanged (same rows, same key, same op and params, same types of the columns
+   * it reads); everything else starts empty. Renames come from the states
+   * themselves (`renamed_from`, coordinator/renames.ts) so that WAL replay after a
+   * restart keeps exactly what the live install kept; `renames` from the caller is
+   * merged in for completeness. Across a rename the previous version is recompiled
+   * under the new names, because signatures embed source event names.
+   */
   install(state: RegistryState, renames: ReadonlyArray<[string, string]> = []): void {
     if (this.registry !== null && this.registry.version === state.version) return;
-    const next = compileRegistry(state, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: false });
-    const renamedTo = new Map(renames.map(([from, to]) => [to, from]));
+    const opts = { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: false };
+    const next = compileRegistry(state, opts);
+    const prev = this.registry;
+    const moved = new Map(renamesBetween(prev === null ? null : prev.state, state));
+    for (const [from, to] of renames) if (!moved.has(from)) moved.set(from, to);
+    let ref: CompiledRegistry | null = prev;
+    if (prev !== null && moved.size > 0) {
+      try {
+        ref = compileRegistry(underNewNames(prev.state, [...moved]), opts);
+      } catch {
+        ref = null; // Cannot compare across this rename: the affected tables start empty.
+      }
+    }
+    const renamedTo = new Map([...moved].map(([from, to]) => [to, from]));
     const tables: TableState[] = [];
     for (const plan of next.tables.values()) {
-      const old = this.#byName.get(plan.name) ?? this.#byName.get(renamedTo.get(plan.name) ?? '');
-      tables.push(old === undefined || old.plan.keySignature !== plan.keySignature
+      const old = this.#byName.get(renamedTo.get(plan.name) ?? plan.name);
+      const oldRef = ref === null ? undefined : ref === prev ? old?.plan : ref.tables.get(plan.name);
+      tables.push(old === undefined || oldRef === undefined || oldRef.keySignature !== plan.keySignature
         ? new TableState(plan, new Map())
-        : carryOver(old, plan));
+        : carryOver(old, plan, oldRef));
     }
     this.registry = next;
     this.tables = tables;
@@ -147,11 +169,16 @@ function applyFeatures(plan: TablePlan, states: OpState[], r: Row, t: number): v
   }
 }
 
-/** Same key columns: keep entities; per feature keep the state when its signature is unchanged. */
-function carryOver(old: TableState, plan: TablePlan): TableState {
+/**
+ * Same key signature: keep the entities; per feature keep the state when its
+ * signature is unchanged. `ref` is the previous plan with signatures comparable to
+ * `plan` (the old plan itself, or recompiled under new names across a rename); its
+ * features are in the same order as `old.plan`'s.
+ */
+function carryOver(old: TableState, plan: TablePlan, ref: TablePlan): TableState {
   const map: number[] = plan.features.map((f) => {
-    const j = old.plan.featureIndex.get(f.name);
-    return j !== undefined && old.plan.features[j].signature === f.signature ? j : -1;
+    const j = ref.featureIndex.get(f.name);
+    return j !== undefined && ref.features[j].signature === f.signature ? j : -1;
   });
   const identity = map.length === old.plan.features.length && map.every((j, i) => j === i);
   if (!identity) {

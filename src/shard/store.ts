@@ -95,9 +95,18 @@ export class ShardStore {
     return performance.now() - t0;
   }
 
-  /** Batch mode: called from a timer; syncs when anything was written since the last sync. */
+  /** Syncs now when anything was written since the last sync (snapshots, shutdown). */
   syncIfDirty(): void {
     if (this.#wal.bytesSinceSync > 0) this.sync();
+  }
+
+  /** Batch mode timer: fdatasync on libuv's threadpool; the shard thread keeps applying batches meanwhile. */
+  syncInBackground(): void {
+    if (this.#slowSync) { this.syncIfDirty(); return; }
+    this.#wal.syncAsync((err) => {
+      if (err !== null) this.log.error({ kind: 'wal.sync_failed', shard: this.init.shardId, err: String(err) });
+      else this.#lastSyncMs = Date.now();
+    });
   }
 
   get lastSyncMs(): number {

@@ -27,6 +27,7 @@ import { join } from 'node:path';
 import { SfError } from '../errors';
 import { FRAME_HEADER_BYTES } from './constants';
 import { closeQuietly, fileSizeOrMissing, fsyncDir, listLsnFiles, lsnFileName, unlinkQuietly, writeFully } from './file_ops';
+import nodeFs from 'node:fs';
 import { realFs, type FsLike } from './fs_like';
 import type { RecordEncoder } from './record';
 
@@ -52,6 +53,9 @@ export class WalWriter {
   #tailDirty: boolean;
   #lastLsn: number;
   #bytesSinceSync: number;
+  /** Bumped whenever the open segment changes: an async sync that finishes late must not account for another file. */
+  #generation = 0;
+  #asyncSyncInFlight = false;
   #closed: boolean;
 
   private constructor(dir: string, fs: FsLike, segmentBytesMax: number, lastLsn: number) {
@@ -59,6 +63,7 @@ export class WalWriter {
     this.#fs = fs;
     this.#segmentBytesMax = segmentBytesMax;
     this.#fd = NO_FD;
+    this.#generation++;
     this.#segmentName = '';
     this.#segmentBytes = 0;
     this.#tailDirty = false;
@@ -150,6 +155,32 @@ export class WalWriter {
   }
 
   /** fdatasync of the current segment. On failure the segment is abandoned (see header). */
+  /**
+   * fdatasync on libuv's threadpool, so the shard thread keeps applying batches
+   * while the disk flushes (batch mode: acks do not wait for it). At most one is
+   * in flight. Returns false when there is nothing to sync. Only for the real fs:
+   * an injected FsLike is synced synchronously so that faults stay deterministic.
+   */
+  syncAsync(done: (err: NodeJS.ErrnoException | null) => void): boolean {
+    if (this.#closed || this.#fd === NO_FD || this.#bytesSinceSync === 0 || this.#asyncSyncInFlight) return false;
+    if (this.#fs !== realFs) {
+      try { this.sync(); done(null); } catch (err) { done(err as NodeJS.ErrnoException); }
+      return true;
+    }
+    const fd = this.#fd;
+    const gen = this.#generation;
+    const bytes = this.#bytesSinceSync;
+    this.#asyncSyncInFlight = true;
+    nodeFs.fdatasync(fd, (err) => {
+      this.#asyncSyncInFlight = false;
+      if (gen !== this.#generation || this.#closed) { done(null); return; } // rotated: the old segment was synced on the way out
+      if (err) { this.#abandonSegment(); done(err); return; }
+      this.#bytesSinceSync = Math.max(0, this.#bytesSinceSync - bytes);
+      done(null);
+    });
+    return true;
+  }
+
   sync(): void {
     assert(!this.#closed, 'sync after close');
     if (this.#fd === NO_FD) {
@@ -193,6 +224,7 @@ export class WalWriter {
     assert(!this.#closed, 'truncateAll after close');
     if (this.#fd !== NO_FD) closeQuietly(this.#fs, this.#fd);
     this.#fd = NO_FD;
+    this.#generation++;
     this.#segmentName = '';
     this.#segmentBytes = 0;
     this.#tailDirty = false;
@@ -233,6 +265,7 @@ export class WalWriter {
       }
       this.#bytesSinceSync = 0;
       this.#fd = NO_FD;
+      this.#generation++;
       this.#fs.closeSync(fd);
     }
     this.#createSegment(firstLsn);
@@ -258,6 +291,7 @@ export class WalWriter {
       throw err;
     }
     this.#fd = fd;
+    this.#generation++;
     this.#segmentName = name;
     this.#segmentBytes = 0;
   }
@@ -303,6 +337,7 @@ export class WalWriter {
     if (this.#fd !== NO_FD) closeQuietly(this.#fs, this.#fd);
     if (this.#segmentName !== '' && this.#segmentBytes === 0) unlinkQuietly(this.#fs, join(this.dir, this.#segmentName));
     this.#fd = NO_FD;
+    this.#generation++;
     this.#segmentName = '';
     this.#segmentBytes = 0;
     this.#tailDirty = false;

@@ -10,7 +10,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { appendFileSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { post, startServer, tempDataDir, type TestServer } from '../harness/server';
+import { spawnSync } from 'node:child_process';
+import { CLI, post, startServer, tempDataDir, type TestServer } from '../harness/server';
 import { TcpClient } from '../harness/tcp';
 import { OP_PUSH } from '../../src/protocol/frame';
 
@@ -149,10 +150,13 @@ test('a torn tail is truncated and logged; the server comes up', async () => {
   try {
     const seg = lastSegment(dataDir);
     truncateSync(seg, statSync(seg).size - 3);
+    const check = (): number | null => spawnSync(process.execPath, [CLI, 'wal-check', '--data-dir', dataDir], { encoding: 'utf8' }).status;
+    assert.equal(check(), 1, 'wal-check reports the torn tail without touching it');
     const { n, srv } = await userCount(dataDir);
     assert.equal(n, 9, 'the torn last record is dropped, every earlier one replays');
     assert.ok(srv.logs.some((l) => String(l.kind).startsWith('wal.') && l.kind !== 'wal.snapshot_skipped'), 'the truncation is logged');
     await srv.kill9();
+    assert.equal(check(), 0, 'after recovery truncated the tail, wal-check is clean');
     // Garbage appended after valid records: dropped, valid ones kept.
     appendFileSync(seg, Buffer.from('garbage-garbage-garbage'));
     const again = await userCount(dataDir);

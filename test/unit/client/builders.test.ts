@@ -234,4 +234,6 @@ test('register payload: upstreams first, each node once, raw nodes untouched', (
   const txn2 = event('Txn', { x: String });
   assert.equal(buildNodes([Txn, txn2]).length, 2);
   assert.equal(buildNodes([Txn, event('Txn', Txn.fields, Txn.settings)]).length, 1);
+  // A whole register body (as read from a file) is unwrapped.
+  assert.deepEqual(buildNodes({ nodes: [rawNode, other] }), [rawNode, Txn.toNode(), other.toNode()]);
 });

@@ -131,6 +131,8 @@ export async function startFakeTcp(handler: TcpHandler): Promise<FakeTcp> {
   const server = net.createServer((socket) => {
     const conn = state.connections++;
     sockets.add(socket);
+    // Without this, Nagle plus delayed ACKs holds each small chunked write ~40 ms.
+    socket.setNoDelay(true);
     socket.on('close', () => sockets.delete(socket));
     socket.on('error', () => undefined);
     const decoder = new FrameDecoder(64 * 1024 * 1024);

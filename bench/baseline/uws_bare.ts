@@ -1,0 +1,53 @@
+/**
+ * Baseline: the least a uWebSockets.js JSON endpoint can do. Reads the body
+ * the way streamfeat's front does (copy each chunk: uWS reuses the buffer),
+ * parses it as JSON and answers a small JSON the size of a push ack. Every
+ * HTTP ratio in the bench is streamfeat's number over this one's, measured in
+ * the same run with the same load generator and the same request bodies.
+ *
+ * Usage: node uws_bare.js --http-addr 127.0.0.1:0   (logs server.http_bound)
+ */
+import uWS from 'uWebSockets.js';
+import { parseAddr } from './addr';
+
+const { host, port } = parseAddr(process.argv, '--http-addr');
+let seq = 0;
+
+const app = uWS.App();
+app.any('/*', (res) => {
+  let aborted = false;
+  res.onAborted(() => {
+    aborted = true;
+  });
+  let chunks: Buffer[] | null = null;
+  res.onData((ab, isLast) => {
+    const chunk = Buffer.from(new Uint8Array(ab).slice());
+    if (!isLast) {
+      (chunks ??= []).push(chunk);
+      return;
+    }
+    if (aborted) return;
+    const body = chunks === null ? chunk : Buffer.concat([...chunks, chunk]);
+    let status = '200 OK';
+    let reply: string;
+    try {
+      JSON.parse(body.toString('utf8'));
+      reply = `{"ack_lsn":${++seq},"registry_version":1,"idempotent_replay":false}`;
+    } catch {
+      status = '400 Bad Request';
+      reply = '{"error":{"code":"invalid_json_body","message":"body is not valid JSON"}}';
+    }
+    res.cork(() => {
+      res.writeStatus(status).writeHeader('Content-Type', 'application/json').end(reply);
+    });
+  });
+});
+app.listen(host, port, (token) => {
+  if (token === false) {
+    console.error(`uws_bare: cannot listen on ${host}:${port}`);
+    process.exit(1);
+  }
+  const bound = uWS.us_socket_local_port(token);
+  process.stdout.write(JSON.stringify({ kind: 'server.http_bound', addr: `${host}:${bound}` }) + '\n');
+});
+process.on('SIGTERM', () => process.exit(0));
