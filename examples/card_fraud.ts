@@ -37,13 +37,11 @@ export const CardRisk = table('CardRisk', {
     txn_10m: agg.count({ window: '10m' }),
     spend_1h: agg.sum('amount', { window: '1h' }),
     avg_amount_1d: agg.mean('amount', { window: '1d' }),
-    max_amount_1h: agg.max('amount', { window: '1h' }),
     countries_1h: agg.nUnique('country', { window: '1h' }),
     merchants_10m: agg.nUnique('merchant', { window: '10m' }),
     // Was the device of the latest transaction seen on this card before?
     known_device: agg.bloomMember('device_id', { capacity: 1000, fpr: 0.01 }),
     amount_z: agg.zScore('amount'),
-    big_txn_share: agg.ratio(col('amount').gt(500), { window: '1d' }),
   },
 });
 
@@ -92,7 +90,9 @@ export function decide(txn: Txn, risk: FeatureRow, online: FeatureRow): Scored {
   rule(history > 5, 1, `${history} transactions in 10m`);
   rule(num(risk.merchants_10m) >= 4, 1, `${num(risk.merchants_10m)} merchants in 10m`);
   rule(history > 3 && risk.known_device === false, 2, 'device never seen on this card');
-  rule(history > 3 && num(risk.amount_z) > 1.5, 2, `amount z-score ${num(risk.amount_z).toFixed(1)}`);
+  const z = num(risk.amount_z);
+  rule(history > 3 && z > 1.5, 2, `amount ${z.toFixed(1)} sd above the card's mean (avg ${num(risk.avg_amount_1d).toFixed(2)})`);
+  rule(num(risk.spend_1h) > 2000, 1, `spent ${num(risk.spend_1h).toFixed(2)} in 1h`);
   rule(num(online.online_10m) > 3, 1, `${num(online.online_10m)} online purchases in 10m`);
   const decision: Decision = score >= 4 ? 'DECLINE' : score >= 2 ? 'REVIEW' : 'APPROVE';
   return { txn_id: txn.txn_id, card_id: txn.card_id, amount: txn.amount, decision, score, reasons };

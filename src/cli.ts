@@ -4,10 +4,8 @@
  * subcommands (push, get, batch-get, register, ping, registry) talk to one.
  */
 import { ConfigError, parseServeArgs, USAGE } from './config';
-import { createLogger } from './log';
-import { startServer } from './server';
 
-const CLIENT_COMMANDS = new Set(['push', 'get', 'batch-get', 'register', 'ping', 'registry']);
+const CLIENT_COMMANDS = new Set(['push', 'get', 'batch-get', 'register', 'ping', 'registry', 'reset']);
 
 async function serve(argv: string[]): Promise<void> {
   let config;
@@ -17,6 +15,9 @@ async function serve(argv: string[]): Promise<void> {
     if (err instanceof ConfigError) { process.stderr.write(`streamfeat: ${err.message}\n`); process.exit(2); }
     throw err;
   }
+  // Server modules load only for `serve`, so client subcommands start fast.
+  const { createLogger } = await import('./log');
+  const { startServer } = await import('./server');
   const log = createLogger(config.logLevel);
   const server = await startServer(config, log);
   let stopping = false;

@@ -116,7 +116,8 @@ export class Front implements PushDone {
 
   // ---- push ---------------------------------------------------------------------
 
-  push(body: unknown, reply: Reply): void {
+  /** `text` is the envelope as received; it travels to the shards and into the WAL. */
+  push(body: unknown, text: string, reply: Reply): void {
     const startNs = process.hrtime.bigint();
     if (!isObj(body) || typeof body.event !== 'string') {
       this.#failWith(reply, 'missing_event_name_in_body', { message: 'body must be a JSON object with a string "event"', path: 'event' });
@@ -172,7 +173,7 @@ export class Front implements PushDone {
     let targets = 0;
     for (let s = 0; s < n; s++) if (mask & (1 << s)) targets++;
     const ctx = new PushCtx(lsn, reg.version, reply, targets, startNs, dedupe, plan.name, dedupeValue, this);
-    const item = { k: ITEM_PUSH, lsn, t, v: reg.version, e: plan.name, row } as const;
+    const item = { k: ITEM_PUSH, lsn, t, v: reg.version, e: plan.name, j: text } as const;
     for (let s = 0; s < n; s++) if (mask & (1 << s)) this.channels[s].enqueue(item, ctx, 0);
     this.#schedule();
   }

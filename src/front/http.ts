@@ -90,9 +90,9 @@ function withBody(front: Front, handler: BodyHandler) {
 }
 
 /** Parses JSON; on failure answers invalid_json_body and returns undefined. */
-function parseJson(front: Front, body: Buffer, reply: Reply): unknown {
+function parseJson(front: Front, body: Buffer | string, reply: Reply): unknown {
   try {
-    return JSON.parse(body.toString('utf8'));
+    return JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));
   } catch (err) {
     front.metrics.error('invalid_json_body');
     reply.error('invalid_json_body', { message: `body is not valid JSON: ${(err as Error).message}` }, front.version);
@@ -110,7 +110,11 @@ export function buildHttpApp(front: Front): uWS.TemplatedApp {
     const v = parseJson(front, body, reply);
     if (v !== undefined) fn(v, reply);
   };
-  app.post('/push', withBody(front, json((v, r) => front.push(v, r))));
+  app.post('/push', withBody(front, (body, reply) => {
+    const text = body.toString('utf8');
+    const v = parseJson(front, text, reply);
+    if (v !== undefined) front.push(v, text, reply);
+  }));
   app.post('/get', withBody(front, json((v, r) => front.get(v, r))));
   app.post('/batch_get', withBody(front, json((v, r) => front.batchGet(v, r))));
   app.post('/ping', withBody(front, (_b, r) => front.ping(r)));

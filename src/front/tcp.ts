@@ -112,15 +112,16 @@ class TcpConn {
       return;
     }
     let body: unknown;
+    const text = frame.payload.toString('utf8');
     try {
-      body = JSON.parse(frame.payload.toString('utf8'));
+      body = JSON.parse(text);
     } catch (err) {
       front.metrics.error('invalid_json_body');
       slot.error('invalid_json_body', { message: `payload is not valid JSON: ${(err as Error).message}` }, front.version);
       return;
     }
     try {
-      if (op === OP_PUSH) front.push(body, slot);
+      if (op === OP_PUSH) front.push(body, text, slot);
       else if (op === OP_GET) front.get(body, slot);
       else if (op === OP_BATCH_GET) front.batchGet(body, slot);
       else front.register(body, slot);

@@ -24,7 +24,7 @@ import {
 import { CountLife, ExtremeLife, MomentOut, MomentsLife, RatioLife, StrExtremeLife, SumLife } from './num_life';
 import { Input, NumKind, NumWindowCfg, NumWindowState } from './num_window';
 import type { ParamReader } from './params';
-import { FirstNState, FirstState, LagState, LastNState, LastState } from './point';
+import { FirstNState, FirstState, LastNState, LastState } from './point';
 import { RecencyOut, RecencyState, StreakOut, StreakState, TimeSinceLastNState } from './recency';
 import { BloomMemberState, DistinctAgg, EntropyAgg, QuantileAgg, StrExtremeAgg, TopKAgg } from './sketch_ops';
 import { bloomGeometry, BLOOM_CAPACITY_DEFAULT, BLOOM_CAPACITY_MAX, BLOOM_FPR_DEFAULT, QUANTILE_DEFAULT_CONFIG } from './sketch';
@@ -500,9 +500,9 @@ export const OP_DEFS: readonly OpDef[] = [
   simpleFieldDef('first', ANY_TYPES, () => () => new FirstState()),
   simpleFieldDef('last', ANY_TYPES, () => () => new LastState()),
   boundedDef('first_n', UNGOVERNED_N_DEFAULT, (n) => () => new FirstNState(n)),
-  boundedDef('last_n', UNGOVERNED_N_DEFAULT, (n) => () => new LastNState(n)),
-  boundedDef('most_recent_n', UNGOVERNED_N_DEFAULT, (n) => () => new LastNState(n)),
-  boundedDef('lag', UNGOVERNED_LAG_DEFAULT, (n) => () => new LagState(n)),
+  boundedDef('last_n', UNGOVERNED_N_DEFAULT, (n) => () => new LastNState(n, false)),
+  boundedDef('most_recent_n', UNGOVERNED_N_DEFAULT, (n) => () => new LastNState(n, false)),
+  boundedDef('lag', UNGOVERNED_LAG_DEFAULT, (n) => () => new LastNState(n, true)),
   recencyDef('first_seen', RecencyOut.FirstSeen),
   recencyDef('last_seen', RecencyOut.LastSeen),
   recencyDef('age', RecencyOut.Age),

@@ -118,23 +118,35 @@ class Fold {
   exact = true;
 }
 
+/**
+ * The buckets of one hot entity: a ring of slots [epoch, ...stats] in `bk`,
+ * oldest at `head`. Allocated on the first eviction and dropped once every
+ * bucket has expired, so a quiet entity pays nothing for it.
+ */
+class NumBuckets {
+  bk: number[];
+  head: number;
+  len: number;
+  constructor(slots: number, bs: number) {
+    this.bk = newDoubles(slots * bs);
+    this.head = 0;
+    this.len = 0;
+  }
+}
+
 export class NumWindowState implements StoredState {
   readonly cfg: NumWindowCfg;
   buf: number[];
   head: number;
   len: number;
-  bk: number[];
-  bHead: number;
-  bLen: number;
+  b: NumBuckets | null;
 
   constructor(cfg: NumWindowCfg) {
     this.cfg = cfg;
     this.buf = EMPTY;
     this.head = 0;
     this.len = 0;
-    this.bk = EMPTY;
-    this.bHead = 0;
-    this.bLen = 0;
+    this.b = null;
   }
 
   update(x: Value | undefined, t: number, _row: Row): void {
@@ -158,7 +170,7 @@ export class NumWindowState implements StoredState {
     const c = this.cfg;
     const cutoff = t - c.windowMs;
     this.expireRing(cutoff);
-    if (this.bLen > 0) this.expireBuckets(cutoff);
+    if (this.b !== null) this.expireBuckets(this.b, cutoff);
     const stride = c.stride;
     let cap = stride === 1 ? this.buf.length : this.buf.length >> 1;
     if (this.len === cap) {
@@ -182,37 +194,27 @@ export class NumWindowState implements StoredState {
     const stride = c.stride;
     const mask = (stride === 1 ? this.buf.length : this.buf.length >> 1) - 1;
     while (this.len > 0 && this.buf[this.head * stride] <= cutoff) {
-      if (this.bLen > 0) {
+      const b = this.b;
+      if (b !== null) {
         const i = this.head * stride;
-        const e = Math.floor(this.buf[i] / c.bucketMs);
-        const j = this.newestBucket();
-        if (this.bk[j] === e) addToBucket(this.bk, j, c.kind, stride === 2 ? this.buf[i + 1] : 1);
+        const j = newestSlot(b, c.bStride);
+        if (b.bk[j] === Math.floor(this.buf[i] / c.bucketMs)) addToBucket(b.bk, j, c.kind, stride === 2 ? this.buf[i + 1] : 1);
       }
       this.head = (this.head + 1) & mask;
       this.len--;
     }
   }
 
-  /** Offset in bk of the newest bucket (bLen > 0). */
-  private newestBucket(): number {
-    const slots = this.bk.length / this.cfg.bStride;
-    const last = this.bHead + this.bLen - 1;
-    return (last >= slots ? last - slots : last) * this.cfg.bStride;
-  }
-
-  private expireBuckets(cutoff: number): void {
+  private expireBuckets(b: NumBuckets, cutoff: number): void {
     const c = this.cfg;
     const bs = c.bStride;
-    const slots = this.bk.length / bs;
-    while (this.bLen > 0 && (this.bk[this.bHead * bs] + 1) * c.bucketMs <= cutoff) {
-      this.bHead = this.bHead + 1 === slots ? 0 : this.bHead + 1;
-      this.bLen--;
+    const slots = b.bk.length / bs;
+    while (b.len > 0 && (b.bk[b.head * bs] + 1) * c.bucketMs <= cutoff) {
+      b.head = b.head + 1 === slots ? 0 : b.head + 1;
+      b.len--;
     }
-    if (this.bLen === 0) {
-      // The entity calmed down: give the bucket memory back.
-      this.bk = EMPTY;
-      this.bHead = 0;
-    }
+    // The entity calmed down: give the bucket memory back.
+    if (b.len === 0) this.b = null;
   }
 
   private growRing(cap: number): number {
@@ -243,43 +245,30 @@ export class NumWindowState implements StoredState {
   private foldIntoBucket(e: number, v: number): void {
     const c = this.cfg;
     const bs = c.bStride;
-    let slots = this.bk.length / bs;
-    let j: number;
-    if (this.bLen > 0) {
-      j = this.newestBucket();
-      if (this.bk[j] === e) {
-        addToBucket(this.bk, j, c.kind, v);
+    let b = this.b;
+    if (b === null) b = this.b = new NumBuckets(BUCKET_SLOTS_MIN, bs);
+    else {
+      const j = newestSlot(b, bs);
+      if (b.bk[j] === e) {
+        addToBucket(b.bk, j, c.kind, v);
         return;
       }
     }
-    if (this.bLen === slots) {
-      if (slots < c.bSlotsMax) slots = this.growBuckets(slots);
+    let slots = b.bk.length / bs;
+    if (b.len === slots) {
+      if (slots < c.bSlotsMax) slots = growBuckets(b, slots, bs, c.bSlotsMax);
       else {
         // Unreachable by the bound above (the oldest slot has expired); kept as a guard so
         // memory can never grow past bSlotsMax.
-        this.bHead = this.bHead + 1 === slots ? 0 : this.bHead + 1;
-        this.bLen--;
+        b.head = b.head + 1 === slots ? 0 : b.head + 1;
+        b.len--;
       }
     }
-    const slot = this.bHead + this.bLen;
-    j = (slot >= slots ? slot - slots : slot) * bs;
-    this.bk[j] = e;
-    initBucket(this.bk, j, c.kind, v);
-    this.bLen++;
-  }
-
-  private growBuckets(slots: number): number {
-    const bs = this.cfg.bStride;
-    const next = slots === 0 ? BUCKET_SLOTS_MIN : Math.min(slots * 2, this.cfg.bSlotsMax);
-    const bk = newDoubles(next * bs);
-    for (let k = 0; k < this.bLen; k++) {
-      let from = this.bHead + k;
-      if (from >= slots) from -= slots;
-      for (let f = 0; f < bs; f++) bk[k * bs + f] = this.bk[from * bs + f];
-    }
-    this.bk = bk;
-    this.bHead = 0;
-    return next;
+    const slot = b.head + b.len;
+    const j = (slot >= slots ? slot - slots : slot) * bs;
+    b.bk[j] = e;
+    initBucket(b.bk, j, c.kind, v);
+    b.len++;
   }
 
   read(now: number): JsonValue {
@@ -328,7 +317,7 @@ export class NumWindowState implements StoredState {
     f.exact = true;
     // Buckets hold only events older than every ring event: if the oldest ring event is
     // out of the window, so is every bucketed one.
-    if (k === 0 && this.len > 0 && this.bLen > 0) this.foldBuckets(cutoff, f);
+    if (k === 0 && this.len > 0 && this.b !== null) this.foldBuckets(this.b, cutoff, f);
     const kind = c.kind;
     for (; k < this.len; k++) {
       const i = ((this.head + k) & mask) * stride;
@@ -337,18 +326,18 @@ export class NumWindowState implements StoredState {
     }
   }
 
-  private foldBuckets(cutoff: number, f: Fold): void {
+  private foldBuckets(b: NumBuckets, cutoff: number, f: Fold): void {
     const c = this.cfg;
     const bs = c.bStride;
-    const slots = this.bk.length / bs;
+    const slots = b.bk.length / bs;
     const kind = c.kind;
-    for (let k = 0; k < this.bLen; k++) {
-      let s = this.bHead + k;
+    for (let k = 0; k < b.len; k++) {
+      let s = b.head + k;
       if (s >= slots) s -= slots;
       const j = s * bs;
-      if ((this.bk[j] + 1) * c.bucketMs <= cutoff) continue;
+      if ((b.bk[j] + 1) * c.bucketMs <= cutoff) continue;
       f.exact = false;
-      mergeBucket(f, kind, this.bk, j);
+      mergeBucket(f, kind, b.bk, j);
     }
   }
 
@@ -369,13 +358,15 @@ export class NumWindowState implements StoredState {
   }
 
   private linearBuckets(): number[] {
-    const bs = this.cfg.bStride;
-    const slots = this.bk.length / bs;
     const out: number[] = [];
-    for (let k = 0; k < this.bLen; k++) {
-      let s = this.bHead + k;
+    const b = this.b;
+    if (b === null) return out;
+    const bs = this.cfg.bStride;
+    const slots = b.bk.length / bs;
+    for (let k = 0; k < b.len; k++) {
+      let s = b.head + k;
       if (s >= slots) s -= slots;
-      for (let f = 0; f < bs; f++) out.push(this.bk[s * bs + f]);
+      for (let f = 0; f < bs; f++) out.push(b.bk[s * bs + f]);
     }
     return out;
   }
@@ -396,12 +387,32 @@ export class NumWindowState implements StoredState {
     if (bLen > 0) {
       let slots = BUCKET_SLOTS_MIN;
       while (slots < bLen) slots = Math.min(slots * 2, cfg.bSlotsMax);
-      this.bk = newDoubles(slots * cfg.bStride);
-      for (let i = 0; i < buckets.length; i++) this.bk[i] = buckets[i];
-      this.bHead = 0;
-      this.bLen = bLen;
+      const b = new NumBuckets(slots, cfg.bStride);
+      for (let i = 0; i < buckets.length; i++) b.bk[i] = buckets[i];
+      b.len = bLen;
+      this.b = b;
     }
   }
+}
+
+/** Offset in bk of the newest bucket (b.len > 0). */
+function newestSlot(b: NumBuckets, bs: number): number {
+  const slots = b.bk.length / bs;
+  const last = b.head + b.len - 1;
+  return (last >= slots ? last - slots : last) * bs;
+}
+
+function growBuckets(b: NumBuckets, slots: number, bs: number, slotsMax: number): number {
+  const next = Math.min(slots * 2, slotsMax);
+  const bk = newDoubles(next * bs);
+  for (let k = 0; k < b.len; k++) {
+    let from = b.head + k;
+    if (from >= slots) from -= slots;
+    for (let f = 0; f < bs; f++) bk[k * bs + f] = b.bk[from * bs + f];
+  }
+  b.bk = bk;
+  b.head = 0;
+  return next;
 }
 
 const FOLDS: Fold[] = [];

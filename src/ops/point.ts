@@ -80,21 +80,27 @@ export class FirstNState implements StoredState {
 }
 
 /**
- * A ring of the last `cap` present values. Grows by doubling up to `cap` so an
- * entity with two values holds two slots, not `cap`.
+ * last_n / most_recent_n (lag < 0): the last n present values, oldest first.
+ * lag (lag = n >= 1): with values v_1..v_m (v_m newest), v_(m-n); null while m <= n,
+ * keeping a ring of n + 1 values.
+ * The ring grows by doubling up to its cap, so an entity with two values holds
+ * two slots, not n.
  */
-export class ValueRing {
+export class LastNState implements StoredState {
   readonly cap: number;
+  readonly lag: number;
   buf: Kept[];
   head: number;
   len: number;
-  constructor(cap: number) {
-    this.cap = cap;
+  constructor(n: number, lag: boolean) {
+    this.cap = lag ? n + 1 : n;
+    this.lag = lag ? n : -1;
     this.buf = EMPTY;
     this.head = 0;
     this.len = 0;
   }
-  push(x: Kept): void {
+  update(x: Value | undefined, _t: number, _row: Row): void {
+    if (x === null || x === undefined) return;
     const size = this.buf.length;
     if (this.len < size) {
       let i = this.head + this.len;
@@ -105,7 +111,7 @@ export class ValueRing {
     }
     if (size < this.cap) {
       const next = Math.min(this.cap, size === 0 ? 2 : size * 2);
-      const buf: Kept[] = new Array(next).fill(0);
+      const buf: Kept[] = new Array<Kept>(next).fill(0);
       for (let k = 0; k < this.len; k++) buf[k] = this.at(k);
       buf[this.len] = x;
       this.buf = buf;
@@ -118,65 +124,30 @@ export class ValueRing {
     this.head = this.head + 1 === size ? 0 : this.head + 1;
   }
   /** k-th value from the oldest (0 = oldest). */
-  at(k: number): Kept {
+  private at(k: number): Kept {
     let i = this.head + k;
     if (i >= this.buf.length) i -= this.buf.length;
     return this.buf[i];
   }
-  toArray(): Kept[] {
+  private toArray(): Kept[] {
     const out: Kept[] = [];
     for (let k = 0; k < this.len; k++) out.push(this.at(k));
     return out;
   }
-  restore(vals: Kept[]): void {
+  miss(_t: number): void {}
+  read(_now: number): JsonValue {
+    if (this.lag < 0) return this.toArray().map(jsonVal);
+    if (this.len <= this.lag) return null;
+    return jsonVal(this.at(this.len - 1 - this.lag));
+  }
+  save(): unknown {
+    return this.toArray();
+  }
+  restore(saved: unknown): void {
+    const vals = saved as Kept[];
     const keep = vals.slice(Math.max(0, vals.length - this.cap));
     this.buf = keep.length === 0 ? EMPTY : keep;
     this.head = 0;
     this.len = keep.length;
-  }
-}
-
-/** last_n and most_recent_n: the last n present values, oldest first. */
-export class LastNState implements StoredState {
-  readonly ring: ValueRing;
-  constructor(n: number) {
-    this.ring = new ValueRing(n);
-  }
-  update(x: Value | undefined, _t: number, _row: Row): void {
-    if (x !== null && x !== undefined) this.ring.push(x);
-  }
-  miss(_t: number): void {}
-  read(_now: number): JsonValue {
-    return this.ring.toArray().map(jsonVal);
-  }
-  save(): unknown {
-    return this.ring.toArray();
-  }
-  restore(saved: unknown): void {
-    this.ring.restore(saved as Kept[]);
-  }
-}
-
-/** lag n: with values v_1..v_m (v_m newest), v_(m-n); null while m <= n. */
-export class LagState implements StoredState {
-  readonly n: number;
-  readonly ring: ValueRing;
-  constructor(n: number) {
-    this.n = n;
-    this.ring = new ValueRing(n + 1);
-  }
-  update(x: Value | undefined, _t: number, _row: Row): void {
-    if (x !== null && x !== undefined) this.ring.push(x);
-  }
-  miss(_t: number): void {}
-  read(_now: number): JsonValue {
-    if (this.ring.len <= this.n) return null;
-    return jsonVal(this.ring.at(this.ring.len - 1 - this.n));
-  }
-  save(): unknown {
-    return this.ring.toArray();
-  }
-  restore(saved: unknown): void {
-    this.ring.restore(saved as Kept[]);
   }
 }

@@ -56,17 +56,46 @@ export class ValWindowCfg<A> {
 const EMPTY_T: number[] = [];
 const EMPTY_V: Array<string | number | boolean> = [];
 
+/** The buckets of one hot entity (allocated on the first eviction, dropped when all expire). */
+class ValBuckets<A> {
+  epochs: number[];
+  /** Null in free slots, so an unused slot holds no sketch. */
+  accs: Array<A | null>;
+  head: number;
+  len: number;
+  constructor(slots: number) {
+    this.epochs = newDoubles(slots);
+    this.accs = new Array<A | null>(slots).fill(null);
+    this.head = 0;
+    this.len = 0;
+  }
+  newest(): number {
+    const last = this.head + this.len - 1;
+    return last >= this.epochs.length ? last - this.epochs.length : last;
+  }
+  grow(slotsMax: number): void {
+    const slots = this.epochs.length;
+    const next = Math.min(slots * 2, slotsMax);
+    const epochs = newDoubles(next);
+    const accs = new Array<A | null>(next).fill(null);
+    for (let k = 0; k < this.len; k++) {
+      const from = (this.head + k) % slots;
+      epochs[k] = this.epochs[from];
+      accs[k] = this.accs[from];
+    }
+    this.epochs = epochs;
+    this.accs = accs;
+    this.head = 0;
+  }
+}
+
 export class ValWindowState<A> implements StoredState {
   readonly cfg: ValWindowCfg<A>;
   ts: number[];
   vs: Array<string | number | boolean>;
   head: number;
   len: number;
-  bEpoch: number[];
-  /** Null in free slots, so an unused slot holds no sketch. */
-  bAcc: Array<A | null>;
-  bHead: number;
-  bLen: number;
+  b: ValBuckets<A> | null;
 
   constructor(cfg: ValWindowCfg<A>) {
     this.cfg = cfg;
@@ -74,17 +103,13 @@ export class ValWindowState<A> implements StoredState {
     this.vs = EMPTY_V;
     this.head = 0;
     this.len = 0;
-    this.bEpoch = EMPTY_T;
-    this.bAcc = [];
-    this.bHead = 0;
-    this.bLen = 0;
+    this.b = null;
   }
 
   update(x: Value | undefined, t: number, _row: Row): void {
     const c = this.cfg;
     if (!c.agg.accepts(x)) return;
-    const cutoff = t - c.windowMs;
-    this.expire(cutoff);
+    this.expire(t - c.windowMs);
     let cap = this.ts.length;
     if (this.len === cap) {
       if (cap < VAL_RING_ENTRIES_MAX) cap = this.grow(cap);
@@ -102,33 +127,25 @@ export class ValWindowState<A> implements StoredState {
   private expire(cutoff: number): void {
     const c = this.cfg;
     const mask = this.ts.length - 1;
+    const b = this.b;
     while (this.len > 0 && this.ts[this.head] <= cutoff) {
-      if (this.bLen > 0) {
-        const last = this.newestBucket();
-        if (this.bEpoch[last] === Math.floor(this.ts[this.head] / c.bucketMs)) {
-          this.bAcc[last] = c.agg.add(this.bAcc[last] as A, this.vs[this.head]);
+      if (b !== null) {
+        const last = b.newest();
+        if (b.epochs[last] === Math.floor(this.ts[this.head] / c.bucketMs)) {
+          b.accs[last] = c.agg.add(b.accs[last] as A, this.vs[this.head]);
         }
       }
       this.head = (this.head + 1) & mask;
       this.len--;
     }
-    if (this.bLen === 0) return;
-    const slots = this.bEpoch.length;
-    while (this.bLen > 0 && (this.bEpoch[this.bHead] + 1) * c.bucketMs <= cutoff) {
-      this.bAcc[this.bHead] = null;
-      this.bHead = this.bHead + 1 === slots ? 0 : this.bHead + 1;
-      this.bLen--;
+    if (b === null) return;
+    const slots = b.epochs.length;
+    while (b.len > 0 && (b.epochs[b.head] + 1) * c.bucketMs <= cutoff) {
+      b.accs[b.head] = null;
+      b.head = b.head + 1 === slots ? 0 : b.head + 1;
+      b.len--;
     }
-    if (this.bLen === 0) {
-      this.bEpoch = EMPTY_T;
-      this.bAcc = [];
-      this.bHead = 0;
-    }
-  }
-
-  private newestBucket(): number {
-    const last = this.bHead + this.bLen - 1;
-    return last >= this.bEpoch.length ? last - this.bEpoch.length : last;
+    if (b.len === 0) this.b = null;
   }
 
   private grow(cap: number): number {
@@ -156,67 +173,57 @@ export class ValWindowState<A> implements StoredState {
 
   private foldIntoBucket(e: number, v: string | number | boolean): void {
     const c = this.cfg;
-    let slots = this.bEpoch.length;
-    if (this.bLen > 0) {
-      const last = this.newestBucket();
-      if (this.bEpoch[last] === e) {
-        this.bAcc[last] = c.agg.add(this.bAcc[last] as A, v);
+    let b = this.b;
+    if (b === null) b = this.b = new ValBuckets<A>(BUCKET_SLOTS_MIN);
+    else {
+      const last = b.newest();
+      if (b.epochs[last] === e) {
+        b.accs[last] = c.agg.add(b.accs[last] as A, v);
         return;
       }
     }
-    if (this.bLen === slots) {
-      if (slots < c.bSlotsMax) slots = this.growBuckets(slots);
+    if (b.len === b.epochs.length) {
+      if (b.epochs.length < c.bSlotsMax) b.grow(c.bSlotsMax);
       else {
         // Unreachable (the oldest slot has expired, see num_window.ts); bounds memory anyway.
-        this.bHead = this.bHead + 1 === slots ? 0 : this.bHead + 1;
-        this.bLen--;
+        b.accs[b.head] = null;
+        b.head = b.head + 1 === b.epochs.length ? 0 : b.head + 1;
+        b.len--;
       }
     }
-    let s = this.bHead + this.bLen;
+    const slots = b.epochs.length;
+    let s = b.head + b.len;
     if (s >= slots) s -= slots;
-    this.bEpoch[s] = e;
-    this.bAcc[s] = c.agg.add(c.agg.empty(), v);
-    this.bLen++;
-  }
-
-  private growBuckets(slots: number): number {
-    const c = this.cfg;
-    const next = slots === 0 ? BUCKET_SLOTS_MIN : Math.min(slots * 2, c.bSlotsMax);
-    const epochs = newDoubles(next);
-    const accs: Array<A | null> = [];
-    for (let k = 0; k < next; k++) accs.push(k < this.bLen ? this.bAcc[(this.bHead + k) % slots] : null);
-    for (let k = 0; k < this.bLen; k++) epochs[k] = this.bEpoch[(this.bHead + k) % slots];
-    this.bEpoch = epochs;
-    this.bAcc = accs;
-    this.bHead = 0;
-    return next;
+    b.epochs[s] = e;
+    b.accs[s] = c.agg.add(c.agg.empty(), v);
+    b.len++;
   }
 
   /** The accumulator of the live window at `now` (a new object; the state is unchanged). */
-  accumulate(now: number): { acc: A; n: number } {
+  accumulate(now: number): A {
     const c = this.cfg;
     const cutoff = now - c.windowMs;
     const mask = this.ts.length - 1;
     let k = 0;
     while (k < this.len && this.ts[(this.head + k) & mask] <= cutoff) k++;
     let acc = c.agg.empty();
-    let n = this.len - k;
-    if (k === 0 && this.len > 0 && this.bLen > 0) {
-      const slots = this.bEpoch.length;
-      for (let b = 0; b < this.bLen; b++) {
-        let s = this.bHead + b;
+    const b = this.b;
+    // Buckets only hold events older than the ring's: skip them when its oldest has expired.
+    if (k === 0 && this.len > 0 && b !== null) {
+      const slots = b.epochs.length;
+      for (let j = 0; j < b.len; j++) {
+        let s = b.head + j;
         if (s >= slots) s -= slots;
-        if ((this.bEpoch[s] + 1) * c.bucketMs <= cutoff) continue;
-        acc = c.agg.merge(acc, this.bAcc[s] as A);
-        n++;
+        if ((b.epochs[s] + 1) * c.bucketMs <= cutoff) continue;
+        acc = c.agg.merge(acc, b.accs[s] as A);
       }
     }
     for (; k < this.len; k++) acc = c.agg.add(acc, this.vs[(this.head + k) & mask]);
-    return { acc, n };
+    return acc;
   }
 
   read(now: number): JsonValue {
-    return this.cfg.agg.result(this.accumulate(now).acc);
+    return this.cfg.agg.result(this.accumulate(now));
   }
 
   save(): unknown {
@@ -229,11 +236,13 @@ export class ValWindowState<A> implements StoredState {
     }
     const be: number[] = [];
     const ba: unknown[] = [];
-    const slots = this.bEpoch.length;
-    for (let k = 0; k < this.bLen; k++) {
-      const s = (this.bHead + k) % slots;
-      be.push(this.bEpoch[s]);
-      ba.push(this.cfg.agg.save(this.bAcc[s] as A));
+    const b = this.b;
+    if (b !== null) {
+      for (let k = 0; k < b.len; k++) {
+        const s = (b.head + k) % b.epochs.length;
+        be.push(b.epochs[s]);
+        ba.push(this.cfg.agg.save(b.accs[s] as A));
+      }
     }
     return [ts, vs, be, ba];
   }
@@ -256,12 +265,13 @@ export class ValWindowState<A> implements StoredState {
     if (be.length > 0) {
       let slots = BUCKET_SLOTS_MIN;
       while (slots < be.length) slots = Math.min(slots * 2, c.bSlotsMax);
-      this.bEpoch = newDoubles(slots);
-      this.bAcc = [];
-      for (let k = 0; k < slots; k++) this.bAcc.push(k < be.length ? c.agg.load(ba[k]) : null);
-      for (let k = 0; k < be.length; k++) this.bEpoch[k] = be[k];
-      this.bHead = 0;
-      this.bLen = be.length;
+      const b = new ValBuckets<A>(slots);
+      for (let k = 0; k < be.length; k++) {
+        b.epochs[k] = be[k];
+        b.accs[k] = c.agg.load(ba[k]);
+      }
+      b.len = be.length;
+      this.b = b;
     }
   }
 }

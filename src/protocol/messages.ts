@@ -4,7 +4,6 @@
  */
 import type { ErrorCode, ErrorDetail } from '../errors';
 import type { RegistryState } from '../registry/model';
-import type { Row } from '../types';
 
 /** A coded error as plain data (SfError does not survive structured clone). */
 export interface ErrorPayload {
@@ -47,7 +46,8 @@ export interface PushItem {
   v: number;
   /** Event name. */
   e: string;
-  row: Row;
+  /** The push envelope as received (registry/row_text.ts); also what the WAL stores. */
+  j: string;
 }
 
 export interface GetItem {

@@ -64,6 +64,8 @@ export class TableFeed {
 
 export class EventPlan {
   feeds: TableFeed[] = [];
+  /** Fields whose pushed strings are normalised to epoch ms (row_text.ts). */
+  readonly datetimeFields: readonly string[];
   constructor(
     readonly name: string,
     readonly index: number,
@@ -73,9 +75,11 @@ export class EventPlan {
     readonly dedupeField: string | null,
     readonly dedupeWindowMs: number,
     readonly coldAfterMs: number | null,
-    /** Root source event (itself for sources). */
+    /** True for a derived event (pushable by name, output of a chain). */
     readonly derived: boolean,
-  ) {}
+  ) {
+    this.datetimeFields = Object.keys(fields).filter((f) => fields[f] === 'datetime');
+  }
 }
 
 export class CompiledRegistry {

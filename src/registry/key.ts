@@ -72,10 +72,7 @@ export function parseWireKey(key: unknown, keyFields: readonly string[], keyType
     throw new SfError('key_shape_mismatch', `key must be ${n === 1 ? 'a scalar' : `an array of ${n} values`} (${keyFields.join(', ')})`, { path });
   }
   if (n === 1) {
-    if (Array.isArray(key)) {
-      if (key.length !== 1) throw new SfError('key_shape_mismatch', `table key is the single field ${keyFields[0]}; send a scalar`, { path });
-      return wirePart(key[0], keyTypes[0], `${path}[0]`);
-    }
+    if (Array.isArray(key)) throw new SfError('key_shape_mismatch', `table key is the single field ${keyFields[0]}; send a scalar, not an array`, { path });
     return wirePart(key, keyTypes[0], path);
   }
   let parts: unknown[];

@@ -12,6 +12,7 @@ import { workerData } from 'node:worker_threads';
 import { asSfError, SfError } from '../errors';
 import { createLogger } from '../log';
 import { ITEM_GET, ITEM_INSTALL, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, type ErrorPayload, type ShardBatch, type ShardBatchResult, type ShardHello, type ShardInit, type ShardItem } from '../protocol/messages';
+import { rowFromEnvelope } from '../registry/row_text';
 import { DedupeLog } from './dedupe_log';
 import { ShardState } from './state';
 import { ShardStore } from './store';
@@ -56,7 +57,7 @@ function writeRun(items: ShardItem[], from: number, to: number): ErrorPayload | 
   for (let i = from; i < to; i++) {
     const it = items[i];
     if (it.k === ITEM_PUSH) {
-      enc.event(it.lsn, it.t, it.v, it.e, JSON.stringify(it.row));
+      enc.event(it.lsn, it.t, it.v, it.e, it.j);
       if (first < 0) first = it.lsn;
       last = it.lsn;
     } else if (it.k === ITEM_INSTALL) {
@@ -94,8 +95,7 @@ function runItems(items: ShardItem[], from: number, to: number, outs: ShardBatch
       case ITEM_PUSH:
         if (walErr !== null) { outs[i] = walErr; break; }
         try {
-          state.apply(it.e, it.row, it.t, it.lsn);
-          recordDedupe(it.e, it.row, it.lsn, it.v, it.t);
+          applyPush(it.e, it.j, it.t, it.lsn, it.v);
           outs[i] = null;
         } catch (err) {
           log.error({ kind: 'shard.apply_failed', err: String((err as Error)?.stack ?? err) });
@@ -116,10 +116,15 @@ function runItems(items: ShardItem[], from: number, to: number, outs: ShardBatch
   }
 }
 
-function recordDedupe(event: string, row: Record<string, unknown>, lsn: number, v: number, t: number): void {
-  if (store === null) return;
+function applyPush(event: string, text: string, t: number, lsn: number, v: number): void {
   const plan = state.registry?.events.get(event);
-  if (plan === undefined || plan.dedupeField === null) return;
+  const row = plan === undefined ? null : rowFromEnvelope(text, plan.datetimeFields);
+  if (plan === undefined || row === null) {
+    // Validated by the front under this very registry version: a mismatch is a bug.
+    throw new Error(`push of ${event} at lsn ${lsn} cannot be applied under registry v${state.registryVersion}`);
+  }
+  state.apply(event, row, t, lsn);
+  if (store === null || plan.dedupeField === null) return;
   const value = row[plan.dedupeField];
   if (value !== null && value !== undefined) dedupe.record(event, plan.dedupeWindowMs, String(value), lsn, v, t);
 }

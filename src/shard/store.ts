@@ -16,6 +16,7 @@ import { deleteAllSnapshots, faultyFs, fsError, realFs, RecordEncoder, WalWriter
 import type { ShardState } from './state';
 import { decodeShardImage, encodeShard, restoreShard } from './snapshot_codec';
 import type { DedupeLog } from './dedupe_log';
+import { rowFromEnvelope } from '../registry/row_text';
 
 export interface RecoveryInfo {
   lastLsn: number;
@@ -161,16 +162,14 @@ function replay(state: ShardState, dedupe: DedupeLog, history: Map<number, Regis
       if (reg !== undefined) state.install(reg);
       else log.warn({ kind: 'wal.unknown_registry_version', version: r.registryVersion, lsn: r.lsn });
     }
-    let row;
-    try {
-      row = JSON.parse(r.rowJson);
-    } catch {
-      log.warn({ kind: 'wal.bad_row', lsn: r.lsn });
+    const plan = state.registry?.events.get(r.event);
+    const row = plan === undefined ? null : rowFromEnvelope(r.rowJson, plan.datetimeFields);
+    if (plan === undefined || row === null) {
+      log.warn({ kind: 'wal.bad_row', lsn: r.lsn, event: r.event });
       return;
     }
     state.apply(r.event, row, r.timeMs, r.lsn);
-    const plan = state.registry?.events.get(r.event);
-    if (plan !== undefined && plan.dedupeField !== null) {
+    if (plan.dedupeField !== null) {
       const v = row[plan.dedupeField];
       if (v !== null && v !== undefined) dedupe.record(r.event, plan.dedupeWindowMs, String(v), r.lsn, r.registryVersion, r.timeMs);
     }
