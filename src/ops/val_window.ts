@@ -276,26 +276,26 @@ export class ValWindowState<A> implements StoredState {
   }
 }
 
-/** A lifetime (`forever`) state over the same accumulator: one accumulator, no ring. */
+/** A lifetime (`forever`) state over the same accumulator: one accumulator, made on first use. */
 export class ValLifeState<A> implements StoredState {
   readonly agg: WindowAgg<A>;
-  acc: A;
+  acc: A | null;
   constructor(agg: WindowAgg<A>) {
     this.agg = agg;
-    this.acc = agg.empty();
+    this.acc = null;
   }
   update(x: Value | undefined, _t: number, _row: Row): void {
     if (!this.agg.accepts(x)) return;
-    this.acc = this.agg.add(this.acc, x);
+    this.acc = this.agg.add(this.acc === null ? this.agg.empty() : this.acc, x);
   }
   miss(_t: number): void {}
   read(_now: number): JsonValue {
-    return this.agg.result(this.acc);
+    return this.agg.result(this.acc === null ? this.agg.empty() : this.acc);
   }
   save(): unknown {
-    return this.agg.save(this.acc);
+    return this.acc === null ? null : this.agg.save(this.acc);
   }
   restore(saved: unknown): void {
-    this.acc = this.agg.load(saved);
+    this.acc = saved === null ? null : this.agg.load(saved);
   }
 }
