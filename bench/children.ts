@@ -6,6 +6,7 @@
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
 import type { ChildMsg, Job, JobResult } from './load/jobs';
+import { trackChild } from './procs';
 
 const LOAD_MAIN = join(__dirname, 'load', 'load_main.js');
 /** Slack over the job's own duration before the child is presumed stuck. */
@@ -19,6 +20,7 @@ export interface Markers {
 export function runChild(job: Job, markers: Markers = {}, expectedMs = 0): Promise<JobResult> {
   return new Promise((resolve, reject) => {
     const child = fork(LOAD_MAIN, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [] });
+    trackChild(child);
     let settled = false;
     const finish = (err: Error | null, r?: JobResult): void => {
       if (settled) return;

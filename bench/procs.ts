@@ -21,6 +21,21 @@ const STOP_GRACE_MS = 10_000;
 /** Lines of output kept for error messages. */
 const TAIL_LINES = 20;
 
+/** Every process the bench started that has not exited: killed if the bench itself is interrupted. */
+const live = new Set<ChildProcess>();
+
+/** Registers a process (target, load child, wrk) to be killed if the bench is interrupted. */
+export function trackChild(p: ChildProcess): void {
+  live.add(p);
+  p.once('exit', () => live.delete(p));
+}
+
+/** SIGKILLs every tracked process still running (synchronous: safe in an 'exit' handler). */
+export function killAllTargets(): void {
+  for (const p of live) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+  live.clear();
+}
+
 export type TargetKind = 'streamfeat' | 'uws_bare' | 'tcp_echo';
 
 export interface Target {
@@ -70,6 +85,7 @@ async function launch(kind: TargetKind, args: string[], want: string[], cleanup:
   // A bench run must never enable /reset by inheritance.
   delete env.SERVICE_TEST_MODE;
   const proc: ChildProcess = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  trackChild(proc);
   const tail: string[] = [];
   const keep = (line: string): void => {
     tail.push(line);

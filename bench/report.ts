@@ -128,13 +128,23 @@ export function appendMarkdown(file: string, r: ScenarioResult, date: string): v
   appendFileSync(file, head + markdownRow(r, date) + '\n');
 }
 
-/** The summary table of `all`: one line per scenario, then every target. */
+/** Settings that tell the runs of `all` apart (the rest is the same for every run). */
+const SUMMARY_KEYS = ['workload', 'keys', 'gen', 'conns', 'rate', 'mix', 'probes'];
+
+/** The summary table of `all`: one line per result, then every target. */
 export function formatSummary(results: ScenarioResult[]): string {
-  const lines = ['== summary', 'scenario         settings                                           gen         req/s     p99 ms  ratio'];
+  const lines = ['== summary'];
+  const first = results[0];
+  if (first !== undefined) {
+    const common = Object.entries(first.settings).filter(([k]) => !SUMMARY_KEYS.includes(k)).map(([k, v]) => `${k}=${v}`).join(' ');
+    lines.push(`(every run: ${common})`);
+  }
+  lines.push(`${'scenario'.padEnd(24)} ${'settings'.padEnd(58)} ${'req/s'.padStart(9)} ${'p99 ms'.padStart(8)}  ratio`);
   for (const r of results) {
-    const settings = Object.entries(r.settings).filter(([k]) => k !== 'duration').map(([k, v]) => `${k}=${v}`).join(' ');
-    const ratio = r.ratio === null ? 'n/a' : `${r.ratio.toFixed(2)}x${r.ratioKind === 'throughput' ? '' : ' lat'}`;
-    lines.push(`${r.scenario.padEnd(16)} ${settings.slice(0, 50).padEnd(50)} ${r.subject.generator.padEnd(10)} ${int(r.subject.rps).padStart(9)} ${ms(r.subject.lat.p99).padStart(8)}  ${ratio}`);
+    const name = r.subjectName === 'streamfeat' ? r.scenario : `${r.scenario} (${r.subjectName})`;
+    const settings = SUMMARY_KEYS.filter((k) => r.settings[k] !== undefined).map((k) => `${k}=${r.settings[k]}`).join(' ');
+    const ratio = r.ratio === null ? 'n/a' : `${r.ratio.toFixed(2)}x${r.ratioKind === 'throughput' ? '' : ` ${r.ratioKind}`}`;
+    lines.push(`${name.padEnd(24)} ${settings.padEnd(58)} ${int(r.subject.rps).padStart(9)} ${ms(r.subject.lat.p99).padStart(8)}  ${ratio}`);
   }
   lines.push('', '== targets');
   let n = 0;

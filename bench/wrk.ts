@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { zipfConsts, type KeyDist, type ZipfConsts } from './keys';
 import type { BodySpec, Mix } from './load/jobs';
 import { childCpuBetween, cpuTimes, type CpuUse } from './procstat';
+import { trackChild } from './procs';
 import type { HistSummary } from './hist';
 import { BATCH_KEYS, workloadNamed, type FieldGen } from './workloads';
 
@@ -175,6 +176,7 @@ function wrkOnce(args: string[], onSpawn: () => void): Promise<{ json: WrkJson; 
   return new Promise((resolve, reject) => {
     onSpawn();
     const p = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    trackChild(p);
     let out = '';
     p.stdout.on('data', (d) => { out += d; });
     p.stderr.on('data', (d) => { out += d; });

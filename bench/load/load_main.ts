@@ -24,6 +24,9 @@ function run(job: Job): Promise<JobResult> {
   }
 }
 
+// The bench parent went away (interrupted): stop loading a server nobody measures.
+process.on('disconnect', () => process.exit(2));
+
 process.once('message', (job: Job) => {
   run(job).then(
     async (result) => { await send({ t: 'result', result }); process.exit(0); },

@@ -20,6 +20,7 @@ import { ShardChannel, type Sink } from './channel';
 import { DedupeStore } from './dedupe';
 import { ackBody, PushCtx, type PushDone } from './push';
 import type { Reply } from './reply';
+import { JSON_DEPTH_MAX, jsonDepthExceeds } from '../util/json_depth';
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -297,6 +298,10 @@ export class Front implements PushDone {
   }
 
   register(payload: unknown, reply: Reply): void {
+    if (jsonDepthExceeds(payload)) {
+      this.#failWith(reply, 'invalid_registration', { message: `register payload is nested deeper than ${JSON_DEPTH_MAX} levels`, path: '' });
+      return;
+    }
     this.coordinator.run({ kind: 'register', payload }).then(
       (res: CoordinatorResult) => {
         if (!res.ok) { this.fail(reply, res.error); return; }

@@ -90,12 +90,12 @@ function withBody(front: Front, handler: BodyHandler) {
 }
 
 /** Parses JSON; on failure answers invalid_json_body and returns undefined. */
-function parseJson(front: Front, body: Buffer | string, reply: Reply): unknown {
+function parseJson(front: Front, body: Buffer | string, reply: Reply, withVersion = true): unknown {
   try {
     return JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));
   } catch (err) {
     front.metrics.error('invalid_json_body');
-    reply.error('invalid_json_body', { message: `body is not valid JSON: ${(err as Error).message}` }, front.version);
+    reply.error('invalid_json_body', { message: `body is not valid JSON: ${(err as Error).message}` }, withVersion ? front.version : undefined);
     return undefined;
   }
 }
@@ -106,8 +106,9 @@ const ROUTES: Record<string, string> = {
 
 export function buildHttpApp(front: Front): uWS.TemplatedApp {
   const app = uWS.App();
+  // Get-family errors carry no registry_version (docs/wire.md).
   const json = (fn: (v: unknown, reply: Reply) => void): BodyHandler => (body, reply) => {
-    const v = parseJson(front, body, reply);
+    const v = parseJson(front, body, reply, false);
     if (v !== undefined) fn(v, reply);
   };
   app.post('/push', withBody(front, (body, reply) => {

@@ -32,7 +32,9 @@ class TcpConn {
   readonly #decoder: FrameDecoder;
   readonly #queue: Slot[] = [];
   #closing = false;
-  #paused = false;
+  /** Reading is paused while too many requests wait for replies, or while the kernel buffer is full (the client is not reading its replies). */
+  #pausedForDepth = false;
+  #pausedForWrite = false;
 
   constructor(readonly socket: net.Socket, readonly front: Front, frameBytesMax: number) {
     this.#decoder = new FrameDecoder(frameBytesMax);
@@ -41,6 +43,10 @@ class TcpConn {
     socket.on('end', () => this.#onEnd());
     socket.on('error', () => socket.destroy());
     socket.on('close', () => { front.metrics.tcpConnections--; });
+    socket.on('drain', () => {
+      this.#pausedForWrite = false;
+      this.#updateFlow();
+    });
     front.metrics.tcpConnections++;
   }
 
@@ -60,10 +66,14 @@ class TcpConn {
       }
       this.#dispatch(r.frame);
     }
-    if (this.#queue.length >= TCP_PIPELINE_DEPTH_MAX && !this.#paused) {
-      this.#paused = true;
-      this.socket.pause();
-    }
+    if (this.#queue.length >= TCP_PIPELINE_DEPTH_MAX) this.#pausedForDepth = true;
+    this.#updateFlow();
+  }
+
+  #updateFlow(): void {
+    if (this.socket.destroyed) return;
+    if (this.#pausedForDepth || this.#pausedForWrite) this.socket.pause();
+    else this.socket.resume();
   }
 
   #onEnd(): void {
@@ -117,7 +127,8 @@ class TcpConn {
       body = JSON.parse(text);
     } catch (err) {
       front.metrics.error('invalid_json_body');
-      slot.error('invalid_json_body', { message: `payload is not valid JSON: ${(err as Error).message}` }, front.version);
+      const getFamily = op === OP_GET || op === OP_BATCH_GET;
+      slot.error('invalid_json_body', { message: `payload is not valid JSON: ${(err as Error).message}` }, getFamily ? undefined : front.version);
       return;
     }
     try {
@@ -139,10 +150,17 @@ class TcpConn {
     if (n === 0) { this.#maybeClose(); return; }
     const out = q.splice(0, n);
     if (!this.socket.destroyed) {
-      if (out.length === 1) this.socket.write(out[0].bytes!);
-      else { this.socket.cork(); for (const s of out) this.socket.write(s.bytes!); this.socket.uncork(); }
+      let flushed = true;
+      if (out.length === 1) flushed = this.socket.write(out[0].bytes!);
+      else {
+        this.socket.cork();
+        for (const s of out) flushed = this.socket.write(s.bytes!);
+        this.socket.uncork();
+      }
+      if (!flushed) this.#pausedForWrite = true;
     }
-    if (this.#paused && q.length < TCP_PIPELINE_DEPTH_MAX / 2) { this.#paused = false; this.socket.resume(); }
+    if (this.#pausedForDepth && q.length < TCP_PIPELINE_DEPTH_MAX / 2) this.#pausedForDepth = false;
+    this.#updateFlow();
     this.#maybeClose();
   }
 

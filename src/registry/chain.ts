@@ -6,7 +6,7 @@
 import { compileExpression, compilePredicate } from '../expr';
 import { SfError } from '../errors';
 import type { FieldMap, FieldType, Row } from '../types';
-import type { ChainOpDef } from './model';
+import { isValidName, NAME_RULE, type ChainOpDef } from './model';
 import { withPath } from './with_path';
 
 /** Returns the (possibly new) row, or null when a filter drops it. */
@@ -38,6 +38,7 @@ function stepFor(op: ChainOpDef, fields: FieldMap, optional: Set<string>, path: 
       const cols: string[] = [];
       const fns: Array<(r: Row) => unknown> = [];
       for (const [col, src] of op.exprs) {
+        if (!isValidName(col)) throw new SfError('schema_invalid', `column name ${NAME_RULE}`, { path: `${path}.exprs.${col}` });
         const ce = withPath(`${path}.exprs.${col}`, () => compileExpression(src, fields));
         fields[col] = (ce.type === 'null' ? 'str' : ce.type) as FieldType;
         optional.add(col);
@@ -80,6 +81,7 @@ function stepFor(op: ChainOpDef, fields: FieldMap, optional: Set<string>, path: 
       }
       for (const [from] of types) delete fields[from];
       for (const [from, to, t] of types) {
+        if (!isValidName(to)) throw new SfError('schema_invalid', `rename target ${NAME_RULE}`, { path: `${path}.mapping.${from}` });
         if (to in fields) throw new SfError('schema_propagation_failure', `rename target ${JSON.stringify(to)} collides with an existing column`, { path: `${path}.mapping.${from}` });
         fields[to] = t;
         if (optional.delete(from)) optional.add(to);

@@ -10,10 +10,19 @@ import type { FieldType, Row, Value } from '../types';
 export type KeyFn = (row: Row) => string | null;
 
 function part(v: Value | undefined): string | null {
-  if (v === null || v === undefined) return null;
   if (typeof v === 'string') return v;
   if (typeof v === 'number') return Number.isFinite(v) ? String(v) : null;
-  return v ? 'true' : 'false';
+  if (typeof v === 'boolean') return v ? 'true' : 'false';
+  return null;
+}
+
+/** A short, safe description of any JSON value for error messages (never recurses). */
+export function preview(v: unknown): string {
+  if (Array.isArray(v)) return `an array of ${v.length}`;
+  if (v === null) return 'null';
+  if (typeof v === 'object') return 'an object';
+  if (typeof v === 'string') return JSON.stringify(v.length > 64 ? `${v.slice(0, 64)}...` : v);
+  return String(v);
 }
 
 export function makeKeyFn(keyFields: readonly string[]): KeyFn {
@@ -58,7 +67,7 @@ function wirePart(v: unknown, t: FieldType, path: string): string {
       if (typeof v === 'number' && Number.isFinite(v)) return String(v);
       break;
   }
-  throw new SfError('key_parse_failure', `key part ${JSON.stringify(v)} cannot be read as ${t}`, { path });
+  throw new SfError('key_parse_failure', `key part ${preview(v)} cannot be read as ${t}`, { path });
 }
 
 /**

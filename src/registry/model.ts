@@ -60,5 +60,18 @@ export interface RegistryState {
 
 export const EMPTY_REGISTRY: RegistryState = { version: 0, nodes: [] };
 
-/** Names of nodes and features. */
+/** Names of nodes, fields, columns and features. */
 export const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * Rows and responses are plain JS objects (JSON.parse output, on the hot path), so a
+ * name that is a property of Object.prototype would read an inherited value when
+ * absent (`toString`) or set the prototype (`__proto__`). Such names are reserved.
+ */
+const RESERVED_NAMES = new Set(Object.getOwnPropertyNames(Object.prototype));
+
+export function isValidName(name: string): boolean {
+  return NAME_PATTERN.test(name) && !RESERVED_NAMES.has(name);
+}
+
+export const NAME_RULE = `must match ${NAME_PATTERN.source} and not be a JavaScript Object.prototype property (__proto__, constructor, toString, ...)`;

@@ -8,7 +8,7 @@ import { SfError } from '../errors';
 import { NAME_LENGTH_MAX, SCHEMA_FIELDS_MAX } from '../limits';
 import { isFieldType, type FieldMap, type FieldType } from '../types';
 import type { ChainOpDef, DerivedEventNodeDef, EventNodeDef, NodeDef, TableNodeDef } from './model';
-import { NAME_PATTERN } from './model';
+import { isValidName, NAME_RULE } from './model';
 import { parseDurationMs } from './duration';
 
 type Obj = Record<string, unknown>;
@@ -39,8 +39,8 @@ function rejectV0Keys(o: Obj, path: string): void {
 function parseName(o: Obj, path: string, what = 'name'): string {
   const name = o[what];
   if (typeof name !== 'string') fail('invalid_registration', `${path}.${what}`, `${what} must be a string`);
-  if (!NAME_PATTERN.test(name) || name.length > NAME_LENGTH_MAX) {
-    fail('schema_invalid', `${path}.${what}`, `${what} must match ${NAME_PATTERN.source} and be at most ${NAME_LENGTH_MAX} characters`);
+  if (!isValidName(name) || name.length > NAME_LENGTH_MAX) {
+    fail('schema_invalid', `${path}.${what}`, `${what} ${NAME_RULE}, at most ${NAME_LENGTH_MAX} characters`);
   }
   return name;
 }
@@ -82,7 +82,7 @@ export function parseSchemaFields(schema: unknown, path: string, index: number):
   for (const f of names) {
     const fieldPath = `descriptors[${index}].schema.${f}`;
     if (f === 'event_time' || f === 'event_time_ms') fail('event_time_not_supported_in_v0', fieldPath, 'an event_time field is not supported in v0 (time is processing time)');
-    if (!NAME_PATTERN.test(f)) fail('schema_invalid', fieldPath, `field name must match ${NAME_PATTERN.source}`);
+    if (!isValidName(f)) fail('schema_invalid', fieldPath, `field name ${NAME_RULE}`);
     const t = fieldsRaw[f];
     if (!isFieldType(t)) fail('unknown_field_type', fieldPath, `unknown field type ${JSON.stringify(t)}; allowed: str, f64, i64, bool, bytes, datetime`);
     fields[f] = t as FieldType;
@@ -173,7 +173,7 @@ function parseAggMap(v: unknown, path: string): TableNodeDef['agg'] {
   const out: TableNodeDef['agg'] = [];
   for (const [feat, spec] of Object.entries(v)) {
     const fpath = `${path}.agg.${feat}`;
-    if (!NAME_PATTERN.test(feat)) fail('schema_invalid', fpath, `feature name must match ${NAME_PATTERN.source}`);
+    if (!isValidName(feat)) fail('schema_invalid', fpath, `feature name ${NAME_RULE}`);
     if (!isObj(spec)) fail('schema_invalid', fpath, 'aggregation spec must be an object {op, params}');
     rejectV0Keys(spec, fpath);
     if (typeof spec.op !== 'string') fail('invalid_registration', `${fpath}.op`, 'aggregation op must be a string');

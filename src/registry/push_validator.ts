@@ -12,21 +12,25 @@ import { withPath } from './with_path';
 
 /** Standard base64 (with optional padding) or base64url. */
 const BASE64 = /^(?:[A-Za-z0-9+/_-]{4})*(?:[A-Za-z0-9+/_-]{2}(?:==)?|[A-Za-z0-9+/_-]{3}=?)?$/;
+/** The Date range of ECMAScript: ±8.64e15 ms around the epoch. */
+const DATETIME_MS_MAX = 8.64e15;
 /** RFC 3339 date-time (Date.parse is too lenient on its own). */
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$/;
 
 // One ajv per thread; schemas are compiled once per registry version.
-const ajv = new Ajv({ allErrors: false, strict: false, validateSchema: false, addUsedSchema: false });
+// ownProperties: an absent optional field must not read an inherited property.
+const ajv = new Ajv({ allErrors: false, strict: false, validateSchema: false, addUsedSchema: false, ownProperties: true });
 
 function typeSchema(t: FieldType, nullable: boolean): Record<string, unknown> {
   const withNull = (s: string | string[]): string[] => [...(Array.isArray(s) ? s : [s]), ...(nullable ? ['null'] : [])];
   switch (t) {
     case 'str': return { type: withNull('string') };
-    case 'f64': return { type: withNull('number') };
+    // JSON 1e400 parses to Infinity: bounded so that only finite numbers pass.
+    case 'f64': return { type: withNull('number'), minimum: -Number.MAX_VALUE, maximum: Number.MAX_VALUE };
     case 'i64': return { type: withNull('integer'), minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER };
     case 'bool': return { type: withNull('boolean') };
     case 'bytes': return { type: withNull('string'), pattern: BASE64.source };
-    case 'datetime': return { type: withNull(['string', 'integer']) };
+    case 'datetime': return { type: withNull(['string', 'integer']), minimum: -DATETIME_MS_MAX, maximum: DATETIME_MS_MAX };
   }
 }
 
@@ -87,7 +91,7 @@ export class PushValidator {
       throw new SfError('unknown_field_v0', `${JSON.stringify(k)} is not a declared field of this event in v0`, { path: `fields.${k}` });
     }
     for (const [f, t] of Object.entries(this.#fields)) {
-      const v = obj[f];
+      const v = Object.prototype.hasOwnProperty.call(obj, f) ? obj[f] : undefined;
       if (v === undefined) {
         if (this.#required.has(f)) throw new SfError('invalid_event', `missing required field ${JSON.stringify(f)}`, { path: `fields.${f}` });
         continue;
@@ -114,7 +118,10 @@ function noCoerce(f: string, t: FieldType, why: string): never {
 function checkValue(v: unknown, t: FieldType, f: string): void {
   switch (t) {
     case 'str': if (typeof v !== 'string') wrongType(f, t, v); return;
-    case 'f64': if (typeof v !== 'number') wrongType(f, t, v); return;
+    case 'f64':
+      if (typeof v !== 'number') wrongType(f, t, v);
+      if (!Number.isFinite(v)) noCoerce(f, t, 'the number is out of the finite f64 range');
+      return;
     case 'bool': if (typeof v !== 'boolean') wrongType(f, t, v); return;
     case 'i64':
       if (typeof v !== 'number') wrongType(f, t, v);
@@ -126,7 +133,10 @@ function checkValue(v: unknown, t: FieldType, f: string): void {
       if (!BASE64.test(v)) noCoerce(f, t, 'bytes travel as base64 strings');
       return;
     case 'datetime':
-      if (typeof v === 'number') { if (!Number.isSafeInteger(v)) noCoerce(f, t, 'epoch milliseconds must be an integer'); return; }
+      if (typeof v === 'number') {
+        if (!Number.isSafeInteger(v) || Math.abs(v) > DATETIME_MS_MAX) noCoerce(f, t, 'epoch milliseconds must be an integer within ±8.64e15');
+        return;
+      }
       if (typeof v !== 'string') wrongType(f, t, v);
       parseDatetime(v, f);
       return;

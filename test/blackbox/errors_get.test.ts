@@ -63,6 +63,29 @@ test('successful gets: scalar keys, composite array and "a|b" keys, integer keys
   assert.deepEqual((await get({ table: 'UserT', key: 'alice', features: [] })).json, {});
 });
 
+test('datetime and bytes key parts: RFC 3339 strings, epoch ms numbers and digit strings name the same entity', async () => {
+  const r = await post(srv.base, '/register', {
+    nodes: [
+      { kind: 'event', name: 'Visit', schema: { fields: { day: 'datetime', tag: 'bytes', n: 'i64' }, optional_fields: [] } },
+      { kind: 'table', name: 'DayT', upstreams: ['Visit'], key: ['day'], agg: { visits: { op: 'count' } } },
+      { kind: 'table', name: 'TagN', upstreams: ['Visit'], key: ['n', 'tag'], agg: { tagged: { op: 'count' } } },
+    ],
+  });
+  assert.equal(r.status, 200, r.text);
+  for (const day of ['2024-01-01T00:00:00Z', '2024-01-01T01:00:00+01:00', Date.UTC(2024, 0, 1)]) {
+    assert.equal((await post(srv.base, '/push', { event: 'Visit', data: { day, tag: 'aGk=', n: 5 } })).status, 200);
+  }
+  const ms = Date.UTC(2024, 0, 1);
+  for (const key of ['2024-01-01T00:00:00Z', '2023-12-31T19:00:00-05:00', ms, String(ms)]) {
+    assert.deepEqual((await get({ table: 'DayT', key })).json, { visits: 3 }, `key ${JSON.stringify(key)}`);
+  }
+  assert.deepEqual((await get({ table: 'TagN', key: [5, 'aGk='] })).json, { tagged: 3 });
+  assert.deepEqual((await get({ table: 'TagN', key: ['5', 'aGk='] })).json, { tagged: 3 });
+  assert.deepEqual((await get({ table: 'TagN', key: '5|aGk=' })).json, { tagged: 3 });
+  assertGetError(await get({ table: 'DayT', key: 'not a date' }), 400, 'key_parse_failure', 'key');
+  assertGetError(await get({ table: 'DayT', key: true }), 400, 'key_parse_failure', 'key');
+});
+
 test('cold key: {} with 200, not key_not_found', async () => {
   for (const body of [{ table: 'UserT', key: 'nobody' }, { table: 'CardUser', key: ['c9', 'x'] }, { table: 'NumT', key: 0 }, { table: 'UserT', key: 'nobody', features: ['cnt'] }]) {
     const r = await get(body);
@@ -92,6 +115,7 @@ test('key_parse_failure: wrong arity of a composite key, unreadable parts', asyn
 
 test('key_shape_mismatch: array for a single key, scalar for a composite key, object key, null key', async () => {
   assertGetError(await get({ table: 'UserT', key: ['alice', 'bob'] }), 400, 'key_shape_mismatch', 'key');
+  assertGetError(await get({ table: 'UserT', key: ['alice'] }), 400, 'key_shape_mismatch', 'key');
   assertGetError(await get({ table: 'CardUser', key: 'c1' }), 400, 'key_shape_mismatch', 'key');
   assertGetError(await get({ table: 'CardUser', key: 5 }), 400, 'key_shape_mismatch', 'key');
   assertGetError(await get({ table: 'UserT', key: { user: 'alice' } }), 400, 'key_shape_mismatch', 'key');
@@ -225,5 +249,30 @@ test('batch_too_large: SERVICE_MAX_BATCH_GET=5 allows 5 entries and rejects 6 on
     tcp.close();
     await small.stop();
     small.cleanup();
+  }
+});
+
+// ---------------------------------------------------------------- server bugs (see the report / docs/errors.md)
+
+test('a deeply nested key part is key_parse_failure, not internal_error', {
+}, async () => {
+  const deep = '['.repeat(20_000) + ']'.repeat(20_000);
+  const r = await post(srv.base, '/get', `{"table":"CardUser","key":["c1",${deep}]}`);
+  assertGetError(r, 400, 'key_parse_failure', 'key[1]');
+  const b = await post(srv.base, '/batch_get', `{"requests":[{"table":"CardUser","key":["c1",${deep}]}]}`);
+  assert.equal(b.json.results[0].error.code, 'key_parse_failure');
+});
+
+test('a feature named __proto__ (an Object.prototype member) is a reserved name: schema_invalid', async () => {
+  const r = await post(srv.base, '/register', '{"nodes":[{"kind":"table","name":"ProtoT","upstreams":["Txn"],"key":["user"],"agg":{"__proto__":{"op":"count"},"c":{"op":"count"}}}]}');
+  assert.equal(r.status, 400, r.text);
+  assert.equal(r.json.error.code, 'schema_invalid', r.text);
+  assert.equal(r.json.error.path, 'nodes[0].agg.__proto__');
+});
+
+test('invalid_json_body on /get omits registry_version like every other get error (docs/wire.md)', async () => {
+  for (const path of ['/get', '/batch_get']) {
+    const r = await post(srv.base, path, '{"table":');
+    assertGetError(r, 400, 'invalid_json_body');
   }
 });

@@ -217,6 +217,25 @@ test('concurrent pushes of one dedupe value: exactly one is novel, all share its
   assert.deepEqual((await post(srv.base, '/get', { table: 'PayT', key: 'race', features: ['cnt'] })).json, { cnt: 1 });
 });
 
+test('dedupe memory lasts dedupe_window: after it the same value is a novel push', async () => {
+  const ev = { kind: 'event', name: 'Short', schema: { fields: { id: 'str', user: 'str' }, optional_fields: [] }, dedupe_key: 'id', dedupe_window_ms: 300 };
+  const r = await post(srv.base, '/register', { nodes: [ev] });
+  assert.equal(r.status, 200, r.text);
+  version = r.json.registry_version;
+  const body = { event: 'Short', data: { id: 'x', user: 'u' } };
+  const a = await push(body);
+  const b = await push(body);
+  assert.equal(b.json.idempotent_replay, true);
+  assert.equal(b.json.ack_lsn, a.json.ack_lsn);
+  await new Promise((res) => setTimeout(res, 450));
+  const c = await push(body);
+  assert.equal(c.json.idempotent_replay, false, 'the window has passed');
+  assert.ok(c.json.ack_lsn > a.json.ack_lsn);
+  // The same value on another event is independent.
+  const other = await push({ event: 'Pay', data: { txn_id: 'x', user: 'sh', amount: 1 } });
+  assert.equal(other.json.idempotent_replay, false);
+});
+
 test('without a dedupe_key a re-push is a new event (idempotent_replay false)', async () => {
   const body = { event: 'Txn', data: { user: 'nodedupe', amount: 1 } };
   const a = await push(body);
@@ -285,4 +304,30 @@ test('push errors travel over TCP as op 0xFFFF frames with the same envelope as 
   } finally {
     tcp.close();
   }
+});
+
+// ---------------------------------------------------------------- server bugs (see the report / docs/errors.md)
+
+test('field names that are Object.prototype members (toString, constructor, __proto__) are reserved: schema_invalid', async () => {
+  for (const name of ['toString', 'valueOf', 'constructor']) {
+    const ev = { kind: 'event', name: 'Proto', schema: { fields: { user: 'str', [name]: 'f64' }, optional_fields: [name] } };
+    const r = await post(srv.base, '/register', { nodes: [ev] });
+    assert.equal(r.status, 400, r.text);
+    assert.equal(r.json.error.code, 'schema_invalid', r.text);
+    assert.equal(r.json.error.path, `descriptors[0].schema.${name}`);
+  }
+  const p = await post(srv.base, '/register', '{"nodes":[{"kind":"event","name":"ProtoField","schema":{"fields":{"__proto__":"str","v":"f64"},"optional_fields":[]}}]}');
+  assert.equal(p.status, 400, p.text);
+  assert.equal(p.json.error.code, 'schema_invalid', p.text);
+});
+
+test('an f64 that overflows to Infinity (JSON 1e400) is schema_mismatch and does not poison state', async () => {
+  const r = await push('{"event":"Txn","data":{"user":"inf","amount":1e400}}');
+  assertPushError(r, 400, 'schema_mismatch', 'fields.amount');
+  const n = await push('{"event":"Txn","data":{"user":"inf","amount":-1e400}}');
+  assertPushError(n, 400, 'schema_mismatch', 'fields.amount');
+});
+
+test('datetime epoch ms outside the safe integer range is schema_mismatch', async () => {
+  assertPushError(await push('{"event":"Txn","data":{"user":"u","amount":1,"ts":1e20}}'), 400, 'schema_mismatch', 'fields.ts');
 });

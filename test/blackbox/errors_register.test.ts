@@ -329,6 +329,17 @@ test('registration_conflict: 409 when a node changes kind, even with force', asy
   await expectReg([{ ...D1, output_kind: 'table', key: ['user'], agg: { c: { op: 'count' } } }], 'registration_conflict', 'nodes[0].kind', 409);
 });
 
+test('verdict order of spec 7.2: force_required is checked before registration_conflict; with force the conflict remains', async () => {
+  const both = [
+    { ...USER_T, agg: { ...USER_T.agg, cnt: { op: 'count', params: { window: '3h' } } } },
+    { kind: 'table', name: 'D2', upstreams: ['Txn'], key: ['user'], agg: { c: { op: 'count' } } },
+  ];
+  const r = await register({ nodes: both });
+  assertRegError(r, 409, 'force_required');
+  const f = await register({ nodes: both, force: true });
+  assertRegError(f, 409, 'registration_conflict', 'nodes[1].kind');
+});
+
 test('force_required: 409 body per spec 7.4, sorted diff, byte-identical on repeat; dry_run previews it', async () => {
   const changed = {
     ...USER_T,
@@ -382,6 +393,15 @@ test('force_required: 409 body per spec 7.4, sorted diff, byte-identical on repe
   assert.deepEqual(rm.json.error.diff.destructive, [{ kind: 'type_change', field: 'Txn.ts', from: 'datetime', to: '<absent>' }]);
   const op = await expectReg([{ ...USER_T, agg: { ...USER_T.agg, total: { op: 'mean', params: { field: 'amount', window: 'forever' } } } }], 'force_required', undefined, 409);
   assert.deepEqual(op.json.error.diff.destructive, [{ kind: 'op_removal', table: 'UserT', agg: 'total' }]);
+});
+
+test('an over-deep JSON value inside a register payload is invalid_registration, not internal_error', async () => {
+  const deep = '['.repeat(20_000) + ']'.repeat(20_000);
+  const r = await register(`{"nodes":[{"kind":"event","name":"Deep","description":${deep},"schema":{"fields":{"a":"str"},"optional_fields":[]}}]}`);
+  assertRegError(r, 400, 'invalid_registration');
+  assert.match(r.json.error.message, /nested deeper than 64/);
+  const w = await register(`{"nodes":[{"kind":"table","name":"T","upstreams":["Txn"],"key":["user"],"agg":{"c":{"op":"count","params":{"window":${deep}}}}}]}`);
+  assertRegError(w, 400, 'invalid_registration');
 });
 
 test('every failed register above left the registry and its version untouched', async () => {

@@ -189,6 +189,23 @@ test('frame_too_large: error frame with limit and declared, then the server clos
   }
 });
 
+test('frame_too_large after pipelined requests: their replies come first, then the error, then the close', async () => {
+  const { c, ended } = await connect();
+  try {
+    const push = encodeFrame(OP_PUSH, JSON.stringify({ event: 'Txn', data: { user: 'before-big' } }));
+    const get = encodeFrame(OP_GET, JSON.stringify({ table: 'UserT', key: 'before-big' }));
+    c.writeRaw(Buffer.concat([push, push, get, rawFrame(5000, OP_PUSH, 0x01), encodeFrame(OP_PING, '')]));
+    const replies: TcpReply[] = [];
+    for (let i = 0; i < 4; i++) replies.push(await withTimeout(c.next(), 5000, `reply ${i}`));
+    assert.deepEqual(replies.map((r) => r.op), [OP_PUSH, OP_PUSH, OP_GET, OP_ERROR_RESPONSE]);
+    assert.deepEqual(replies[2].json, { cnt: 2 });
+    assertErrFrame(replies[3], 'frame_too_large');
+    await withTimeout(ended, 5000, 'close');
+  } finally {
+    c.close();
+  }
+});
+
 test('frame_too_large is decided from the length field alone (header only, no payload sent)', async () => {
   const { c, ended } = await connect();
   try {
@@ -298,9 +315,10 @@ function rawHttp(port: number, head: string, body: Buffer | null, ms = 5000): Pr
       if (body === null || off >= body.length || out.length > 0 || s.destroyed) return;
       const piece = body.subarray(off, off + 64 * 1024);
       off += piece.length;
-      s.write(piece, () => setImmediate(pump));
+      s.write(piece, () => setTimeout(pump, 1));
     };
-    pump();
+    // Give the server the chance to answer on the headers alone (a Content-Length over the cap).
+    setTimeout(pump, 150);
   });
 }
 
@@ -317,10 +335,11 @@ test('http_protocol_error: a 5 MiB body (declared by Content-Length) gets 400 an
 });
 
 test('http_protocol_error: a chunked body that grows past 4 MiB, and via fetch', async () => {
-  const chunk = Buffer.alloc(1024 * 1024, 0x20);
+  // 65 chunks of 64 KiB: just over 4 MiB, so little is still in flight when the server answers.
+  const chunk = Buffer.alloc(64 * 1024, 0x20);
   const head = 'POST /get HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n';
   const parts: Buffer[] = [];
-  for (let i = 0; i < 5; i++) parts.push(Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n'));
+  for (let i = 0; i < 65; i++) parts.push(Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n'));
   parts.push(Buffer.from('0\r\n\r\n'));
   const text = await rawHttp(srv.httpPort, head, Buffer.concat(parts));
   assert.match(text, /^HTTP\/1\.1 400/);

@@ -11,7 +11,8 @@
  *     key change, chain change on the path                 -> the whole table restarts
  *     type change of a column a feature reads              -> that feature restarts
  *     type change of a key column                          -> the whole table restarts
- *     new field, rename of the table or of its source, re-register, respelling -> nothing
+ *     new field, rename of the table or of any node upstream, re-register, respelling,
+ *     optional_fields / dedupe settings                    -> nothing
  *   Expected row = a fresh op state fed with exactly the events since the epoch.
  *
  * Then the same history is replayed like a restart does (WAL records replayed under
@@ -96,6 +97,7 @@ class World {
   featEpoch = new Map<string, Map<string, number>>();
   lsn = 0;
   seq = 0;
+  compiled: ReturnType<typeof compileRegistry> | null = null;
 
   constructor(readonly rng: Prng, readonly shardCount: number) {
     this.shards = Array.from({ length: shardCount }, (_, i) => new ShardState({ shardId: i, shardCount, memoryGovEnforce: true }));
@@ -149,7 +151,7 @@ class World {
     const t = m.tables[this.rng.int(m.tables.length)];
     const names = [...t.feats.keys()];
     const pick = names[this.rng.int(names.length)];
-    const choice = this.rng.int(12);
+    const choice = this.rng.int(13);
     let what = '';
     switch (choice) {
       case 0: {
@@ -209,6 +211,20 @@ class World {
         this.apply(nodesOf(m).map((n) => (n.name === m.event ? { ...n, renamed_from: old } : n)), []);
         return `rename event ${old} -> ${m.event}`;
       }
+      case 11: {
+        const old = m.derived;
+        m.derived = `Big_${++this.seq}`;
+        this.apply(nodesOf(m).map((n) => (n.name === m.derived ? { ...n, renamed_from: old } : n)), []);
+        return `rename derived ${old} -> ${m.derived}`;
+      }
+      case 12:
+        // Settings no state depends on: n required <-> optional (no diff item, no force needed).
+        const settings = nodesOf(m).map((n) => (n.kind === 'event' ? { ...n, schema: { fields: (n.schema as Obj).fields, optional_fields: [...m.extra] }, dedupe_key: 'card', dedupe_window: '1m' } : n));
+        const dry = register(this.state, { nodes: settings, dry_run: true }, { memoryGovEnforce: true });
+        assert.deepEqual(dry.body.diff, { additive: [], destructive: [] }, 'settings changes are no diff item');
+        this.apply(settings, []);
+        this.apply(nodesOf(m), []);
+        return 'settings';
       case 9:
         m.threshold = m.threshold === 40 ? 60 : 40;
         for (const tm of m.tables) if (tm.source === 'derived') this.resetTable(tm);
@@ -231,7 +247,8 @@ class World {
 
   /** The reference row: fresh states fed with exactly the events since each epoch. */
   expected(table: TableModel, key: string): Obj {
-    const reg = compileRegistry(this.state, OPTS);
+    if (this.compiled === null || this.compiled.version !== this.state.version) this.compiled = compileRegistry(this.state, OPTS);
+    const reg = this.compiled;
     const plan = reg.tables.get(table.name)!;
     const feed = reg.events.get(this.model.event)!.feeds.find((f) => f.table.name === table.name)!;
     const from = this.tableEpoch.get(table.name)!;
@@ -290,7 +307,7 @@ function fresh(n: number): ShardState[] {
 
 for (const shardCount of [1, 4]) {
   test(`state kept vs reset per aggregation: random walks against a reference, ${shardCount} shard(s), and replay after restart`, () => {
-    for (const seed of [1, 2, 3, 4, 5, 6]) {
+    for (const seed of [1, 2, 3, 4, 5]) {
       const rng = new Prng(seed * 7919 + shardCount);
       const w = new World(rng, shardCount);
       const trail: string[] = [];

@@ -1,0 +1,153 @@
+/**
+ * Entry of the benchmark suite: `npm run bench -- <scenario> [options]`
+ * (compiled to dist/bench/run.js). `list` shows the scenarios; `all` runs the
+ * whole plan and prints a summary with every target's PASS/MISS; `smoke` runs
+ * every scenario for a second with tiny loads and exits non-zero if any broke.
+ * See bench/README.md.
+ */
+import { ALL_DURATION_S, ALL_WARMUP_S, DEFAULTS, parseArgs, USAGE, type Opts, type Parsed } from './args';
+import { killAllTargets } from './procs';
+import { appendMarkdown, formatBlock, formatSummary, type ScenarioResult } from './report';
+import { PLAN, scenarioNamed, SCENARIOS, type Ctx } from './scenarios';
+import { staticChecks } from './static_checks';
+import { wrkAvailable } from './wrk';
+
+/** Smoke: one second, tiny loads; proves every path still works, measures nothing. */
+const SMOKE_OPTS: Partial<Opts> = {
+  durationS: 1,
+  warmupS: 0,
+  preload: 200,
+  entities: 10_000,
+  connections: 4,
+  bgRate: 200,
+  probes: 2,
+};
+
+function log(line: string): void {
+  process.stdout.write(line + '\n');
+}
+
+function pick(p: Parsed): Partial<Opts> {
+  const out: Partial<Opts> = {};
+  for (const k of p.given) (out as Record<string, unknown>)[k] = p.opts[k];
+  return out;
+}
+
+async function runScenario(name: string, o: Opts, ctx: Ctx, date: string): Promise<ScenarioResult[]> {
+  const s = scenarioNamed(name);
+  if (s === undefined) throw new Error(`unknown scenario '${name}' (npm run bench -- list)`);
+  log(`-- ${name} (workload ${o.workload}, ${o.durationS}s per run)`);
+  const results = await s.run(o, ctx);
+  for (const r of results) {
+    log(formatBlock(r));
+    log('');
+    if (o.out !== undefined) appendMarkdown(o.out, r, date);
+  }
+  return results;
+}
+
+/** Problems that make a smoke run fail: errors or nothing measured. */
+function smokeProblems(r: ScenarioResult): string[] {
+  const out: string[] = [];
+  if (r.subject.ok === 0) out.push(`${r.subjectName}: no successful request`);
+  if (r.subject.errors > 0) out.push(`${r.subjectName}: ${r.subject.errors} errors (${r.subject.firstError})`);
+  if (r.baseline !== null && r.baseline.errors > 0) out.push(`${r.baselineName}: ${r.baseline.errors} errors (${r.baseline.firstError})`);
+  const never = r.subject.extra.never_fresh ?? 0;
+  if (never > 0) out.push(`${never} pushes never became visible`);
+  return out;
+}
+
+async function runPlan(p: Parsed, smoke: boolean, date: string): Promise<number> {
+  const base: Opts = smoke
+    ? { ...DEFAULTS, ...SMOKE_OPTS, ...pick(p) }
+    : { ...DEFAULTS, durationS: ALL_DURATION_S, warmupS: ALL_WARMUP_S, ...pick(p) };
+  const ctx: Ctx = { baselines: new Map(), log };
+  const all: ScenarioResult[] = [];
+  const failures: string[] = [];
+  const failedRuns = new Set<string>();
+  const t0 = Date.now();
+  if (!wrkAvailable()) log('note: wrk is not installed (apt-get install wrk): HTTP loads use autocannon');
+  if (smoke) {
+    const problems = staticChecks();
+    for (const prob of problems) failures.push(`static: ${prob}`);
+    if (problems.length > 0) failedRuns.add('static');
+    log(problems.length === 0 ? '-- static checks: k6 scripts parse, k6 fraud registration matches' : problems.map((x) => `!! ${x}`).join('\n'));
+  }
+  for (const [name, over] of PLAN) {
+    const o: Opts = { ...base, ...over };
+    const label = `${name} ${Object.entries(over).map(([k, v]) => `${k}=${v}`).join(' ')}`.trim();
+    try {
+      const rs = await runScenario(name, o, ctx, date);
+      all.push(...rs);
+      if (smoke) {
+        for (const r of rs) {
+          for (const prob of smokeProblems(r)) {
+            failures.push(`${label}: ${prob}`);
+            failedRuns.add(label);
+          }
+        }
+      }
+    } catch (err) {
+      failures.push(`${label}: ${(err as Error).message}`);
+      failedRuns.add(label);
+      log(`!! ${label} failed: ${(err as Error).stack ?? err}`);
+      log('');
+    }
+  }
+  log(formatSummary(all));
+  log(`\n(${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+  if (failures.length > 0) {
+    log(`\n== ${smoke ? 'smoke' : 'all'}: failures`);
+    for (const f of failures) log(`FAIL  ${f}`);
+  }
+  // + 1: the static checks count as one.
+  if (smoke) log(`\nsmoke: ${PLAN.length + 1 - failedRuns.size} passed, ${failedRuns.size} failed`);
+  return failures.length > 0 ? 1 : 0;
+}
+
+async function main(): Promise<number> {
+  let p: Parsed;
+  try {
+    p = parseArgs(process.argv.slice(2));
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n`);
+    return 2;
+  }
+  const date = new Date().toISOString().slice(0, 16).replace('T', ' ');
+  switch (p.scenario) {
+    case 'help':
+      log(USAGE);
+      return 0;
+    case 'list':
+      for (const s of SCENARIOS) log(`${s.name.padEnd(13)} ${s.summary}`);
+      log(`${'all'.padEnd(13)} every scenario above (${PLAN.length} runs, ${ALL_DURATION_S}s each), then a summary with every target's PASS/MISS`);
+      log(`${'smoke'.padEnd(13)} every run of 'all' for 1 s with tiny loads; exits non-zero if anything broke`);
+      log(`\nwrk: ${wrkAvailable() ? 'installed' : 'not installed (HTTP loads fall back to autocannon)'}`);
+      return 0;
+    case 'all':
+      return runPlan(p, false, date);
+    case 'smoke':
+      return runPlan(p, true, date);
+    default:
+      try {
+        await runScenario(p.scenario, p.opts, { baselines: new Map(), log }, date);
+        return 0;
+      } catch (err) {
+        process.stderr.write(`${(err as Error).stack ?? err}\n`);
+        return 1;
+      }
+  }
+}
+
+process.on('exit', killAllTargets);
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(sig, () => {
+    killAllTargets();
+    process.exit(130);
+  });
+}
+
+main().then((code) => process.exit(code), (err: unknown) => {
+  process.stderr.write(`${(err as Error)?.stack ?? err}\n`);
+  process.exit(1);
+});
