@@ -129,6 +129,10 @@ async function main(): Promise<number> {
     case 'smoke':
       return runPlan(p, true, date);
     default:
+      if (scenarioNamed(p.scenario) === undefined) {
+        process.stderr.write(`unknown scenario '${p.scenario}' (npm run bench -- list)\n`);
+        return 2;
+      }
       try {
         await runScenario(p.scenario, p.opts, { baselines: new Map(), log }, date);
         return 0;

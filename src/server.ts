@@ -100,7 +100,7 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
   sweep.unref();
   let snapTimer: NodeJS.Timeout | null = null;
   if (!config.memoryOnly && config.snapshotIntervalMs > 0) {
-    snapTimer = setInterval(() => { void front.snapshot(); }, config.snapshotIntervalMs);
+    snapTimer = setInterval(() => { void front.snapshot(false); }, config.snapshotIntervalMs);
     snapTimer.unref();
   }
 
@@ -119,7 +119,7 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
       if (admin !== null) uWS.us_listen_socket_close(admin.token);
       tcpServer.close();
       await front.drain();
-      if (!config.memoryOnly) await front.snapshot();
+      if (!config.memoryOnly) await front.snapshot(true);
       await front.drain();
       await Promise.all([coordinator.destroy(), ...shardPools.map((p) => p.destroy())]);
       log.info({ kind: 'server.stopped' });

@@ -177,7 +177,7 @@ export function register(current: RegistryState, payload: unknown, opts: Registe
     if (old === undefined && renamedFrom !== null && registered.has(renamedFrom)) {
       const prev = registered.get(renamedFrom)!;
       if (descriptorKind(prev.def) !== descriptorKind(def)) {
-        conflicts.push(new SfError('registration_conflict', `cannot rename ${prev.def.kind} ${renamedFrom} into a ${descriptorKind(def)}`, { path: `nodes[${i}].renamed_from` }));
+        conflicts.push(new SfError('registration_conflict', `cannot rename ${descriptorKind(prev.def)} ${renamedFrom} into a ${descriptorKind(def)} (a rename keeps the kind)`, { path: `nodes[${i}].renamed_from` }));
         return;
       }
       diff.destructive.push({ kind: 'rename', from: renamedFrom, to: def.name });

@@ -349,14 +349,18 @@ export class Front implements PushDone {
     );
   }
 
-  /** Asks every shard to snapshot (in order with the pushes before it). */
-  snapshot(): Promise<void> {
+  /**
+   * Asks every shard to snapshot (in order with the pushes before it): `sync` at
+   * shutdown (done when this resolves); otherwise each shard starts an incremental
+   * job between batches and this resolves at once.
+   */
+  snapshot(sync: boolean): Promise<void> {
     return new Promise((resolve) => {
       const sink = new CountdownSink(this.channels.length, (err) => {
         if (err !== null) this.log.error({ kind: 'wal.snapshot_failed', err });
         resolve();
       });
-      for (const ch of this.channels) ch.enqueue({ k: ITEM_SNAPSHOT }, sink, 0);
+      for (const ch of this.channels) ch.enqueue({ k: ITEM_SNAPSHOT, sync }, sink, 0);
       this.#schedule();
     });
   }

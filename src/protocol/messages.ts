@@ -74,6 +74,8 @@ export interface ResetItem {
 
 export interface SnapshotItem {
   k: typeof ITEM_SNAPSHOT;
+  /** true at shutdown: snapshot at once (blocking); false: an incremental job between batches. */
+  sync: boolean;
 }
 
 export type ShardItem = PushItem | GetItem | InstallItem | ResetItem | SnapshotItem;

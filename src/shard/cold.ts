@@ -26,19 +26,26 @@ export const COLD_SWEEP_INTERVAL_MS = 1_000;
 export interface HotEntity {
   states: OpState[];
   lastT: number;
+  lastLsn: number;
 }
 
 export function freeze(ent: HotEntity): Buffer {
   const saved = new Array(ent.states.length);
   for (let i = 0; i < saved.length; i++) saved[i] = ent.states[i].save();
-  return serialize([ent.lastT, saved]);
+  return serialize([ent.lastT, ent.lastLsn, saved]);
+}
+
+/** The parts of a frozen entity, without loading its states. */
+export function frozenParts(buf: Buffer): { lastT: number; lastLsn: number; saved: unknown[] } {
+  const [lastT, lastLsn, saved] = deserialize(buf) as [number, number, unknown[]];
+  return { lastT, lastLsn, saved };
 }
 
 /** Live states from a frozen entity, for the plan it was frozen under. */
 export function thaw(buf: Buffer, plan: TablePlan): HotEntity {
-  const [lastT, saved] = deserialize(buf) as [number, unknown[]];
+  const { lastT, lastLsn, saved } = frozenParts(buf);
   const states = plan.features.map((f, i) => f.factory.load(saved[i]));
-  return { states, lastT };
+  return { states, lastT, lastLsn };
 }
 
 /** Resumable cursor over one table's hot map. */

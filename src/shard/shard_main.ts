@@ -13,7 +13,9 @@ import { asSfError, SfError } from '../errors';
 import { createLogger } from '../log';
 import { ITEM_GET, ITEM_INSTALL, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, type ErrorPayload, type ShardBatch, type ShardBatchResult, type ShardHello, type ShardInit, type ShardItem } from '../protocol/messages';
 import { rowFromEnvelope } from '../registry/row_text';
+import { COLD_SWEEP_INTERVAL_MS } from './cold';
 import { DedupeLog } from './dedupe_log';
+import type { SnapshotJob } from './snapshot_job';
 import { ShardState } from './state';
 import { ShardStore } from './store';
 
@@ -41,6 +43,36 @@ if (store !== null && init.faultFile !== null) {
   // Test hook only: arm or clear injected WAL faults from the control file.
   setInterval(() => store?.pollFaultFile(), 20).unref();
 }
+
+// ---- snapshots and idle eviction, between batches --------------------------------
+
+/** Encoding time per event-loop turn of a running snapshot job: bounds the stall it adds to a batch. */
+const SNAPSHOT_SLICE_MS = 4;
+let job: SnapshotJob | null = null;
+let snapshotWriting = false;
+
+function startSnapshotJob(): void {
+  if (store === null || job !== null || snapshotWriting) return;
+  job = store.beginSnapshot(state);
+  if (job !== null) setImmediate(stepSnapshotJob);
+}
+
+function stepSnapshotJob(): void {
+  const j = job;
+  if (j === null || store === null) return; // aborted by an install or reset
+  if (!j.step(SNAPSHOT_SLICE_MS)) { setImmediate(stepSnapshotJob); return; }
+  job = null;
+  snapshotWriting = true;
+  store.writeJob(j, state, dedupe).catch((err) => log.error({ kind: 'wal.snapshot_failed', shard: init.shardId, err: String(err) }))
+    .finally(() => { snapshotWriting = false; });
+}
+
+setInterval(() => {
+  // Sweeping moves entities between maps; a running snapshot iterates them, so it waits.
+  if (job !== null) return;
+  const frozen = state.sweepCold(Date.now());
+  if (frozen > 0) log.info({ kind: 'shard.cold_evicted', shard: init.shardId, frozen, cold: state.coldCount() });
+}, COLD_SWEEP_INTERVAL_MS).unref();
 
 function errorPayload(err: unknown): ErrorPayload {
   const e = asSfError(err);
@@ -106,6 +138,7 @@ function runItems(items: ShardItem[], from: number, to: number, outs: ShardBatch
         outs[i] = state.read(it.table, it.key, it.features, now);
         break;
       case ITEM_INSTALL:
+        job = null; // the layout a running snapshot captured is gone: start over next time
         state.install(it.state, it.renames);
         if (it.lsn > state.appliedLsn) state.appliedLsn = it.lsn;
         outs[i] = null;
@@ -143,14 +176,17 @@ function runMarker(it: ShardItem): ErrorPayload | null {
       log.error({ kind: 'wal.truncate_failed', err: String(err) });
       return { code: 'wal_truncate_failed', detail: { message: 'WAL truncation failed during reset; server state is undefined', reason: String(err) } };
     }
+    job = null;
     state.reset(it.state);
     state.appliedLsn = it.lsn;
     dedupe.clear();
     return null;
   }
   if (it.k === ITEM_SNAPSHOT) {
+    if (!it.sync) { startSnapshotJob(); return null; }
+    job = null;
     try {
-      store?.snapshot(state, dedupe);
+      store?.snapshotNow(state, dedupe);
     } catch (err) {
       log.error({ kind: 'wal.snapshot_failed', err: String(err) });
       return errorPayload(new SfError('wal_unavailable', 'snapshot failed', { reason: String(err) }));

@@ -10,17 +10,57 @@ import { renamesBetween, underNewNames } from '../coordinator/renames';
 import type { RegistryState } from '../registry/model';
 import type { OpState } from '../ops/op';
 import type { JsonValue, Row } from '../types';
+import { COLD_SWEEP_ENTITIES_PER_TICK, SweepCursor, thaw } from './cold';
 
 export class EntityRow {
   constructor(
     public states: OpState[],
     /** Server time of the last push that reached this entity (cold eviction). */
     public lastT: number,
+    /**
+     * LSN of the last push applied to this entity. Snapshots are fuzzy (written in
+     * slices between batches, snapshot_job.ts): replay after a snapshot skips the
+     * records an entity already reflects (lsn <= lastLsn), like a page LSN.
+     */
+    public lastLsn: number,
   ) {}
 }
 
 export class TableState {
-  constructor(public plan: TablePlan, readonly rows: Map<string, EntityRow>) {}
+  readonly cursor = new SweepCursor();
+  constructor(
+    public plan: TablePlan,
+    readonly rows: Map<string, EntityRow>,
+    /** `cold_after` of the table's root event, or null (never evicted). */
+    public coldAfterMs: number | null = null,
+    /** Entities idle past `cold_after`, frozen (cold.ts); thawed by the next push or read. */
+    readonly cold: Map<string, Buffer> = new Map(),
+  ) {}
+
+  /** The hot row of `key`, thawing it from the cold map if it is there. */
+  hot(key: string): EntityRow | undefined {
+    const ent = this.rows.get(key);
+    if (ent !== undefined || this.cold.size === 0) return ent;
+    const buf = this.cold.get(key);
+    if (buf === undefined) return undefined;
+    const th = thaw(buf, this.plan);
+    const row = new EntityRow(th.states, th.lastT, th.lastLsn);
+    this.cold.delete(key);
+    this.rows.set(key, row);
+    return row;
+  }
+
+  /** Thaws every cold entity (before its feature layout changes). */
+  thawAll(): void {
+    for (const key of [...this.cold.keys()]) this.hot(key);
+  }
+}
+
+/** `cold_after` of the source event at the root of a table's upstream chain. */
+function coldAfterOf(reg: CompiledRegistry, table: string): number | null {
+  let def = reg.defs.get(table);
+  for (let hops = 0; def !== undefined && def.kind !== 'event' && hops < 1000; hops++) def = reg.defs.get(def.upstream);
+  return def !== undefined && def.kind === 'event' ? def.coldAfterMs : null;
 }
 
 function freshStates(plan: TablePlan): OpState[] {
@@ -86,6 +126,7 @@ export class ShardState {
         ? new TableState(plan, new Map())
         : carryOver(old, plan, oldRef));
     }
+    for (const t of tables) t.coldAfterMs = coldAfterOf(next, t.plan.name);
     this.registry = next;
     this.tables = tables;
     this.#byName.clear();
@@ -118,12 +159,15 @@ export class ShardState {
       const key = feed.key(r);
       if (key === null || (shardCount > 1 && shardOf(key, shardCount) !== shardId)) continue;
       const ts = this.tables[feed.table.index];
-      let ent = ts.rows.get(key);
+      let ent = ts.hot(key);
       if (ent === undefined) {
-        ent = new EntityRow(freshStates(ts.plan), t);
+        ent = new EntityRow(freshStates(ts.plan), t, 0);
         ts.rows.set(key, ent);
+      } else if (lsn <= ent.lastLsn) {
+        continue; // replay over a fuzzy snapshot: this entity already has the event
       }
       ent.lastT = t;
+      ent.lastLsn = lsn;
       applyFeatures(ts.plan, ent.states, r, t);
     }
   }
@@ -132,7 +176,7 @@ export class ShardState {
   read(table: string, key: string, features: readonly string[] | null, now: number): string {
     const ts = this.#byName.get(table);
     if (ts === undefined) return '{}';
-    const ent = ts.rows.get(key);
+    const ent = ts.hot(key);
     if (ent === undefined) return '{}';
     const t = now > this.lastT ? now : this.lastT;
     const out: Record<string, JsonValue> = {};
@@ -154,8 +198,24 @@ export class ShardState {
 
   entityCount(): number {
     let n = 0;
-    for (const t of this.tables) n += t.rows.size;
+    for (const t of this.tables) n += t.rows.size + t.cold.size;
     return n;
+  }
+
+  coldCount(): number {
+    let n = 0;
+    for (const t of this.tables) n += t.cold.size;
+    return n;
+  }
+
+  /** Freezes entities idle past their table's cold_after; bounded work per call. Returns entities frozen. */
+  sweepCold(now: number, budget = COLD_SWEEP_ENTITIES_PER_TICK): number {
+    let frozen = 0;
+    for (const ts of this.tables) {
+      if (ts.coldAfterMs === null || ts.rows.size === 0) continue;
+      frozen += ts.cursor.sweep(ts.rows, ts.cold, now - ts.coldAfterMs, budget);
+    }
+    return frozen;
   }
 }
 
@@ -181,11 +241,12 @@ function carryOver(old: TableState, plan: TablePlan, ref: TablePlan): TableState
     return j !== undefined && ref.features[j].signature === f.signature ? j : -1;
   });
   const identity = map.length === old.plan.features.length && map.every((j, i) => j === i);
-  if (!identity) {
-    for (const ent of old.rows.values()) {
-      const prev = ent.states;
-      ent.states = map.map((j, i) => (j >= 0 ? prev[j] : plan.features[i].factory.create()));
-    }
+  // Frozen entities keep the old feature layout: identical layouts keep them frozen.
+  if (identity) return new TableState(plan, old.rows, null, old.cold);
+  old.thawAll();
+  for (const ent of old.rows.values()) {
+    const prev = ent.states;
+    ent.states = map.map((j, i) => (j >= 0 ? prev[j] : plan.features[i].factory.create()));
   }
   return new TableState(plan, old.rows);
 }

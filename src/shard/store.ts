@@ -12,9 +12,9 @@ import { join } from 'node:path';
 import type { Logger } from '../log';
 import type { RegistryState } from '../registry/model';
 import type { ShardInit } from '../protocol/messages';
-import { deleteAllSnapshots, faultyFs, fsError, realFs, RecordEncoder, WalWriter, recoverWal, readNewestSnapshot, writeSnapshot, type FaultyFs, type WalRecord } from '../wal';
+import { deleteAllSnapshots, faultyFs, fsError, realFs, RecordEncoder, WalWriter, recoverWal, readNewestSnapshot, writeSnapshot, writeSnapshotAsync, type FaultyFs, type WalRecord } from '../wal';
 import type { ShardState } from './state';
-import { decodeShardImage, encodeShard, restoreShard } from './snapshot_codec';
+import { restoreSnapshot, SnapshotJob } from './snapshot_job';
 import type { DedupeLog } from './dedupe_log';
 import { rowFromEnvelope } from '../registry/row_text';
 
@@ -34,7 +34,11 @@ export class ShardStore {
   #lastSnapshotLsn = 0;
   /** LSN of the snapshot before the newest: WAL is only deleted up to here, so a corrupt newest snapshot can fall back to it. */
   #olderSnapshotLsn = 0;
+  /** Start LSN of a snapshot being written (async). */
+  #pendingSnapshotLsn = 0;
   #slowSync = false;
+  /** Bumped by truncateAll: a snapshot write that started before a reset must not survive it. */
+  #resetGeneration = 0;
   /** Test hook only (SERVICE_FAULT_WAL_FILE); null in production. */
   #faults: FaultyFs | null = null;
   #failTruncate = false;
@@ -58,10 +62,9 @@ export class ShardStore {
     const snap = readNewestSnapshot(snapDir);
     if (snap !== null) {
       for (const path of snap.skipped) log.warn({ kind: 'wal.snapshot_skipped', path });
-      const image = decodeShardImage(snap.body);
-      restoreShard(state, image, history.get(image.registryVersion));
-      dedupe.load(image.dedupe, (e) => state.registry?.events.get(e)?.dedupeWindowMs ?? 0);
-      snapshotLsn = snap.meta.lsn;
+      const restored = restoreSnapshot(state, snap.body, (v) => history.get(v));
+      dedupe.load(restored.dedupe, (e) => state.registry?.events.get(e)?.dedupeWindowMs ?? 0);
+      snapshotLsn = restored.startLsn;
     }
     let records = 0;
     const report = recoverWal(walDir, snapshotLsn, (r: WalRecord) => {
@@ -114,19 +117,50 @@ export class ShardStore {
     return this.#lastSyncMs;
   }
 
-  snapshot(state: ShardState, dedupe: DedupeLog): { lsn: number; bytes: number; encodeMs: number; writeMs: number } | null {
-    if (state.appliedLsn <= this.#lastSnapshotLsn) return null;
-    const t0 = performance.now();
+  /** A new snapshot job, or null when nothing was applied since the last one. */
+  beginSnapshot(state: ShardState): SnapshotJob | null {
+    return state.appliedLsn > Math.max(this.#lastSnapshotLsn, this.#pendingSnapshotLsn) ? new SnapshotJob(state) : null;
+  }
+
+  /** Shutdown: the whole snapshot now, blocking the shard (nothing else is coming). */
+  snapshotNow(state: ShardState, dedupe: DedupeLog): void {
+    const job = this.beginSnapshot(state);
+    if (job === null) return;
+    job.step(Number.POSITIVE_INFINITY);
+    const { body, rawBytes } = job.finish(dedupe);
     this.syncIfDirty();
-    const body = encodeShard(state, dedupe.entries(Date.now()));
-    const encodeMs = performance.now() - t0;
-    const res = writeSnapshot(this.#snapDir, { lsn: state.appliedLsn, registryVersion: state.registryVersion }, body);
+    const res = writeSnapshot(this.#snapDir, { lsn: job.startLsn, registryVersion: job.registryVersion }, body, this.#faults === null ? {} : { fs: this.#faults });
+    this.#written(job, state, res, rawBytes);
+  }
+
+  /**
+   * Writes a finished job's body. lz4 and the file write run on the threadpool
+   * (writeSnapshotAsync), so the shard keeps applying batches meanwhile. A reset
+   * while this runs removes the file again when it lands.
+   */
+  async writeJob(job: SnapshotJob, state: ShardState, dedupe: DedupeLog): Promise<void> {
+    const { body, rawBytes } = job.finish(dedupe);
+    this.#pendingSnapshotLsn = job.startLsn;
+    const gen = this.#resetGeneration;
+    const meta = { lsn: job.startLsn, registryVersion: job.registryVersion };
+    const res = this.#faults === null
+      ? await writeSnapshotAsync(this.#snapDir, meta, body)
+      : writeSnapshot(this.#snapDir, meta, body, { fs: this.#faults });
+    if (gen !== this.#resetGeneration) { deleteAllSnapshots(this.#snapDir); return; }
+    this.#written(job, state, res, rawBytes);
+  }
+
+  #written(job: SnapshotJob, state: ShardState, res: { bytes: number; compressMs: number; writeMs: number }, rawBytes: number): void {
+    if (job.startLsn <= this.#lastSnapshotLsn) return; // a newer one landed first (shutdown during an async write)
     this.#olderSnapshotLsn = this.#lastSnapshotLsn;
-    this.#lastSnapshotLsn = state.appliedLsn;
+    this.#lastSnapshotLsn = job.startLsn;
+    // The WAL is kept back to the older of the two snapshots: a corrupt newest one falls back to it.
     const deleted = this.#olderSnapshotLsn > 0 ? this.#wal.deleteSegmentsCoveredBy(this.#olderSnapshotLsn) : 0;
-    const out = { lsn: state.appliedLsn, bytes: res.bytes, encodeMs, writeMs: res.writeMs + res.compressMs };
-    this.log.info({ kind: 'shard.snapshot', shard: this.init.shardId, ...out, raw_bytes: body.length, entities: state.entityCount(), segments_deleted: deleted });
-    return out;
+    this.log.info({
+      kind: 'shard.snapshot', shard: this.init.shardId, lsn: job.startLsn, entities: job.entities, cold: state.coldCount(),
+      encodeMs: Math.round(job.encodeMs), compressMs: Math.round(res.compressMs), writeMs: Math.round(res.writeMs),
+      bytes: res.bytes, raw_bytes: rawBytes, segments_deleted: deleted,
+    });
   }
 
   /** Test hook: reads the fault file (if configured) and arms or clears the injected fault. */
@@ -144,10 +178,12 @@ export class ShardStore {
   /** /reset: every segment and snapshot goes. Throws on failure (wal_truncate_failed). */
   truncateAll(): void {
     if (this.#failTruncate) throw fsError('EIO', 'unlink');
+    this.#resetGeneration++;
     this.#wal.truncateAll();
     deleteAllSnapshots(this.#snapDir);
     this.#lastSnapshotLsn = 0;
     this.#olderSnapshotLsn = 0;
+    this.#pendingSnapshotLsn = 0;
   }
 
   close(): void {

@@ -36,6 +36,7 @@ export {
   deleteAllSnapshots,
   readNewestSnapshot,
   writeSnapshot,
+  writeSnapshotAsync,
   type SnapshotMeta,
   type SnapshotReadOptions,
   type SnapshotReadResult,

@@ -22,7 +22,8 @@
 import { strict as assert } from 'node:assert';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { compressSync, uncompressSync } from 'lz4-napi';
+import { promises as fsp } from 'node:fs';
+import { compress, compressSync, uncompressSync } from 'lz4-napi';
 import {
   SNAPSHOT_FORMAT_VERSION,
   SNAPSHOT_HEADER_BYTES,
@@ -138,6 +139,47 @@ export function writeSnapshot(
     path, bytes: header.length + compressed.length, rawBytes: body.length,
     compressMs: t1 - t0, writeMs: t2 - t1, pruned,
   };
+}
+
+/**
+ * The same file, written without blocking the calling thread: lz4 runs on libuv's
+ * threadpool and so do the tmp-file write and its fsync; only the rename, the
+ * directory fsync and the pruning (all short) run on the caller's thread. Used by
+ * shards for periodic snapshots so that a large snapshot does not stall pushes.
+ * Real fs only (fault injection goes through the synchronous writeSnapshot).
+ */
+export async function writeSnapshotAsync(
+  dir: string,
+  meta: { lsn: number; registryVersion: number },
+  body: Buffer,
+  opts: { keep?: number } = {},
+): Promise<SnapshotWriteResult> {
+  const keep = opts.keep ?? SNAPSHOT_KEEP_DEFAULT;
+  assert(Number.isInteger(keep) && keep >= 1, 'keep must be an integer >= 1');
+  const t0 = performance.now();
+  const compressed = await compress(body);
+  const t1 = performance.now();
+  const full: SnapshotMeta = { lsn: meta.lsn, registryVersion: meta.registryVersion, createdAtMs: Date.now() };
+  const header = encodeHeader(full, body.length, compressed);
+  const name = lsnFileName(meta.lsn, 'snap');
+  const path = join(dir, name);
+  const tmp = path + TMP_SUFFIX;
+  const fh = await fsp.open(tmp, 'w');
+  try {
+    await fh.writev([header, compressed], 0);
+    await fh.sync();
+  } catch (err) {
+    await fh.close().catch(() => {});
+    unlinkQuietly(realFs, tmp);
+    throw err;
+  }
+  await fh.close();
+  realFs.renameSync(tmp, path);
+  fsyncDir(realFs, dir);
+  const t2 = performance.now();
+  const pruned = pruneSnapshots(realFs, dir, keep);
+  assert(!pruned.includes(name), `snapshot ${name} is older than ${keep} existing ones`);
+  return { path, bytes: header.length + compressed.length, rawBytes: body.length, compressMs: t1 - t0, writeMs: t2 - t1, pruned };
 }
 
 /** Keeps the newest `keep` snapshots; removes older ones and every tmp leftover. */

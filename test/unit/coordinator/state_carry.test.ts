@@ -26,7 +26,14 @@ import { compileRegistry } from '../../../src/registry/compile';
 import { shardOf } from '../../../src/registry/key';
 import type { RegistryState } from '../../../src/registry/model';
 import { ShardState } from '../../../src/shard/state';
-import { decodeShardImage, encodeShard, restoreShard } from '../../../src/shard/snapshot_codec';
+import { restoreSnapshot, SnapshotJob } from '../../../src/shard/snapshot_job';
+import { DedupeLog } from '../../../src/shard/dedupe_log';
+
+function snapshotBody(s: ShardState): Buffer {
+  const job = new SnapshotJob(s);
+  job.step(Number.POSITIVE_INFINITY);
+  return job.finish(new DedupeLog()).body;
+}
 import type { Row } from '../../../src/types';
 import { Prng } from '../sketch/prng';
 
@@ -316,7 +323,7 @@ for (const shardCount of [1, 4]) {
         const pushes = 3 + rng.int(12);
         for (let i = 0; i < pushes; i++) w.push();
         trail.push(w.mutate());
-        if (step === 14) snap = { images: w.shards.map((s) => encodeShard(s, [])), lsn: w.lsn, version: w.state.version };
+        if (step === 14) snap = { images: w.shards.map((s) => snapshotBody(s)), lsn: w.lsn, version: w.state.version };
         for (const t of w.model.tables) {
           for (const key of w.keysOf(t)) {
             assert.deepEqual(w.row(w.shards, t.name, key), w.expected(t, key),
@@ -329,7 +336,7 @@ for (const shardCount of [1, 4]) {
       replay(replayed, w, 0);
       // Restart from the midway snapshot, then the WAL after it.
       const restored = fresh(shardCount);
-      restored.forEach((s, i) => restoreShard(s, decodeShardImage(snap!.images[i]), w.history.get(snap!.version)));
+      restored.forEach((s, i) => restoreSnapshot(s, snap!.images[i], (v) => w.history.get(v)));
       replay(restored, w, snap!.lsn);
       for (const t of w.model.tables) {
         for (const key of w.keysOf(t)) {

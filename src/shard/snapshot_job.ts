@@ -1,0 +1,199 @@
+/**
+ * Fuzzy, incremental shard snapshots (a page-LSN checkpoint).
+ *
+ * A snapshot must not stall its shard: encoding 1M entities at once takes
+ * seconds. So a job encodes a few milliseconds' worth of entities per event-loop
+ * turn, between batches, while pushes keep being applied. The result is fuzzy:
+ * each entity is captured at some LSN >= the job's start LSN. That is safe
+ * because every entity carries `lastLsn` (the last push applied to it), and
+ * recovery replays the WAL from the start LSN skipping, per entity, records with
+ * lsn <= lastLsn (state.ts apply).
+ *
+ * Order of capture: frozen (cold) entities first, then hot ones. With cold sweeps
+ * paused during a job, an entity that moves cold -> hot (a thaw) is appended to the
+ * hot map and captured there; a key captured twice keeps its later copy on restore.
+ * An install or reset aborts the job (the layout it captured is gone).
+ *
+ * Body: a sequence of [u32 LE length][v8-serialized chunk]:
+ *   chunk 0            SnapshotMeta  (format, registry version, start LSN, tables + feature signatures)
+ *   chunks 1..n        EntityChunk   (one table, hot states as OpState.save() or frozen buffers)
+ *   last chunk         EndChunk      (dedupe entries, max LSN and time applied at the end)
+ */
+import { deserialize, serialize } from 'node:v8';
+import type { RegistryState } from '../registry/model';
+import { frozenParts } from './cold';
+import type { DedupeEntry, DedupeLog } from './dedupe_log';
+import { EntityRow, type ShardState, type TableState } from './state';
+
+export const SNAPSHOT_FORMAT = 2;
+/** Entities per chunk (one v8.serialize call). */
+const CHUNK_ENTITIES = 1024;
+
+interface SnapshotMeta {
+  format: number;
+  shardId: number;
+  shardCount: number;
+  registryVersion: number;
+  startLsn: number;
+  tables: Array<{ name: string; keySignature: string; features: Array<[string, string]> }>;
+}
+
+interface EntityChunk {
+  t: number;
+  keys: string[];
+  lastTs: number[];
+  lastLsns: number[];
+  /** Hot entities: per entity, per feature OpState.save(). */
+  states: unknown[][] | null;
+  /** Cold entities: their frozen buffers, as is. */
+  frozen: Buffer[] | null;
+}
+
+interface EndChunk {
+  end: true;
+  appliedLsn: number;
+  lastT: number;
+  dedupe: DedupeEntry[];
+}
+
+export class SnapshotJob {
+  readonly startLsn: number;
+  readonly registryVersion: number;
+  readonly #state: ShardState;
+  readonly #tables: TableState[];
+  readonly #parts: Buffer[] = [];
+  #rawBytes = 0;
+  #table = 0;
+  #cold = true;
+  #it: Iterator<[string, EntityRow]> | Iterator<[string, Buffer]> | null = null;
+  entities = 0;
+  encodeMs = 0;
+  done = false;
+
+  constructor(state: ShardState) {
+    this.#state = state;
+    this.#tables = state.tables;
+    this.startLsn = state.appliedLsn;
+    this.registryVersion = state.registryVersion;
+    const meta: SnapshotMeta = {
+      format: SNAPSHOT_FORMAT, shardId: state.opts.shardId, shardCount: state.opts.shardCount,
+      registryVersion: state.registryVersion, startLsn: this.startLsn,
+      tables: state.tables.map((ts) => ({ name: ts.plan.name, keySignature: ts.plan.keySignature, features: ts.plan.features.map((f) => [f.name, f.signature]) })),
+    };
+    this.#push(meta);
+  }
+
+  #push(chunk: unknown): void {
+    const buf = serialize(chunk);
+    const len = Buffer.allocUnsafe(4);
+    len.writeUInt32LE(buf.length, 0);
+    this.#parts.push(len, buf);
+    this.#rawBytes += 4 + buf.length;
+  }
+
+  /** Encodes chunks until `budgetMs` has passed. Returns true when every entity is encoded. */
+  step(budgetMs: number): boolean {
+    const t0 = performance.now();
+    while (!this.done && performance.now() - t0 < budgetMs) this.#chunk();
+    this.encodeMs += performance.now() - t0;
+    return this.done;
+  }
+
+  #chunk(): void {
+    if (this.#table >= this.#tables.length) {
+      if (this.#cold) { this.#cold = false; this.#table = 0; return; }
+      this.done = true;
+      return;
+    }
+    const ts = this.#tables[this.#table];
+    if (this.#it === null) this.#it = this.#cold ? ts.cold.entries() : ts.rows.entries();
+    const keys: string[] = [];
+    const lastTs: number[] = [];
+    const lastLsns: number[] = [];
+    const states: unknown[][] = [];
+    const frozen: Buffer[] = [];
+    while (keys.length < CHUNK_ENTITIES) {
+      const next = this.#it.next();
+      if (next.done) { this.#it = null; this.#table++; break; }
+      const [key, v] = next.value;
+      keys.push(key);
+      if (this.#cold) {
+        const parts = frozenParts(v as Buffer);
+        lastTs.push(parts.lastT);
+        lastLsns.push(parts.lastLsn);
+        frozen.push(v as Buffer);
+      } else {
+        const ent = v as EntityRow;
+        lastTs.push(ent.lastT);
+        lastLsns.push(ent.lastLsn);
+        states.push(ent.states.map((s) => s.save()));
+      }
+    }
+    if (keys.length === 0) return;
+    this.entities += keys.length;
+    const t = this.#tables.indexOf(ts);
+    const chunk: EntityChunk = { t, keys, lastTs, lastLsns, states: this.#cold ? null : states, frozen: this.#cold ? frozen : null };
+    this.#push(chunk);
+  }
+
+  /** The whole body, after the end chunk (dedupe entries and the LSN reached). */
+  finish(dedupe: DedupeLog): { body: Buffer; rawBytes: number } {
+    const end: EndChunk = { end: true, appliedLsn: this.#state.appliedLsn, lastT: this.#state.lastT, dedupe: dedupe.entries(Date.now()) };
+    this.#push(end);
+    return { body: Buffer.concat(this.#parts), rawBytes: this.#rawBytes };
+  }
+}
+
+function* chunks(body: Buffer): Generator<unknown> {
+  let at = 0;
+  while (at + 4 <= body.length) {
+    const n = body.readUInt32LE(at);
+    yield deserialize(body.subarray(at + 4, at + 4 + n));
+    at += 4 + n;
+  }
+}
+
+/**
+ * Restores a snapshot body into `state`: installs the registry version it was taken
+ * under, then every entity whose table and features still match by signature.
+ * Returns the LSN to replay the WAL after, and the dedupe entries.
+ */
+export function restoreSnapshot(state: ShardState, body: Buffer, registryOf: (version: number) => RegistryState | undefined): { startLsn: number; dedupe: DedupeEntry[] } {
+  const it = chunks(body);
+  const meta = it.next().value as SnapshotMeta;
+  if (meta === undefined || meta.format !== SNAPSHOT_FORMAT) throw new Error(`unknown snapshot format ${meta?.format}`);
+  const reg = registryOf(meta.registryVersion);
+  if (reg !== undefined) state.install(reg);
+  // Per snapshot table: the live table and, per live feature, the snapshot feature index (-1: start empty).
+  const targets = meta.tables.map((t) => {
+    const ts = state.tableByName(t.name);
+    if (ts === undefined || ts.plan.keySignature !== t.keySignature) return null;
+    const map = ts.plan.features.map((f) => t.features.findIndex(([n, sig]) => n === f.name && sig === f.signature));
+    const identity = map.length === t.features.length && map.every((j, i) => j === i);
+    return { ts, map, identity };
+  });
+  let end: EndChunk | null = null;
+  for (const c of it) {
+    if ((c as EndChunk).end === true) { end = c as EndChunk; break; }
+    const ch = c as EntityChunk;
+    const target = targets[ch.t];
+    if (target === null || target === undefined) continue;
+    const { ts, map, identity } = target;
+    for (let e = 0; e < ch.keys.length; e++) {
+      const key = ch.keys[e];
+      if (ch.frozen !== null && identity) {
+        ts.rows.delete(key);
+        ts.cold.set(key, ch.frozen[e]);
+        continue;
+      }
+      const saved = ch.frozen !== null ? frozenParts(ch.frozen[e]).saved : ch.states![e];
+      const states = ts.plan.features.map((f, i) => (map[i] >= 0 ? f.factory.load(saved[map[i]]) : f.factory.create()));
+      ts.cold.delete(key);
+      ts.rows.set(key, new EntityRow(states, ch.lastTs[e], ch.lastLsns[e]));
+    }
+  }
+  if (end === null) throw new Error('snapshot body has no end chunk');
+  if (end.appliedLsn > state.appliedLsn) state.appliedLsn = end.appliedLsn;
+  if (end.lastT > state.lastT) state.lastT = end.lastT;
+  return { startLsn: meta.startLsn, dedupe: end.dedupe };
+}
