@@ -12,8 +12,13 @@ import { startServer, startTcpEcho, startUwsBare, type Target } from './procs';
 import { ratioOf, ms, type Measured, type RatioKind, type ScenarioResult, type TargetCheck } from './report';
 import { wrkAvailable } from './wrk';
 
-/** Default connections per load (one request in flight each). */
-const CONNECTIONS_DEFAULT = 32;
+/**
+ * Default connections per throughput load (one request in flight each). Enough to
+ * saturate both servers: streamfeat hands every batch to a shard thread and back,
+ * so at low concurrency it is latency-bound while the bare baseline (no hop) is
+ * already CPU-bound. Both sides always get the same number; `--connections` overrides.
+ */
+const CONNECTIONS_DEFAULT = 256;
 /** batch_get: few clients, so that p99 shows the cost of a 100-key read, not queueing behind 32 others. */
 const BATCH_CONNECTIONS_DEFAULT = 4;
 

@@ -30,6 +30,9 @@ export const TOP_K_K_DEFAULT = 10;
 /** first_n / last_n / lag / most_recent_n bound `n`. */
 export const BUFFER_N_MAX = 1024;
 
+/** Batches handed to one shard's thread and not yet answered (front/channel.ts). */
+export const SHARD_BATCHES_IN_FLIGHT_MAX = 4;
+
 /** Shards: hard cap on --shards (a push's target shards travel as a 31-bit mask). */
 export const SHARDS_MAX = 31;
 

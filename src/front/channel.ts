@@ -1,10 +1,14 @@
 /**
  * One channel per shard: the items of the current event-loop turn, in arrival
- * order, and who is waiting for each. A channel has at most one batch in flight;
- * items that arrive meanwhile form the next batch, so batches grow with load
- * (one piscina task per shard per turn at most, never one per request).
+ * order, and who is waiting for each. At most one piscina task per shard per
+ * turn (never one per request), and at most SHARD_BATCHES_IN_FLIGHT_MAX tasks in
+ * flight: the shard's single thread runs them in FIFO order (piscina's queue), so
+ * order is kept, and a batch that arrives while the shard is busy does not wait
+ * for the previous answer to travel back first. When the limit is reached, items
+ * keep accumulating, so batches grow with load.
  */
 import type Piscina from 'piscina';
+import { SHARD_BATCHES_IN_FLIGHT_MAX } from '../limits';
 import type { ErrorPayload, ShardBatchResult, ShardItem } from '../protocol/messages';
 
 export interface Sink {
@@ -15,9 +19,11 @@ export class ShardChannel {
   #items: ShardItem[] = [];
   #sinks: Sink[] = [];
   #tags: number[] = [];
-  #inFlight = false;
+  #inFlight = 0;
   batchesSent = 0;
   itemsSent = 0;
+  /** Sum of batch round trips (dispatch to completion), seconds. */
+  batchSeconds = 0;
 
   constructor(readonly shardId: number, readonly pool: Piscina, private readonly onFailure: (err: unknown) => void) {}
 
@@ -32,32 +38,34 @@ export class ShardChannel {
   }
 
   get idle(): boolean {
-    return !this.#inFlight && this.#items.length === 0;
+    return this.#inFlight === 0 && this.#items.length === 0;
   }
 
   flush(): void {
-    if (this.#inFlight || this.#items.length === 0) return;
+    if (this.#inFlight >= SHARD_BATCHES_IN_FLIGHT_MAX || this.#items.length === 0) return;
     const items = this.#items;
     const sinks = this.#sinks;
     const tags = this.#tags;
     this.#items = [];
     this.#sinks = [];
     this.#tags = [];
-    this.#inFlight = true;
+    this.#inFlight++;
+    const sentAt = performance.now();
     this.batchesSent++;
     this.itemsSent += items.length;
     this.pool.run({ items }).then(
-      (res: ShardBatchResult) => this.#complete(sinks, tags, res.outs),
+      (res: ShardBatchResult) => this.#complete(sinks, tags, res.outs, sentAt),
       (err: unknown) => {
         this.onFailure(err);
         const out: ErrorPayload = { code: 'internal_error', detail: { message: 'shard worker failed; the request may or may not have been applied', reason: String((err as Error)?.message ?? err) } };
-        this.#complete(sinks, tags, sinks.map(() => out));
+        this.#complete(sinks, tags, sinks.map(() => out), sentAt);
       },
     );
   }
 
-  #complete(sinks: Sink[], tags: number[], outs: ShardBatchResult['outs']): void {
-    this.#inFlight = false;
+  #complete(sinks: Sink[], tags: number[], outs: ShardBatchResult['outs'], sentAt: number): void {
+    this.#inFlight--;
+    this.batchSeconds += (performance.now() - sentAt) / 1000;
     for (let i = 0; i < sinks.length; i++) sinks[i].done(outs[i], tags[i]);
     this.flush();
   }
