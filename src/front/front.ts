@@ -236,7 +236,7 @@ export class Front implements PushDone {
       if (!Array.isArray(body.features) || body.features.some((f) => typeof f !== 'string')) {
         throw new SfError('unsupported_request_shape', 'features must be an array of feature names', { path: `${path}${path ? '.' : ''}features` });
       }
-      features = body.features as string[];
+      features = [...new Set(body.features as string[])]; // a name asked twice is answered once
       for (const f of features) {
         if (table.featureIndex.has(f)) continue;
         const owners = this.registry.featureTables.get(f);

@@ -32,6 +32,8 @@ export interface CompileOptions {
 }
 
 export class FeaturePlan {
+  /** `"name":` as JSON text, for writing rows without building objects. */
+  readonly jsonKey: string;
   constructor(
     readonly name: string,
     readonly index: number,
@@ -40,7 +42,9 @@ export class FeaturePlan {
     readonly get: ((row: Row) => Value | undefined) | null,
     /** Equal signatures across versions: the shard keeps this feature's state. */
     readonly signature: string,
-  ) {}
+  ) {
+    this.jsonKey = `${JSON.stringify(name)}:`;
+  }
 }
 
 export class TablePlan {

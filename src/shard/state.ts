@@ -179,17 +179,26 @@ export class ShardState {
     const ent = ts.hot(key);
     if (ent === undefined) return '{}';
     const t = now > this.lastT ? now : this.lastT;
-    const out: Record<string, JsonValue> = {};
+    // The row is written as JSON text directly (no intermediate object): `"name":`
+    // prefixes are built once per registry version (FeaturePlan.jsonKey).
     const feats = ts.plan.features;
+    let out = '{';
     if (features === null) {
-      for (let i = 0; i < feats.length; i++) out[feats[i].name] = ent.states[i].read(t);
+      for (let i = 0; i < feats.length; i++) {
+        if (i > 0) out += ',';
+        out += feats[i].jsonKey + jsonValue(ent.states[i].read(t));
+      }
     } else {
+      let first = true;
       for (const name of features) {
         const i = ts.plan.featureIndex.get(name);
-        if (i !== undefined) out[name] = ent.states[i].read(t);
+        if (i === undefined) continue;
+        if (!first) out += ',';
+        first = false;
+        out += feats[i].jsonKey + jsonValue(ent.states[i].read(t));
       }
     }
-    return JSON.stringify(out);
+    return out + '}';
   }
 
   tableByName(name: string): TableState | undefined {
@@ -216,6 +225,16 @@ export class ShardState {
       frozen += ts.cursor.sweep(ts.rows, ts.cold, now - ts.coldAfterMs, budget);
     }
     return frozen;
+  }
+}
+
+/** JSON text of a feature value; non-finite numbers are null, as JSON.stringify writes them. */
+function jsonValue(v: JsonValue): string {
+  switch (typeof v) {
+    case 'number': return Number.isFinite(v) ? String(v) : 'null';
+    case 'boolean': return v ? 'true' : 'false';
+    case 'string': return JSON.stringify(v);
+    default: return v === null ? 'null' : JSON.stringify(v);
   }
 }
 
