@@ -60,7 +60,8 @@ function buildDataDir(): string {
     const user = `user${(lsn * 2654435761) % ENTITIES}`;
     const s = SHARDS === 1 ? 0 : hashKey(user) % SHARDS;
     if (firsts[s] < 0) firsts[s] = lsn;
-    encoders[s].event(lsn, t0 + Math.floor(lsn / 1000), 1, 'Txn', `{"user":"${user}","amount":${lsn % 997}.5}`);
+    // What the front hands the shards and the WAL stores: the push envelope as received.
+    encoders[s].event(lsn, t0 + Math.floor(lsn / 1000), 1, 'Txn', `{"event":"Txn","data":{"user":"${user}","amount":${lsn % 997}.5}}`);
     lastOf[s] = lsn;
     if (encoders[s].count >= BATCH) flush(s, lsn);
   }

@@ -4,6 +4,7 @@
  * the exact bodies; the builders (builders.ts) produce the node shapes.
  */
 import type { FieldType, JsonValue } from '../types';
+import type { DiffItem as KnownDiffItem } from '../protocol/diff_items';
 
 // ---- Register nodes ---------------------------------------------------------
 
@@ -57,17 +58,8 @@ export type WireNode = WireEventNode | WireDerivedEventNode | WireTableNode | Re
 
 // ---- Register diff (spec 7.4) -----------------------------------------------
 
-export type DiffItem =
-  | { kind: 'new_descriptor'; descriptor_kind: string; name: string }
-  | { kind: 'new_agg'; table: string; agg: string; source: string }
-  | { kind: 'new_field'; event: string; field: string; type: string }
-  | { kind: 'rename'; from: string; to: string }
-  | { kind: 'type_change'; field: string; from: string; to: string }
-  | { kind: 'op_removal'; table: string; agg: string }
-  | { kind: 'agg_removal'; table: string; agg: string }
-  | { kind: 'window_change'; agg: string; from: string; to: string }
-  | { kind: 'key_cols_change'; table: string; from: string[]; to: string[] }
-  | { kind: string; [member: string]: unknown };
+/** Every item kind of spec 7.4, plus an open variant: future kinds fall through a default branch. */
+export type DiffItem = KnownDiffItem | { kind: string; [member: string]: unknown };
 
 export interface RegisterDiff {
   additive: DiffItem[];

@@ -8,16 +8,9 @@ import { aggSignature } from '../ops';
 import type { NodeDef, TableNodeDef } from '../registry/model';
 import { stableStringify } from '../util/stable_json';
 
-export type DiffItem =
-  | { kind: 'new_descriptor'; descriptor_kind: string; name: string }
-  | { kind: 'new_agg'; table: string; agg: string; source: string }
-  | { kind: 'new_field'; event: string; field: string; type: string }
-  | { kind: 'rename'; from: string; to: string }
-  | { kind: 'type_change'; field: string; from: string; to: string }
-  | { kind: 'op_removal'; table: string; agg: string }
-  | { kind: 'agg_removal'; table: string; agg: string }
-  | { kind: 'window_change'; agg: string; from: string; to: string }
-  | { kind: 'key_cols_change'; table: string; from: string[]; to: string[] };
+import type { DiffItem } from '../protocol/diff_items';
+
+export type { DiffItem };
 
 export interface Diff {
   additive: DiffItem[];

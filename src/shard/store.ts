@@ -67,10 +67,13 @@ export class ShardStore {
       snapshotLsn = restored.startLsn;
     }
     let records = 0;
+    const bad: BadRecords = { count: 0, firstLsn: 0, lastLsn: 0 };
     const report = recoverWal(walDir, snapshotLsn, (r: WalRecord) => {
       records++;
-      replay(state, dedupe, history, r, log);
+      replay(state, dedupe, history, r, log, bad);
     });
+    // One line for all undecodable rows: a damaged WAL must not flood the log.
+    if (bad.count > 0) log.warn({ kind: 'wal.bad_rows', shard: init.shardId, count: bad.count, first_lsn: bad.firstLsn, last_lsn: bad.lastLsn });
     for (const entry of report.log) log.warn({ ...entry, kind: `wal.${entry.kind}` });
     // nextLsnMin also covers LSNs of skipped (corrupt) records: new LSNs never reuse them.
     const lastLsn = Math.max(report.lastLsn, report.nextLsnMin - 1, snapshotLsn, state.appliedLsn);
@@ -191,7 +194,13 @@ export class ShardStore {
   }
 }
 
-function replay(state: ShardState, dedupe: DedupeLog, history: Map<number, RegistryState>, r: WalRecord, log: Logger): void {
+interface BadRecords {
+  count: number;
+  firstLsn: number;
+  lastLsn: number;
+}
+
+function replay(state: ShardState, dedupe: DedupeLog, history: Map<number, RegistryState>, r: WalRecord, log: Logger, bad: BadRecords): void {
   if (r.type === 1) {
     if (r.registryVersion !== state.registryVersion) {
       const reg = history.get(r.registryVersion);
@@ -201,7 +210,8 @@ function replay(state: ShardState, dedupe: DedupeLog, history: Map<number, Regis
     const plan = state.registry?.events.get(r.event);
     const row = plan === undefined ? null : rowFromEnvelope(r.rowJson, plan.datetimeFields);
     if (plan === undefined || row === null) {
-      log.warn({ kind: 'wal.bad_row', lsn: r.lsn, event: r.event });
+      if (bad.count++ === 0) bad.firstLsn = r.lsn;
+      bad.lastLsn = r.lsn;
       return;
     }
     state.apply(r.event, row, r.timeMs, r.lsn);

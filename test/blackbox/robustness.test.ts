@@ -12,6 +12,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { post, startServer, type TestServer } from '../harness/server';
 import { TcpClient, type TcpReply } from '../harness/tcp';
 import { encodeFrame, OP_ERROR_RESPONSE, OP_GET, OP_PING, OP_PUSH } from '../../src/protocol/frame';
+import { prng } from '../harness/prng';
 
 let srv: TestServer;
 
@@ -31,17 +32,6 @@ after(async () => {
   srv.cleanup();
 });
 
-/** mulberry32: a small seeded PRNG so every garbage stream is reproducible. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function randomBytes(rand: () => number, n: number): Buffer {
   const b = Buffer.alloc(n);

@@ -7,6 +7,8 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { FrameDecoder, encodeFrame } from '../../../src/protocol/frame';
+import { prng } from '../../harness/prng';
+export { prng };
 
 export interface HttpRequestSeen {
   method: string;
@@ -204,14 +206,3 @@ export async function closedPort(): Promise<number> {
   return port;
 }
 
-/** Deterministic PRNG (mulberry32) for property tests; print the seed on failure. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}

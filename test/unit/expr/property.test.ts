@@ -14,6 +14,7 @@ import assert from 'node:assert/strict';
 import { SfError } from '../../../src/errors';
 import { compileExpression, compilePredicate } from '../../../src/expr';
 import type { FieldMap, FieldType, Row, Value } from '../../../src/types';
+import { prng } from '../../harness/prng';
 
 const SEED = Number(process.env.EXPR_SEED ?? 0x5eed2024);
 const EXPRESSIONS = 4000;
@@ -24,16 +25,12 @@ const MAX = Number.MAX_SAFE_INTEGER;
 // PRNG (mulberry32) and helpers.
 
 class Rng {
-  private s: number;
+  private readonly s: () => number;
   constructor(seed: number) {
-    this.s = seed >>> 0;
+    this.s = prng(seed);
   }
   next(): number {
-    this.s = (this.s + 0x6d2b79f5) >>> 0;
-    let t = this.s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    return this.s();
   }
   int(n: number): number {
     return Math.floor(this.next() * n);

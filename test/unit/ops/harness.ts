@@ -11,21 +11,18 @@ import assert from 'node:assert/strict';
 import { canonicalOp, compileAgg } from '../../../src/ops/catalogue';
 import type { OpFactory, OpState } from '../../../src/ops/op';
 import type { FieldMap, JsonValue, Row, Value } from '../../../src/types';
+import { prng } from '../../harness/prng';
 
 export const BASE_T = 1_700_000_000_000;
 
 /** mulberry32: small, fast, deterministic. */
 export class Rng {
-  private s: number;
+  private readonly s: () => number;
   constructor(seed: number) {
-    this.s = seed >>> 0;
+    this.s = prng(seed);
   }
   next(): number {
-    this.s = (this.s + 0x6d2b79f5) >>> 0;
-    let t = this.s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    return this.s();
   }
   int(lo: number, hi: number): number {
     return lo + Math.floor(this.next() * (hi - lo + 1));

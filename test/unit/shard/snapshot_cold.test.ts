@@ -11,6 +11,7 @@ import { ShardState } from '../../../src/shard/state';
 import { restoreSnapshot, SnapshotJob } from '../../../src/shard/snapshot_job';
 import { DedupeLog } from '../../../src/shard/dedupe_log';
 import type { RegistryState } from '../../../src/registry/model';
+import { prng } from '../../harness/prng';
 
 const EVENT = { kind: 'event', name: 'E', schema: { fields: { k: 'str', x: 'f64' }, optional_fields: [] }, cold_after: '1m' };
 const TABLE = {
@@ -35,17 +36,6 @@ function rows(s: ShardState, keys: string[], now: number): string[] {
   return keys.map((k) => s.read('T', k, null, now));
 }
 
-/** A deterministic PRNG (mulberry32). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 for (const seed of [1, 2, 3]) {
   test(`a snapshot taken in slices while pushes continue restores exactly (seed ${seed})`, () => {

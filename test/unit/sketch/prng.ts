@@ -4,22 +4,19 @@
  * replayed.
  */
 
+import { prng } from '../../harness/prng';
 export class Prng {
-  private state: number;
+  private readonly state: () => number;
   readonly seed: number;
 
   constructor(seed: number) {
     this.seed = seed >>> 0;
-    this.state = this.seed;
+    this.state = prng(this.seed);
   }
 
   /** Uniform in [0, 1). */
   next(): number {
-    this.state = (this.state + 0x6d2b79f5) | 0;
-    let t = this.state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    return this.state();
   }
 
   /** Integer in [0, n). */

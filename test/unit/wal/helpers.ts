@@ -6,6 +6,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RecordEncoder, type WalRecord } from '../../../src/wal';
+import { prng } from '../../harness/prng';
+export { prng };
 
 /** A fresh directory under os.tmpdir(); remove it with cleanup(). */
 export function tempDir(tag: string): string {
@@ -16,17 +18,6 @@ export function cleanup(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
 }
 
-/** mulberry32: small, deterministic; the seed is printed by failing tests. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ALPHABET = ['a', 'b', 'Z', '0', ' ', '"', '\\', 'é', 'ß', '中', '😀', '\n', '\u0001', '\u2028'];
 
