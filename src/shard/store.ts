@@ -161,7 +161,7 @@ export class ShardStore {
     const deleted = this.#olderSnapshotLsn > 0 ? this.#wal.deleteSegmentsCoveredBy(this.#olderSnapshotLsn) : 0;
     this.log.info({
       kind: 'shard.snapshot', shard: this.init.shardId, lsn: job.startLsn, entities: job.entities, cold: state.coldCount(),
-      encodeMs: Math.round(job.encodeMs), compressMs: Math.round(res.compressMs), writeMs: Math.round(res.writeMs),
+      encodeMs: Math.round(job.encodeMs), maxSliceMs: Math.round(job.maxSliceMs * 10) / 10, compressMs: Math.round(res.compressMs), writeMs: Math.round(res.writeMs),
       bytes: res.bytes, raw_bytes: rawBytes, segments_deleted: deleted,
     });
   }
