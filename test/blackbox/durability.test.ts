@@ -311,3 +311,34 @@ test('--wal-sync=always: a sync past the timeout is wal_sync_timeout', async () 
     rmSync(dataDir, { recursive: true, force: true });
   }
 });
+
+test('cold_after: idle entities leave hot memory, read the same, thaw on push, and survive a restart', async () => {
+  const dataDir = tempDataDir();
+  const nodes = [
+    { kind: 'event', name: 'Visit', schema: { fields: { user: 'str', ms: 'i64' }, optional_fields: [] }, cold_after: '1s' },
+    { kind: 'table', name: 'Visits', upstreams: ['Visit'], key: ['user'], agg: { n: { op: 'count', params: {} }, total: { op: 'sum', params: { field: 'ms', window: '1h' } }, last: { op: 'last_n', params: { field: 'ms', n: 2 } } } },
+  ];
+  let srv = await startServer({ dataDir, args: ['--snapshot-interval', '0'] });
+  try {
+    assert.equal((await post(srv.base, '/register', { nodes })).status, 200);
+    for (let i = 0; i < 30; i++) assert.equal((await post(srv.base, '/push', { event: 'Visit', data: { user: `v${i % 3}`, ms: i } })).status, 200);
+    const before = await post(srv.base, '/batch_get', { requests: ['v0', 'v1', 'v2'].map((k) => ({ table: 'Visits', key: k })) });
+    const deadline = Date.now() + 10_000;
+    while (!srv.logs.some((l) => l.kind === 'shard.cold_evicted') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    const evicted = srv.logs.find((l) => l.kind === 'shard.cold_evicted');
+    assert.ok(evicted !== undefined && Number(evicted.frozen) === 3, `the three idle entities are frozen (${JSON.stringify(evicted)})`);
+    const cold = await post(srv.base, '/batch_get', { requests: ['v0', 'v1', 'v2'].map((k) => ({ table: 'Visits', key: k })) });
+    assert.equal(cold.text, before.text, 'frozen entities read exactly as before');
+    assert.equal((await post(srv.base, '/push', { event: 'Visit', data: { user: 'v0', ms: 100 } })).status, 200);
+    const v0 = await post(srv.base, '/get', { table: 'Visits', key: 'v0' });
+    assert.deepEqual(v0.json, { n: 11, total: 0 + 3 + 6 + 9 + 12 + 15 + 18 + 21 + 24 + 27 + 100, last: [27, 100] }, 'the lifetime count and windows continue after a thaw');
+    assert.equal(await srv.stop(), 0, 'clean shutdown snapshots frozen entities too');
+    srv = await startServer({ dataDir, args: ['--snapshot-interval', '0'] });
+    const after = await post(srv.base, '/batch_get', { requests: ['v0', 'v1', 'v2'].map((k) => ({ table: 'Visits', key: k })) });
+    assert.equal(after.json.results[1].n, 10);
+    assert.deepEqual(after.json.results[0], v0.json);
+  } finally {
+    await srv.kill9();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
