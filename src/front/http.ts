@@ -46,7 +46,7 @@ class HttpReply implements Reply {
   }
 }
 
-type BodyHandler = (body: Buffer, reply: HttpReply, req: RequestInfo) => void;
+type BodyHandler = (body: string, reply: HttpReply, req: RequestInfo) => void;
 
 interface RequestInfo {
   contentType: string;
@@ -75,10 +75,10 @@ function withBody(front: Front, handler: BodyHandler) {
         reply.errorAndClose('http_protocol_error', { message: `request body is over the ${HTTP_BODY_BYTES_MAX}-byte limit` });
         return;
       }
-      // uWS reuses the ArrayBuffer after this callback: copy.
-      const chunk = Buffer.from(new Uint8Array(ab).slice());
-      if (!isLast) { (chunks ??= []).push(chunk); return; }
-      const body = chunks === null ? chunk : Buffer.concat([...chunks, chunk]);
+      // uWS reuses the ArrayBuffer after this callback. A body in one chunk (the
+      // common case) is decoded straight from it; earlier chunks are copied.
+      if (!isLast) { (chunks ??= []).push(Buffer.from(ab.slice(0))); return; }
+      const body = chunks === null ? Buffer.from(ab).toString('utf8') : Buffer.concat([...chunks, Buffer.from(ab)]).toString('utf8');
       try {
         handler(body, reply, info);
       } catch (err) {
@@ -90,9 +90,9 @@ function withBody(front: Front, handler: BodyHandler) {
 }
 
 /** Parses JSON; on failure answers invalid_json_body and returns undefined. */
-function parseJson(front: Front, body: Buffer | string, reply: Reply, withVersion = true): unknown {
+function parseJson(front: Front, body: string, reply: Reply, withVersion = true): unknown {
   try {
-    return JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));
+    return JSON.parse(body);
   } catch (err) {
     front.metrics.error('invalid_json_body');
     reply.error('invalid_json_body', { message: `body is not valid JSON: ${(err as Error).message}` }, withVersion ? front.version : undefined);
@@ -111,8 +111,7 @@ export function buildHttpApp(front: Front): uWS.TemplatedApp {
     const v = parseJson(front, body, reply, false);
     if (v !== undefined) fn(v, reply);
   };
-  app.post('/push', withBody(front, (body, reply) => {
-    const text = body.toString('utf8');
+  app.post('/push', withBody(front, (text, reply) => {
     const v = parseJson(front, text, reply);
     if (v !== undefined) front.push(v, text, reply);
   }));
