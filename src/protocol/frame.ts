@@ -54,7 +54,9 @@ export type FrameDecodeResult =
 
 /**
  * Incremental decoder: push chunks, pull frames. Keeps at most one partial
- * frame buffered; payloads are copies (callers may keep them).
+ * frame buffered. Payloads are views into the received chunks (node:net hands
+ * out a fresh Buffer per chunk and never reuses it), so decoding a frame copies
+ * nothing; a caller that keeps a payload keeps its chunk alive.
  */
 export class FrameDecoder {
   #buf: Buffer = Buffer.alloc(0);
@@ -85,7 +87,7 @@ export class FrameDecoder {
     if (buf.length < total) return { kind: 'need_more' };
     const op = buf.readUInt16BE(4);
     const contentType = buf.readUInt8(6);
-    const payload = Buffer.from(buf.subarray(7, total));
+    const payload = buf.subarray(7, total);
     this.#buf = buf.length === total ? Buffer.alloc(0) : buf.subarray(total);
     return { kind: 'frame', frame: { op, contentType, payload } };
   }
