@@ -18,8 +18,15 @@ async function serve(argv: string[]): Promise<void> {
   // Server modules load only for `serve`, so client subcommands start fast.
   const { createLogger } = await import('./log');
   const { startServer } = await import('./server');
+  const { DataDirError } = await import('./data_dir');
   const log = createLogger(config.logLevel);
-  const server = await startServer(config, log);
+  let server;
+  try {
+    server = await startServer(config, log);
+  } catch (err) {
+    if (err instanceof DataDirError) { process.stderr.write(`streamfeat: ${err.message}\n`); process.exit(2); }
+    throw err;
+  }
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;

@@ -20,6 +20,7 @@ import { SHARD_BATCHES_IN_FLIGHT_MAX } from './limits';
 import { buildHttpApp } from './front/http';
 import { Front } from './front/front';
 import { buildTcpServer } from './front/tcp';
+import { checkDataDir } from './data_dir';
 import { createLogger, type Logger } from './log';
 import type { CoordinatorInit, CoordinatorResult, ShardHello, ShardInit } from './protocol/messages';
 
@@ -55,6 +56,7 @@ function addr(host: string, port: number): string {
 }
 
 export async function startServer(config: ServerConfig, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
+  if (!config.memoryOnly) checkDataDir(config.dataDir, config.shards);
   const coordinatorInit: CoordinatorInit = { dataDir: config.dataDir, memoryOnly: config.memoryOnly, memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel };
   const coordinator = new Piscina({
     filename: join(__dirname, 'coordinator', 'coordinator_main.js'),

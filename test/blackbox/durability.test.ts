@@ -342,3 +342,18 @@ test('cold_after: idle entities leave hot memory, read the same, thaw on push, a
     rmSync(dataDir, { recursive: true, force: true });
   }
 });
+
+test('a data dir written with N shards refuses to start with another count', async () => {
+  const dataDir = tempDataDir();
+  try {
+    const srv = await startServer({ dataDir, shards: 2, args: ['--snapshot-interval', '0'] });
+    await srv.stop();
+    const out = spawnSync(process.execPath, [CLI, 'serve', '--http-addr', '127.0.0.1:0', '--tcp-addr', '127.0.0.1:0', '--data-dir', dataDir, '--shards', '3'], { encoding: 'utf8', timeout: 20_000 });
+    assert.equal(out.status, 2);
+    assert.match(out.stderr, /written with --shards 2; start with --shards 2/);
+    const again = await startServer({ dataDir, shards: 2, args: ['--snapshot-interval', '0'] });
+    await again.stop();
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});

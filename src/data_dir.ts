@@ -1,0 +1,27 @@
+/**
+ * The data directory's identity file (`<data>/streamfeat.json`). Each shard's WAL
+ * and snapshots hold only the entity keys that hash to it, so a data directory
+ * written with N shards can only be recovered with N shards: starting with another
+ * count would route keys to shards that never saw them. Refused at boot with a
+ * message saying how to proceed.
+ */
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const DATA_DIR_FORMAT = 1;
+
+export class DataDirError extends Error {}
+
+export function checkDataDir(dataDir: string, shards: number): void {
+  mkdirSync(dataDir, { recursive: true });
+  const path = join(dataDir, 'streamfeat.json');
+  if (existsSync(path)) {
+    const meta = JSON.parse(readFileSync(path, 'utf8')) as { format: number; shards: number };
+    if (meta.shards !== shards) {
+      throw new DataDirError(`data dir ${dataDir} was written with --shards ${meta.shards}; start with --shards ${meta.shards} (re-sharding an existing data dir is not supported in v0)`);
+    }
+    return;
+  }
+  writeFileSync(`${path}.tmp`, JSON.stringify({ format: DATA_DIR_FORMAT, shards }));
+  renameSync(`${path}.tmp`, path);
+}
