@@ -33,6 +33,13 @@ export class ShardChannel {
     this.#tags.push(tag);
   }
 
+  /** Ahead of everything not yet dispatched (re-installing the registry on a replaced thread). */
+  enqueueFirst(item: ShardItem, sink: Sink, tag: number): void {
+    this.#items.unshift(item);
+    this.#sinks.unshift(sink);
+    this.#tags.unshift(tag);
+  }
+
   get pending(): number {
     return this.#items.length;
   }

@@ -86,8 +86,21 @@ export class Front implements PushDone {
     readonly log: Logger,
   ) {
     this.registry = compileRegistry(initial, { memoryGovEnforce: opts.memoryGovEnforce, pushValidators: true });
-    this.channels = shardPools.map((p, i) => new ShardChannel(i, p, (err) => log.error({ kind: 'shard.task_failed', shard: i, err: String(err) })));
+    this.channels = shardPools.map((p, i) => new ShardChannel(i, p, (err) => this.#shardFailed(i, err)));
     this.nextLsn = lastLsn + 1;
+  }
+
+  /**
+   * A shard task failed: its thread died and piscina replaces it. The new thread
+   * recovers from its WAL (disk mode) but starts from the boot registry in memory
+   * mode, so the current registry is installed on that channel again (a no-op when
+   * the shard has it already). Nothing that was acknowledged is lost in disk mode.
+   */
+  #shardFailed(shard: number, err: unknown): void {
+    this.log.error({ kind: 'shard.task_failed', shard, err: String(err) });
+    const ignore: Sink = { done: () => {} };
+    this.channels[shard].enqueueFirst({ k: ITEM_INSTALL, lsn: this.nextLsn++, state: this.registry.state, renames: [] }, ignore, 0);
+    this.#schedule();
   }
 
   get version(): number {

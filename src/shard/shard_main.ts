@@ -9,6 +9,10 @@
  *   markers run in their place in the order.
  */
 import { workerData } from 'node:worker_threads';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { scanRegistryLog } from '../wal';
+import type { RegistryState } from '../registry/model';
 import { asSfError, SfError } from '../errors';
 import { createLogger } from '../log';
 import { ITEM_GET, ITEM_INSTALL, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, type ErrorPayload, type ShardBatch, type ShardBatchResult, type ShardHello, type ShardInit, type ShardItem } from '../protocol/messages';
@@ -20,6 +24,10 @@ import { ShardState } from './state';
 import { ShardStore } from './store';
 
 const init = workerData as ShardInit;
+// A shard thread replaced after a crash starts with the boot-time workerData: the
+// registry may have moved on since. In disk mode the registry log (fsynced before
+// any version reaches a shard) has every version; read it without modifying it.
+refreshRegistry(init);
 const log = createLogger(init.logLevel, { thread: `shard-${init.shardId}` });
 const state = new ShardState({ shardId: init.shardId, shardCount: init.shardCount, memoryGovEnforce: init.memoryGovEnforce });
 const dedupe = new DedupeLog();
@@ -74,6 +82,19 @@ setInterval(() => {
   if (frozen > 0) log.info({ kind: 'shard.cold_evicted', shard: init.shardId, frozen, cold: state.coldCount() });
 }, COLD_SWEEP_INTERVAL_MS).unref();
 
+function refreshRegistry(i: ShardInit): void {
+  if (i.memoryOnly) return;
+  const path = join(i.dataDir, 'registry', 'registry.log');
+  if (!existsSync(path)) return;
+  const entries = scanRegistryLog(readFileSync(path), path).entries as RegistryState[];
+  const known = new Set(i.history.map((s) => s.version));
+  for (const e of entries) {
+    if (typeof e !== 'object' || e === null || !Array.isArray(e.nodes) || known.has(e.version)) continue;
+    i.history.push(e);
+    if (e.version > i.current.version) i.current = e;
+  }
+}
+
 function errorPayload(err: unknown): ErrorPayload {
   const e = asSfError(err);
   return { code: e.code, detail: e.detail };
@@ -118,7 +139,15 @@ function writeRun(items: ShardItem[], from: number, to: number): ErrorPayload | 
   return null;
 }
 
+/** Test hook only (SERVICE_FAULT_WAL_FILE containing CRASH): the thread dies, piscina replaces it. */
+function crashIfAsked(): void {
+  if (init.faultFile !== null && existsSync(init.faultFile) && readFileSync(init.faultFile, 'utf8').trim() === 'CRASH') {
+    process.exit(70);
+  }
+}
+
 function runItems(items: ShardItem[], from: number, to: number, outs: ShardBatchResult['outs']): void {
+  crashIfAsked();
   const walErr = writeRun(items, from, to);
   const now = Date.now();
   for (let i = from; i < to; i++) {

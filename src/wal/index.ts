@@ -43,5 +43,5 @@ export {
   type SnapshotWriteOptions,
   type SnapshotWriteResult,
 } from './snapshot';
-export { RegistryLog, WalCorruptionError, type RegistryLogOpenResult } from './registry_log';
+export { RegistryLog, scanRegistryLog, WalCorruptionError, type RegistryLogOpenResult } from './registry_log';
 export { checkRegistryLog, checkWalDir, formatWalCheckReport, type RegistryLogCheck, type WalCheckReport } from './wal_check';

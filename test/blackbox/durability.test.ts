@@ -357,3 +357,41 @@ test('a data dir written with N shards refuses to start with another count', asy
     rmSync(dataDir, { recursive: true, force: true });
   }
 });
+
+for (const memoryOnly of [false, true]) {
+  test(`a shard thread that dies is replaced and serves the current registry (${memoryOnly ? 'memory-only' : 'disk: recovers its WAL'})`, async () => {
+    const dataDir = tempDataDir();
+    const fault = join(dataDir, 'fault');
+    const srv = await startServer({ dataDir, memoryOnly, env: { SERVICE_FAULT_WAL_FILE: fault }, args: ['--snapshot-interval', '0'] });
+    try {
+      // Version 1, then version 2 adds a table: the replacement thread must know both.
+      await post(srv.base, '/register', { nodes: NODES.slice(0, 2) });
+      for (let i = 0; i < 10; i++) await post(srv.base, '/push', { event: 'Hit', data: { user: 'user0', v: 1 } });
+      await post(srv.base, '/register', { nodes: NODES.slice(2) });
+      await post(srv.base, '/push', { event: 'Pay', data: { id: 'p1', user: 'u' } });
+      writeFileSync(fault, 'CRASH');
+      const died = await post(srv.base, '/push', { event: 'Hit', data: { user: 'user0', v: 1 } });
+      assert.equal(died.status, 500, died.text);
+      assert.equal(died.json.error.code, 'internal_error', 'the push in the dying batch may or may not be applied');
+      unlinkSync(fault);
+      let ok = await post(srv.base, '/push', { event: 'Pay', data: { id: 'p2', user: 'u' } });
+      for (let i = 0; i < 50 && ok.status !== 200; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        ok = await post(srv.base, '/push', { event: 'Pay', data: { id: `p2-${i}`, user: 'u' } });
+      }
+      assert.equal(ok.status, 200, ok.text);
+      assert.ok(srv.logs.some((l) => l.kind === 'shard.task_failed'), 'the failure is logged');
+      const pays = await post(srv.base, '/get', { table: 'Pays', key: 'u', features: ['n'] });
+      const hits = await post(srv.base, '/get', { table: 'Hits', key: 'user0', features: ['n'] });
+      if (memoryOnly) {
+        assert.equal(pays.status, 200, 'the table of version 2 is served by the new thread');
+      } else {
+        assert.ok(pays.json.n >= 2, `Pays recovered from the WAL (${pays.text})`);
+        assert.ok(hits.json.n >= 10 && hits.json.n <= 11, `every acknowledged Hit recovered (${hits.text})`);
+      }
+    } finally {
+      await srv.kill9();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+}
