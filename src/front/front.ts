@@ -17,6 +17,7 @@ import { parseWireKey, shardOf } from '../registry/key';
 import type { RegistryState } from '../registry/model';
 import { ITEM_GET, ITEM_INSTALL, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, type CoordinatorResult, type ErrorPayload, type GetItem } from '../protocol/messages';
 import { ShardChannel, type Sink } from './channel';
+import { BatchCtx, CountdownSink, GetCtx } from './sinks';
 import { DedupeStore } from './dedupe';
 import { ackBody, PushCtx, type PushDone } from './push';
 import type { Reply } from './reply';
@@ -29,39 +30,6 @@ export interface FrontOptions {
   testMode: boolean;
   memoryGovEnforce: boolean;
   batchGetEntriesMax: number;
-}
-
-class GetCtx implements Sink {
-  constructor(readonly reply: Reply, readonly front: Front) {}
-  done(out: string | ErrorPayload | null): void {
-    if (typeof out === 'string') { this.front.metrics.getTotal++; this.reply.ok(out); }
-    else this.front.fail(this.reply, out ?? { code: 'internal_error', detail: { message: 'no row from shard' } });
-  }
-}
-
-class BatchCtx implements Sink {
-  remaining: number;
-  constructor(readonly reply: Reply, readonly parts: string[], readonly front: Front, pending: number) {
-    this.remaining = pending;
-  }
-  done(out: string | ErrorPayload | null, tag: number): void {
-    this.parts[tag] = typeof out === 'string' ? out : JSON.stringify({ error: { code: out?.code ?? 'internal_error', message: out?.detail.message } });
-    if (--this.remaining === 0) this.finish();
-  }
-  finish(): void {
-    this.front.metrics.batchGetTotal++;
-    this.front.metrics.batchGetEntriesTotal += this.parts.length;
-    this.reply.ok(`{"results":[${this.parts.join(',')}]}`);
-  }
-}
-
-class CountdownSink implements Sink {
-  error: ErrorPayload | null = null;
-  constructor(public remaining: number, readonly onDone: (err: ErrorPayload | null) => void) {}
-  done(out: string | ErrorPayload | null): void {
-    if (out !== null && typeof out === 'object' && this.error === null) this.error = out;
-    if (--this.remaining === 0) this.onDone(this.error);
-  }
 }
 
 export class Front implements PushDone {
