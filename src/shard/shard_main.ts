@@ -16,7 +16,6 @@ import type { RegistryState } from '../registry/model';
 import { asSfError, SfError } from '../errors';
 import { createLogger } from '../log';
 import { ITEM_GET, ITEM_INSTALL, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, type ErrorPayload, type ShardBatch, type ShardBatchResult, type ShardHello, type ShardInit, type ShardItem } from '../protocol/messages';
-import { rowFromEnvelope } from '../registry/row_text';
 import { COLD_SWEEP_INTERVAL_MS } from './cold';
 import { DedupeLog } from './dedupe_log';
 import type { SnapshotJob } from './snapshot_job';
@@ -179,16 +178,10 @@ function runItems(items: ShardItem[], from: number, to: number, outs: ShardBatch
 }
 
 function applyPush(event: string, text: string, t: number, lsn: number, v: number): void {
-  const plan = state.registry?.events.get(event);
-  const row = plan === undefined ? null : rowFromEnvelope(text, plan.datetimeFields);
-  if (plan === undefined || row === null) {
-    // Validated by the front under this very registry version: a mismatch is a bug.
+  // Validated by the front under this very registry version: a mismatch is a bug.
+  if (!state.applyText(event, text, t, lsn, v, store === null ? null : dedupe)) {
     throw new Error(`push of ${event} at lsn ${lsn} cannot be applied under registry v${state.registryVersion}`);
   }
-  state.apply(event, row, t, lsn);
-  if (store === null || plan.dedupeField === null) return;
-  const value = row[plan.dedupeField];
-  if (value !== null && value !== undefined) dedupe.record(event, plan.dedupeWindowMs, String(value), lsn, v, t);
 }
 
 function runMarker(it: ShardItem): ErrorPayload | null {

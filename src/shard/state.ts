@@ -4,7 +4,9 @@
  * are synchronous; the registry plans are swapped whole on install.
  */
 import { strict as assert } from 'node:assert';
-import { compileRegistry, type CompiledRegistry, type TablePlan } from '../registry/compile';
+import { compileRegistry, type CompiledRegistry, type EventPlan, type TablePlan } from '../registry/compile';
+import { rowFromEnvelope } from '../registry/row_text';
+import type { DedupeLog } from './dedupe_log';
 import { shardOf } from '../registry/key';
 import { renamesBetween, underNewNames } from '../coordinator/renames';
 import type { RegistryState } from '../registry/model';
@@ -144,12 +146,39 @@ export class ShardState {
 
   /** Applies one validated push to every table it feeds whose entity this shard owns. */
   apply(event: string, row: Row, t: number, lsn: number): void {
+    const plan = this.registry?.events.get(event);
+    if (plan === undefined) {
+      this.#advance(t, lsn);
+      return;
+    }
+    this.#applyPlan(plan, row, t, lsn);
+  }
+
+  /**
+   * A push as logged (the envelope text, registry/row_text.ts), live or replayed
+   * from the WAL: parsed under the installed registry, applied, and its dedupe
+   * value recorded in `dedupe` (null: not tracked). False when this registry has
+   * no such event or the text is no row: nothing was applied.
+   */
+  applyText(event: string, text: string, t: number, lsn: number, version: number, dedupe: DedupeLog | null): boolean {
+    const plan = this.registry?.events.get(event);
+    const row = plan === undefined ? null : rowFromEnvelope(text, plan.datetimeFields);
+    if (plan === undefined || row === null) return false;
+    this.#applyPlan(plan, row, t, lsn);
+    if (dedupe !== null && plan.dedupeField !== null) {
+      const value = row[plan.dedupeField];
+      if (value !== null && value !== undefined) dedupe.record(event, plan.dedupeWindowMs, String(value), lsn, version, t);
+    }
+    return true;
+  }
+
+  #advance(t: number, lsn: number): void {
     if (t > this.lastT) this.lastT = t;
     if (lsn > this.appliedLsn) this.appliedLsn = lsn;
-    const reg = this.registry;
-    if (reg === null) return;
-    const plan = reg.events.get(event);
-    if (plan === undefined) return;
+  }
+
+  #applyPlan(plan: EventPlan, row: Row, t: number, lsn: number): void {
+    this.#advance(t, lsn);
     const { shardId, shardCount } = this.opts;
     const feeds = plan.feeds;
     for (let fi = 0; fi < feeds.length; fi++) {

@@ -16,7 +16,6 @@ import { deleteAllSnapshots, faultyFs, fsError, realFs, RecordEncoder, WalWriter
 import type { ShardState } from './state';
 import { restoreSnapshot, SnapshotJob } from './snapshot_job';
 import type { DedupeLog } from './dedupe_log';
-import { rowFromEnvelope } from '../registry/row_text';
 
 export interface RecoveryInfo {
   lastLsn: number;
@@ -207,17 +206,9 @@ function replay(state: ShardState, dedupe: DedupeLog, history: Map<number, Regis
       if (reg !== undefined) state.install(reg);
       else log.warn({ kind: 'wal.unknown_registry_version', version: r.registryVersion, lsn: r.lsn });
     }
-    const plan = state.registry?.events.get(r.event);
-    const row = plan === undefined ? null : rowFromEnvelope(r.rowJson, plan.datetimeFields);
-    if (plan === undefined || row === null) {
+    if (!state.applyText(r.event, r.rowJson, r.timeMs, r.lsn, r.registryVersion, dedupe)) {
       if (bad.count++ === 0) bad.firstLsn = r.lsn;
       bad.lastLsn = r.lsn;
-      return;
-    }
-    state.apply(r.event, row, r.timeMs, r.lsn);
-    if (plan.dedupeField !== null) {
-      const v = row[plan.dedupeField];
-      if (v !== null && v !== undefined) dedupe.record(r.event, plan.dedupeWindowMs, String(v), r.lsn, r.registryVersion, r.timeMs);
     }
     return;
   }
