@@ -9,7 +9,7 @@ import { NAME_LENGTH_MAX, SCHEMA_FIELDS_MAX } from '../limits';
 import { isFieldType, type FieldMap, type FieldType } from '../types';
 import type { ChainOpDef, DerivedEventNodeDef, EventNodeDef, NodeDef, TableNodeDef } from './model';
 import { isValidName, NAME_RULE } from './model';
-import { parseDurationMs } from './duration';
+import { parseDuration } from '../ops/duration';
 
 type Obj = Record<string, unknown>;
 
@@ -61,7 +61,7 @@ function durationSetting(o: Obj, key: string, path: string): number | null {
   const s = o[key];
   const ms = o[`${key}_ms`];
   if (s !== undefined) {
-    const v = typeof s === 'string' ? parseDurationMs(s) : null;
+    const v = parseDuration(s);
     if (v === null || v <= 0) fail('schema_invalid', `${path}.${key}`, `${key} must be a positive duration like 30s, 5m, 1h`);
     return v;
   }
