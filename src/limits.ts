@@ -9,8 +9,6 @@ import { strict as assert } from 'node:assert';
 export const BATCH_GET_ENTRIES_MAX_DEFAULT = 10_000;
 /** Spec 8: TCP frame payload bytes (SERVICE_TCP_MAX_FRAME_BYTES). */
 export const TCP_FRAME_BYTES_MAX_DEFAULT = 4 * 1024 * 1024;
-/** Frame header after the length field: u16 op + u8 content type. */
-export const TCP_FRAME_HEADER_BYTES = 3;
 /** HTTP request body cap; bigger bodies get http_protocol_error and the connection closes. */
 export const HTTP_BODY_BYTES_MAX = 4 * 1024 * 1024;
 /** Pipelined TCP requests waiting for their turn on one connection before we stop reading. */
@@ -20,7 +18,6 @@ export const TCP_PIPELINE_DEPTH_MAX = 1024;
 export const REGISTER_NODES_MAX = 1_000;
 export const NAME_LENGTH_MAX = 128;
 export const SCHEMA_FIELDS_MAX = 1_000;
-export const FEATURES_PER_TABLE_MAX = 1_000;
 export const EXPRESSION_LENGTH_MAX = 4_096;
 export const EXPRESSION_DEPTH_MAX = 256;
 

@@ -66,6 +66,7 @@ export class Metrics {
     counter('streamfeat_batch_get_entries_total', 'Entries inside answered batch gets.', this.batchGetEntriesTotal);
     counter('streamfeat_register_total', 'Successful registrations (including dry runs).', this.registerTotal);
     counter('streamfeat_reset_total', 'Successful resets.', this.resetTotal);
+    counter('streamfeat_http_requests_total', 'HTTP requests with a body received on the data plane.', this.httpRequestsTotal);
     out.push('# HELP streamfeat_errors_total Error responses by code.', '# TYPE streamfeat_errors_total counter');
     for (const [code, n] of [...this.errors].sort()) out.push(`streamfeat_errors_total{code="${code}"} ${n}`);
     out.push(this.pushLatency.render('streamfeat_push_latency_seconds', 'Push latency from request to ack, seconds.'));

@@ -40,10 +40,6 @@ export class ShardChannel {
     this.#tags.unshift(tag);
   }
 
-  get pending(): number {
-    return this.#items.length;
-  }
-
   get idle(): boolean {
     return this.#inFlight === 0 && this.#items.length === 0;
   }

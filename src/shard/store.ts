@@ -29,7 +29,6 @@ export class ShardStore {
   #wal: WalWriter;
   readonly #walDir: string;
   readonly #snapDir: string;
-  #lastSyncMs = 0;
   #lastSnapshotLsn = 0;
   /** LSN of the snapshot before the newest: WAL is only deleted up to here, so a corrupt newest snapshot can fall back to it. */
   #olderSnapshotLsn = 0;
@@ -97,7 +96,6 @@ export class ShardStore {
     const t0 = performance.now();
     if (this.#slowSync) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, this.init.walSyncTimeoutMs * 2);
     this.#wal.sync();
-    this.#lastSyncMs = Date.now();
     return performance.now() - t0;
   }
 
@@ -111,12 +109,7 @@ export class ShardStore {
     if (this.#slowSync) { this.syncIfDirty(); return; }
     this.#wal.syncAsync((err) => {
       if (err !== null) this.log.error({ kind: 'wal.sync_failed', shard: this.init.shardId, err: String(err) });
-      else this.#lastSyncMs = Date.now();
     });
-  }
-
-  get lastSyncMs(): number {
-    return this.#lastSyncMs;
   }
 
   /** A new snapshot job, or null when nothing was applied since the last one. */
