@@ -5,7 +5,7 @@
  * per listener; we read the ports from those lines, as any tool would.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -84,10 +84,16 @@ async function launch(kind: TargetKind, args: string[], want: string[], cleanup:
   const env = { ...process.env };
   // A bench run must never enable /reset by inheritance.
   delete env.SERVICE_TEST_MODE;
-  const proc: ChildProcess = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Profiling hooks for the measured servers only (not the bench runner or the load clients):
+  // BENCH_SERVER_NODE_ARGS (space-separated node flags, e.g. --trace-gc or --cpu-prof) and
+  // BENCH_SERVER_OUT (a file that receives every server's stdout and stderr lines).
+  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+  const proc: ChildProcess = spawn(process.execPath, [...nodeArgs, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   trackChild(proc);
   const tail: string[] = [];
+  const outFile = process.env.BENCH_SERVER_OUT;
   const keep = (line: string): void => {
+    if (outFile) appendFileSync(outFile, `${kind}: ${line}\n`);
     tail.push(line);
     if (tail.length > TAIL_LINES) tail.shift();
   };
