@@ -11,8 +11,9 @@ import { shardOf } from '../registry/key';
 import { renamesBetween, underNewNames } from '../coordinator/renames';
 import type { RegistryState } from '../registry/model';
 import type { OpState } from '../ops/op';
-import type { JsonValue, Row } from '../types';
+import type { Row } from '../types';
 import { COLD_SWEEP_ENTITIES_PER_TICK, SweepCursor, thaw } from './cold';
+import { jsonText } from './json_text';
 
 export class EntityRow {
   constructor(
@@ -215,7 +216,7 @@ export class ShardState {
     if (features === null) {
       for (let i = 0; i < feats.length; i++) {
         if (i > 0) out += ',';
-        out += feats[i].jsonKey + jsonValue(ent.states[i].read(t));
+        out += feats[i].jsonKey + jsonText(ent.states[i].read(t));
       }
     } else {
       let first = true;
@@ -224,7 +225,7 @@ export class ShardState {
         if (i === undefined) continue;
         if (!first) out += ',';
         first = false;
-        out += feats[i].jsonKey + jsonValue(ent.states[i].read(t));
+        out += feats[i].jsonKey + jsonText(ent.states[i].read(t));
       }
     }
     return out + '}';
@@ -254,16 +255,6 @@ export class ShardState {
       frozen += ts.cursor.sweep(ts.rows, ts.cold, now - ts.coldAfterMs, budget);
     }
     return frozen;
-  }
-}
-
-/** JSON text of a feature value; non-finite numbers are null, as JSON.stringify writes them. */
-function jsonValue(v: JsonValue): string {
-  switch (typeof v) {
-    case 'number': return Number.isFinite(v) ? String(v) : 'null';
-    case 'boolean': return v ? 'true' : 'false';
-    case 'string': return JSON.stringify(v);
-    default: return v === null ? 'null' : JSON.stringify(v);
   }
 }
 

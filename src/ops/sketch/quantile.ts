@@ -42,6 +42,8 @@ export const QUANTILE_ALPHA_DEFAULT = 0.01;
 export const QUANTILE_EXACT_MAX_DEFAULT = 256;
 export const QUANTILE_STORE_BUCKETS_MAX_DEFAULT = 1024;
 const VALUES_CAPACITY_MIN = 8;
+/** Exact-mode sorts up to this many values by insertion (no NaN here: add() drops them). */
+const INSERTION_SORT_MAX = 64;
 const SAVE_VERSION = 1;
 
 /** Parameters shared by every sketch of one feature (built once, never per entity). */
@@ -274,10 +276,26 @@ export class QuantileSketch {
     a[this.n] = x;
   }
 
+  /** values[0..n) in ascending order (sorted in place once; the array may be longer than n). */
   private sortedValues(): Float64Array {
-    const a = this.values!.subarray(0, this.n);
+    const a = this.values!;
+    const n = this.n;
     if (!this.sorted) {
-      a.sort();
+      // Small windows are the common read (a fresh accumulator per /get): an insertion
+      // sort in place avoids the subarray view and the builtin sort's setup.
+      if (n <= INSERTION_SORT_MAX) {
+        for (let i = 1; i < n; i++) {
+          const x = a[i];
+          let j = i - 1;
+          while (j >= 0 && a[j] > x) {
+            a[j + 1] = a[j];
+            j--;
+          }
+          a[j + 1] = x;
+        }
+      } else {
+        a.subarray(0, n).sort();
+      }
       this.sorted = true;
     }
     return a;
