@@ -30,6 +30,8 @@ export interface Opts {
   /** freshness: probe connections. */
   probes: number;
   pushShare: number;
+  /** ceiling: per-item busy work of uws_hop's worker thread, microseconds, one run each. */
+  workUs: number[];
   out?: string;
   seed: number;
 }
@@ -47,6 +49,7 @@ export const DEFAULTS: Opts = {
   bgRate: 1_000,
   probes: 4,
   pushShare: 0.9,
+  workUs: [0, 5, 15, 25],
   seed: 1,
 };
 
@@ -66,6 +69,7 @@ options:
   --rate N       push-latency fixed rate (half the measured max)
   --bg-rate N    freshness background pushes/s (1000)   --probes N  freshness probes (4)
   --push-share F mixed: share of pushes (0.9)
+  --work-us LIST ceiling: uws_hop worker busy-work per request in us, comma-separated (0,5,15,25)
   --out FILE     append one markdown row per result  --seed N (1)`;
 
 export interface Parsed {
@@ -81,6 +85,12 @@ function num(flag: string, v: string | undefined, min: number, integer = true): 
     throw new Error(`${flag} needs ${integer ? 'an integer' : 'a number'} >= ${min}, got ${v ?? '(nothing)'}`);
   }
   return n;
+}
+
+/** A comma-separated list of numbers >= min (e.g. `0,5,15,25`). */
+function numList(flag: string, v: string | undefined, min: number): number[] {
+  if (v === undefined || v === '') throw new Error(`${flag} needs a comma-separated list of numbers >= ${min}, got (nothing)`);
+  return v.split(',').map((x) => num(flag, x.trim() === '' ? undefined : x.trim(), min, false));
 }
 
 function oneOf<T extends string>(flag: string, v: string | undefined, allowed: readonly T[]): T {
@@ -119,6 +129,7 @@ export function parseArgs(argv: string[]): Parsed {
       case '--bg-rate': set('bgRate', num(a, v(), 0)); break;
       case '--probes': set('probes', num(a, v(), 1)); break;
       case '--push-share': set('pushShare', num(a, v(), 0, false)); break;
+      case '--work-us': set('workUs', numList(a, v(), 0)); break;
       case '--out': { const f = v(); if (!f) throw new Error('--out needs a file'); set('out', f); break; }
       case '--seed': set('seed', num(a, v(), 0)); break;
       case '-h': case '--help': scenario = 'help'; break;

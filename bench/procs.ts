@@ -1,6 +1,7 @@
 /**
- * Starts the processes under test: the streamfeat server and the two bare
- * baselines. Each is a child process bound to port 0 that logs one JSON line
+ * Starts the processes under test: the streamfeat server and the bare
+ * baselines (uws_bare, uws_hop, tcp_echo). Each is a child process bound to
+ * port 0 that logs one JSON line
  * `{"kind":"server.http_bound"|"server.tcp_bound","addr":"127.0.0.1:PORT"}`
  * per listener; we read the ports from those lines, as any tool would.
  */
@@ -13,6 +14,7 @@ import { join } from 'node:path';
 export const SERVER_CLI = join(__dirname, '..', 'src', 'cli.js');
 export const UWS_BARE = join(__dirname, 'baseline', 'uws_bare.js');
 export const TCP_ECHO = join(__dirname, 'baseline', 'tcp_echo.js');
+export const UWS_HOP = join(__dirname, 'baseline', 'uws_hop.js');
 
 /** How long a process may take to log its bound addresses (recovery of an empty dir is fast). */
 const BIND_TIMEOUT_MS = 30_000;
@@ -36,7 +38,7 @@ export function killAllTargets(): void {
   live.clear();
 }
 
-export type TargetKind = 'streamfeat' | 'uws_bare' | 'tcp_echo';
+export type TargetKind = 'streamfeat' | 'uws_bare' | 'uws_hop' | 'tcp_echo';
 
 export interface Target {
   kind: TargetKind;
@@ -70,6 +72,11 @@ export function startServer(o: ServerOptions): Promise<Target> {
 
 export function startUwsBare(): Promise<Target> {
   return launch('uws_bare', [UWS_BARE, '--http-addr', '127.0.0.1:0'], ['server.http_bound'], null);
+}
+
+/** uws_bare plus streamfeat's hop to one worker thread that spins `workUs` µs per request (the `ceiling` scenario). */
+export function startUwsHop(workUs: number): Promise<Target> {
+  return launch('uws_hop', [UWS_HOP, '--http-addr', '127.0.0.1:0', '--work-us', String(workUs)], ['server.http_bound'], null);
 }
 
 export function startTcpEcho(): Promise<Target> {

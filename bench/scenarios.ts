@@ -5,10 +5,11 @@
  * the same generator and bodies, and cached within one invocation so that
  * `all` measures each distinct baseline once.
  */
+import { SHARD_BATCHES_IN_FLIGHT_MAX } from '../src/limits';
 import type { HttpGen, Opts } from './args';
 import { bodySpec, freshnessLoad, httpLoad, preloadKeys, registerWorkload, tcpLoad } from './measure';
 import type { Mix } from './load/jobs';
-import { startServer, startTcpEcho, startUwsBare, type Target } from './procs';
+import { startServer, startTcpEcho, startUwsBare, startUwsHop, type Target } from './procs';
 import { ratioOf, ms, type Measured, type RatioKind, type ScenarioResult, type TargetCheck } from './report';
 import { wrkAvailable } from './wrk';
 
@@ -246,6 +247,43 @@ async function freshnessScenario(o: Opts, ctx: Ctx): Promise<ScenarioResult[]> {
     o.transport === 'tcp' ? 'tcp_echo' : 'uws_bare', baseline, 'latency-p50', [], notes)];
 }
 
+/** What `ceiling` shows, on its first block (RESULTS.md cites it). */
+const CEILING_NOTE = "uws_hop = uws_bare + streamfeat's hand-off: each turn's requests go as one batch to ONE worker thread "
+  + `(<= ${SHARD_BATCHES_IN_FLIGHT_MAX} batches in flight), which parses each body and busy-spins work_us per request; answers are corked. `
+  + "Its ratio is the most this architecture keeps of uws_bare on this machine at that per-request cost: "
+  + "read streamfeat's http-push ratio against it, not against 1.0";
+
+/**
+ * The architecture's ceiling on this machine: uws_bare, then uws_hop at each
+ * --work-us, same generator and bodies as http-push. On 2 cores shared with the
+ * load generator, the hop to a worker thread bounds the ratio before any of
+ * streamfeat's code runs; this makes that bound a measured number.
+ */
+async function ceiling(o: Opts, ctx: Ctx): Promise<ScenarioResult[]> {
+  const notes: string[] = [];
+  const gen = httpGen(o, notes);
+  const conns = o.connections ?? CONNECTIONS_DEFAULT;
+  ctx.log(`  baseline: uws_bare under ${gen}`);
+  const baseline = await uwsBaseline(ctx, o, gen, 'push', conns);
+  const out: ScenarioResult[] = [];
+  for (const us of o.workUs) {
+    ctx.log(`  uws_hop --work-us ${us} under ${gen}`);
+    const m = await withTarget(() => startUwsHop(us), (t) => httpLoad(gen, t, 'push', o, conns));
+    const n = out.length === 0 ? [...notes, CEILING_NOTE] : [...notes];
+    saturationNotes(m, baseline, n, 'uws_hop run');
+    out.push({
+      scenario: 'ceiling', settings: settings(o, { gen, conns, work_us: us }), subjectName: `uws_hop ${us}us`, subject: m,
+      baselineName: 'uws_bare', baseline, ratioKind: 'throughput', ratio: ratioOf('throughput', m, baseline), targets: [], notes: n,
+    });
+  }
+  if (out.length > 1) {
+    const last = out[out.length - 1];
+    const series = out.map((r) => `${r.settings.work_us}us ${r.ratio === null ? 'n/a' : `${r.ratio.toFixed(2)}x`}`).join(', ');
+    last.notes.push(`series: uws_bare ${Math.round(baseline.rps)} req/s; uws_hop / uws_bare by work_us: ${series}`);
+  }
+  return out;
+}
+
 /** The bare servers alone: each generator's ceiling on this machine, for reading the ratios. */
 async function baselines(o: Opts, ctx: Ctx): Promise<ScenarioResult[]> {
   const out: ScenarioResult[] = [];
@@ -282,6 +320,7 @@ export const SCENARIOS: readonly Scenario[] = [
   { name: 'mixed', summary: '90% /push + 10% /get (--push-share) on preloaded rows vs uws_bare', run: (o, c) => httpScenario('mixed', 'mixed', o, c) },
   { name: 'push-latency', summary: 'push p99 at a fixed rate (half the measured max, or --rate), wrk2-style; --transport http|tcp', run: pushLatency },
   { name: 'freshness', summary: 'push ack -> first /get that shows it (p50/p99/max), under background pushes', run: freshnessScenario },
+  { name: 'ceiling', summary: 'uws_hop (uws_bare + a hop to one worker thread, --work-us per request) vs uws_bare: the architecture\'s ceiling here', run: ceiling },
 ];
 
 export function scenarioNamed(name: string): Scenario | undefined {
@@ -303,4 +342,6 @@ export const PLAN: ReadonlyArray<[string, Partial<Opts>]> = [
   ['push-latency', { workload: 'fraud', transport: 'http' }],
   ['push-latency', { workload: 'fraud', transport: 'tcp' }],
   ['freshness', { workload: 'fraud' }],
+  // Two short runs (uws_bare is reused from `baselines`); `ceiling` alone runs the full --work-us list.
+  ['ceiling', { workload: 'fraud', workUs: [0, 15] }],
 ];

@@ -1,0 +1,128 @@
+/**
+ * Baseline: uws_bare plus the hand-off streamfeat's architecture makes, and
+ * nothing else. It reads and parses the body exactly as uws_bare does (400 on
+ * bad JSON, answered on the spot), but every valid request is answered by ONE
+ * worker thread (uws_hop_worker.ts), the way streamfeat's front hands requests
+ * to a shard thread: the requests of one event-loop turn go as one batch
+ * (setImmediate), at most SHARD_BATCHES_IN_FLIGHT_MAX batches are in flight
+ * (items keep accumulating while the limit is reached, so batches grow with
+ * load), and each answer is written with res.cork() when the batch comes back.
+ * The worker spins `--work-us` microseconds per item: a known per-item cost in
+ * place of streamfeat's shard work.
+ *
+ * Why: on a 2-core machine shared with the load generator, the hop itself
+ * (message passing, the second thread's CPU, the wake-ups) costs a large share
+ * of uws_bare's throughput before any real work is done. `ceiling` measures this
+ * server at a few per-item costs so that streamfeat's ratio to uws_bare can be
+ * read against what this architecture can reach here at all.
+ *
+ * Usage: node uws_hop.js --http-addr 127.0.0.1:0 [--work-us N]   (logs server.http_bound)
+ */
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import uWS from 'uWebSockets.js';
+import { SHARD_BATCHES_IN_FLIGHT_MAX } from '../../src/limits';
+import { parseAddr } from './addr';
+
+const { host, port } = parseAddr(process.argv, '--http-addr');
+const workUs = parseWorkUs(process.argv);
+
+function parseWorkUs(argv: string[]): number {
+  const i = argv.indexOf('--work-us');
+  if (i < 0) return 0;
+  const n = Number(argv[i + 1]);
+  if (argv[i + 1] === undefined || !Number.isFinite(n) || n < 0) throw new Error(`--work-us needs a number >= 0, got ${argv[i + 1] ?? '(nothing)'}`);
+  return n;
+}
+
+/** One request waiting for its answer. One shape for every request (monomorphic). */
+class Waiting {
+  aborted = false;
+  constructor(readonly res: uWS.HttpResponse) {}
+
+  write(status: string, reply: string): void {
+    // After onAborted the response object must not be touched again.
+    if (this.aborted) return;
+    this.aborted = true; // a response is written once
+    this.res.cork(() => {
+      this.res.writeStatus(status).writeHeader('Content-Type', 'application/json').end(reply);
+    });
+  }
+}
+
+const worker = new Worker(join(__dirname, 'uws_hop_worker.js'), { workerData: { workUs } });
+// A dead worker would leave every later request hanging: fail loudly instead (the bench sees the exit).
+worker.on('error', (err) => {
+  console.error(`uws_hop: worker failed: ${String(err?.stack ?? err)}`);
+  process.exit(1);
+});
+worker.on('exit', (code) => {
+  console.error(`uws_hop: worker exited (code ${code})`);
+  process.exit(1);
+});
+
+/** The current turn's requests and their bodies (parallel arrays, as streamfeat's channel keeps them). */
+let waiting: Waiting[] = [];
+let bodies: string[] = [];
+/** Batches posted and not yet answered, oldest first: the worker answers in the same order. */
+const sent: Waiting[][] = [];
+let flushScheduled = false;
+
+function flush(): void {
+  flushScheduled = false;
+  if (sent.length >= SHARD_BATCHES_IN_FLIGHT_MAX || waiting.length === 0) return;
+  sent.push(waiting);
+  worker.postMessage(bodies);
+  waiting = [];
+  bodies = [];
+}
+
+worker.on('message', (outs: string[]) => {
+  const batch = sent.shift();
+  if (batch === undefined) throw new Error('uws_hop: an answer for no batch');
+  for (let i = 0; i < batch.length; i++) batch[i].write('200 OK', outs[i]);
+  // What accumulated while the limit was reached goes now, as streamfeat's channel does on completion.
+  flush();
+});
+
+function schedule(): void {
+  if (flushScheduled) return;
+  flushScheduled = true;
+  setImmediate(flush);
+}
+
+const app = uWS.App();
+app.any('/*', (res) => {
+  const w = new Waiting(res);
+  res.onAborted(() => {
+    w.aborted = true;
+  });
+  let chunks: Buffer[] | null = null;
+  res.onData((ab, isLast) => {
+    const chunk = Buffer.from(new Uint8Array(ab).slice());
+    if (!isLast) {
+      (chunks ??= []).push(chunk);
+      return;
+    }
+    if (w.aborted) return;
+    const body = (chunks === null ? chunk : Buffer.concat([...chunks, chunk])).toString('utf8');
+    try {
+      JSON.parse(body);
+    } catch {
+      w.write('400 Bad Request', '{"error":{"code":"invalid_json_body","message":"body is not valid JSON"}}');
+      return;
+    }
+    waiting.push(w);
+    bodies.push(body);
+    schedule();
+  });
+});
+app.listen(host, port, (token) => {
+  if (token === false) {
+    console.error(`uws_hop: cannot listen on ${host}:${port}`);
+    process.exit(1);
+  }
+  const bound = uWS.us_socket_local_port(token);
+  process.stdout.write(JSON.stringify({ kind: 'server.http_bound', addr: `${host}:${bound}` }) + '\n');
+});
+process.on('SIGTERM', () => process.exit(0));
