@@ -167,7 +167,19 @@ async function httpScenario(name: string, mix: Mix, o: Opts, ctx: Ctx): Promise<
   ctx.log(`  baseline: uws_bare under ${gen}`);
   const baseline = await uwsBaseline(ctx, o, gen, mix, conns);
   ctx.log(`  streamfeat under ${gen}`);
-  const subject = await withServer(o, preload, ctx, (t) => httpLoad(gen, t, mix, o, conns));
+  // batch_get's p99 target is a latency target: like push p99 it is checked at half the
+  // measured max rate (a closed loop at saturation measures queue depth: with 4
+  // connections each request waits for the other three). Both runs are reported.
+  let atHalf: Measured | null = null;
+  const subject = await withServer(o, preload, ctx, async (t) => {
+    const closed = await httpLoad(gen, t, mix, o, conns);
+    if (mix === 'batch') {
+      const rate = o.rate ?? Math.max(1, Math.floor(closed.rps / 2));
+      ctx.log(`  fixed rate ${rate}/s (sf-http)`);
+      atHalf = await httpLoad('sf-http', t, mix, o, conns, rate);
+    }
+    return closed;
+  });
   const extra: Record<string, string | number> = { gen, conns };
   if (preload) extra.preload = bodySpec(o).getEntities;
   if (mix === 'mixed') extra.push_share = o.pushShare;
@@ -177,12 +189,21 @@ async function httpScenario(name: string, mix: Mix, o: Opts, ctx: Ctx): Promise<
     const how = `(${o.keys}, ${gen})`;
     if (mix === 'push') targets.push(ratioTarget(`HTTP push fraud ${how} >= 0.75x bare uWS`, ratio, TARGET_HTTP_PUSH_RATIO));
     if (mix === 'get') targets.push(ratioTarget(`/get of a 30-feature row ${how} >= 0.8x bare uWS`, ratio, TARGET_GET_RATIO));
-    if (mix === 'batch') targets.push(p99Target(`/batch_get of 100 keys ${how}, ${conns} conns: p99 < 5 ms`, subject, TARGET_BATCH_P99_US));
   } else if (mix !== 'mixed') {
     notes.push('targets are defined for --workload fraud with default shards and durability: none checked');
   }
   if (mix === 'get' && o.workload !== 'fraud') notes.push(`rows of ${o.workload} have fewer than 30 features`);
-  return [result(name, o, extra, subject, 'uws_bare', baseline, 'throughput', targets, notes)];
+  const out = [result(name, o, extra, subject, 'uws_bare', baseline, 'throughput', targets, notes)];
+  const half = atHalf as Measured | null;
+  if (half !== null) {
+    const rate = half.extra.target_rate;
+    const latTargets = targetsApply(o) ? [p99Target(`/batch_get of 100 keys (${o.keys}, sf-http, ${conns} conns) p99 < 5 ms at half the max rate`, half, TARGET_BATCH_P99_US)] : [];
+    notes.push(`closed loop at saturation: p99 ${ms(subject.lat.p99)} ms (each request queues behind the other ${conns - 1}); the p99 target is checked in the fixed-rate run below`);
+    ctx.log(`  baseline at the same fixed rate: uws_bare`);
+    const base = await uwsBaseline(ctx, o, 'sf-http', mix, conns, rate);
+    out.push(result(`${name}-latency`, o, { gen: 'sf-http', conns, rate }, half, 'uws_bare', base, 'latency-p99', latTargets, []));
+  }
+  return out;
 }
 
 async function tcpPush(o: Opts, ctx: Ctx): Promise<ScenarioResult[]> {
@@ -316,7 +337,7 @@ export const SCENARIOS: readonly Scenario[] = [
   { name: 'http-push', summary: 'HTTP /push, closed loop (wrk; --gen autocannon|sf-http) vs uws_bare', run: (o, c) => httpScenario('http-push', 'push', o, c) },
   { name: 'tcp-push', summary: 'framed TCP push, closed loop, our client (fork) vs tcp_echo', run: tcpPush },
   { name: 'get', summary: '/get of preloaded rows (fraud: the 30-feature user row) vs uws_bare', run: (o, c) => httpScenario('get', 'get', o, c) },
-  { name: 'batch-get', summary: '/batch_get of 100 preloaded keys, 4 connections; p99 target', run: (o, c) => httpScenario('batch-get', 'batch', o, c) },
+  { name: 'batch-get', summary: '/batch_get of 100 preloaded keys, 4 conns, closed loop + fixed rate at half max (p99 target)', run: (o, c) => httpScenario('batch-get', 'batch', o, c) },
   { name: 'mixed', summary: '90% /push + 10% /get (--push-share) on preloaded rows vs uws_bare', run: (o, c) => httpScenario('mixed', 'mixed', o, c) },
   { name: 'push-latency', summary: 'push p99 at a fixed rate (half the measured max, or --rate), wrk2-style; --transport http|tcp', run: pushLatency },
   { name: 'freshness', summary: 'push ack -> first /get that shows it (p50/p99/max), under background pushes', run: freshnessScenario },
