@@ -289,9 +289,18 @@ async function ceiling(o: Opts, ctx: Ctx): Promise<ScenarioResult[]> {
   const out: ScenarioResult[] = [];
   for (const us of o.workUs) {
     ctx.log(`  uws_hop --work-us ${us} under ${gen}`);
-    const m = await withTarget(() => startUwsHop(us), (t) => httpLoad(gen, t, 'push', o, conns));
+    // Also the push-latency measurement (sf-http at half the closed-loop max): the
+    // p99 this architecture can reach here at that per-request cost.
+    let half: Measured | null = null;
+    const m = await withTarget(() => startUwsHop(us), async (t) => {
+      const closed = await httpLoad(gen, t, 'push', o, conns);
+      half = await httpLoad('sf-http', t, 'push', o, conns, Math.max(1, Math.floor(closed.rps / 2)));
+      return closed;
+    });
     const n = out.length === 0 ? [...notes, CEILING_NOTE] : [...notes];
     saturationNotes(m, baseline, n, 'uws_hop run');
+    const h = half as Measured | null;
+    if (h !== null) n.push(`at half its max (${h.extra.target_rate}/s, sf-http, ${conns} conns): p50 ${ms(h.lat.p50)} ms, p99 ${ms(h.lat.p99)} ms`);
     out.push({
       scenario: 'ceiling', settings: settings(o, { gen, conns, work_us: us }), subjectName: `uws_hop ${us}us`, subject: m,
       baselineName: 'uws_bare', baseline, ratioKind: 'throughput', ratio: ratioOf('throughput', m, baseline), targets: [], notes: n,
