@@ -16,7 +16,7 @@ import uWS from 'uWebSockets.js';
 import { buildAdminApp } from './admin/admin';
 import { Metrics } from './admin/metrics';
 import type { ServerConfig } from './config';
-import { SHARD_BATCHES_IN_FLIGHT_MAX } from './limits';
+import { SHARD_BATCHES_IN_FLIGHT_MAX, SHARD_YOUNG_GENERATION_MB } from './limits';
 import { buildHttpApp } from './front/http';
 import { Front } from './front/front';
 import { buildTcpServer } from './front/tcp';
@@ -75,6 +75,7 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
     shardPools.push(new Piscina({
       filename: join(__dirname, 'shard', 'shard_main.js'),
       minThreads: 1, maxThreads: 1, idleTimeout: Number.MAX_SAFE_INTEGER, useAtomics: false, workerData: init,
+      resourceLimits: { maxYoungGenerationSizeMb: SHARD_YOUNG_GENERATION_MB },
       // The handler is synchronous, so tasks posted ahead still run one at a time in
       // FIFO order; posting them ahead saves a cross-thread round trip per batch.
       concurrentTasksPerWorker: SHARD_BATCHES_IN_FLIGHT_MAX,
