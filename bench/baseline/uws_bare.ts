@@ -9,6 +9,7 @@
  */
 import uWS from 'uWebSockets.js';
 import { parseAddr } from './addr';
+import { listenAndAnnounce, readBody } from './uws_common';
 
 const { host, port } = parseAddr(process.argv, '--http-addr');
 let seq = 0;
@@ -19,15 +20,7 @@ app.any('/*', (res) => {
   res.onAborted(() => {
     aborted = true;
   });
-  let chunks: Buffer[] | null = null;
-  res.onData((ab, isLast) => {
-    const chunk = Buffer.from(new Uint8Array(ab).slice());
-    if (!isLast) {
-      (chunks ??= []).push(chunk);
-      return;
-    }
-    if (aborted) return;
-    const body = chunks === null ? chunk : Buffer.concat([...chunks, chunk]);
+  readBody(res, () => aborted, (body) => {
     let status = '200 OK';
     let reply: string;
     try {
@@ -42,12 +35,4 @@ app.any('/*', (res) => {
     });
   });
 });
-app.listen(host, port, (token) => {
-  if (token === false) {
-    console.error(`uws_bare: cannot listen on ${host}:${port}`);
-    process.exit(1);
-  }
-  const bound = uWS.us_socket_local_port(token);
-  process.stdout.write(JSON.stringify({ kind: 'server.http_bound', addr: `${host}:${bound}` }) + '\n');
-});
-process.on('SIGTERM', () => process.exit(0));
+listenAndAnnounce(app, 'uws_bare', host, port);

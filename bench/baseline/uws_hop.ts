@@ -23,6 +23,7 @@ import { Worker } from 'node:worker_threads';
 import uWS from 'uWebSockets.js';
 import { SHARD_BATCHES_IN_FLIGHT_MAX } from '../../src/limits';
 import { parseAddr } from './addr';
+import { listenAndAnnounce, readBody } from './uws_common';
 
 const { host, port } = parseAddr(process.argv, '--http-addr');
 const workUs = parseWorkUs(process.argv);
@@ -97,15 +98,8 @@ app.any('/*', (res) => {
   res.onAborted(() => {
     w.aborted = true;
   });
-  let chunks: Buffer[] | null = null;
-  res.onData((ab, isLast) => {
-    const chunk = Buffer.from(new Uint8Array(ab).slice());
-    if (!isLast) {
-      (chunks ??= []).push(chunk);
-      return;
-    }
-    if (w.aborted) return;
-    const body = (chunks === null ? chunk : Buffer.concat([...chunks, chunk])).toString('utf8');
+  readBody(res, () => w.aborted, (buf) => {
+    const body = buf.toString('utf8');
     try {
       JSON.parse(body);
     } catch {
@@ -117,12 +111,4 @@ app.any('/*', (res) => {
     schedule();
   });
 });
-app.listen(host, port, (token) => {
-  if (token === false) {
-    console.error(`uws_hop: cannot listen on ${host}:${port}`);
-    process.exit(1);
-  }
-  const bound = uWS.us_socket_local_port(token);
-  process.stdout.write(JSON.stringify({ kind: 'server.http_bound', addr: `${host}:${bound}` }) + '\n');
-});
-process.on('SIGTERM', () => process.exit(0));
+listenAndAnnounce(app, 'uws_hop', host, port);
