@@ -42,6 +42,10 @@ export class DistinctAgg implements WindowAgg<DistinctSketch> {
   empty(): DistinctSketch {
     return new DistinctSketch();
   }
+  clear(a: DistinctSketch): DistinctSketch {
+    a.reset();
+    return a;
+  }
   add(a: DistinctSketch, v: Scalar): DistinctSketch {
     a.add(v);
     return a;
@@ -74,6 +78,10 @@ export class QuantileAgg implements WindowAgg<QuantileSketch> {
   empty(): QuantileSketch {
     return new QuantileSketch(this.config);
   }
+  clear(a: QuantileSketch): QuantileSketch {
+    a.reset();
+    return a;
+  }
   add(a: QuantileSketch, v: Scalar): QuantileSketch {
     a.add(v as number);
     return a;
@@ -105,6 +113,10 @@ export class TopKAgg implements WindowAgg<TopKSketch> {
   }
   empty(): TopKSketch {
     return new TopKSketch(this.capacity);
+  }
+  clear(a: TopKSketch): TopKSketch {
+    a.reset();
+    return a;
   }
   add(a: TopKSketch, v: Scalar): TopKSketch {
     a.add(v);
@@ -153,6 +165,11 @@ export class EntropyAgg implements WindowAgg<Counts> {
   }
   empty(): Counts {
     return new Counts();
+  }
+  clear(a: Counts): Counts {
+    a.map.clear();
+    a.total = 0;
+    return a;
   }
   add(a: Counts, v: Scalar): Counts {
     this.addCount(a, categoryOf(v), 1);
@@ -207,6 +224,9 @@ export class StrExtremeAgg implements WindowAgg<string | null> {
     return typeof x === 'string';
   }
   empty(): string | null {
+    return null;
+  }
+  clear(_a: string | null): string | null {
     return null;
   }
   add(a: string | null, v: Scalar): string | null {

@@ -27,6 +27,8 @@ export interface WindowAgg<A> {
   /** Accepts x (else the event is skipped): e.g. "a finite number" for quantile. */
   accepts(x: Value | undefined): x is string | number | boolean;
   empty(): A;
+  /** Empties `a` for reuse (returns it, or a new empty accumulator). */
+  clear(a: A): A;
   /** Adds one value; returns the accumulator (possibly a new one, e.g. a promoted sketch). */
   add(a: A, v: string | number | boolean): A;
   /** Merges `from` into `into` without changing `from`; returns the result. */
@@ -43,6 +45,12 @@ export class ValWindowCfg<A> {
   readonly bSlotsMax: number;
   /** Values are numbers (quantile): the value ring is a double array, unboxed. */
   readonly numeric: boolean;
+  /**
+   * The accumulator reads build, reused across reads of every entity of this feature
+   * (reads are synchronous and consume it at once): a read then allocates no sketch,
+   * which was most of a row read's garbage.
+   */
+  scratch: A | null;
 
   constructor(agg: WindowAgg<A>, windowMs: number, buckets: number, numeric: boolean) {
     this.agg = agg;
@@ -50,6 +58,7 @@ export class ValWindowCfg<A> {
     this.bucketMs = Math.max(1, Math.ceil(windowMs / buckets));
     this.bSlotsMax = buckets + 1;
     this.numeric = numeric;
+    this.scratch = null;
   }
 }
 
@@ -216,14 +225,15 @@ export class ValWindowState<A> implements StoredState {
     b.len++;
   }
 
-  /** The accumulator of the live window at `now` (a new object; the state is unchanged). */
+  /** The accumulator of the live window at `now` (the cfg's scratch: consume it before the next read; the state is unchanged). */
   accumulate(now: number): A {
     const c = this.cfg;
     const cutoff = now - c.windowMs;
     const mask = this.ts.length - 1;
     let k = 0;
     while (k < this.len && this.ts[(this.head + k) & mask] <= cutoff) k++;
-    let acc = c.agg.empty();
+    const scratch = c.scratch === null ? c.agg.empty() : c.agg.clear(c.scratch);
+    let acc = scratch;
     const b = this.b;
     // Buckets only hold events older than the ring's: skip them when its oldest has expired.
     if (k === 0 && this.len > 0 && b !== null) {
@@ -246,6 +256,8 @@ export class ValWindowState<A> implements StoredState {
       if (j0 <= newest) acc = c.agg.merge(acc, b.accs[b.slot(newest)] as A);
     }
     for (; k < this.len; k++) acc = c.agg.add(acc, this.vs[(this.head + k) & mask]);
+    // Keep only an accumulator this read owns (never a bucket's or the closed-merge cache).
+    c.scratch = acc === scratch ? acc : null;
     return acc;
   }
 

@@ -154,6 +154,13 @@ export class DistinctSketch {
     return this.regs === null;
   }
 
+  /** Back to the empty sketch, keeping the exact list's array (a reused read accumulator). */
+  reset(): void {
+    this.list?.empty();
+    this.regs = null;
+    this.cached = 0;
+  }
+
   /** Adds every value of `other` (which is left unchanged). */
   merge(other: DistinctSketch): void {
     assert(other !== this, 'merging a sketch into itself');

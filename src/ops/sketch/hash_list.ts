@@ -98,6 +98,11 @@ export class HashList {
     this.len = 0;
   }
 
+  /** Drops all members, keeping the array for reuse. */
+  empty(): void {
+    this.len = 0;
+  }
+
   bytes(): number {
     return objectBytes(3) + (this.arr === null ? 0 : TYPED_ARRAY_OVERHEAD_BYTES + this.arr.byteLength);
   }

@@ -174,6 +174,18 @@ export class QuantileSketch {
     return v0 + (v1 - v0) * f;
   }
 
+  /** Back to the empty sketch, keeping the exact values' array (a reused read accumulator). */
+  reset(): void {
+    this.n = 0;
+    this.min = Infinity;
+    this.max = -Infinity;
+    this.sorted = true;
+    this.sketch = false;
+    this.zero = 0;
+    this.pos = null;
+    this.neg = null;
+  }
+
   /** Adds every value of `other` (same config; `other` is unchanged). */
   merge(other: QuantileSketch): void {
     assert(other !== this, 'merging a sketch into itself');

@@ -170,6 +170,16 @@ export class TopKSketch {
   }
 
   /** Merges `other` (same capacity) into this summary; `other` is unchanged. */
+  /** Back to the empty summary, keeping its arrays and index (a reused read accumulator). */
+  reset(): void {
+    this.n = 0;
+    this.exact = true;
+    this.size = 0;
+    this.errs = null;
+    if (this.values !== null) this.values.length = 0;
+    this.index?.clear();
+  }
+
   merge(other: TopKSketch): void {
     assert(other !== this, 'merging a sketch into itself');
     assert(other.capacity === this.capacity, 'merging top_k summaries of one capacity');
