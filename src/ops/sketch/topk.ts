@@ -169,7 +169,6 @@ export class TopKSketch {
     return out;
   }
 
-  /** Merges `other` (same capacity) into this summary; `other` is unchanged. */
   /** Back to the empty summary, keeping its arrays and index (a reused read accumulator). */
   reset(): void {
     this.n = 0;
@@ -180,6 +179,7 @@ export class TopKSketch {
     this.index?.clear();
   }
 
+  /** Merges `other` (same capacity) into this summary; `other` is unchanged. */
   merge(other: TopKSketch): void {
     assert(other !== this, 'merging a sketch into itself');
     assert(other.capacity === this.capacity, 'merging top_k summaries of one capacity');
