@@ -157,6 +157,11 @@ function p99Target(name: string, m: Measured, maxUs: number): TargetCheck {
   return { name, pass: m.ok > 0 && m.lat.p99 < maxUs, detail: `p99 ${ms(m.lat.p99)} ms, need < ${ms(maxUs)} ms` };
 }
 
+/** The fixed rate every latency target is checked at: half the measured closed-loop max. */
+function halfRate(maxRps: number): number {
+  return Math.max(1, Math.floor(maxRps / 2));
+}
+
 // ------------------------------------------------------------------ scenarios
 
 async function httpScenario(name: string, mix: Mix, o: Opts, ctx: Ctx): Promise<ScenarioResult[]> {
@@ -174,7 +179,7 @@ async function httpScenario(name: string, mix: Mix, o: Opts, ctx: Ctx): Promise<
   const subject = await withServer(o, preload, ctx, async (t) => {
     const closed = await httpLoad(gen, t, mix, o, conns);
     if (mix === 'batch') {
-      const rate = o.rate ?? Math.max(1, Math.floor(closed.rps / 2));
+      const rate = o.rate ?? halfRate(closed.rps);
       ctx.log(`  fixed rate ${rate}/s (sf-http)`);
       atHalf = await httpLoad('sf-http', t, mix, o, conns, rate);
     }
@@ -230,7 +235,7 @@ async function pushLatency(o: Opts, ctx: Ctx): Promise<ScenarioResult[]> {
     if (rate === 0) {
       ctx.log(`  measuring the max push rate (closed loop, ${o.transport})`);
       maxRate = (await load(t, 0)).rps;
-      rate = Math.max(1, Math.floor(maxRate / 2));
+      rate = halfRate(maxRate);
     }
     ctx.log(`  fixed rate ${rate}/s`);
     return load(t, rate);
@@ -294,7 +299,7 @@ async function ceiling(o: Opts, ctx: Ctx): Promise<ScenarioResult[]> {
     let half: Measured | null = null;
     const m = await withTarget(() => startUwsHop(us), async (t) => {
       const closed = await httpLoad(gen, t, 'push', o, conns);
-      half = await httpLoad('sf-http', t, 'push', o, conns, Math.max(1, Math.floor(closed.rps / 2)));
+      half = await httpLoad('sf-http', t, 'push', o, conns, halfRate(closed.rps));
       return closed;
     });
     const n = out.length === 0 ? [...notes, CEILING_NOTE] : [...notes];
