@@ -12,6 +12,8 @@
  *   twa            time-weighted average of the step function "x holds until the next
  *                  event": sum(x_i (t_(i+1) - t_i)) / (t_last - t_first); the last value
  *                  while no time has elapsed. The open interval up to now is not counted.
+ *                  twa is a mergeable summary (TwaAgg), so it also takes a sliding window:
+ *                  the same formula over the values inside it (val_window.ts).
  *
  * ewvar: the peer writes m2 = (1 - a) m2 + a d (x - mean'); since x - mean' = (1 - a) d
  * this is the same quantity, (1 - a)(m2 + a d^2) (Finch, "Incremental calculation of
@@ -19,6 +21,7 @@
  */
 import type { JsonValue, Row, Value } from '../types';
 import type { StoredState } from './factory';
+import type { WindowAgg } from './val_window';
 import { isNum, jsonNum } from './values';
 
 export const enum EwOut {
@@ -128,46 +131,73 @@ export class DecayedState implements StoredState {
 }
 
 /** twa: time-weighted average of the value as a step function between events. */
-export class TwaState implements StoredState {
-  n: number;
-  area: number;
-  span: number;
-  prev: number;
-  tPrev: number;
-  constructor() {
-    this.n = 0;
-    this.area = 0;
-    this.span = 0;
-    this.prev = 0;
-    this.tPrev = 0;
+/**
+ * twa summary of a run of values: Σ x_i·(t_(i+1) − t_i) (`area`) over its span
+ * t_last − t_first (`span`), the last value and time. Times are non-decreasing, so
+ * the first time is tPrev − span and a later run merges with one extra step.
+ */
+export class TwaAcc {
+  n = 0;
+  area = 0;
+  span = 0;
+  prev = 0;
+  tPrev = 0;
+}
+
+export class TwaAgg implements WindowAgg<TwaAcc> {
+  accepts(x: Value | undefined): x is number {
+    return isNum(x);
   }
-  update(x: Value | undefined, t: number, _row: Row): void {
-    if (!isNum(x)) return;
-    if (this.n > 0) {
-      const dt = t - this.tPrev;
-      if (dt > 0) {
-        this.area += this.prev * dt;
-        this.span += dt;
-      }
-    }
-    this.n++;
-    this.prev = x;
-    this.tPrev = t;
+  empty(): TwaAcc {
+    return new TwaAcc();
   }
-  miss(_t: number): void {}
-  read(_now: number): JsonValue {
-    if (this.n === 0) return null;
-    return jsonNum(this.span === 0 ? this.prev : this.area / this.span);
+  clear(a: TwaAcc): TwaAcc {
+    a.n = 0;
+    a.area = 0;
+    a.span = 0;
+    return a;
   }
-  save(): unknown {
-    return [this.n, this.area, this.span, this.prev, this.tPrev];
+  add(a: TwaAcc, v: string | number | boolean, t: number): TwaAcc {
+    if (a.n > 0) step(a, t);
+    a.n++;
+    a.prev = v as number;
+    a.tPrev = t;
+    return a;
   }
-  restore(saved: unknown): void {
-    const a = saved as number[];
-    this.n = a[0];
-    this.area = a[1];
-    this.span = a[2];
-    this.prev = a[3];
-    this.tPrev = a[4];
+  merge(into: TwaAcc, from: TwaAcc): TwaAcc {
+    if (from.n === 0) return into;
+    if (into.n > 0) step(into, from.tPrev - from.span);
+    into.area += from.area;
+    into.span += from.span;
+    into.n += from.n;
+    into.prev = from.prev;
+    into.tPrev = from.tPrev;
+    return into;
+  }
+  result(a: TwaAcc): JsonValue {
+    if (a.n === 0) return null;
+    return jsonNum(a.span === 0 ? a.prev : a.area / a.span);
+  }
+  save(a: TwaAcc): unknown {
+    return [a.n, a.area, a.span, a.prev, a.tPrev];
+  }
+  load(saved: unknown): TwaAcc {
+    const s = saved as number[];
+    const a = new TwaAcc();
+    a.n = s[0];
+    a.area = s[1];
+    a.span = s[2];
+    a.prev = s[3];
+    a.tPrev = s[4];
+    return a;
+  }
+}
+
+/** The last value holds from a.tPrev to t (nothing when they share a millisecond). */
+function step(a: TwaAcc, t: number): void {
+  const dt = t - a.tPrev;
+  if (dt > 0) {
+    a.area += a.prev * dt;
+    a.span += dt;
   }
 }

@@ -8,18 +8,19 @@ import { SfError } from '../errors';
 import { BUFFER_N_MAX, TOP_K_K_DEFAULT, TOP_K_K_MAX } from '../limits';
 import type { FieldType } from '../types';
 import { HistogramCfg, HistogramState, MixCfg, MixState, ReservoirState, SeasonalState, TimeHistogramState } from './buffer';
-import { DecayedState, EwOut, EwState, TwaState } from './decay';
+import { DecayedState, EwOut, EwState, TwaAgg } from './decay';
 import { Factory, type StoredState } from './factory';
 import { GeoOut, GeoPathState, GeoSpreadState, HomeState } from './geo';
 import {
   BURST_SLOTS_MAX,
   BurstState,
   DeltaState,
-  InterArrivalState,
+  InterArrivalAgg,
   OutlierState,
+  outlierFlagsCfg,
   RateOfChangeState,
-  TrendState,
-  ValueChangeState,
+  TrendAgg,
+  ValueChangeAgg,
 } from './motion';
 import { CountLife, ExtremeLife, MomentOut, MomentsLife, RatioLife, StrExtremeLife, SumLife } from './num_life';
 import { Input, NumKind, NumWindowCfg, NumWindowState } from './num_window';
@@ -62,6 +63,9 @@ export interface OpDef {
 export const SKETCH_BUCKETS_PER_WINDOW = 64;
 /** Buckets per window for string min/max (a string per bucket). */
 const STR_BUCKETS_PER_WINDOW = 128;
+/** Buckets per window for the change-over-time summaries (trend, twa, inter_arrival_stats,
+ * value_change_count): a few numbers per bucket, so the numeric ops' 128. */
+const MOTION_BUCKETS_PER_WINDOW = 128;
 /** entropy / event_type_mix category caps. */
 export const CATEGORIES_MAX = 4096;
 const ENTROPY_CATEGORIES_DEFAULT = 1024;
@@ -98,7 +102,7 @@ function numWindow(name: string, kind: NumKind, input: Input, field: string | nu
   return f(name, field, () => new NumWindowState(cfg), wantsMiss);
 }
 
-function valOp<A>(name: string, field: string, agg: WindowAgg<A>, c: BuildCtx, buckets: number, numeric: boolean): Factory {
+function valOp<A>(name: string, field: string | null, agg: WindowAgg<A>, c: BuildCtx, buckets: number, numeric: boolean): Factory {
   if (c.windowMs === 0) return f(name, field, () => new ValLifeState(agg));
   const cfg = new ValWindowCfg(agg, c.windowMs, buckets, numeric);
   return f(name, field, () => new ValWindowState(cfg));
@@ -272,6 +276,35 @@ function decayDef(name: string, aliases: string[], make: (h: number) => () => St
 
 // ---------------------------------------------------------------- change over time
 
+/** A change-over-time op over a mergeable summary: lifetime, or a bucketed sliding window. */
+function motionDef<A>(name: string, types: readonly FieldType[] | null, agg: () => WindowAgg<A>): OpDef {
+  return {
+    name,
+    aliases: [],
+    window: 'optional',
+    defaults: {},
+    build(c) {
+      const field = types === null ? null : fieldOf(c, types);
+      // inter_arrival_stats (no field) keeps 0s in the value ring: a double array too.
+      return valOp(name, field, agg(), c, MOTION_BUCKETS_PER_WINDOW, types === NUMERIC_TYPES || types === null);
+    },
+  };
+}
+
+/** rate_of_change / delta_from_prev: the last two values; windowed = both inside the window (exact). */
+function lastPairDef(name: string, make: (windowMs: number) => StoredState): OpDef {
+  return {
+    name,
+    aliases: [],
+    window: 'optional',
+    defaults: {},
+    build(c) {
+      const w = c.windowMs;
+      return f(name, fieldOf(c, NUMERIC_TYPES), () => make(w));
+    },
+  };
+}
+
 function burstDef(): OpDef {
   return {
     name: 'burst_count',
@@ -296,12 +329,13 @@ function outlierDef(): OpDef {
   return {
     name: 'outlier_count',
     aliases: [],
-    window: 'lifetime',
+    window: 'optional',
     defaults: { sigma: OUTLIER_SIGMA_DEFAULT },
     build(c) {
       const field = fieldOf(c, NUMERIC_TYPES);
       const sigma = c.r.openNum(['sigma'], 0, Infinity, OUTLIER_SIGMA_DEFAULT, 'aggregation_invalid_param');
-      return f('outlier_count', field, () => new OutlierState(sigma));
+      const flags = outlierFlagsCfg(c.windowMs);
+      return f('outlier_count', field, () => new OutlierState(sigma, flags));
     },
   };
 }
@@ -518,21 +552,15 @@ export const OP_DEFS: readonly OpDef[] = [
   decayDef('ew_zscore', [], (h) => () => new EwState(EwOut.EwZ, h)),
   decayDef('decayed_sum', [], (h) => () => new DecayedState(false, h)),
   decayDef('decayed_count', [], (h) => () => new DecayedState(true, h), false),
-  simpleFieldDef('twa', NUMERIC_TYPES, () => () => new TwaState()),
-  simpleFieldDef('rate_of_change', NUMERIC_TYPES, () => () => new RateOfChangeState()),
-  {
-    name: 'inter_arrival_stats',
-    aliases: [],
-    window: 'lifetime',
-    defaults: {},
-    build: () => f('inter_arrival_stats', null, () => new InterArrivalState()),
-  },
+  motionDef('twa', NUMERIC_TYPES, () => new TwaAgg()),
+  lastPairDef('rate_of_change', (w) => new RateOfChangeState(w)),
+  motionDef('inter_arrival_stats', null, () => new InterArrivalAgg()),
   burstDef(),
-  simpleFieldDef('delta_from_prev', NUMERIC_TYPES, () => () => new DeltaState()),
-  simpleFieldDef('trend', NUMERIC_TYPES, () => () => new TrendState(false)),
-  simpleFieldDef('trend_residual', NUMERIC_TYPES, () => () => new TrendState(true)),
+  lastPairDef('delta_from_prev', (w) => new DeltaState(w)),
+  motionDef('trend', NUMERIC_TYPES, () => new TrendAgg(false)),
+  motionDef('trend_residual', NUMERIC_TYPES, () => new TrendAgg(true)),
   outlierDef(),
-  simpleFieldDef('value_change_count', ANY_TYPES, () => () => new ValueChangeState()),
+  motionDef('value_change_count', ANY_TYPES, () => new ValueChangeAgg()),
   momentDef('z_score', [], 'optional', MomentOut.ZScore),
   nUniqueDef(),
   quantileDef(),

@@ -1,51 +1,78 @@
 /**
- * Change-over-time ops (lifetime, O(1) memory unless noted):
+ * Change-over-time ops. Lifetime by default (O(1) memory); each also takes an
+ * optional sliding `window` (docs/ops.md, "Windowed change-over-time ops"):
  *   rate_of_change       (x - x_prev) / (t - t_prev) of the last two values with t > t_prev,
- *                        units per millisecond (the peer's unit)
+ *                        units per millisecond (the peer's unit); windowed: both in the window
  *   inter_arrival_stats  mean gap between consecutive matches, ms = (t_last - t_first) / (n - 1)
- *   delta_from_prev      x_last - x_prev
+ *   delta_from_prev      x_last - x_prev; windowed: both in the window
  *   trend                OLS slope of x against t (units per ms) over every value
  *   trend_residual       x_last - (intercept + slope t_last)
  *   outlier_count        values with |x - mean| > sigma * std of the values BEFORE it
- *                        (at least 5 before it and std > 0); sample std
+ *                        (at least 5 before it and std > 0); sample std. Windowed: the
+ *                        outliers that arrived within the window (same baseline)
  *   value_change_count   present values that differ from the previous present value
  *   burst_count          most matches in one sub_window-aligned slot (window-bounded or lifetime)
- * Trend uses co-moments with t shifted by the first time, so epoch-ms magnitudes
- * (~1.7e12, squared ~3e24) never cancel catastrophically.
+ * trend, inter_arrival_stats and value_change_count are WindowAggs (mergeable summaries
+ * of a run of events in time order), so the same class serves the lifetime state
+ * (ValLifeState) and the bucketed sliding window (ValWindowState). rate_of_change and
+ * delta_from_prev look at the last two values only, so their window is a time check at
+ * read (exact). Trend uses co-moments with t shifted by the first time, so epoch-ms
+ * magnitudes (~1.7e12, squared ~3e24) never cancel catastrophically.
  */
 import type { JsonValue, Row, Value } from '../types';
 import type { StoredState } from './factory';
+import { Input, NumKind, NumWindowCfg, NumWindowState } from './num_window';
+import type { WindowAgg } from './val_window';
 import { isNum, jsonNum, newDoubles } from './values';
 
+type Scalar = string | number | boolean;
+
+/** True when an event at `t` is still inside a window of `windowMs` at `now` (0 = lifetime). */
+function inWindow(windowMs: number, t: number, now: number): boolean {
+  return windowMs === 0 || now - t < windowMs;
+}
+
 export class RateOfChangeState implements StoredState {
+  /** 0 = lifetime; else the value needs both events of its pair inside the window. */
+  readonly windowMs: number;
   has: boolean;
   prev: number;
   tPrev: number;
   hasRate: boolean;
   rate: number;
-  constructor() {
+  /** Time of the older event of the pair `rate` came from. */
+  tPair: number;
+  constructor(windowMs: number) {
+    this.windowMs = windowMs;
     this.has = false;
     this.prev = 0;
     this.tPrev = 0;
     this.hasRate = false;
     this.rate = 0;
+    this.tPair = 0;
   }
   update(x: Value | undefined, t: number, _row: Row): void {
     if (!isNum(x)) return;
     if (this.has && t > this.tPrev) {
       this.rate = (x - this.prev) / (t - this.tPrev);
       this.hasRate = true;
+      this.tPair = this.tPrev;
     }
     this.has = true;
     this.prev = x;
     this.tPrev = t;
   }
   miss(_t: number): void {}
-  read(_now: number): JsonValue {
-    return this.hasRate ? jsonNum(this.rate) : null;
+  /**
+   * Windowed: the latest pair is the only candidate. Every later event shares the
+   * pair's newer millisecond (else it would have made a newer pair), so once the
+   * pair's older event has left the window no pair with Δt > 0 is left inside it.
+   */
+  read(now: number): JsonValue {
+    return this.hasRate && inWindow(this.windowMs, this.tPair, now) ? jsonNum(this.rate) : null;
   }
   save(): unknown {
-    return [this.has ? 1 : 0, this.prev, this.tPrev, this.hasRate ? 1 : 0, this.rate];
+    return [this.has ? 1 : 0, this.prev, this.tPrev, this.hasRate ? 1 : 0, this.rate, this.tPair];
   }
   restore(saved: unknown): void {
     const a = saved as number[];
@@ -54,147 +81,229 @@ export class RateOfChangeState implements StoredState {
     this.tPrev = a[2];
     this.hasRate = a[3] === 1;
     this.rate = a[4];
-  }
-}
-
-export class InterArrivalState implements StoredState {
-  n: number;
-  first: number;
-  last: number;
-  constructor() {
-    this.n = 0;
-    this.first = 0;
-    this.last = 0;
-  }
-  update(_x: Value | undefined, t: number, _row: Row): void {
-    if (this.n === 0) this.first = t;
-    this.last = t;
-    this.n++;
-  }
-  miss(_t: number): void {}
-  read(_now: number): JsonValue {
-    return this.n < 2 ? null : (this.last - this.first) / (this.n - 1);
-  }
-  save(): unknown {
-    return [this.n, this.first, this.last];
-  }
-  restore(saved: unknown): void {
-    const a = saved as number[];
-    this.n = a[0];
-    this.first = a[1];
-    this.last = a[2];
+    this.tPair = a[5] ?? 0; // saved before windows existed: lifetime, never read
   }
 }
 
 export class DeltaState implements StoredState {
+  /** 0 = lifetime; else both values must be inside the window. */
+  readonly windowMs: number;
   n: number;
   prev: number;
   last: number;
-  constructor() {
+  tPrev: number;
+  tLast: number;
+  constructor(windowMs: number) {
+    this.windowMs = windowMs;
     this.n = 0;
     this.prev = 0;
     this.last = 0;
+    this.tPrev = 0;
+    this.tLast = 0;
   }
-  update(x: Value | undefined, _t: number, _row: Row): void {
+  update(x: Value | undefined, t: number, _row: Row): void {
     if (!isNum(x)) return;
     this.prev = this.last;
+    this.tPrev = this.tLast;
     this.last = x;
+    this.tLast = t;
     this.n++;
   }
   miss(_t: number): void {}
-  read(_now: number): JsonValue {
-    return this.n < 2 ? null : jsonNum(this.last - this.prev);
+  read(now: number): JsonValue {
+    return this.n < 2 || !inWindow(this.windowMs, this.tPrev, now) ? null : jsonNum(this.last - this.prev);
   }
   save(): unknown {
-    return [this.n, this.prev, this.last];
+    return [this.n, this.prev, this.last, this.tPrev, this.tLast];
   }
   restore(saved: unknown): void {
     const a = saved as number[];
     this.n = a[0];
     this.prev = a[1];
     this.last = a[2];
+    this.tPrev = a[3] ?? 0; // saved before windows existed: lifetime, never read
+    this.tLast = a[4] ?? 0;
   }
 }
 
-/** trend / trend_residual: running means and co-moments of (tau = t - t0, x). */
-export class TrendState implements StoredState {
+/** inter_arrival_stats summary of a run of events: how many, first and last time. */
+export class GapAcc {
+  n = 0;
+  first = 0;
+  last = 0;
+}
+
+export class InterArrivalAgg implements WindowAgg<GapAcc> {
+  /** No field: every matching event counts (x is undefined). */
+  accepts(_x: Value | undefined): _x is Scalar {
+    return true;
+  }
+  empty(): GapAcc {
+    return new GapAcc();
+  }
+  clear(a: GapAcc): GapAcc {
+    a.n = 0;
+    return a;
+  }
+  add(a: GapAcc, _v: Scalar, t: number): GapAcc {
+    if (a.n === 0) a.first = t;
+    a.last = t;
+    a.n++;
+    return a;
+  }
+  merge(into: GapAcc, from: GapAcc): GapAcc {
+    if (from.n === 0) return into;
+    if (into.n === 0) into.first = from.first;
+    into.last = from.last;
+    into.n += from.n;
+    return into;
+  }
+  result(a: GapAcc): JsonValue {
+    return a.n < 2 ? null : (a.last - a.first) / (a.n - 1);
+  }
+  save(a: GapAcc): unknown {
+    return [a.n, a.first, a.last];
+  }
+  load(saved: unknown): GapAcc {
+    const s = saved as number[];
+    const a = new GapAcc();
+    a.n = s[0];
+    a.first = s[1];
+    a.last = s[2];
+    return a;
+  }
+}
+
+/** trend / trend_residual summary of a run of values: running means and co-moments of (tau = t - t0, x). */
+export class TrendAcc {
+  n = 0;
+  t0 = 0;
+  mt = 0;
+  mx = 0;
+  ctx = 0;
+  ctt = 0;
+  lastX = 0;
+  lastTau = 0;
+}
+
+export class TrendAgg implements WindowAgg<TrendAcc> {
   readonly residual: boolean;
-  n: number;
-  t0: number;
-  mt: number;
-  mx: number;
-  ctx: number;
-  ctt: number;
-  lastX: number;
-  lastTau: number;
   constructor(residual: boolean) {
     this.residual = residual;
-    this.n = 0;
-    this.t0 = 0;
-    this.mt = 0;
-    this.mx = 0;
-    this.ctx = 0;
-    this.ctt = 0;
-    this.lastX = 0;
-    this.lastTau = 0;
   }
-  update(x: Value | undefined, t: number, _row: Row): void {
-    if (!isNum(x)) return;
-    if (this.n === 0) this.t0 = t;
-    const tau = t - this.t0;
-    this.n++;
-    const dt = tau - this.mt;
-    this.mt += dt / this.n;
-    this.mx += (x - this.mx) / this.n;
-    this.ctx += dt * (x - this.mx);
-    this.ctt += dt * (tau - this.mt);
-    this.lastX = x;
-    this.lastTau = tau;
+  accepts(x: Value | undefined): x is number {
+    return isNum(x);
   }
-  miss(_t: number): void {}
-  read(_now: number): JsonValue {
-    if (this.n < 2 || !(this.ctt > 0)) return null;
-    const slope = this.ctx / this.ctt;
+  empty(): TrendAcc {
+    return new TrendAcc();
+  }
+  clear(a: TrendAcc): TrendAcc {
+    a.n = 0;
+    a.mt = 0;
+    a.mx = 0;
+    a.ctx = 0;
+    a.ctt = 0;
+    return a;
+  }
+  add(a: TrendAcc, v: Scalar, t: number): TrendAcc {
+    const x = v as number;
+    if (a.n === 0) a.t0 = t;
+    const tau = t - a.t0;
+    a.n++;
+    const dt = tau - a.mt;
+    a.mt += dt / a.n;
+    a.mx += (x - a.mx) / a.n;
+    a.ctx += dt * (x - a.mx);
+    a.ctt += dt * (tau - a.mt);
+    a.lastX = x;
+    a.lastTau = tau;
+    return a;
+  }
+  /** Chan et al.'s pairwise update of the means and co-moments, `from` re-based on into.t0. */
+  merge(into: TrendAcc, from: TrendAcc): TrendAcc {
+    if (from.n === 0) return into;
+    if (into.n === 0) {
+      into.t0 = from.t0;
+      into.mt = from.mt;
+      into.mx = from.mx;
+      into.ctx = from.ctx;
+      into.ctt = from.ctt;
+      into.n = from.n;
+      into.lastX = from.lastX;
+      into.lastTau = from.lastTau;
+      return into;
+    }
+    const shift = from.t0 - into.t0;
+    const n = into.n + from.n;
+    const dt = from.mt + shift - into.mt;
+    const dx = from.mx - into.mx;
+    const w = (into.n * from.n) / n;
+    into.ctx += from.ctx + dt * dx * w;
+    into.ctt += from.ctt + dt * dt * w;
+    into.mt += (dt * from.n) / n;
+    into.mx += (dx * from.n) / n;
+    into.n = n;
+    into.lastX = from.lastX;
+    into.lastTau = from.lastTau + shift;
+    return into;
+  }
+  result(a: TrendAcc): JsonValue {
+    if (a.n < 2 || !(a.ctt > 0)) return null;
+    const slope = a.ctx / a.ctt;
     if (!this.residual) return jsonNum(slope);
-    return jsonNum(this.lastX - this.mx - slope * (this.lastTau - this.mt));
+    return jsonNum(a.lastX - a.mx - slope * (a.lastTau - a.mt));
   }
-  save(): unknown {
-    return [this.n, this.t0, this.mt, this.mx, this.ctx, this.ctt, this.lastX, this.lastTau];
+  save(a: TrendAcc): unknown {
+    return [a.n, a.t0, a.mt, a.mx, a.ctx, a.ctt, a.lastX, a.lastTau];
   }
-  restore(saved: unknown): void {
-    const a = saved as number[];
-    this.n = a[0];
-    this.t0 = a[1];
-    this.mt = a[2];
-    this.mx = a[3];
-    this.ctx = a[4];
-    this.ctt = a[5];
-    this.lastX = a[6];
-    this.lastTau = a[7];
+  load(saved: unknown): TrendAcc {
+    const s = saved as number[];
+    const a = new TrendAcc();
+    a.n = s[0];
+    a.t0 = s[1];
+    a.mt = s[2];
+    a.mx = s[3];
+    a.ctx = s[4];
+    a.ctt = s[5];
+    a.lastX = s[6];
+    a.lastTau = s[7];
+    return a;
   }
 }
 
 /** Prior observations needed before a value can be called an outlier. */
 export const OUTLIER_PRIOR_MIN = 5;
 
+/**
+ * outlier_count. Each value is judged when it arrives, against the mean and sample
+ * std of every value before it (lifetime Welford, as the peer). Windowed, the
+ * judged outliers go into a count window (num_window.ts), so the value is the
+ * number of outliers that arrived within the window, with that window's error bound.
+ */
 export class OutlierState implements StoredState {
   readonly sigma: number;
   n: number;
   mean: number;
   m2: number;
   outliers: number;
-  constructor(sigma: number) {
+  /** Times of the outliers, windowed (null = lifetime). */
+  readonly flags: NumWindowState | null;
+  constructor(sigma: number, flagsCfg: NumWindowCfg | null) {
     this.sigma = sigma;
     this.n = 0;
     this.mean = 0;
     this.m2 = 0;
     this.outliers = 0;
+    this.flags = flagsCfg === null ? null : new NumWindowState(flagsCfg);
   }
-  update(x: Value | undefined, _t: number, _row: Row): void {
+  update(x: Value | undefined, t: number, row: Row): void {
     if (!isNum(x)) return;
     if (this.n >= OUTLIER_PRIOR_MIN) {
       const sd = Math.sqrt(this.m2 / (this.n - 1));
-      if (sd > 0 && Math.abs(x - this.mean) > this.sigma * sd) this.outliers++;
+      if (sd > 0 && Math.abs(x - this.mean) > this.sigma * sd) {
+        this.outliers++;
+        if (this.flags !== null) this.flags.update(x, t, row);
+      }
     }
     this.n++;
     const d = x - this.mean;
@@ -202,64 +311,109 @@ export class OutlierState implements StoredState {
     this.m2 += d * (x - this.mean);
   }
   miss(_t: number): void {}
-  read(_now: number): JsonValue {
-    return this.outliers;
+  read(now: number): JsonValue {
+    return this.flags === null ? this.outliers : this.flags.read(now);
   }
   save(): unknown {
-    return [this.n, this.mean, this.m2, this.outliers];
+    const a: unknown[] = [this.n, this.mean, this.m2, this.outliers];
+    if (this.flags !== null) a.push(this.flags.save());
+    return a;
   }
   restore(saved: unknown): void {
-    const a = saved as number[];
+    const a = saved as [number, number, number, number, unknown?];
     this.n = a[0];
     this.mean = a[1];
     this.m2 = a[2];
     this.outliers = a[3];
+    if (this.flags !== null && a[4] !== undefined) this.flags.restore(a[4]);
   }
 }
 
-/** value_change_count: present values that differ from the previous present value. */
-export class ValueChangeState implements StoredState {
-  /** 0 = nothing yet, 1 = string in `str`, 2 = number in `num`, 3 = boolean in `num` (0/1). */
-  kind: number;
-  str: string;
-  num: number;
-  changes: number;
-  constructor() {
-    this.kind = 0;
-    this.str = '';
-    this.num = 0;
-    this.changes = 0;
+/** Config of outlier_count's windowed flag count. */
+export function outlierFlagsCfg(windowMs: number): NumWindowCfg | null {
+  return windowMs === 0 ? null : new NumWindowCfg(NumKind.Count, Input.Event, windowMs);
+}
+
+/**
+ * value_change_count summary of a run of present values: the changes inside it,
+ * its first and last value. A value is held as (kind, str, num) so each field keeps
+ * one JS type: kind 0 = none, 1 = string in str, 2 = number in num, 3 = boolean in num (0/1).
+ */
+export class ChangeAcc {
+  changes = 0;
+  fKind = 0;
+  fStr = '';
+  fNum = 0;
+  kind = 0;
+  str = '';
+  num = 0;
+}
+
+function kindOf(v: Scalar): number {
+  return typeof v === 'string' ? 1 : typeof v === 'number' ? 2 : 3;
+}
+
+export class ValueChangeAgg implements WindowAgg<ChangeAcc> {
+  /** Present values; NaN is no value (it equals nothing, not even itself). */
+  accepts(x: Value | undefined): x is Scalar {
+    return x !== null && x !== undefined && !(typeof x === 'number' && Number.isNaN(x));
   }
-  update(x: Value | undefined, _t: number, _row: Row): void {
-    if (x === null || x === undefined) return;
-    if (typeof x === 'string') {
-      if (this.kind === 1 && this.str === x) return;
-      if (this.kind !== 0) this.changes++;
-      this.kind = 1;
-      this.str = x;
-      return;
-    }
-    if (typeof x === 'number' && Number.isNaN(x)) return;
-    const kind = typeof x === 'number' ? 2 : 3;
-    const num = typeof x === 'number' ? x : x ? 1 : 0;
-    if (this.kind === kind && this.num === num) return;
-    if (this.kind !== 0) this.changes++;
-    this.kind = kind;
-    this.num = num;
+  empty(): ChangeAcc {
+    return new ChangeAcc();
   }
-  miss(_t: number): void {}
-  read(_now: number): JsonValue {
-    return this.changes;
+  clear(a: ChangeAcc): ChangeAcc {
+    a.changes = 0;
+    a.fKind = 0;
+    a.kind = 0;
+    return a;
   }
-  save(): unknown {
-    return [this.kind, this.str, this.num, this.changes];
+  add(a: ChangeAcc, v: Scalar, _t: number): ChangeAcc {
+    const kind = kindOf(v);
+    const str = typeof v === 'string' ? v : '';
+    const num = typeof v === 'number' ? v : v === true ? 1 : 0;
+    if (a.kind === 0) {
+      a.fKind = kind;
+      a.fStr = str;
+      a.fNum = num;
+    } else if (a.kind !== kind || a.str !== str || a.num !== num) a.changes++;
+    a.kind = kind;
+    a.str = str;
+    a.num = num;
+    return a;
   }
-  restore(saved: unknown): void {
-    const a = saved as [number, string, number, number];
-    this.kind = a[0];
-    this.str = a[1];
-    this.num = a[2];
-    this.changes = a[3];
+  merge(into: ChangeAcc, from: ChangeAcc): ChangeAcc {
+    if (from.kind === 0) return into;
+    if (into.kind === 0) {
+      into.fKind = from.fKind;
+      into.fStr = from.fStr;
+      into.fNum = from.fNum;
+    } else if (into.kind !== from.fKind || into.str !== from.fStr || into.num !== from.fNum) into.changes++;
+    into.changes += from.changes;
+    into.kind = from.kind;
+    into.str = from.str;
+    into.num = from.num;
+    return into;
+  }
+  result(a: ChangeAcc): JsonValue {
+    return a.changes;
+  }
+  /** Last value first: the layout of the lifetime state saved before windows existed. */
+  save(a: ChangeAcc): unknown {
+    return [a.kind, a.str, a.num, a.changes, a.fKind, a.fStr, a.fNum];
+  }
+  load(saved: unknown): ChangeAcc {
+    const s = saved as [number, string, number, number, number?, string?, number?];
+    const a = new ChangeAcc();
+    a.kind = s[0];
+    // Older saves kept the other slot's stale content: clear it, comparisons read both.
+    a.str = s[0] === 1 ? s[1] : '';
+    a.num = s[0] === 1 ? 0 : s[2];
+    a.changes = s[3];
+    // Older lifetime saves have no first value; a lifetime state never merges, so any stands.
+    a.fKind = s[4] ?? s[0];
+    a.fStr = s[5] ?? s[1];
+    a.fNum = s[6] ?? s[2];
+    return a;
   }
 }
 

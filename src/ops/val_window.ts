@@ -29,9 +29,13 @@ export interface WindowAgg<A> {
   empty(): A;
   /** Empties `a` for reuse (returns it, or a new empty accumulator). */
   clear(a: A): A;
-  /** Adds one value; returns the accumulator (possibly a new one, e.g. a promoted sketch). */
-  add(a: A, v: string | number | boolean): A;
-  /** Merges `from` into `into` without changing `from`; returns the result. */
+  /**
+   * Adds one value of an event at time t (times arrive non-decreasing; order-aware
+   * accumulators such as trend or twa use t); returns the accumulator (possibly a
+   * new one, e.g. a promoted sketch).
+   */
+  add(a: A, v: string | number | boolean, t: number): A;
+  /** Merges `from` (events all at or after those of `into`) into `into` without changing `from`; returns the result. */
   merge(into: A, from: A): A;
   result(a: A): JsonValue;
   save(a: A): unknown;
@@ -143,7 +147,8 @@ export class ValWindowState<A> implements StoredState {
     }
     const i = (this.head + this.len) & (cap - 1);
     this.ts[i] = t;
-    this.vs[i] = x;
+    // An op without a field (inter_arrival_stats) accepts x = undefined: keep a 0 in its place.
+    this.vs[i] = x === undefined ? 0 : x;
     this.len++;
   }
 
@@ -158,7 +163,7 @@ export class ValWindowState<A> implements StoredState {
       if (b !== null) {
         const last = b.newest();
         if (b.epochs[last] === Math.floor(this.ts[this.head] / c.bucketMs)) {
-          b.accs[last] = c.agg.add(b.accs[last] as A, this.vs[this.head]);
+          b.accs[last] = c.agg.add(b.accs[last] as A, this.vs[this.head], this.ts[this.head]);
         }
       }
       this.head = (this.head + 1) & mask;
@@ -194,17 +199,17 @@ export class ValWindowState<A> implements StoredState {
     const v = this.vs[this.head];
     this.head = (this.head + 1) & (VAL_RING_ENTRIES_MAX - 1);
     this.len--;
-    this.foldIntoBucket(Math.floor(t / this.cfg.bucketMs), v);
+    this.foldIntoBucket(Math.floor(t / this.cfg.bucketMs), v, t);
   }
 
-  private foldIntoBucket(e: number, v: string | number | boolean): void {
+  private foldIntoBucket(e: number, v: string | number | boolean, t: number): void {
     const c = this.cfg;
     let b = this.b;
     if (b === null) b = this.b = new ValBuckets<A>(BUCKET_SLOTS_MIN);
     else {
       const last = b.newest();
       if (b.epochs[last] === e) {
-        b.accs[last] = c.agg.add(b.accs[last] as A, v);
+        b.accs[last] = c.agg.add(b.accs[last] as A, v, t);
         return;
       }
     }
@@ -221,7 +226,7 @@ export class ValWindowState<A> implements StoredState {
     let s = b.head + b.len;
     if (s >= slots) s -= slots;
     b.epochs[s] = e;
-    b.accs[s] = c.agg.add(c.agg.empty(), v);
+    b.accs[s] = c.agg.add(c.agg.empty(), v, t);
     b.len++;
   }
 
@@ -255,7 +260,10 @@ export class ValWindowState<A> implements StoredState {
       }
       if (j0 <= newest) acc = c.agg.merge(acc, b.accs[b.slot(newest)] as A);
     }
-    for (; k < this.len; k++) acc = c.agg.add(acc, this.vs[(this.head + k) & mask]);
+    for (; k < this.len; k++) {
+      const i = (this.head + k) & mask;
+      acc = c.agg.add(acc, this.vs[i], this.ts[i]);
+    }
     // Keep only an accumulator this read owns (never a bucket's or the closed-merge cache).
     c.scratch = acc === scratch ? acc : null;
     return acc;
@@ -323,9 +331,9 @@ export class ValLifeState<A> implements StoredState {
     this.agg = agg;
     this.acc = null;
   }
-  update(x: Value | undefined, _t: number, _row: Row): void {
+  update(x: Value | undefined, t: number, _row: Row): void {
     if (!this.agg.accepts(x)) return;
-    this.acc = this.agg.add(this.acc === null ? this.agg.empty() : this.acc, x);
+    this.acc = this.agg.add(this.acc === null ? this.agg.empty() : this.acc, x === undefined ? 0 : x, t);
   }
   miss(_t: number): void {}
   read(_now: number): JsonValue {

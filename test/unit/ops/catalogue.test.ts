@@ -92,8 +92,7 @@ test('lifetime-only ops reject a finite window (aggregation_invalid_window) but 
   const lifetime = ['first', 'last', 'first_n', 'last_n', 'lag', 'first_seen', 'last_seen', 'age', 'has_seen', 'time_since',
     'time_since_last_n', 'streak', 'max_streak', 'negative_streak', 'histogram', 'hour_of_day_histogram', 'dow_hour_histogram',
     'seasonal_deviation', 'event_type_mix', 'most_recent_n', 'reservoir_sample', 'geo_velocity', 'geo_distance', 'geo_spread',
-    'distance_from_home', 'ewma', 'ema', 'ewvar', 'ew_zscore', 'decayed_sum', 'decayed_count', 'twa', 'rate_of_change',
-    'inter_arrival_stats', 'delta_from_prev', 'trend', 'trend_residual', 'outlier_count', 'value_change_count'];
+    'distance_from_home', 'ewma', 'ema', 'ewvar', 'ew_zscore', 'decayed_sum', 'decayed_count'];
   for (const op of lifetime) {
     const spec = minimalSpec(op);
     rejects({ op, params: { ...spec.params, window: '1h' } }, 'aggregation_invalid_window', 'nodes[3].agg.feat.params.window');

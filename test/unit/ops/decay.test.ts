@@ -6,11 +6,12 @@
 import { test } from 'node:test';
 import type { JsonValue } from '../../../src/types';
 import { F64, expectClose, isNum, rowOf, runOpCases, type Ev } from './harness';
+import * as naive from './motion_naive';
 
 const H = 5_000;
 const vals = (evs: readonly Ev[]): Ev[] => evs.filter((e) => e.match && isNum(e.row.x));
 
-function cases(op: string, naive: (evs: Ev[], now: number) => JsonValue, tol = 1e-9): void {
+function cases(op: string, expected: (evs: Ev[], now: number) => JsonValue, tol = 1e-9): void {
   test(`${op} matches its formula`, () => {
     runOpCases({
       name: op,
@@ -18,7 +19,7 @@ function cases(op: string, naive: (evs: Ev[], now: number) => JsonValue, tol = 1
       fields: { x: 'f64' },
       row: rowOf(F64),
       matchRate: 0.9,
-      check: (v, evs, now) => expectClose(v, naive(vals(evs), now), tol),
+      check: (v, evs, now) => expectClose(v, expected(vals(evs), now), tol),
     });
   });
 }
@@ -71,14 +72,6 @@ test('twa matches the closed form of the step function', () => {
     spec: { op: 'twa', params: { field: 'x' } },
     fields: { x: 'f64' },
     row: rowOf(F64),
-    check: (v, all) => {
-      const evs = vals(all);
-      if (evs.length === 0) return expectClose(v, null);
-      const span = evs[evs.length - 1].t - evs[0].t;
-      if (span === 0) return expectClose(v, evs[evs.length - 1].row.x as number);
-      let area = 0;
-      for (let i = 0; i + 1 < evs.length; i++) area += (evs[i].row.x as number) * (evs[i + 1].t - evs[i].t);
-      return expectClose(v, area / span, 1e-7);
-    },
+    check: (v, all) => expectClose(v, naive.twa(vals(all)), 1e-7),
   });
 });

@@ -40,7 +40,8 @@ const EMPTY: Record<string, JsonValue> = {
   distance_from_home: null,
 };
 
-const WINDOWABLE = new Set(['count', 'sum', 'mean', 'min', 'max', 'var', 'std', 'ratio', 'n_unique', 'quantile', 'top_k', 'entropy', 'z_score', 'burst_count']);
+const WINDOWABLE = new Set(['count', 'sum', 'mean', 'min', 'max', 'var', 'std', 'ratio', 'n_unique', 'quantile', 'top_k', 'entropy', 'z_score', 'burst_count',
+  'twa', 'rate_of_change', 'inter_arrival_stats', 'delta_from_prev', 'trend', 'trend_residual', 'outlier_count', 'value_change_count']);
 
 test('every op reads its documented empty value before any event', () => {
   for (const op of OP_NAMES) {
