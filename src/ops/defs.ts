@@ -276,33 +276,26 @@ function decayDef(name: string, aliases: string[], make: (h: number) => () => St
 
 // ---------------------------------------------------------------- change over time
 
+/** An op without aliases or defaults whose window is optional (lifetime when absent). */
+function windowableDef(name: string, build: (c: BuildCtx) => Factory): OpDef {
+  return { name, aliases: [], window: 'optional', defaults: {}, build };
+}
+
 /** A change-over-time op over a mergeable summary: lifetime, or a bucketed sliding window. */
 function motionDef<A>(name: string, types: readonly FieldType[] | null, agg: () => WindowAgg<A>): OpDef {
-  return {
-    name,
-    aliases: [],
-    window: 'optional',
-    defaults: {},
-    build(c) {
-      const field = types === null ? null : fieldOf(c, types);
-      // inter_arrival_stats (no field) keeps 0s in the value ring: a double array too.
-      return valOp(name, field, agg(), c, MOTION_BUCKETS_PER_WINDOW, types === NUMERIC_TYPES || types === null);
-    },
-  };
+  return windowableDef(name, (c) => {
+    const field = types === null ? null : fieldOf(c, types);
+    // inter_arrival_stats (no field) keeps 0s in the value ring: a double array too.
+    return valOp(name, field, agg(), c, MOTION_BUCKETS_PER_WINDOW, types === NUMERIC_TYPES || types === null);
+  });
 }
 
 /** rate_of_change / delta_from_prev: the last two values; windowed = both inside the window (exact). */
 function lastPairDef(name: string, make: (windowMs: number) => StoredState): OpDef {
-  return {
-    name,
-    aliases: [],
-    window: 'optional',
-    defaults: {},
-    build(c) {
-      const w = c.windowMs;
-      return f(name, fieldOf(c, NUMERIC_TYPES), () => make(w));
-    },
-  };
+  return windowableDef(name, (c) => {
+    const w = c.windowMs;
+    return f(name, fieldOf(c, NUMERIC_TYPES), () => make(w));
+  });
 }
 
 function burstDef(): OpDef {
