@@ -48,3 +48,14 @@ export const DEDUPE_ENTRIES_MAX = 10_000_000;
 assert(TCP_FRAME_BYTES_MAX_DEFAULT >= HTTP_BODY_BYTES_MAX, 'a push that fits HTTP must fit a frame');
 assert(BATCH_GET_ENTRIES_MAX_DEFAULT > 0);
 assert(TOP_K_K_DEFAULT <= TOP_K_K_MAX);
+
+/** Admin: how often the front asks every shard and the coordinator for their figures (admin/stats.ts). */
+export const STATS_INTERVAL_MS = 1_000;
+/** Admin: the dashboard's latency percentiles and rates cover this many stats intervals. */
+export const STATS_WINDOW_INTERVALS = 10;
+/** Admin: resolution of each thread's event-loop delay monitor (perf_hooks.monitorEventLoopDelay), ms. */
+export const EVENT_LOOP_DELAY_RESOLUTION_MS = 10;
+/** Admin: entities serialized per table and stats interval to estimate the table's state bytes (shard/shard_stats.ts). */
+export const TABLE_MEMORY_SAMPLE_ENTITIES = 16;
+/** Admin: /api/inspect waits this long for the owning shard before answering 503. */
+export const ADMIN_INSPECT_TIMEOUT_MS = 5_000;

@@ -15,6 +15,7 @@ import Piscina from 'piscina';
 import uWS from 'uWebSockets.js';
 import { buildAdminApp } from './admin/admin';
 import { Metrics } from './admin/metrics';
+import { StatsCollector } from './admin/stats';
 import type { ServerConfig } from './config';
 import { SHARD_BATCHES_IN_FLIGHT_MAX, SHARD_YOUNG_GENERATION_MB } from './limits';
 import { buildHttpApp } from './front/http';
@@ -61,6 +62,9 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
   const coordinator = new Piscina({
     filename: join(__dirname, 'coordinator', 'coordinator_main.js'),
     minThreads: 1, maxThreads: 1, idleTimeout: Number.MAX_SAFE_INTEGER, workerData: coordinatorInit,
+    // Waiting for tasks on its event loop (not blocked in Atomics.wait) lets the
+    // coordinator's event-loop delay and utilization be measured (admin/thread_stats.ts).
+    useAtomics: false,
   });
   const first = (await coordinator.run({ kind: 'state' })) as CoordinatorResult;
   if (!first.ok) throw new Error(`coordinator failed to start: ${first.error.code}`);
@@ -97,17 +101,11 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
   const tcpPort = await listenTcp(tcpServer, config.tcpHost, config.tcpPort);
   log.info({ kind: 'server.tcp_bound', addr: addr(config.tcpHost, tcpPort) });
   let admin: { token: uWS.us_listen_socket; port: number } | null = null;
+  const stats = new StatsCollector(front);
+  stats.start();
   if (config.adminHost !== null) {
-    const gauges = (): Record<string, number> => {
-      const g: Record<string, number> = { registry_version: front.version, dedupe_entries: front.dedupe.size, shards: config.shards };
-      let batches = 0; let items = 0; let secs = 0;
-      for (const ch of front.channels) { batches += ch.batchesSent; items += ch.itemsSent; secs += ch.batchSeconds; }
-      g.shard_batches = batches;
-      g.shard_batch_items = items;
-      g.shard_batch_seconds = secs;
-      return g;
-    };
-    admin = await listenUws(buildAdminApp(front, gauges, () => true), config.adminHost, config.adminPort);
+    const ctx = { front, stats, memoryOnly: config.memoryOnly, walSync: config.walSync, dataDir: config.dataDir };
+    admin = await listenUws(buildAdminApp(ctx, () => true), config.adminHost, config.adminPort);
     log.info({ kind: 'server.admin_bound', addr: addr(config.adminHost, admin.port) });
   }
 
@@ -129,6 +127,7 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
       if (closed) return;
       closed = true;
       clearInterval(sweep);
+      stats.stop();
       if (snapTimer !== null) clearInterval(snapTimer);
       uWS.us_listen_socket_close(http.token);
       if (admin !== null) uWS.us_listen_socket_close(admin.token);

@@ -1,9 +1,20 @@
-/** Admin sidecar (spec 4.7): /health, /ready, /metrics, /registry on their own address. */
+/**
+ * Admin sidecar (spec 4.7) on its own address: /health, /ready, /metrics,
+ * /registry, plus JSON views for operators (/api/stats, /api/registry,
+ * /api/inspect?table=&key=).
+ */
 import uWS from 'uWebSockets.js';
 import { errorJson } from '../errors';
-import type { Front } from '../front/front';
+import { inspectEntity, registryView, statsView } from './api';
+import type { AdminContext } from './context';
+import { renderMetrics } from './render_metrics';
+import { statusLine } from '../front/http';
 
-export function buildAdminApp(front: Front, gauges: () => Record<string, number>, isReady: () => boolean): uWS.TemplatedApp {
+function json(res: uWS.HttpResponse, body: string, status = '200 OK'): void {
+  res.writeStatus(status).writeHeader('Content-Type', 'application/json').writeHeader('Cache-Control', 'no-store').end(body);
+}
+
+export function buildAdminApp(ctx: AdminContext, isReady: () => boolean): uWS.TemplatedApp {
   const app = uWS.App();
   app.get('/health', (res) => { res.writeHeader('Content-Type', 'application/json').end('{"status":"ok"}'); });
   app.get('/ready', (res) => {
@@ -11,9 +22,25 @@ export function buildAdminApp(front: Front, gauges: () => Record<string, number>
     else res.writeStatus('503 Service Unavailable').writeHeader('Content-Type', 'application/json').end('{"status":"starting"}');
   });
   app.get('/metrics', (res) => {
-    res.writeHeader('Content-Type', 'text/plain; version=0.0.4; charset=utf-8').end(front.metrics.render(gauges()));
+    res.writeHeader('Content-Type', 'text/plain; version=0.0.4; charset=utf-8').end(renderMetrics(ctx));
   });
-  app.get('/registry', (res) => { res.writeHeader('Content-Type', 'application/json').end(front.registryBody()); });
+  app.get('/registry', (res) => { json(res, ctx.front.registryBody()); });
+  app.get('/api/stats', (res) => { json(res, JSON.stringify(statsView(ctx))); });
+  app.get('/api/registry', (res) => { json(res, JSON.stringify(registryView(ctx))); });
+  app.get('/api/inspect', (res, req) => {
+    const table = req.getQuery('table') ?? '';
+    const key = req.getQuery('key');
+    if (table === '' || key === undefined) {
+      json(res, errorJson('unsupported_request_shape', { message: 'expected /api/inspect?table=TABLE&key=KEY (a composite key as a JSON array)', path: table === '' ? 'table' : 'key' }), '400 Bad Request');
+      return;
+    }
+    let aborted = false;
+    res.onAborted(() => { aborted = true; });
+    void inspectEntity(ctx, table, key).then(({ status, body }) => {
+      if (aborted) return;
+      res.cork(() => json(res, body, statusLine(status)));
+    });
+  });
   app.any('/*', (res, req) => {
     const path = req.getUrl();
     res.writeStatus('404 Not Found').writeHeader('Content-Type', 'application/json').end(errorJson('not_found', { message: `no admin route ${path}`, path }));

@@ -10,12 +10,14 @@ import { mkdirSync } from 'node:fs';
 import { asSfError, SfError } from '../errors';
 import { createLogger } from '../log';
 import { EMPTY_REGISTRY, type RegistryState } from '../registry/model';
-import type { CoordinatorInit, CoordinatorResult, CoordinatorTask } from '../protocol/messages';
+import type { CoordinatorInit, CoordinatorResult, CoordinatorStats, CoordinatorTask } from '../protocol/messages';
 import { RegistryLog } from '../wal';
 import { register } from './register';
+import { ThreadSampler } from '../admin/thread_stats';
 
 const init = workerData as CoordinatorInit;
 const log = createLogger(init.logLevel, { thread: 'coordinator' });
+const sampler = new ThreadSampler('coordinator');
 
 let state: RegistryState = EMPTY_REGISTRY;
 /** Every version since the last reset: shards replay WAL records under the version they were validated with. */
@@ -46,7 +48,8 @@ function ok(body: Record<string, unknown> | null, renames: Array<[string, string
   return { ok: true, state, history: [], body, renames, changed };
 }
 
-export default function handle(task: CoordinatorTask): CoordinatorResult {
+export default function handle(task: CoordinatorTask): CoordinatorResult | CoordinatorStats {
+  if (task.kind === 'stats') return { runtime: sampler.sample(), registryVersion: state.version, versions: history.length };
   try {
     switch (task.kind) {
       case 'state':

@@ -40,6 +40,16 @@ export class ShardChannel {
     this.#tags.unshift(tag);
   }
 
+  /** Items waiting for the next batch (admin: queue depth). */
+  get queued(): number {
+    return this.#items.length;
+  }
+
+  /** Batches dispatched to the shard thread and not yet answered. */
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
   get idle(): boolean {
     return this.#inFlight === 0 && this.#items.length === 0;
   }

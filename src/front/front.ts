@@ -15,7 +15,7 @@ import type { Metrics } from '../admin/metrics';
 import { compileRegistry, type CompiledRegistry, type TablePlan } from '../registry/compile';
 import { parseWireKey, shardOf } from '../registry/key';
 import type { RegistryState } from '../registry/model';
-import { ITEM_GET, ITEM_INSTALL, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, type CoordinatorResult, type ErrorPayload, type GetItem } from '../protocol/messages';
+import { ITEM_GET, ITEM_INSTALL, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, type CoordinatorResult, type ErrorPayload, type GetItem, type ShardItem } from '../protocol/messages';
 import { ShardChannel, type Sink } from './channel';
 import { BatchCtx, CountdownSink, GetCtx } from './sinks';
 import { DedupeStore } from './dedupe';
@@ -81,6 +81,12 @@ export class Front implements PushDone {
     setImmediate(this.#flushAll);
   }
 
+  /** Admin items (stats, inspect) go down a shard channel in order with the traffic. */
+  send(shard: number, item: ShardItem, sink: Sink): void {
+    this.channels[shard].enqueue(item, sink, 0);
+    this.#schedule();
+  }
+
   fail(reply: Reply, e: ErrorPayload, withVersion = true): void {
     this.metrics.error(e.code);
     reply.error(e.code, e.detail, withVersion ? this.registry.version : undefined);
@@ -100,7 +106,7 @@ export class Front implements PushDone {
 
   /** `text` is the envelope as received; it travels to the shards and into the WAL. */
   push(body: unknown, text: string, reply: Reply): void {
-    const startNs = process.hrtime.bigint();
+    const startMs = performance.now();
     if (!isObj(body) || typeof body.event !== 'string') {
       this.#failWith(reply, 'missing_event_name_in_body', { message: 'body must be a JSON object with a string "event"', path: 'event' });
       return;
@@ -154,7 +160,7 @@ export class Front implements PushDone {
     if (mask === 0) mask = 1 << (n > 1 ? lsn % n : 0);
     let targets = 0;
     for (let s = 0; s < n; s++) if (mask & (1 << s)) targets++;
-    const ctx = new PushCtx(lsn, reg.version, reply, targets, startNs, dedupe, plan.name, dedupeValue, this);
+    const ctx = new PushCtx(lsn, reg.version, reply, targets, startMs, dedupe, plan.name, dedupeValue, this);
     const item = { k: ITEM_PUSH, lsn, t, v: reg.version, e: plan.name, j: text } as const;
     for (let s = 0; s < n; s++) if (mask & (1 << s)) this.channels[s].enqueue(item, ctx, 0);
     this.#schedule();
@@ -170,7 +176,7 @@ export class Front implements PushDone {
       return;
     }
     this.metrics.pushTotal++;
-    this.metrics.pushLatency.observe(Number(process.hrtime.bigint() - ctx.startNs) / 1e9);
+    this.metrics.pushLatency[ctx.reply.transport].observe((performance.now() - ctx.startMs) / 1000);
     if (ctx.dedupe !== null) {
       ctx.dedupe.replayBody = ackBody(ctx.lsn, ctx.version, true);
       for (const w of ctx.dedupe.waiters ?? []) w(ctx.dedupe.replayBody);
@@ -230,6 +236,7 @@ export class Front implements PushDone {
   }
 
   get(body: unknown, reply: Reply): void {
+    const startMs = performance.now();
     let g;
     try {
       g = this.#getItem(body, '');
@@ -237,11 +244,12 @@ export class Front implements PushDone {
       this.#failErr(reply, err, false);
       return;
     }
-    this.channels[g.shard].enqueue(g.item, new GetCtx(reply, this), 0);
+    this.channels[g.shard].enqueue(g.item, new GetCtx(reply, this, startMs), 0);
     this.#schedule();
   }
 
   batchGet(body: unknown, reply: Reply): void {
+    const startMs = performance.now();
     const requests = Array.isArray(body) ? body : isObj(body) ? body.requests : undefined;
     if (!Array.isArray(requests)) {
       this.#failWith(reply, 'unsupported_request_shape', { message: 'expected {requests: [{table, key, features?}, ...]}', path: 'requests' }, false);
@@ -262,7 +270,7 @@ export class Front implements PushDone {
       }
     });
     const pending = valid.filter((v) => v !== null).length;
-    const ctx = new BatchCtx(reply, parts, this, pending);
+    const ctx = new BatchCtx(reply, parts, this, pending, startMs);
     if (pending === 0) { ctx.finish(); return; }
     valid.forEach((v, i) => { if (v !== null) this.channels[v.shard].enqueue(v.item, ctx, i); });
     this.#schedule();

@@ -7,7 +7,7 @@ import uWS from 'uWebSockets.js';
 import { errorJson, ERRORS, type ErrorCode, type ErrorDetail } from '../errors';
 import { HTTP_BODY_BYTES_MAX } from '../limits';
 import type { Front } from './front';
-import type { Reply } from './reply';
+import { TRANSPORT_HTTP, type Reply } from './reply';
 
 const STATUS_TEXT: Record<number, string> = {
   200: '200 OK', 400: '400 Bad Request', 403: '403 Forbidden', 404: '404 Not Found', 405: '405 Method Not Allowed',
@@ -20,6 +20,7 @@ export function statusLine(status: number): string {
 }
 
 class HttpReply implements Reply {
+  readonly transport = TRANSPORT_HTTP;
   aborted = false;
   constructor(readonly res: uWS.HttpResponse) {}
 

@@ -22,7 +22,8 @@ export class PushCtx implements Sink {
     readonly version: number,
     readonly reply: Reply,
     public remaining: number,
-    readonly startNs: bigint,
+    /** performance.now() at arrival. */
+    readonly startMs: number,
     readonly dedupe: DedupeEntry | null,
     readonly dedupeEvent: string,
     readonly dedupeValue: string,

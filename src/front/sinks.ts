@@ -9,16 +9,22 @@ import type { Front } from './front';
 import type { Reply } from './reply';
 
 export class GetCtx implements Sink {
-  constructor(readonly reply: Reply, readonly front: Front) {}
+  /** `startMs`: performance.now() at arrival (latency histogram). */
+  constructor(readonly reply: Reply, readonly front: Front, readonly startMs: number) {}
   done(out: string | ErrorPayload | null): void {
-    if (typeof out === 'string') { this.front.metrics.getTotal++; this.reply.ok(out); }
+    if (typeof out === 'string') {
+      const m = this.front.metrics;
+      m.getTotal++;
+      m.getLatency[this.reply.transport].observe((performance.now() - this.startMs) / 1000);
+      this.reply.ok(out);
+    }
     else this.front.fail(this.reply, out ?? { code: 'internal_error', detail: { message: 'no row from shard' } });
   }
 }
 
 export class BatchCtx implements Sink {
   remaining: number;
-  constructor(readonly reply: Reply, readonly parts: string[], readonly front: Front, pending: number) {
+  constructor(readonly reply: Reply, readonly parts: string[], readonly front: Front, pending: number, readonly startMs: number) {
     this.remaining = pending;
   }
   done(out: string | ErrorPayload | null, tag: number): void {
@@ -26,8 +32,10 @@ export class BatchCtx implements Sink {
     if (--this.remaining === 0) this.finish();
   }
   finish(): void {
-    this.front.metrics.batchGetTotal++;
-    this.front.metrics.batchGetEntriesTotal += this.parts.length;
+    const m = this.front.metrics;
+    m.batchGetTotal++;
+    m.batchGetEntriesTotal += this.parts.length;
+    m.batchGetLatency[this.reply.transport].observe((performance.now() - this.startMs) / 1000);
     this.reply.ok(`{"results":[${this.parts.join(',')}]}`);
   }
 }

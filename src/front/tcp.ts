@@ -13,9 +13,10 @@ import {
   OP_PUSH_SYNC, OP_REGISTER, OP_RESET, OP_SET_FIRST, OP_SET_LAST, type Frame,
 } from '../protocol/frame';
 import type { Front } from './front';
-import type { Reply } from './reply';
+import { TRANSPORT_TCP, type Reply } from './reply';
 
 class Slot implements Reply {
+  readonly transport = TRANSPORT_TCP;
   bytes: Buffer | null = null;
   constructor(readonly conn: TcpConn, readonly op: number) {}
   ok(body: string): void {

@@ -4,6 +4,7 @@
  */
 import type { ErrorCode, ErrorDetail } from '../errors';
 import type { RegistryState } from '../registry/model';
+import type { ThreadStats } from '../admin/thread_stats';
 
 /** A coded error as plain data (SfError does not survive structured clone). */
 export interface ErrorPayload {
@@ -22,8 +23,16 @@ export interface CoordinatorInit {
 
 export type CoordinatorTask =
   | { kind: 'state' }
+  | { kind: 'stats' }
   | { kind: 'register'; payload: unknown }
   | { kind: 'reset' };
+
+/** Answer to the coordinator's `stats` task (admin/thread_stats.ts ThreadStats plus registry figures). */
+export interface CoordinatorStats {
+  runtime: ThreadStats;
+  registryVersion: number;
+  versions: number;
+}
 
 export type CoordinatorResult =
   | { ok: true; state: RegistryState; history: RegistryState[]; body: Record<string, unknown> | null; renames: Array<[string, string]>; changed: boolean }
@@ -36,6 +45,8 @@ export const ITEM_GET = 2;
 export const ITEM_INSTALL = 3;
 export const ITEM_RESET = 4;
 export const ITEM_SNAPSHOT = 5;
+export const ITEM_STATS = 6;
+export const ITEM_INSPECT = 7;
 
 export interface PushItem {
   k: typeof ITEM_PUSH;
@@ -78,14 +89,37 @@ export interface SnapshotItem {
   sync: boolean;
 }
 
-export type ShardItem = PushItem | GetItem | InstallItem | ResetItem | SnapshotItem;
+/** Admin: the shard's figures (shard/shard_stats.ts ShardStats), answered as JSON text. */
+export interface StatsItem {
+  k: typeof ITEM_STATS;
+}
+
+/** Admin entity inspector: one entity's row and bookkeeping (InspectResult), answered as JSON text. */
+export interface InspectItem {
+  k: typeof ITEM_INSPECT;
+  table: string;
+  /** Canonical key (registry/key.ts). */
+  key: string;
+}
+
+/** What an INSPECT answers (as JSON text). `row` is null when the shard holds no such entity. */
+export interface InspectResult {
+  shard: number;
+  /** The entity was frozen (idle past cold_after) before this read thawed it. */
+  cold: boolean;
+  lastPushMs: number | null;
+  lastLsn: number | null;
+  row: Record<string, unknown> | null;
+}
+
+export type ShardItem = PushItem | GetItem | InstallItem | ResetItem | SnapshotItem | StatsItem | InspectItem;
 
 export interface ShardBatch {
   items: ShardItem[];
 }
 
 /**
- * One entry per item, in order: a GET gets its row as JSON text; a PUSH, INSTALL,
+ * One entry per item, in order: a GET, STATS or INSPECT gets JSON text; a PUSH, INSTALL,
  * RESET or SNAPSHOT gets null on success or an ErrorPayload.
  */
 export interface ShardBatchResult {

@@ -15,12 +15,14 @@ import { scanRegistryLog } from '../wal';
 import type { RegistryState } from '../registry/model';
 import { asSfError, SfError } from '../errors';
 import { createLogger } from '../log';
-import { ITEM_GET, ITEM_INSTALL, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, type ErrorPayload, type ShardBatch, type ShardBatchResult, type ShardHello, type ShardInit, type ShardItem } from '../protocol/messages';
+import { ITEM_GET, ITEM_INSPECT, ITEM_INSTALL, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, ITEM_STATS, type ErrorPayload, type InspectItem, type InspectResult, type ShardBatch, type ShardBatchResult, type ShardHello, type ShardInit, type ShardItem } from '../protocol/messages';
 import { COLD_SWEEP_INTERVAL_MS } from './cold';
 import { DedupeLog } from './dedupe_log';
 import type { SnapshotJob } from './snapshot_job';
 import { ShardState } from './state';
 import { ShardStore } from './store';
+import { ThreadSampler } from '../admin/thread_stats';
+import { snapshotView, tableStats, type ShardStats } from './shard_stats';
 
 const init = workerData as ShardInit;
 // A shard thread replaced after a crash starts with the boot-time workerData: the
@@ -31,7 +33,8 @@ const log = createLogger(init.logLevel, { thread: `shard-${init.shardId}` });
 const state = new ShardState({ shardId: init.shardId, shardCount: init.shardCount, memoryGovEnforce: init.memoryGovEnforce });
 const dedupe = new DedupeLog();
 let store: ShardStore | null = null;
-let recovered = { lastLsn: 0, records: 0 };
+let recovered = { lastLsn: 0, records: 0, ms: 0 };
+const sampler = new ThreadSampler(`shard-${init.shardId}`);
 
 if (!init.memoryOnly) {
   const opened = ShardStore.open(init, state, dedupe, log);
@@ -70,7 +73,7 @@ function stepSnapshotJob(): void {
   if (!j.step(SNAPSHOT_SLICE_MS)) { setImmediate(stepSnapshotJob); return; }
   job = null;
   snapshotWriting = true;
-  store.writeJob(j, state, dedupe).catch((err) => log.error({ kind: 'wal.snapshot_failed', shard: init.shardId, err: String(err) }))
+  store.writeJob(j, state, dedupe).catch((err) => { store?.snapshotAbandoned(true); log.error({ kind: 'wal.snapshot_failed', shard: init.shardId, err: String(err) }); })
     .finally(() => { snapshotWriting = false; });
 }
 
@@ -80,6 +83,35 @@ setInterval(() => {
   const frozen = state.sweepCold(Date.now());
   if (frozen > 0) log.info({ kind: 'shard.cold_evicted', shard: init.shardId, frozen, cold: state.coldCount() });
 }, COLD_SWEEP_INTERVAL_MS).unref();
+
+function dropJob(): void {
+  if (job !== null) store?.snapshotAbandoned(false);
+  job = null;
+}
+
+function shardStats(): ShardStats {
+  return {
+    shard: init.shardId,
+    runtime: sampler.sample(),
+    registryVersion: state.registryVersion,
+    appliedLsn: state.appliedLsn,
+    recoveredRecords: recovered.records,
+    recoveryMs: recovered.ms,
+    tables: tableStats(state),
+    wal: store === null ? null : store.walView(),
+    snapshot: store === null ? null : snapshotView(store.snapshotStats),
+  };
+}
+
+/** One entity for the admin inspector; reading it thaws it when cold, as a get would. */
+function inspect(it: InspectItem, now: number): InspectResult {
+  const ts = state.tableByName(it.table);
+  const cold = ts !== undefined && ts.cold.has(it.key);
+  const ent = ts?.hot(it.key);
+  if (ent === undefined) return { shard: init.shardId, cold: false, lastPushMs: null, lastLsn: null, row: null };
+  const row = JSON.parse(state.read(it.table, it.key, null, now)) as Record<string, unknown>;
+  return { shard: init.shardId, cold, lastPushMs: ent.lastT, lastLsn: ent.lastLsn, row };
+}
 
 function refreshRegistry(i: ShardInit): void {
   if (i.memoryOnly) return;
@@ -165,8 +197,14 @@ function runItems(items: ShardItem[], from: number, to: number, outs: ShardBatch
       case ITEM_GET:
         outs[i] = state.read(it.table, it.key, it.features, now);
         break;
+      case ITEM_STATS:
+        outs[i] = JSON.stringify(shardStats());
+        break;
+      case ITEM_INSPECT:
+        outs[i] = JSON.stringify(inspect(it, now));
+        break;
       case ITEM_INSTALL:
-        job = null; // the layout a running snapshot captured is gone: start over next time
+        dropJob(); // the layout a running snapshot captured is gone: start over next time
         state.install(it.state, it.renames);
         if (it.lsn > state.appliedLsn) state.appliedLsn = it.lsn;
         outs[i] = null;
@@ -198,7 +236,7 @@ function runMarker(it: ShardItem): ErrorPayload | null {
       log.error({ kind: 'wal.truncate_failed', err: String(err) });
       return { code: 'wal_truncate_failed', detail: { message: 'WAL truncation failed during reset; server state is undefined', reason: String(err) } };
     }
-    job = null;
+    dropJob();
     state.reset(it.state);
     state.appliedLsn = it.lsn;
     dedupe.clear();
@@ -206,10 +244,11 @@ function runMarker(it: ShardItem): ErrorPayload | null {
   }
   if (it.k === ITEM_SNAPSHOT) {
     if (!it.sync) { startSnapshotJob(); return null; }
-    job = null;
+    dropJob();
     try {
       store?.snapshotNow(state, dedupe);
     } catch (err) {
+      store?.snapshotAbandoned(true);
       log.error({ kind: 'wal.snapshot_failed', err: String(err) });
       return errorPayload(new SfError('wal_unavailable', 'snapshot failed', { reason: String(err) }));
     }

@@ -16,6 +16,7 @@ import { deleteAllSnapshots, faultyFs, fsError, realFs, RecordEncoder, WalWriter
 import type { ShardState } from './state';
 import { restoreSnapshot, SnapshotJob } from './snapshot_job';
 import type { DedupeLog } from './dedupe_log';
+import { SnapshotStats, WalStats, type ShardWalStats } from './shard_stats';
 
 export interface RecoveryInfo {
   lastLsn: number;
@@ -26,6 +27,9 @@ export interface RecoveryInfo {
 
 export class ShardStore {
   readonly encoder = new RecordEncoder();
+  /** Counters for /metrics (shard_stats.ts); plain fields, bumped once per write or sync. */
+  readonly walStats = new WalStats();
+  readonly snapshotStats = new SnapshotStats();
   #wal: WalWriter;
   readonly #walDir: string;
   readonly #snapDir: string;
@@ -64,6 +68,7 @@ export class ShardStore {
       dedupe.load(restored.dedupe, (e) => state.registry?.events.get(e)?.dedupeWindowMs ?? 0);
       snapshotLsn = restored.startLsn;
     }
+    const snapshotCreatedMs = snap === null ? 0 : snap.meta.createdAtMs;
     let records = 0;
     const bad: BadRecords = { count: 0, firstLsn: 0, lastLsn: 0 };
     const report = recoverWal(walDir, snapshotLsn, (r: WalRecord) => {
@@ -80,6 +85,7 @@ export class ShardStore {
     const store = new ShardStore(init, walDir, snapDir, wal, log);
     store.#faults = faults;
     store.#lastSnapshotLsn = snapshotLsn;
+    store.snapshotStats.lastSuccessMs = snapshotCreatedMs;
     const info = { lastLsn, records, snapshotLsn, ms: Date.now() - t0 };
     log.info({ kind: 'shard.recovered', shard: init.shardId, ...info, truncated_bytes: report.truncatedBytes, corrupt_segments: report.corruptSegments });
     return { store, info };
@@ -88,15 +94,34 @@ export class ShardStore {
   /** Writes what the encoder staged (one write). Throws the fs error on failure. */
   writeStaged(firstLsn: number, lastLsn: number): void {
     if (this.encoder.count === 0) return;
-    this.#wal.append(this.encoder.bytes(), firstLsn, lastLsn);
+    const bytes = this.encoder.bytes();
+    const st = this.walStats;
+    const t0 = performance.now();
+    try {
+      this.#wal.append(bytes, firstLsn, lastLsn);
+    } catch (err) {
+      st.appendErrors++;
+      throw err;
+    }
+    st.appendLatency.observe((performance.now() - t0) / 1000);
+    st.appends++;
+    st.appendBytes += bytes.length;
   }
 
   /** fdatasync; returns its duration in ms. */
   sync(): number {
     const t0 = performance.now();
     if (this.#slowSync) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, this.init.walSyncTimeoutMs * 2);
-    this.#wal.sync();
-    return performance.now() - t0;
+    try {
+      this.#wal.sync();
+    } catch (err) {
+      this.walStats.syncErrors++;
+      throw err;
+    }
+    const ms = performance.now() - t0;
+    this.walStats.syncs++;
+    this.walStats.syncLatency.observe(ms / 1000);
+    return ms;
   }
 
   /** Syncs now when anything was written since the last sync (snapshots, shutdown). */
@@ -107,14 +132,23 @@ export class ShardStore {
   /** Batch mode timer: fdatasync on libuv's threadpool; the shard thread keeps applying batches meanwhile. */
   syncInBackground(): void {
     if (this.#slowSync) { this.syncIfDirty(); return; }
+    const t0 = performance.now();
     this.#wal.syncAsync((err) => {
-      if (err !== null) this.log.error({ kind: 'wal.sync_failed', shard: this.init.shardId, err: String(err) });
+      if (err !== null) {
+        this.walStats.syncErrors++;
+        this.log.error({ kind: 'wal.sync_failed', shard: this.init.shardId, err: String(err) });
+        return;
+      }
+      this.walStats.syncs++;
+      this.walStats.syncLatency.observe((performance.now() - t0) / 1000);
     });
   }
 
   /** A new snapshot job, or null when nothing was applied since the last one. */
   beginSnapshot(state: ShardState): SnapshotJob | null {
-    return state.appliedLsn > Math.max(this.#lastSnapshotLsn, this.#pendingSnapshotLsn) ? new SnapshotJob(state) : null;
+    if (state.appliedLsn <= Math.max(this.#lastSnapshotLsn, this.#pendingSnapshotLsn)) return null;
+    this.snapshotStats.startedMs = Date.now();
+    return new SnapshotJob(state);
   }
 
   /** Shutdown: the whole snapshot now, blocking the shard (nothing else is coming). */
@@ -141,12 +175,20 @@ export class ShardStore {
     const res = this.#faults === null
       ? await writeSnapshotAsync(this.#snapDir, meta, body)
       : writeSnapshot(this.#snapDir, meta, body, { fs: this.#faults });
-    if (gen !== this.#resetGeneration) { deleteAllSnapshots(this.#snapDir); return; }
+    if (gen !== this.#resetGeneration) { deleteAllSnapshots(this.#snapDir); this.snapshotAbandoned(false); return; }
     this.#written(job, state, res, rawBytes);
   }
 
   #written(job: SnapshotJob, state: ShardState, res: { bytes: number; compressMs: number; writeMs: number }, rawBytes: number): void {
+    const ss = this.snapshotStats;
+    const now = Date.now();
+    if (ss.startedMs > 0) ss.lastDurationS = (now - ss.startedMs) / 1000;
+    ss.startedMs = 0;
     if (job.startLsn <= this.#lastSnapshotLsn) return; // a newer one landed first (shutdown during an async write)
+    ss.lastSuccessMs = now;
+    ss.lastBytes = res.bytes;
+    ss.lastEntities = job.entities;
+    ss.written++;
     this.#olderSnapshotLsn = this.#lastSnapshotLsn;
     this.#lastSnapshotLsn = job.startLsn;
     // The WAL is kept back to the older of the two snapshots: a corrupt newest one falls back to it.
@@ -176,9 +218,25 @@ export class ShardStore {
     this.#resetGeneration++;
     this.#wal.truncateAll();
     deleteAllSnapshots(this.#snapDir);
+    this.snapshotStats.lastSuccessMs = 0;
     this.#lastSnapshotLsn = 0;
     this.#olderSnapshotLsn = 0;
     this.#pendingSnapshotLsn = 0;
+  }
+
+  /** A snapshot job was dropped (install, reset) or its write failed. */
+  snapshotAbandoned(failed: boolean): void {
+    this.snapshotStats.startedMs = 0;
+    if (failed) this.snapshotStats.failures++;
+  }
+
+  walView(): ShardWalStats {
+    const w = this.walStats;
+    return {
+      appends: w.appends, appendBytes: w.appendBytes, appendErrors: w.appendErrors, appendLatency: w.appendLatency.data(),
+      syncs: w.syncs, syncErrors: w.syncErrors, syncLatency: w.syncLatency.data(),
+      bytesSinceSync: this.#wal.bytesSinceSync, segment: this.#wal.segmentName, segmentBytes: this.#wal.segmentBytes, lastLsn: this.#wal.lastLsn,
+    };
   }
 
   close(): void {

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { get, post, startServer, type TestServer } from '../harness/server';
 import { TcpClient } from '../harness/tcp';
 import { OP_GET, OP_PUSH } from '../../src/protocol/frame';
+import { sampleValue, scrape, type PromFamily } from '../harness/prom';
 
 let srv: TestServer;
 let admin: string;
@@ -23,43 +24,9 @@ after(async () => {
   srv.cleanup();
 });
 
-interface Sample { name: string; labels: string; value: number }
-
-/** Parses Prometheus text exposition; checks every sample line is well formed and has a TYPE. */
-function parseMetrics(text: string): { samples: Sample[]; types: Map<string, string> } {
-  const samples: Sample[] = [];
-  const types = new Map<string, string>();
-  for (const line of text.split('\n')) {
-    if (line === '') continue;
-    if (line.startsWith('# TYPE ')) {
-      const [, , name, type] = line.split(' ');
-      types.set(name, type);
-      continue;
-    }
-    if (line.startsWith('#')) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (-?[0-9.e+-]+|\+Inf|NaN)$/.exec(line);
-    assert.ok(m !== null, `malformed metrics line: ${JSON.stringify(line)}`);
-    samples.push({ name: m[1], labels: m[2] ?? '', value: Number(m[3]) });
-  }
-  for (const s of samples) {
-    const base = s.name.replace(/_(bucket|sum|count)$/, '');
-    assert.ok(types.has(s.name) || types.has(base), `no # TYPE for ${s.name}`);
-  }
-  return { samples, types };
-}
-
-async function metrics(): Promise<{ value: (name: string, labels?: string) => number; samples: Sample[]; types: Map<string, string> }> {
-  const res = await fetch(`${admin}/metrics`);
-  assert.equal(res.status, 200);
-  assert.match(res.headers.get('content-type') ?? '', /^text\/plain/);
-  const parsed = parseMetrics(await res.text());
-  return {
-    ...parsed,
-    value: (name, labels = '') => {
-      const s = parsed.samples.find((x) => x.name === name && x.labels === labels);
-      return s === undefined ? 0 : s.value;
-    },
-  };
+async function metrics(): Promise<{ value: (name: string, labels?: Record<string, string>) => number; families: Map<string, PromFamily> }> {
+  const families = await scrape(admin);
+  return { families, value: (name, labels = {}) => sampleValue(families, name, labels) ?? 0 };
 }
 
 test('/health and /ready answer 200 on the admin address', async () => {
@@ -99,8 +66,8 @@ test('/registry on the admin address matches the data plane GET /registry', asyn
 
 test('/metrics: push, get, register and error counters and the push latency histogram move with traffic', async () => {
   const m0 = await metrics();
-  assert.equal(m0.types.get('streamfeat_push_total'), 'counter');
-  assert.equal(m0.types.get('streamfeat_push_latency_seconds'), 'histogram');
+  assert.equal(m0.families.get('streamfeat_push_total')?.type, 'counter');
+  assert.equal(m0.families.get('streamfeat_push_latency_seconds')?.type, 'histogram');
   const tcp = await TcpClient.connect(srv.tcpPort);
   try {
     for (let i = 0; i < 20; i++) {
@@ -114,15 +81,15 @@ test('/metrics: push, get, register and error counters and the push latency hist
     assert.equal(m1.value('streamfeat_push_total') - m0.value('streamfeat_push_total'), 20);
     assert.equal(m1.value('streamfeat_get_total') - m0.value('streamfeat_get_total'), 7);
     assert.equal(m1.value('streamfeat_register_total') - m0.value('streamfeat_register_total'), 1);
-    assert.equal(m1.value('streamfeat_errors_total', '{code="event_not_found"}') - m0.value('streamfeat_errors_total', '{code="event_not_found"}'), 1);
-    const count = (m: typeof m1): number => m.value('streamfeat_push_latency_seconds_count');
-    assert.equal(count(m1) - count(m0), 20, 'the histogram observed every push');
-    assert.ok(m1.value('streamfeat_push_latency_seconds_sum') > m0.value('streamfeat_push_latency_seconds_sum'));
-    const buckets = m1.samples.filter((s) => s.name === 'streamfeat_push_latency_seconds_bucket');
-    assert.ok(buckets.length >= 2);
-    for (let i = 1; i < buckets.length; i++) assert.ok(buckets[i].value >= buckets[i - 1].value, 'buckets are cumulative');
-    assert.equal(buckets[buckets.length - 1].labels, '{le="+Inf"}');
-    assert.equal(buckets[buckets.length - 1].value, count(m1));
+    assert.equal(m1.value('streamfeat_errors_total', { code: 'event_not_found' }) - m0.value('streamfeat_errors_total', { code: 'event_not_found' }), 1);
+    // Ten pushes over each transport; the histograms are per transport (the parser checks buckets).
+    for (const transport of ['http', 'tcp']) {
+      const count = (m: typeof m1): number => m.value('streamfeat_push_latency_seconds_count', { transport });
+      assert.equal(count(m1) - count(m0), 10, `the ${transport} histogram observed its pushes`);
+      assert.ok(m1.value('streamfeat_push_latency_seconds_sum', { transport }) > m0.value('streamfeat_push_latency_seconds_sum', { transport }));
+    }
+    const getCount = (m: typeof m1): number => m.value('streamfeat_get_latency_seconds_count', { transport: 'tcp' });
+    assert.equal(getCount(m1) - getCount(m0), 7);
     assert.ok(m1.value('streamfeat_tcp_connections') >= 1);
   } finally {
     tcp.close();

@@ -1,0 +1,114 @@
+/**
+ * What a shard reports to the front (admin/stats.ts asks once a second with an
+ * ITEM_STATS item in its channel): runtime of its thread, entities and an
+ * estimate of state bytes per table, WAL and snapshot figures. The WAL and
+ * snapshot counters are plain fields bumped by ShardStore, once per batch at most.
+ */
+import { serialize } from 'node:v8';
+import { Histogram, type HistogramData } from '../admin/histogram';
+import type { ThreadStats } from '../admin/thread_stats';
+import { TABLE_MEMORY_SAMPLE_ENTITIES } from '../limits';
+import type { ShardState, TableState } from './state';
+
+export class WalStats {
+  appends = 0;
+  appendBytes = 0;
+  appendErrors = 0;
+  readonly appendLatency = new Histogram();
+  syncs = 0;
+  syncErrors = 0;
+  readonly syncLatency = new Histogram();
+}
+
+export class SnapshotStats {
+  /** Wall-clock ms of the newest snapshot written (or found at recovery); 0 when none. */
+  lastSuccessMs = 0;
+  /** Begin-to-durable time of the last snapshot written by this process, seconds. */
+  lastDurationS = 0;
+  lastBytes = 0;
+  lastEntities = 0;
+  written = 0;
+  failures = 0;
+  /** Set when a job starts; 0 when none runs. */
+  startedMs = 0;
+}
+
+export interface TableStats {
+  table: string;
+  hot: number;
+  cold: number;
+  /** Estimated bytes of entity state (see estimateTableBytes). */
+  bytes: number;
+}
+
+export interface ShardWalStats {
+  appends: number;
+  appendBytes: number;
+  appendErrors: number;
+  appendLatency: HistogramData;
+  syncs: number;
+  syncErrors: number;
+  syncLatency: HistogramData;
+  bytesSinceSync: number;
+  segment: string;
+  segmentBytes: number;
+  lastLsn: number;
+}
+
+export interface ShardStats {
+  shard: number;
+  runtime: ThreadStats;
+  registryVersion: number;
+  appliedLsn: number;
+  recoveredRecords: number;
+  recoveryMs: number;
+  tables: TableStats[];
+  /** null in memory-only mode. */
+  wal: ShardWalStats | null;
+  snapshot: { lastSuccessMs: number; lastDurationS: number; lastBytes: number; lastEntities: number; written: number; failures: number; running: boolean } | null;
+}
+
+/**
+ * Estimated bytes a table's entities hold: the mean v8-serialized size of up to
+ * TABLE_MEMORY_SAMPLE_ENTITIES hot entities (their op states as a snapshot or a
+ * cold freeze stores them, plus the key) times the hot count, plus the same for
+ * cold buffers. Live objects on the heap take more than their serialized form;
+ * the shard's measured heap is in `runtime` — this number says which table
+ * holds the state, not the exact heap bytes.
+ */
+export function estimateTableBytes(ts: TableState): number {
+  let bytes = 0;
+  if (ts.rows.size > 0) {
+    let n = 0;
+    let sum = 0;
+    for (const [key, ent] of ts.rows) {
+      const saved = new Array(ent.states.length);
+      for (let i = 0; i < saved.length; i++) saved[i] = ent.states[i].save();
+      sum += serialize(saved).length + key.length * 2 + 16;
+      if (++n >= TABLE_MEMORY_SAMPLE_ENTITIES) break;
+    }
+    bytes += (sum / n) * ts.rows.size;
+  }
+  if (ts.cold.size > 0) {
+    let n = 0;
+    let sum = 0;
+    for (const [key, buf] of ts.cold) {
+      sum += buf.length + key.length * 2;
+      if (++n >= TABLE_MEMORY_SAMPLE_ENTITIES) break;
+    }
+    bytes += (sum / n) * ts.cold.size;
+  }
+  return Math.round(bytes);
+}
+
+export function tableStats(state: ShardState): TableStats[] {
+  return state.tables.map((ts) => ({ table: ts.plan.name, hot: ts.rows.size, cold: ts.cold.size, bytes: estimateTableBytes(ts) }));
+}
+
+export function snapshotView(s: SnapshotStats): NonNullable<ShardStats['snapshot']> {
+  return {
+    lastSuccessMs: s.lastSuccessMs, lastDurationS: s.lastDurationS, lastBytes: s.lastBytes, lastEntities: s.lastEntities,
+    written: s.written, failures: s.failures, running: s.startedMs > 0,
+  };
+}
+
