@@ -133,7 +133,7 @@ async function runCommand(client: Client, command: string, args: string[], p: Pa
     }
     case 'ping': {
       const r = await client.ping();
-      print(r, [`pong registry_version=${r.registry_version} (${client.url})`]);
+      print(r, [`pong registry_version=${r.registry_version}${r.server_version === undefined ? '' : ` server_version=${r.server_version}`} (${client.url})`]);
       return EXIT_OK;
     }
     case 'registry': {

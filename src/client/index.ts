@@ -38,6 +38,7 @@ export type {
   PingReply,
   PushAck,
   RegisterApplied,
+  RegisterWarning,
   RegisterDiff,
   RegisterDryRun,
   RegisterResult,

@@ -27,6 +27,7 @@ import {
   OP_REGISTER,
   OP_RESET,
   encodeFrame,
+  successOpcode,
 } from '../protocol/frame';
 import { StreamfeatError, errorFromBody, timeoutError, transportError, unparseable } from './errors';
 import type { Operation, Reply, Transport } from './transport';
@@ -40,8 +41,6 @@ export const TCP_POOL_SIZE_DEFAULT = 4;
  * purpose: a batch_get of 10 000 rows can answer with more than it was asked.
  */
 export const TCP_REPLY_BYTES_MAX = 256 * 1024 * 1024;
-/** The peer answers GET and BATCH_GET with this opcode (peer-facts 4.2); accepted too. */
-const OP_GET_RESPONSE_PEER = 0x0023;
 
 const OPCODES: Record<Operation, number | null> = {
   ping: OP_PING,
@@ -180,7 +179,9 @@ export class TcpTransport implements Transport {
         return this.#kill(conn, unparseable(text, 0, `reply content type ${hex(contentType)} is not JSON`));
       }
       if (op === OP_ERROR_RESPONSE) job.settle(errorFromBody(text, null), null);
-      else if (op === job.opcode || op === OP_GET_RESPONSE_PEER) job.settle(null, { body: text, replay: false });
+      // successOpcode: 0x0023 for get, batch_get and reset (docs/wire.md). An echo of
+      // the request opcode is what servers before 0.1 sent; still accepted.
+      else if (op === successOpcode(job.opcode) || op === job.opcode) job.settle(null, { body: text, replay: false });
       else return this.#kill(conn, unparseable(text, 0, `reply opcode ${hex(op)} does not match request ${hex(job.opcode)}`));
       conn.job = null;
       this.#release(conn);

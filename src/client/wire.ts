@@ -82,6 +82,18 @@ export interface RegisterApplied {
   changed: string[];
   diff: RegisterDiff;
   dry_run?: undefined;
+  /** `unchanged`, sorted (the peer's name). */
+  already_present?: string[];
+  /** Every payload node's name, in payload order (the peer's name). */
+  registered_descriptors?: string[];
+  /** Accepted with a note, e.g. a declared `str` column the ops compute as another type. */
+  warnings?: RegisterWarning[];
+}
+
+export interface RegisterWarning {
+  code: string;
+  path: string;
+  message: string;
 }
 
 export interface RegisterDryRun {
@@ -90,6 +102,7 @@ export interface RegisterDryRun {
   would_apply: boolean;
   registry_version: number;
   diff: RegisterDiff;
+  warnings?: RegisterWarning[];
 }
 
 export type RegisterResult = RegisterApplied | RegisterDryRun;
@@ -100,6 +113,8 @@ export type FeatureRow = Record<string, JsonValue>;
 export interface PingReply {
   pong: boolean;
   registry_version: number;
+  /** The server's package version (absent from servers before 0.1). */
+  server_version?: string;
 }
 
 export interface ResetReply {

@@ -19,6 +19,7 @@ import type { NodeDef, RegistryState } from '../registry/model';
 import { parseNode, upstreamOf } from '../registry/node_parse';
 import { combineErrors } from '../registry/register_errors';
 import { stableStringify } from '../util/stable_json';
+import { stripNullMembers } from '../util/strip_nulls';
 import { descriptorKind, diffNode, sortDiff, type Diff } from './diff';
 import { RENAMED_FROM } from './renames';
 
@@ -47,9 +48,9 @@ function parsePayload(payload: unknown): { nodes: unknown[]; force: boolean; dry
   if (!Array.isArray(p.nodes)) throw new SfError('invalid_registration', '"nodes" must be an array of node objects', { path: 'nodes' });
   if (p.nodes.length > REGISTER_NODES_MAX) throw new SfError('invalid_registration', `at most ${REGISTER_NODES_MAX} nodes per register call`, { path: 'nodes' });
   for (const k of ['force', 'dry_run'] as const) {
-    if (p[k] !== undefined && typeof p[k] !== 'boolean') throw new SfError('invalid_registration', `${k} must be a boolean`, { path: k });
+    if (p[k] !== undefined && p[k] !== null && typeof p[k] !== 'boolean') throw new SfError('invalid_registration', `${k} must be a boolean`, { path: k });
   }
-  return { nodes: p.nodes, force: p.force === true, dryRun: p.dry_run === true };
+  return { nodes: p.nodes.map(stripNullMembers), force: p.force === true, dryRun: p.dry_run === true };
 }
 
 /** Steps 2 and 3: parse nodes and check the payload's own graph. */
@@ -218,7 +219,7 @@ export function register(current: RegistryState, payload: unknown, opts: Registe
   const nextNodes = sorted.map((n) => merged.get(n)!);
   const payloadIndex = new Map(defs.map((d, i) => [d.name, i]));
   const version = current.version + 1;
-  compileRegistry({ version, nodes: nextNodes }, {
+  const compiled = compileRegistry({ version, nodes: nextNodes }, {
     memoryGovEnforce: opts.memoryGovEnforce,
     pushValidators: true,
     pathOf: (name) => (payloadIndex.has(name) ? `nodes[${payloadIndex.get(name)}]` : `registry.${name}`),
@@ -234,16 +235,23 @@ export function register(current: RegistryState, payload: unknown, opts: Registe
     });
   }
   if (conflicts.length > 0) throw combineErrors(conflicts);
+  // Notes about this payload's nodes (registered nodes were reported when they came).
+  const warnings = compiled.notes.filter((n) => n.path.startsWith('nodes['));
+  const extra = warnings.length > 0 ? { warnings } : {};
   if (dryRun) {
     return {
       next: null,
       renames,
-      body: { status: 'ok', dry_run: true, would_apply: sortedDiff.destructive.length === 0 || force, registry_version: current.version, diff: sortedDiff },
+      body: { status: 'ok', dry_run: true, would_apply: sortedDiff.destructive.length === 0 || force, registry_version: current.version, diff: sortedDiff, ...extra },
     };
   }
   return {
     next: { version, nodes: nextNodes },
     renames,
-    body: { status: 'ok', registry_version: version, added, changed, unchanged, diff: sortedDiff },
+    // already_present and registered_descriptors: the peer's names (peer-facts 5.3), for its clients.
+    body: {
+      status: 'ok', registry_version: version, added, changed, unchanged, diff: sortedDiff, ...extra,
+      already_present: [...unchanged].sort(), registered_descriptors: defs.map((d) => d.name),
+    },
   };
 }

@@ -22,6 +22,10 @@ import { DedupeStore } from './dedupe';
 import { ackBody, PushCtx, type PushDone } from './push';
 import type { Reply } from './reply';
 import { JSON_DEPTH_MAX, jsonDepthExceeds } from '../util/json_depth';
+import { VERSION } from '../version';
+
+/** `"server_version":"x.y.z"` of the ping answer, built once. */
+const SERVER_VERSION_JSON = `"server_version":${JSON.stringify(VERSION)}`;
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -213,8 +217,8 @@ export class Front implements PushDone {
 
   /** Validates one get request; returns the shard item or throws SfError. */
   #getItem(body: unknown, path: string): { item: GetItem; shard: number } {
-    if (!isObj(body) || typeof body.table !== 'string' || !('key' in body)) {
-      throw new SfError('unsupported_request_shape', 'expected {table: string, key: scalar | array, features?: [string]}', { path });
+    if (!isObj(body) || typeof body.table !== 'string' || ('key' in body) === ('entity_id' in body)) {
+      throw new SfError('unsupported_request_shape', 'expected {table: string, key: scalar | array, features?: [string]} (entity_id is accepted instead of key, not with it)', { path });
     }
     const table: TablePlan | undefined = this.registry.tables.get(body.table);
     if (table === undefined) throw new SfError('unknown_table', `table ${JSON.stringify(body.table)} is not registered`, { path: `${path}${path ? '.' : ''}table` });
@@ -231,7 +235,8 @@ export class Front implements PushDone {
         throw new SfError('feature_not_found', `feature ${JSON.stringify(f)} is not registered`, { path: `${path}${path ? '.' : ''}features` });
       }
     }
-    const key = parseWireKey(body.key, table.keyFields, table.keyTypes, `${path}${path ? '.' : ''}key`);
+    // `entity_id`: the peer's deprecated name for `key` (peer-facts 5.5).
+    const key = parseWireKey('key' in body ? body.key : body.entity_id, table.keyFields, table.keyTypes, `${path}${path ? '.' : ''}key`);
     return { item: { k: ITEM_GET, table: table.name, key, features }, shard: shardOf(key, this.channels.length) };
   }
 
@@ -250,9 +255,13 @@ export class Front implements PushDone {
 
   batchGet(body: unknown, reply: Reply): void {
     const startMs = performance.now();
-    const requests = Array.isArray(body) ? body : isObj(body) ? body.requests : undefined;
+    // Only the spec's shape: a bare array (or anything else) is a coded 400, never rows.
+    const requests = isObj(body) ? body.requests : undefined;
     if (!Array.isArray(requests)) {
-      this.#failWith(reply, 'unsupported_request_shape', { message: 'expected {requests: [{table, key, features?}, ...]}', path: 'requests' }, false);
+      const message = Array.isArray(body)
+        ? 'expected {requests: [{table, key, features?}, ...]}; got a bare array (wrap it: {"requests": [...]})'
+        : 'expected {requests: [{table, key, features?}, ...]}';
+      this.#failWith(reply, 'unsupported_request_shape', { message, path: isObj(body) ? 'requests' : '' }, false);
       return;
     }
     if (requests.length > this.opts.batchGetEntriesMax) {
@@ -279,7 +288,7 @@ export class Front implements PushDone {
   // ---- control ----------------------------------------------------------------------
 
   ping(reply: Reply): void {
-    reply.ok(`{"pong":true,"registry_version":${this.registry.version}}`);
+    reply.ok(`{"pong":true,"registry_version":${this.registry.version},${SERVER_VERSION_JSON}}`);
   }
 
   registryBody(): string {

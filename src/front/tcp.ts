@@ -10,7 +10,7 @@ import { errorJson, type ErrorCode, type ErrorDetail } from '../errors';
 import { TCP_PIPELINE_DEPTH_MAX } from '../limits';
 import {
   CT_JSON, CT_MSGPACK, encodeFrame, FrameDecoder, OP_BATCH_GET, OP_ERROR_RESPONSE, OP_GET, OP_PING, OP_PUSH, OP_PUSH_MANY,
-  OP_PUSH_SYNC, OP_REGISTER, OP_RESET, OP_SET_FIRST, OP_SET_LAST, type Frame,
+  OP_PUSH_SYNC, OP_REGISTER, OP_RESET, OP_SET_FIRST, OP_SET_LAST, successOpcode, type Frame,
 } from '../protocol/frame';
 import type { Front } from './front';
 import { TRANSPORT_TCP, type Reply } from './reply';
@@ -18,9 +18,10 @@ import { TRANSPORT_TCP, type Reply } from './reply';
 class Slot implements Reply {
   readonly transport = TRANSPORT_TCP;
   bytes: Buffer | null = null;
+  /** `op` is the request's opcode; a success reply goes out as successOpcode(op). */
   constructor(readonly conn: TcpConn, readonly op: number) {}
   ok(body: string): void {
-    this.bytes = encodeFrame(this.op, body);
+    this.bytes = encodeFrame(successOpcode(this.op), body);
     this.conn.drain();
   }
   error(code: ErrorCode, detail: ErrorDetail = {}, registryVersion?: number): void {

@@ -14,11 +14,22 @@ export const OP_PUSH = 0x0010;
 export const OP_PUSH_SYNC = 0x0011;
 export const OP_PUSH_MANY = 0x0012;
 export const OP_GET = 0x0020;
+/** Reply-only: the generic JSON success frame (the peer's OP_GET_RESPONSE). As a request it is unknown_op. */
+export const OP_GET_RESPONSE = 0x0023;
 export const OP_BATCH_GET = 0x0024;
 export const OP_SET_FIRST = 0x0030;
 export const OP_SET_LAST = 0x003f;
 export const OP_RESET = 0x0040;
 export const OP_ERROR_RESPONSE = 0xffff;
+
+/**
+ * Opcode of the success reply to request `op` (DESIGN.md section 5): GET, BATCH_GET
+ * and RESET answer with OP_GET_RESPONSE, as the peer's clients expect; every other
+ * opcode is echoed (PING, REGISTER, PUSH, as the peer does).
+ */
+export function successOpcode(op: number): number {
+  return op === OP_GET || op === OP_BATCH_GET || op === OP_RESET ? OP_GET_RESPONSE : op;
+}
 
 export const CT_JSON = 0x01;
 export const CT_MSGPACK = 0x02;

@@ -86,7 +86,20 @@ export class EventPlan {
   }
 }
 
+/**
+ * Something register accepted but the client should know: a declared `str`
+ * column that the ops compute as another type (the produced type wins). The
+ * register answer lists these as `warnings` (docs/registry.md).
+ */
+export interface CompileNote {
+  code: 'declared_type_overridden';
+  path: string;
+  message: string;
+}
+
 export class CompiledRegistry {
+  /** Notes of this compile, for the register answer. */
+  notes: readonly CompileNote[] = [];
   constructor(
     readonly version: number,
     readonly state: RegistryState,
@@ -189,6 +202,7 @@ export function compileRegistry(state: RegistryState, opts: CompileOptions): Com
   const tables = new Map<string, TablePlan>();
   const tableChains = new Map<string, RowFn | null>();
   const errors: SfError[] = [];
+  const notes: CompileNote[] = [];
   state.nodes.forEach((raw, i) => {
     let def: NodeDef;
     try {
@@ -216,7 +230,7 @@ export function compileRegistry(state: RegistryState, opts: CompileOptions): Com
       }
       if (def.kind === 'derived') {
         const chain = compileChain(def.ops, up.fields, up.optional, path);
-        if (def.declaredFields !== null) checkDeclared(def.declaredFields, chain.fields, path);
+        if (def.declaredFields !== null) checkDeclared(def.declaredFields, chain.fields, path, notes);
         const validator = opts.pushValidators ? new PushValidator(chain.fields, chain.optional, [], path) : null;
         events.set(def.name, new EventPlan(def.name, events.size, chain.fields, chain.optional, validator, null, 0, null, true));
         outs.set(def.name, { def, fields: chain.fields, optional: chain.optional, chain: chain.fn, sig: sha(JSON.stringify([up.sig, def.ops])) });
@@ -237,15 +251,35 @@ export function compileRegistry(state: RegistryState, opts: CompileOptions): Com
   wireFeeds(defs, outs, events, tables, tableChains);
   const featureTables = new Map<string, string[]>();
   for (const t of tables.values()) for (const f of t.features) featureTables.set(f.name, [...(featureTables.get(f.name) ?? []), t.name]);
-  return new CompiledRegistry(state.version, state, defs, events, tables, featureTables);
+  const compiled = new CompiledRegistry(state.version, state, defs, events, tables, featureTables);
+  compiled.notes = notes;
+  return compiled;
 }
 
-function checkDeclared(declared: FieldMap, produced: FieldMap, path: string): void {
+/**
+ * A derived event's declared `schema` against what its ops produce. Different
+ * columns: bad_return_type (the declared shape is wrong). A declared `str` for a
+ * column the ops compute as another type is accepted and the produced type wins:
+ * spec 2.1 lets client libraries declare any type they cannot map as `str`, and
+ * the peer's SDK declares computed columns that way (a note says so). Any other
+ * type difference is a real contradiction: schema_mismatch.
+ */
+function checkDeclared(declared: FieldMap, produced: FieldMap, path: string, notes: CompileNote[]): void {
   const a = Object.keys(declared).sort();
   const b = Object.keys(produced).sort();
-  const same = a.length === b.length && a.every((k, i) => k === b[i] && declared[k] === produced[k]);
-  if (!same) {
-    throw new SfError('bad_return_type', `declared schema ${JSON.stringify(declared)} does not match what the ops produce ${JSON.stringify(produced)}`, { path: `${path}.schema` });
+  if (a.length !== b.length || a.some((k, i) => k !== b[i])) {
+    throw new SfError('bad_return_type', `declared schema ${JSON.stringify(declared)} does not have the columns the ops produce ${JSON.stringify(produced)}`, { path: `${path}.schema` });
+  }
+  for (const col of a) {
+    const d = declared[col];
+    const p = produced[col];
+    if (d === p) continue;
+    const cpath = `${path}.schema.${col}`;
+    if (d === 'str') {
+      notes.push({ code: 'declared_type_overridden', path: cpath, message: `column ${col} is declared str but the ops produce ${p}; it is ${p}` });
+      continue;
+    }
+    throw new SfError('schema_mismatch', `column ${col} is declared ${d} but the ops produce ${p}`, { path: cpath });
   }
 }
 

@@ -21,7 +21,8 @@ const EVENT_KEYS = new Set(['kind', 'name', 'schema', 'dedupe_key', 'dedupe_wind
   'keep_events_for', 'keep_events_for_ms', 'cold_after', 'cold_after_ms', 'validators', 'description', 'renamed_from']);
 const DERIVATION_KEYS = new Set(['kind', 'name', 'output_kind', 'upstreams', 'ops', 'schema', 'key', 'table_primary_key',
   'agg', 'description', 'renamed_from']);
-const TABLE_KEYS = new Set(['kind', 'name', 'upstreams', 'ops', 'key', 'agg', 'schema', 'description', 'renamed_from']);
+/** A `kind: table` node takes the derivation's fields too (spec 2.2: kind table is accepted for aggregation-output nodes). */
+const TABLE_KEYS = DERIVATION_KEYS;
 
 function fail(code: ConstructorParameters<typeof SfError>[0], path: string, message: string): never {
   throw new SfError(code, message, { path });
@@ -215,6 +216,10 @@ function parseTable(o: Obj, path: string, name: string): TableNodeDef {
   const upstream = parseUpstream(o, path);
   const ops = parseOps(o, path);
   const key = parseKey(o.key ?? o.table_primary_key, path);
+  // The peer's SDK sends the key twice (table_primary_key and group_by keys): they must agree.
+  if (o.key !== undefined && o.table_primary_key !== undefined && JSON.stringify(o.key) !== JSON.stringify(o.table_primary_key)) {
+    fail('table_key_invalid', `${path}.table_primary_key`, `table_primary_key ${JSON.stringify(o.table_primary_key)} differs from the key ${JSON.stringify(o.key)}`);
+  }
   return { kind: 'table', name, upstream, ops, key, agg: parseAggMap(o.agg, path) };
 }
 
@@ -245,7 +250,10 @@ export function parseNode(raw: unknown, index: number): NodeDef {
   if (kind === 'event') return parseEvent(raw, path, index, name);
   if (kind === 'table') {
     checkKeys(raw, TABLE_KEYS, path);
-    return parseTable(raw, path, name);
+    if (raw.output_kind !== undefined && raw.output_kind !== 'table') {
+      fail('schema_invalid', `${path}.output_kind`, `a kind "table" node has output_kind "table" (or none), got ${JSON.stringify(raw.output_kind)}`);
+    }
+    return parseTable(splitGroupBy(raw), path, name);
   }
   return parseDerivation(raw, path, index, name);
 }

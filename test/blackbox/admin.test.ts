@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { get, post, startServer, type TestServer } from '../harness/server';
 import { TcpClient } from '../harness/tcp';
-import { OP_GET, OP_PUSH } from '../../src/protocol/frame';
+import { OP_GET, OP_GET_RESPONSE, OP_PUSH } from '../../src/protocol/frame';
 import { sampleValue, scrape, type PromFamily } from '../harness/prom';
 
 let srv: TestServer;
@@ -74,7 +74,7 @@ test('/metrics: push, get, register and error counters and the push latency hist
       if (i % 2 === 0) assert.equal((await post(srv.base, '/push', { event: 'Txn', data: { user: 'm', amount: i } })).status, 200);
       else assert.equal((await tcp.request(OP_PUSH, { event: 'Txn', data: { user: 'm', amount: i } })).op, OP_PUSH);
     }
-    for (let i = 0; i < 7; i++) assert.equal((await tcp.request(OP_GET, { table: 'UserT', key: 'm' })).op, OP_GET);
+    for (let i = 0; i < 7; i++) assert.equal((await tcp.request(OP_GET, { table: 'UserT', key: 'm' })).op, OP_GET_RESPONSE);
     assert.equal((await post(srv.base, '/push', { event: 'Nope', data: {} })).status, 404);
     assert.equal((await post(srv.base, '/register', { nodes: [] })).status, 200);
     const m1 = await metrics();

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { post, startServer } from '../harness/server';
 import { TcpClient } from '../harness/tcp';
-import { OP_GET, OP_PUSH, OP_BATCH_GET } from '../../src/protocol/frame';
+import { OP_GET, OP_GET_RESPONSE, OP_PUSH, OP_BATCH_GET } from '../../src/protocol/frame';
 import { basicNodes } from './fixtures';
 
 for (const shards of [1, 4]) {
@@ -45,7 +45,7 @@ for (const shards of [1, 4]) {
         // Read-your-write on the other transport, immediately.
         if (i % 2 === 0) {
           const g = await tcp.request(OP_GET, { table: 'UserStats', key: user });
-          assert.equal(g.op, OP_GET, g.text);
+          assert.equal(g.op, OP_GET_RESPONSE, g.text);
           assert.equal(g.json.cnt, e.cnt);
         } else {
           const g = await post(srv.base, '/get', { table: 'UserStats', key: user });
@@ -78,7 +78,7 @@ for (const shards of [1, 4]) {
       assert.equal(bh.json.results[1].error.code, 'unknown_table');
       assert.deepEqual(bh.json.results[2], {});
       const bt = await tcp.request(OP_BATCH_GET, reqs);
-      assert.equal(bt.op, OP_BATCH_GET);
+      assert.equal(bt.op, OP_GET_RESPONSE);
       assert.deepEqual(bt.json, bh.json);
     } finally {
       tcp.close();
@@ -111,7 +111,7 @@ test('pipelined TCP pushes and gets are answered in order', async () => {
       seen.set(u, (seen.get(u) ?? 0) + 1);
       if (i % 10 === 9) {
         const g = replies[pi++];
-        assert.equal(g.op, OP_GET);
+        assert.equal(g.op, OP_GET_RESPONSE);
         assert.equal(g.json.cnt, seen.get(u), 'a get pipelined after pushes sees them');
       }
     }

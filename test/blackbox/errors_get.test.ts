@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { post, startServer, type HttpResult, type TestServer } from '../harness/server';
 import { TcpClient } from '../harness/tcp';
-import { OP_BATCH_GET, OP_ERROR_RESPONSE, OP_GET } from '../../src/protocol/frame';
+import { OP_BATCH_GET, OP_ERROR_RESPONSE, OP_GET, OP_GET_RESPONSE } from '../../src/protocol/frame';
 
 const NODES = [
   { kind: 'event', name: 'Txn', schema: { fields: { user: 'str', card: 'str', n: 'i64', ok: 'bool', amount: 'f64' }, optional_fields: ['n', 'ok'] } },
@@ -191,16 +191,17 @@ test('batch_get: results in request order, per-entry errors with code and path, 
   assert.deepEqual(res[8], {});
   assert.deepEqual(res[9], { ccnt: 1 });
   expectErr(10, 'key_parse_failure', 'requests[10].key');
-  // A bare array body is accepted too (docs/wire.md), with the same results.
+  // A bare array body is not the spec's shape: a coded 400, never rows (docs/wire.md).
   const bare = await batch(requests);
-  assert.equal(bare.text, r.text);
+  assert.equal(bare.status, 400, bare.text);
+  assert.equal(bare.json.error.code, 'unsupported_request_shape');
   // Empty batch.
   const empty = await batch({ requests: [] });
   assert.equal(empty.status, 200);
   assert.deepEqual(empty.json, { results: [] });
 });
 
-test('get and batch_get errors over TCP: op 0xFFFF with the HTTP envelope; success echoes the opcode', async () => {
+test('get and batch_get errors over TCP: op 0xFFFF with the HTTP envelope; success is op 0x0023', async () => {
   const tcp = await TcpClient.connect(srv.tcpPort);
   try {
     for (const body of [{ table: 'Nope', key: 'x' }, { table: 'NumT', key: 'abc' }, { table: 'UserT', key: null }, { table: 'UserT', key: 'a', features: ['ccnt'] }, { table: 'UserT', key: 'a', features: ['zz'] }, { key: 1 }]) {
@@ -213,7 +214,7 @@ test('get and batch_get errors over TCP: op 0xFFFF with the HTTP envelope; succe
     assert.equal(b.op, OP_ERROR_RESPONSE);
     assert.equal(b.json.error.code, 'unsupported_request_shape');
     const ok = await tcp.request(OP_BATCH_GET, { requests: [{ table: 'Nope', key: 1 }] });
-    assert.equal(ok.op, OP_BATCH_GET);
+    assert.equal(ok.op, OP_GET_RESPONSE);
     assert.equal(ok.json.results[0].error.code, 'unknown_table');
   } finally {
     tcp.close();

@@ -163,7 +163,8 @@ test('bad_return_type: output_kind not event/table; declared derived schema that
   await expectReg([derived('X', [], { output_kind: 'stream' })], 'bad_return_type', 'nodes[0].output_kind');
   await expectReg([derived('X', [], { output_kind: 5 })], 'bad_return_type', 'nodes[0].output_kind');
   const sel = [{ op: 'select', fields: ['user', 'amount'] }];
-  await expectReg([derived('X', sel, { schema: { fields: { user: 'str', amount: 'i64' }, optional_fields: [] } })], 'bad_return_type', 'nodes[0].schema');
+  // A type contradiction is schema_mismatch (a declared str is accepted: peer_dialect.test.ts).
+  await expectReg([derived('X', sel, { schema: { fields: { user: 'str', amount: 'i64' }, optional_fields: [] } })], 'schema_mismatch', 'nodes[0].schema.amount');
   await expectReg([derived('X', sel, { schema: { fields: { user: 'str' }, optional_fields: [] } })], 'bad_return_type', 'nodes[0].schema');
   await expectReg([derived('X', sel, { schema: { fields: { user: 'str', amount: 'f64', extra: 'str' }, optional_fields: [] } })], 'bad_return_type', 'nodes[0].schema');
   const good = await register({ nodes: [derived('X', sel, { schema: { fields: { user: 'str', amount: 'f64' }, optional_fields: [] } })], dry_run: true });

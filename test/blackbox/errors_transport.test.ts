@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { post, startServer, type TestServer } from '../harness/server';
 import { TcpClient, type TcpReply } from '../harness/tcp';
-import { encodeFrame, OP_ERROR_RESPONSE, OP_GET, OP_PING, OP_PUSH } from '../../src/protocol/frame';
+import { encodeFrame, OP_ERROR_RESPONSE, OP_GET, OP_GET_RESPONSE, OP_PING, OP_PUSH } from '../../src/protocol/frame';
 
 const FRAME_MAX = 1024;
 
@@ -159,7 +159,7 @@ test('pipelined error frames keep their place in the FIFO', async () => {
     ]));
     const got: TcpReply[] = [];
     for (let i = 0; i < 9; i++) got.push(await c.next());
-    assert.deepEqual(got.map((r) => r.op), [OP_PING, OP_ERROR_RESPONSE, OP_ERROR_RESPONSE, OP_PUSH, OP_ERROR_RESPONSE, OP_ERROR_RESPONSE, OP_GET, OP_ERROR_RESPONSE, OP_PING]);
+    assert.deepEqual(got.map((r) => r.op), [OP_PING, OP_ERROR_RESPONSE, OP_ERROR_RESPONSE, OP_PUSH, OP_ERROR_RESPONSE, OP_ERROR_RESPONSE, OP_GET_RESPONSE, OP_ERROR_RESPONSE, OP_PING]);
     assert.deepEqual(got.filter((r) => r.op === OP_ERROR_RESPONSE).map((r) => r.json.error.code),
       ['frame_error', 'unknown_op', 'op_not_implemented', 'unsupported_content_type', 'invalid_json_body']);
     assert.deepEqual(got[6].json, { cnt: 1 });
@@ -197,7 +197,7 @@ test('frame_too_large after pipelined requests: their replies come first, then t
     c.writeRaw(Buffer.concat([push, push, get, rawFrame(5000, OP_PUSH, 0x01), encodeFrame(OP_PING, '')]));
     const replies: TcpReply[] = [];
     for (let i = 0; i < 4; i++) replies.push(await withTimeout(c.next(), 5000, `reply ${i}`));
-    assert.deepEqual(replies.map((r) => r.op), [OP_PUSH, OP_PUSH, OP_GET, OP_ERROR_RESPONSE]);
+    assert.deepEqual(replies.map((r) => r.op), [OP_PUSH, OP_PUSH, OP_GET_RESPONSE, OP_ERROR_RESPONSE]);
     assert.deepEqual(replies[2].json, { cnt: 2 });
     assertErrFrame(replies[3], 'frame_too_large');
     await withTimeout(ended, 5000, 'close');

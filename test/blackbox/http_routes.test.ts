@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { get, post, startServer, type TestServer } from '../harness/server';
 import { TcpClient } from '../harness/tcp';
 import { OP_ERROR_RESPONSE, OP_RESET } from '../../src/protocol/frame';
+import { PACKAGE_VERSION } from '../harness/package_version';
 
 const NODES = [
   { kind: 'event', name: 'Txn', schema: { fields: { id: 'str', user: 'str', amount: 'f64' }, optional_fields: [] }, dedupe_key: 'id', dedupe_window: '1h' },
@@ -38,7 +39,7 @@ async function request(method: string, path: string, body?: string): Promise<{ s
 test('registry_version starts at 0 on a fresh server: ping and GET /registry', async () => {
   const p = await post(srv.base, '/ping', '');
   assert.equal(p.status, 200);
-  assert.deepEqual(p.json, { pong: true, registry_version: 0 });
+  assert.deepEqual(p.json, { pong: true, registry_version: 0, server_version: PACKAGE_VERSION });
   const r = await get(srv.base, '/registry');
   assert.equal(r.status, 200);
   assert.equal(r.headers.get('content-type'), 'application/json');

@@ -19,7 +19,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { get, post, startServer, type TestServer } from '../harness/server';
 import { TcpClient } from '../harness/tcp';
-import { OP_GET, OP_PUSH, OP_REGISTER } from '../../src/protocol/frame';
+import { OP_GET, OP_GET_RESPONSE, OP_PUSH, OP_REGISTER } from '../../src/protocol/frame';
 import { Prng } from '../unit/sketch/prng';
 
 type Obj = Record<string, any>;
@@ -167,7 +167,7 @@ for (const shards of [2, 4]) {
         assert.ok(p.json.registry_version >= minV);
         load.acked.push({ ...data, v: p.json.registry_version });
         const g = await getTcp.request(OP_GET, { table, key: user, features });
-        assert.equal(g.op, OP_GET, g.text);
+        assert.equal(g.op, OP_GET_RESPONSE, g.text);
         assert.deepEqual(Object.keys(g.json).sort(), [...features].sort(), `${table} row of ${user} right after the register: ${g.text}`);
         const h = await post(srv.base, '/get', { table, key: user, features });
         assert.equal(h.status, 200, h.text);

@@ -76,6 +76,7 @@ test('success body: status, registry_version, added / changed / unchanged, sorte
   assert.deepEqual(r.json, {
     status: 'ok', registry_version: v + 1, added: ['Txn', 'UserT'], changed: [], unchanged: [],
     diff: { additive: [{ kind: 'new_descriptor', descriptor_kind: 'event', name: 'Txn' }, { kind: 'new_descriptor', descriptor_kind: 'table', name: 'UserT' }], destructive: [] },
+    already_present: [], registered_descriptors: ['Txn', 'UserT'],
   });
   const d = { kind: 'derivation', name: 'Big', output_kind: 'event', upstreams: ['Txn'], ops: [{ op: 'filter', expr: 'amount > 100' }] };
   const r2 = await register({ nodes: [TXN, { ...USER_T, agg: { ...USER_T.agg, mx: { op: 'max', params: { field: 'amount', window: '1h' } } } }, d] });

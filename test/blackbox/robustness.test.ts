@@ -11,7 +11,7 @@ import net from 'node:net';
 import { existsSync, readFileSync } from 'node:fs';
 import { post, startServer, type TestServer } from '../harness/server';
 import { TcpClient, type TcpReply } from '../harness/tcp';
-import { encodeFrame, OP_ERROR_RESPONSE, OP_GET, OP_PING, OP_PUSH } from '../../src/protocol/frame';
+import { encodeFrame, OP_ERROR_RESPONSE, OP_GET, OP_GET_RESPONSE, OP_PING, OP_PUSH } from '../../src/protocol/frame';
 import { prng } from '../harness/prng';
 
 let srv: TestServer;
@@ -164,7 +164,7 @@ test('200 concurrent TCP connections push and read: all answered', async () => {
       const pushes = Array.from({ length: 5 }, () => c.request(OP_PUSH, { event: 'Txn', data: { user: `t${i % 20}`, amount: 1 } }));
       for (const r of await Promise.all(pushes)) assert.equal(r.op, OP_PUSH, r.text);
       const g = await c.request(OP_GET, { table: 'UserT', key: `t${i % 20}` });
-      assert.equal(g.op, OP_GET, g.text);
+      assert.equal(g.op, OP_GET_RESPONSE, g.text);
       assert.ok(g.json.cnt >= 5);
     }));
     for (let u = 0; u < 20; u++) assert.deepEqual((await clients[0].request(OP_GET, { table: 'UserT', key: `t${u}` })).json, { cnt: 50 });

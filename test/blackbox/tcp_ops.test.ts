@@ -8,7 +8,8 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { get, post, startServer, type TestServer } from '../harness/server';
 import { TcpClient, type TcpReply } from '../harness/tcp';
-import { encodeFrame, OP_BATCH_GET, OP_GET, OP_PING, OP_PUSH, OP_REGISTER, OP_RESET } from '../../src/protocol/frame';
+import { encodeFrame, OP_BATCH_GET, OP_GET, OP_GET_RESPONSE, OP_PING, OP_PUSH, OP_REGISTER, OP_RESET } from '../../src/protocol/frame';
+import { PACKAGE_VERSION } from '../harness/package_version';
 
 const NODES = [
   { kind: 'event', name: 'Txn', schema: { fields: { user: 'str', amount: 'f64' }, optional_fields: [] } },
@@ -37,7 +38,7 @@ test('every supported opcode echoes its request opcode, content type 0x01, with 
   const ping = await tcp.request(OP_PING, '');
   assert.equal(ping.op, OP_PING);
   assert.equal(ping.contentType, 0x01);
-  assert.deepEqual(ping.json, { pong: true, registry_version: 0 });
+  assert.deepEqual(ping.json, { pong: true, registry_version: 0, server_version: PACKAGE_VERSION });
 
   const reg = await tcp.request(OP_REGISTER, { nodes: NODES });
   assert.equal(reg.op, OP_REGISTER, reg.text);
@@ -52,22 +53,22 @@ test('every supported opcode echoes its request opcode, content type 0x01, with 
   assert.equal(push.json.registry_version, 1);
 
   const g = await tcp.request(OP_GET, { table: 'UserT', key: 'a' });
-  assert.equal(g.op, OP_GET);
+  assert.equal(g.op, OP_GET_RESPONSE, 'GET is answered with the generic success opcode 0x0023');
   assert.deepEqual(g.json, { cnt: 1, total: 2 });
   assert.equal(g.text, (await post(srv.base, '/get', { table: 'UserT', key: 'a' })).text);
 
   const b = await tcp.request(OP_BATCH_GET, { requests: [{ table: 'UserT', key: 'a', features: ['cnt'] }, { table: 'UserT', key: 'zz' }] });
-  assert.equal(b.op, OP_BATCH_GET);
+  assert.equal(b.op, OP_GET_RESPONSE);
   assert.deepEqual(b.json, { results: [{ cnt: 1 }, {}] });
 
   const reset = await tcp.request(OP_RESET, '');
-  assert.equal(reset.op, OP_RESET, reset.text);
+  assert.equal(reset.op, OP_GET_RESPONSE, reset.text);
   assert.deepEqual(reset.json, { status: 'ok', reset: true, registry_version: 2 });
   assert.deepEqual((await get(srv.base, '/registry')).json, { registry_version: 2, nodes: [] });
   const after = await tcp.request(OP_PUSH, { event: 'Txn', data: { user: 'a', amount: 2 } });
   assert.equal(after.json.error.code, 'event_not_found');
   const p2 = await tcp.request(OP_PING, 'anything at all');
-  assert.deepEqual(p2.json, { pong: true, registry_version: 2 });
+  assert.deepEqual(p2.json, { pong: true, registry_version: 2, server_version: PACKAGE_VERSION });
 });
 
 test('frames split at every byte and many frames in one write decode the same', async () => {
@@ -101,7 +102,7 @@ test('strict FIFO under deep pipelining with mixed ops across shards', async () 
       if (i % 5 === 4) {
         const n = counts.get(user) ?? 0;
         pending.push(c.request(OP_GET, { table: 'UserT', key: user, features: ['cnt'] }));
-        expected.push({ op: OP_GET, check: (r) => assert.deepEqual(r.json, n === 0 ? {} : { cnt: n }) });
+        expected.push({ op: OP_GET_RESPONSE, check: (r) => assert.deepEqual(r.json, n === 0 ? {} : { cnt: n }) });
       } else if (i % 97 === 0) {
         pending.push(c.request(OP_PING, ''));
         expected.push({ op: OP_PING, check: (r) => assert.equal(r.json.pong, true) });
@@ -129,6 +130,6 @@ test('strict FIFO under deep pipelining with mixed ops across shards', async () 
 test('a large frame near the default 4 MiB limit is accepted', async () => {
   const pad = 'x'.repeat(3 * 1024 * 1024);
   const r = await tcp.request(OP_BATCH_GET, { requests: [{ table: 'UserT', key: pad }] });
-  assert.equal(r.op, OP_BATCH_GET, r.text.slice(0, 200));
+  assert.equal(r.op, OP_GET_RESPONSE, r.text.slice(0, 200));
   assert.deepEqual(r.json, { results: [{}] });
 });

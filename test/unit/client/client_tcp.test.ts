@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, StreamfeatError, agg, event, table } from '../../../src/client';
 import { TcpTransport } from '../../../src/client/tcp_transport';
-import { CT_JSON, OP_BATCH_GET, OP_ERROR_RESPONSE, OP_GET, OP_PING, OP_PUSH, OP_REGISTER, OP_RESET } from '../../../src/protocol/frame';
+import { CT_JSON, OP_BATCH_GET, OP_ERROR_RESPONSE, OP_GET, OP_GET_RESPONSE, OP_PING, OP_PUSH, OP_REGISTER, OP_RESET } from '../../../src/protocol/frame';
 import { closedPort, prng, startFakeHttp, startFakeTcp } from './fake_servers';
 import type { TcpAnswer, TcpFrameSeen } from './fake_servers';
 
@@ -29,12 +29,13 @@ function byOp(f: TcpFrameSeen): TcpAnswer {
       return { body: { status: 'ok', registry_version: 1, added: ['Txn', 'CardStats'], unchanged: [], changed: [], diff: { additive: [], destructive: [] } } };
     case OP_PUSH:
       return { body: ACK };
+    // Like the server: get, batch_get and reset are answered with 0x0023.
     case OP_GET:
-      return { body: { n: 4 }, chunkBytes: 3 };
+      return { op: OP_GET_RESPONSE, body: { n: 4 }, chunkBytes: 3 };
     case OP_BATCH_GET:
-      return { body: { results: [{ n: 4 }, { error: { code: 'key_shape_mismatch', message: 'bad key' } }] } };
+      return { op: OP_GET_RESPONSE, body: { results: [{ n: 4 }, { error: { code: 'key_shape_mismatch', message: 'bad key' } }] } };
     case OP_RESET:
-      return { body: { status: 'ok', reset: true, registry_version: 2 } };
+      return { op: OP_GET_RESPONSE, body: { status: 'ok', reset: true, registry_version: 2 } };
     default:
       return { op: OP_ERROR_RESPONSE, body: { error: { code: 'unknown_op' } } };
   }
