@@ -261,7 +261,7 @@ export class Front implements PushDone {
       const message = Array.isArray(body)
         ? 'expected {requests: [{table, key, features?}, ...]}; got a bare array (wrap it: {"requests": [...]})'
         : 'expected {requests: [{table, key, features?}, ...]}';
-      this.#failWith(reply, 'unsupported_request_shape', { message, path: isObj(body) ? 'requests' : '' }, false);
+      this.#failWith(reply, 'unsupported_request_shape', { message, path: 'requests' }, false);
       return;
     }
     if (requests.length > this.opts.batchGetEntriesMax) {

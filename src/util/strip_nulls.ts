@@ -13,7 +13,9 @@ export function stripNullMembers(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(stripNullMembers);
   const out: Record<string, unknown> = {};
   for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
-    if (x !== null) out[k] = stripNullMembers(x);
+    // defineProperty, not assignment: a member named "__proto__" must stay an own
+    // member (and be rejected as a reserved name), not become the prototype.
+    if (x !== null) Object.defineProperty(out, k, { value: stripNullMembers(x), enumerable: true, writable: true, configurable: true });
   }
   return out;
 }

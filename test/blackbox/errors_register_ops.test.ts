@@ -116,9 +116,11 @@ test('aggregation_invalid_window: missing where required, malformed, or given wh
   for (const op of ['sum', 'mean', 'avg', 'min', 'max', 'var', 'variance', 'std', 'stddev']) {
     await expectAgg(op, { field: 'amount' }, 'aggregation_invalid_window', '.params.window');
   }
-  for (const w of ['5x', '0s', '1w', '', '-1h', '1.5h', '1 h', 'FOREVER', 5, null, '99999999999d']) {
+  for (const w of ['5x', '0s', '1w', '', '-1h', '1.5h', '1 h', 'FOREVER', 5, '99999999999d']) {
     await expectAgg('count', { window: w }, 'aggregation_invalid_window', '.params.window');
   }
+  // null means "not set" (docs/registry.md): a lifetime count.
+  await expectOk([table({ f: { op: 'count', params: { window: null } } })]);
   await expectAgg('rate', {}, 'aggregation_invalid_window', '.params.window');
   await expectAgg('rate', { window: 'forever' }, 'aggregation_invalid_window', '.params.window');
   await expectAgg('velocity', { field: 'amount' }, 'aggregation_invalid_window', '.params.window');
@@ -148,7 +150,8 @@ test('aggregation_invalid_sub_window: missing, malformed, non-positive, not smal
 });
 
 test('aggregation_invalid_param: sigma out of range, bound out of range, unknown param keys', async () => {
-  for (const sigma of [-1, 0, 'x', null]) await expectAgg('outlier_count', { field: 'amount', sigma }, 'aggregation_invalid_param', '.params.sigma');
+  for (const sigma of [-1, 0, 'x']) await expectAgg('outlier_count', { field: 'amount', sigma }, 'aggregation_invalid_param', '.params.sigma');
+  await expectOk([table({ f: { op: 'outlier_count', params: { field: 'amount', sigma: null } } })]); // null: the default
   for (const n of [0, 1025, 1.5, '5']) await expectAgg('last_n', { field: 'user', n }, 'aggregation_invalid_param', '.params.n');
   await expectAgg('count', { windw: '1h' }, 'aggregation_invalid_param', '.params.windw');
   await expectAgg('sum', { field: 'amount', window: '1h', q: 0.5 }, 'aggregation_invalid_param', '.params.q');
