@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { post, startServer, type TestServer } from '../harness/server';
 import { TcpClient } from '../harness/tcp';
-import { OP_BATCH_GET, OP_GET, OP_PUSH } from '../../src/protocol/frame';
+import { OP_BATCH_GET, OP_GET, OP_GET_RESPONSE, OP_PUSH } from '../../src/protocol/frame';
 import { parsePrometheus, sampleValue, scrape, type PromFamily } from '../harness/prom';
 
 let srv: TestServer;
@@ -131,11 +131,11 @@ test('counters, latency histograms by transport, entities, WAL and snapshot seri
     }
     for (let i = 0; i < 5; i++) {
       assert.equal((await post(srv.base, '/get', { table: 'UserT', key: `u${i}` })).status, 200);
-      assert.equal((await tcp.request(OP_GET, { table: 'UserT', key: `u${i}` })).op, OP_GET);
+      assert.equal((await tcp.request(OP_GET, { table: 'UserT', key: `u${i}` })).op, OP_GET_RESPONSE);
     }
     const batch = { requests: [{ table: 'UserT', key: 'u1' }, { table: 'UserT', key: 'u2' }] };
     assert.equal((await post(srv.base, '/batch_get', batch)).status, 200);
-    assert.equal((await tcp.request(OP_BATCH_GET, batch)).op, OP_BATCH_GET);
+    assert.equal((await tcp.request(OP_BATCH_GET, batch)).op, OP_GET_RESPONSE);
   } finally {
     tcp.close();
   }
