@@ -50,6 +50,14 @@ export class HistogramCfg {
   }
 }
 
+/** `{label: count}` of a histogram, count(i) = events in cell i (lifetime table or window tally). */
+export function histogramOut(cfg: HistogramCfg, count: (i: number) => number): JsonValue {
+  const out: { [k: string]: JsonValue } = {};
+  const labels = cfg.labels;
+  for (let i = 0; i < labels.length; i++) out[labels[i]] = count(i);
+  return out;
+}
+
 export class HistogramState implements StoredState {
   readonly cfg: HistogramCfg;
   counts: number[];
@@ -64,10 +72,8 @@ export class HistogramState implements StoredState {
   }
   miss(_t: number): void {}
   read(_now: number): JsonValue {
-    const out: { [k: string]: JsonValue } = {};
-    const labels = this.cfg.labels;
-    for (let i = 0; i < labels.length; i++) out[labels[i]] = this.counts === EMPTY ? 0 : this.counts[i];
-    return out;
+    const counts = this.counts;
+    return histogramOut(this.cfg, (i) => (counts === EMPTY ? 0 : counts[i]));
   }
   save(): unknown {
     return this.counts.slice();
@@ -98,6 +104,18 @@ export function dowHourIndex(t: number): number {
   return dow * 24 + utcHour(t);
 }
 
+/** 24 counts by UTC hour (array), or 168 by (weekday, hour) as {"Mon-00": n, ...}; count(i) = cell i. */
+export function timeHistogramOut(dow: boolean, count: (i: number) => number): JsonValue {
+  if (!dow) {
+    const out: number[] = [];
+    for (let i = 0; i < 24; i++) out.push(count(i));
+    return out;
+  }
+  const out: { [k: string]: JsonValue } = {};
+  for (let i = 0; i < 168; i++) out[DOW_HOUR_KEYS[i]] = count(i);
+  return out;
+}
+
 /** hour_of_day_histogram (24 cells, array out) and dow_hour_histogram (168 cells, object out). */
 export class TimeHistogramState implements StoredState {
   readonly dow: boolean;
@@ -112,15 +130,8 @@ export class TimeHistogramState implements StoredState {
   }
   miss(_t: number): void {}
   read(_now: number): JsonValue {
-    const size = this.dow ? 168 : 24;
-    if (!this.dow) {
-      const out: number[] = [];
-      for (let i = 0; i < size; i++) out.push(this.counts === EMPTY ? 0 : this.counts[i]);
-      return out;
-    }
-    const out: { [k: string]: JsonValue } = {};
-    for (let i = 0; i < size; i++) out[DOW_HOUR_KEYS[i]] = this.counts === EMPTY ? 0 : this.counts[i];
-    return out;
+    const counts = this.counts;
+    return timeHistogramOut(this.dow, (i) => (counts === EMPTY ? 0 : counts[i]));
   }
   save(): unknown {
     return this.counts.slice();
@@ -195,6 +206,14 @@ export class MixCfg {
   }
 }
 
+/** `{category: count / total}` with keys sorted. */
+export function mixOut(counts: ReadonlyMap<string, number>, total: number): JsonValue {
+  const out: { [k: string]: JsonValue } = {};
+  const keys = [...counts.keys()].sort();
+  for (const k of keys) out[k] = (counts.get(k) as number) / total;
+  return out;
+}
+
 /**
  * event_type_mix: share = count(category) / total, where total counts every event
  * with a present value, including those whose category was not kept (outside the
@@ -223,11 +242,7 @@ export class MixState implements StoredState {
   }
   miss(_t: number): void {}
   read(_now: number): JsonValue {
-    const out: { [k: string]: JsonValue } = {};
-    if (this.counts === null) return out;
-    const keys = [...this.counts.keys()].sort();
-    for (const k of keys) out[k] = (this.counts.get(k) as number) / this.total;
-    return out;
+    return this.counts === null ? {} : mixOut(this.counts, this.total);
   }
   save(): unknown {
     return [this.total, this.counts === null ? [] : [...this.counts]];

@@ -25,10 +25,11 @@ import {
 import { CountLife, ExtremeLife, MomentOut, MomentsLife, RatioLife, StrExtremeLife, SumLife } from './num_life';
 import { Input, NumKind, NumWindowCfg, NumWindowState } from './num_window';
 import type { ParamReader } from './params';
-import { FirstNState, FirstState, LastNState, LastState } from './point';
+import { FirstNState, FirstState, LastNState, LastState, PointAgg, PointOut } from './point';
 import { RecencyOut, RecencyState, StreakOut, StreakState, TimeSinceLastNState } from './recency';
 import { BloomMemberState, DistinctAgg, EntropyAgg, QuantileAgg, StrExtremeAgg, TopKAgg } from './sketch_ops';
 import { bloomGeometry, BLOOM_CAPACITY_DEFAULT, BLOOM_CAPACITY_MAX, BLOOM_FPR_DEFAULT, QUANTILE_DEFAULT_CONFIG } from './sketch';
+import { histogramRule, mixRule, TallyAgg, timeHistogramRule, type TallyRule } from './tally';
 import { ValLifeState, ValWindowCfg, ValWindowState, type WindowAgg } from './val_window';
 import { ANY_TYPES, NUMERIC_TYPES, ORDERED_TYPES } from './values';
 
@@ -66,6 +67,9 @@ const STR_BUCKETS_PER_WINDOW = 128;
 /** Buckets per window for the change-over-time summaries (trend, twa, inter_arrival_stats,
  * value_change_count): a few numbers per bucket, so the numeric ops' 128. */
 const MOTION_BUCKETS_PER_WINDOW = 128;
+/** Buckets per window for the point-list ops (up to n values per bucket) and the count
+ * tables (a cell map per bucket): the sketch ops' 64, for the same reason. */
+const LIST_BUCKETS_PER_WINDOW = 64;
 /** entropy / event_type_mix category caps. */
 export const CATEGORIES_MAX = 4096;
 const ENTROPY_CATEGORIES_DEFAULT = 1024;
@@ -91,6 +95,8 @@ function f(name: string, field: string | null, make: () => StoredState, wantsMis
 function bound(c: BuildCtx, op: string, keys: string[], max: number, ungoverned: number): number {
   const v = c.r.int(keys, 1, max, null);
   if (v !== null) return v;
+  // Windowed, the bound is part of the answer (last n of the window), not a memory guard.
+  if (c.windowMs !== 0) c.r.fail('aggregation_invalid_param', keys[0], `${op} needs params.${keys[0]} (1..${max})`);
   if (c.enforce) {
     c.r.fail('unbounded_op_in_lifetime_mode', null, `${op} keeps values without a window: params.${keys[0]} (1..${max}) is required`);
   }
@@ -204,6 +210,15 @@ function perSecondDef(name: 'rate' | 'velocity'): OpDef {
 
 // ---------------------------------------------------------------- point and buffers of values
 
+/** first / last: lifetime state, or the same answer over the values of a sliding window. */
+function pointDef(name: 'first' | 'last', make: () => StoredState): OpDef {
+  return windowableDef(name, (c) => {
+    const field = fieldOf(c, ANY_TYPES);
+    if (c.windowMs === 0) return f(name, field, make);
+    return valOp(name, field, new PointAgg(1, name === 'last', PointOut.One), c, LIST_BUCKETS_PER_WINDOW, false);
+  });
+}
+
 function simpleFieldDef(name: string, types: readonly FieldType[], make: (c: BuildCtx) => () => StoredState): OpDef {
   return {
     name,
@@ -217,16 +232,28 @@ function simpleFieldDef(name: string, types: readonly FieldType[], make: (c: Bui
   };
 }
 
-function boundedDef(name: string, ungoverned: number, make: (n: number) => () => StoredState, hasField = true): OpDef {
+/**
+ * The ops bounded by `n`. With `windowed` (first_n, last_n, most_recent_n, lag) a
+ * sliding window is optional: the same answer over the values of the window, each
+ * window bucket keeping at most n (+1 for lag) values.
+ */
+function boundedDef(
+  name: string,
+  ungoverned: number,
+  make: (n: number) => () => StoredState,
+  windowed: ((n: number) => PointAgg) | null,
+  hasField = true,
+): OpDef {
   return {
     name,
     aliases: [],
-    window: 'lifetime',
+    window: windowed === null ? 'lifetime' : 'optional',
     defaults: {},
     build(c) {
       const field = hasField ? fieldOf(c, ANY_TYPES) : null;
       const n = bound(c, name, ['n'], BUFFER_N_MAX, ungoverned);
-      return f(name, field, make(n));
+      if (c.windowMs === 0 || windowed === null || field === null) return f(name, field, make(n));
+      return valOp(name, field, windowed(n), c, LIST_BUCKETS_PER_WINDOW, false);
     },
   };
 }
@@ -413,11 +440,16 @@ function entropyDef(): OpDef {
 
 // ---------------------------------------------------------------- distributions
 
+/** The windowed form of a count-table op (tally.ts); its ring holds numbers when `numeric`. */
+function tallyOp(name: string, field: string | null, rule: TallyRule, c: BuildCtx, numeric: boolean): Factory {
+  return valOp(name, field, new TallyAgg(rule), c, LIST_BUCKETS_PER_WINDOW, numeric);
+}
+
 function histogramDef(): OpDef {
   return {
     name: 'histogram',
     aliases: [],
-    window: 'lifetime',
+    window: 'optional',
     defaults: {},
     build(c) {
       const field = fieldOf(c, NUMERIC_TYPES);
@@ -436,10 +468,12 @@ function histogramDef(): OpDef {
           edges.push(e as number);
         }
       }
-      if (edges.length === 0 && c.enforce) {
+      // A window bounds the state by itself: no edges then means the single cell "all".
+      if (edges.length === 0 && c.enforce && c.windowMs === 0) {
         c.r.fail('unbounded_op_in_lifetime_mode', null, 'histogram needs params.buckets (a non-empty array of edges)');
       }
       const cfg = new HistogramCfg(edges);
+      if (c.windowMs !== 0) return tallyOp('histogram', field, histogramRule(cfg), c, true);
       return f('histogram', field, () => new HistogramState(cfg));
     },
   };
@@ -449,9 +483,10 @@ function timeHistogramDef(name: string, dow: boolean): OpDef {
   return {
     name,
     aliases: [],
-    window: 'lifetime',
+    window: 'optional',
     defaults: {},
-    build() {
+    build(c) {
+      if (c.windowMs !== 0) return tallyOp(name, null, timeHistogramRule(dow), c, true);
       return f(name, null, () => new TimeHistogramState(dow));
     },
   };
@@ -461,7 +496,7 @@ function mixDef(): OpDef {
   return {
     name: 'event_type_mix',
     aliases: [],
-    window: 'lifetime',
+    window: 'optional',
     defaults: { max_categories: MIX_CATEGORIES_DEFAULT },
     build(c) {
       const field = fieldOf(c, ANY_TYPES);
@@ -476,6 +511,7 @@ function mixDef(): OpDef {
         allow = new Set(v as string[]);
       }
       const cfg = new MixCfg(allow, cap);
+      if (c.windowMs !== 0) return tallyOp('event_type_mix', field, mixRule(cfg), c, false);
       return f('event_type_mix', field, () => new MixState(cfg));
     },
   };
@@ -524,18 +560,18 @@ export const OP_DEFS: readonly OpDef[] = [
   ratioDef(),
   perSecondDef('rate'),
   perSecondDef('velocity'),
-  simpleFieldDef('first', ANY_TYPES, () => () => new FirstState()),
-  simpleFieldDef('last', ANY_TYPES, () => () => new LastState()),
-  boundedDef('first_n', UNGOVERNED_N_DEFAULT, (n) => () => new FirstNState(n)),
-  boundedDef('last_n', UNGOVERNED_N_DEFAULT, (n) => () => new LastNState(n, false)),
-  boundedDef('most_recent_n', UNGOVERNED_N_DEFAULT, (n) => () => new LastNState(n, false)),
-  boundedDef('lag', UNGOVERNED_LAG_DEFAULT, (n) => () => new LastNState(n, true)),
+  pointDef('first', () => new FirstState()),
+  pointDef('last', () => new LastState()),
+  boundedDef('first_n', UNGOVERNED_N_DEFAULT, (n) => () => new FirstNState(n), (n) => new PointAgg(n, false, PointOut.All)),
+  boundedDef('last_n', UNGOVERNED_N_DEFAULT, (n) => () => new LastNState(n, false), (n) => new PointAgg(n, true, PointOut.All)),
+  boundedDef('most_recent_n', UNGOVERNED_N_DEFAULT, (n) => () => new LastNState(n, false), (n) => new PointAgg(n, true, PointOut.All)),
+  boundedDef('lag', UNGOVERNED_LAG_DEFAULT, (n) => () => new LastNState(n, true), (n) => new PointAgg(n + 1, true, PointOut.Lag, n)),
   recencyDef('first_seen', RecencyOut.FirstSeen),
   recencyDef('last_seen', RecencyOut.LastSeen),
   recencyDef('age', RecencyOut.Age),
   recencyDef('has_seen', RecencyOut.HasSeen),
   recencyDef('time_since', RecencyOut.TimeSince),
-  boundedDef('time_since_last_n', UNGOVERNED_N_DEFAULT, (n) => () => new TimeSinceLastNState(n), false),
+  boundedDef('time_since_last_n', UNGOVERNED_N_DEFAULT, (n) => () => new TimeSinceLastNState(n), null, false),
   recencyDef('first_seen_in_window', RecencyOut.SeenInWindow),
   streakDef('streak', StreakOut.Streak),
   streakDef('max_streak', StreakOut.MaxStreak),

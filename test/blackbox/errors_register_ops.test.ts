@@ -124,7 +124,7 @@ test('aggregation_invalid_window: missing where required, malformed, or given wh
   await expectAgg('rate', {}, 'aggregation_invalid_window', '.params.window');
   await expectAgg('rate', { window: 'forever' }, 'aggregation_invalid_window', '.params.window');
   await expectAgg('velocity', { field: 'amount' }, 'aggregation_invalid_window', '.params.window');
-  await expectAgg('last', { field: 'user', window: '1h' }, 'aggregation_invalid_window', '.params.window');
+  await expectAgg('time_since', { window: '1h' }, 'aggregation_invalid_window', '.params.window');
   await expectAgg('ewma', { field: 'amount', half_life: '1h', window: '1h' }, 'aggregation_invalid_window', '.params.window');
   // Every duration unit and forever are fine where a window is allowed.
   await expectOk([table({ a: { op: 'sum', params: { field: 'amount', window: '500ms' } }, b: { op: 'sum', params: { field: 'amount', window: '30s' } }, c: { op: 'sum', params: { field: 'amount', window: '5m' } }, d: { op: 'sum', params: { field: 'amount', window: '2h' } }, e: { op: 'sum', params: { field: 'amount', window: '7d' } }, f: { op: 'sum', params: { field: 'amount', window: 'forever' } } })]);

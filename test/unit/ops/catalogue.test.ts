@@ -89,9 +89,9 @@ test('malformed windows give aggregation_invalid_window', () => {
 });
 
 test('lifetime-only ops reject a finite window (aggregation_invalid_window) but accept "forever"', () => {
-  const lifetime = ['first', 'last', 'first_n', 'last_n', 'lag', 'first_seen', 'last_seen', 'age', 'has_seen', 'time_since',
-    'time_since_last_n', 'streak', 'max_streak', 'negative_streak', 'histogram', 'hour_of_day_histogram', 'dow_hour_histogram',
-    'seasonal_deviation', 'event_type_mix', 'most_recent_n', 'reservoir_sample', 'geo_velocity', 'geo_distance', 'geo_spread',
+  const lifetime = ['first_seen', 'last_seen', 'age', 'has_seen', 'time_since',
+    'time_since_last_n', 'streak', 'max_streak', 'negative_streak',
+    'seasonal_deviation', 'reservoir_sample', 'geo_velocity', 'geo_distance', 'geo_spread',
     'distance_from_home', 'ewma', 'ema', 'ewvar', 'ew_zscore', 'decayed_sum', 'decayed_count'];
   for (const op of lifetime) {
     const spec = minimalSpec(op);
