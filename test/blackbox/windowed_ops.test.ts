@@ -1,6 +1,6 @@
 /**
- * The windowed forms of the change-over-time ops (issue 14 item 2) over real
- * sockets, once over HTTP and once over framed TCP: register each op lifetime,
+ * The windowed forms of the change-over-time ops, the point ops and the count
+ * tables (issue 14 item 2) over real sockets, once over HTTP and once over framed TCP: register each op lifetime,
  * with a long window ("1h": equals the lifetime value while every event is
  * inside it) and with a short one ("3s"), push a first batch, wait past the short
  * window, push a second batch, get: the short-window features see only the second
@@ -22,6 +22,17 @@ const SHORT_MS = 3_000;
 const WAIT_MS = SHORT_MS + 300;
 const OPS = ['trend', 'trend_residual', 'twa', 'rate_of_change', 'delta_from_prev', 'value_change_count', 'outlier_count'];
 const SIGMA = 2;
+/** Point and count-table ops (feature name -> params besides field and window). */
+const LIST_OPS: Record<string, Record<string, unknown>> = {
+  first: {},
+  last: {},
+  first_3: { n: 3 },
+  last_3: { n: 3 },
+  lag: { n: 1 },
+  histogram: { buckets: [0, 20, 100] },
+  event_type_mix: {},
+};
+const ALL = [...OPS, 'inter_arrival_stats', 'burst_count', ...Object.keys(LIST_OPS), 'hour_of_day_histogram'];
 
 function features(): Record<string, unknown> {
   const agg: Record<string, unknown> = {};
@@ -29,6 +40,8 @@ function features(): Record<string, unknown> {
     const w = window === undefined ? {} : { window };
     for (const op of OPS) agg[op + suffix] = { op, params: { field: 'v', ...w, ...(op === 'outlier_count' ? { sigma: SIGMA } : {}) } };
     agg['inter_arrival_stats' + suffix] = { op: 'inter_arrival_stats', params: w };
+    for (const [name, params] of Object.entries(LIST_OPS)) agg[name + suffix] = { op: name.replace(/^first_3$/, 'first_n').replace(/^last_3$/, 'last_n'), params: { field: 'v', ...params, ...w } };
+    agg['hour_of_day_histogram' + suffix] = { op: 'hour_of_day_histogram', params: w };
     // sub_window must lie inside the window and be at least window / 1024. A slot counts
     // while it overlaps the window, so the short one uses slots well under WAIT_MS - SHORT_MS.
     agg['burst_count' + suffix] = { op: 'burst_count', params: { sub_window: suffix === '_3s' ? '200ms' : '10s', ...w } };
@@ -90,10 +103,33 @@ const close = (a: unknown, b: unknown): boolean =>
 
 /** Lifetime and "1h" forms agree (every event is inside the hour). */
 function assertLongEqualsLifetime(row: Record<string, any>, label: string): void {
-  for (const op of [...OPS, 'inter_arrival_stats', 'burst_count']) {
-    assert.ok(close(row[op + '_1h'], row[op]), `${label}: ${op}_1h = ${row[op + '_1h']}, lifetime ${row[op]}`);
+  for (const op of ALL) {
+    const [a, b] = [row[op + '_1h'], row[op]];
+    assert.ok(typeof b === 'object' ? JSON.stringify(a) === JSON.stringify(b) : close(a, b), `${label}: ${op}_1h = ${JSON.stringify(a)}, lifetime ${JSON.stringify(b)}`);
   }
 }
+
+/** What the point and count-table ops answer over the values `vs`. */
+function listValues(vs: number[]): Record<string, unknown> {
+  const cells = { '<0': 0, '0-20': 0, '20-100': 0, '>=100': 0 };
+  for (const v of vs) cells[v < 0 ? '<0' : v < 20 ? '0-20' : v < 100 ? '20-100' : '>=100']++;
+  const mix: Record<string, number> = {};
+  for (const v of vs) mix[String(v)] = (mix[String(v)] ?? 0) + 1;
+  for (const k of Object.keys(mix)) mix[k] /= vs.length;
+  return {
+    first: vs[0] ?? null,
+    last: vs[vs.length - 1] ?? null,
+    first_3: vs.slice(0, 3),
+    last_3: vs.slice(-3),
+    lag: vs.length < 2 ? null : vs[vs.length - 2],
+    histogram: cells,
+    event_type_mix: Object.fromEntries(Object.keys(mix).sort().map((k) => [k, mix[k]])),
+  };
+}
+
+const pick = (row: Record<string, any>, suffix: string): Record<string, unknown> =>
+  Object.fromEntries(Object.keys(LIST_OPS).map((op) => [op, row[op + suffix]]));
+const hourTotal = (h: number[]): number => h.reduce((x, y) => x + y, 0);
 
 async function scenario(tr: Transport, k: string): Promise<Record<string, any>> {
   await pushAll(tr, k, A);
@@ -105,6 +141,8 @@ async function scenario(tr: Transport, k: string): Promise<Record<string, any>> 
   const afterB = Date.now();
   assertLongEqualsLifetime(row, `${k} after B`);
   const all = [...A, ...B];
+  assert.deepEqual(pick(row, ''), listValues(all));
+  assert.equal(hourTotal(row.hour_of_day_histogram), all.length);
   // Value-only answers are known exactly.
   assert.equal(row.value_change_count, naive.valueChanges(asEvs(all)));
   assert.equal(row.delta_from_prev, B[B.length - 1] - B[B.length - 2]);
@@ -123,6 +161,8 @@ async function scenario(tr: Transport, k: string): Promise<Record<string, any>> 
     assert.ok(row.inter_arrival_stats >= WAIT_MS / (all.length - 1), 'lifetime gaps include the wait');
     assert.equal(typeof row.trend_3s, 'number');
     assert.ok(row.burst_count_3s >= 1 && row.burst_count_3s <= B.length);
+    assert.deepEqual(pick(row, '_3s'), listValues(B));
+    assert.equal(hourTotal(row.hour_of_day_histogram_3s), B.length);
   }
   // Past the short window nothing is left in it; the lifetime and 1h forms are unchanged.
   await new Promise((r) => setTimeout(r, WAIT_MS));
@@ -131,7 +171,9 @@ async function scenario(tr: Transport, k: string): Promise<Record<string, any>> 
     Object.fromEntries([...OPS, 'inter_arrival_stats', 'burst_count'].map((op) => [op, idle[op + '_3s']])),
     { trend: null, trend_residual: null, twa: null, rate_of_change: null, delta_from_prev: null, value_change_count: 0, outlier_count: 0, inter_arrival_stats: null, burst_count: 0 },
   );
-  for (const op of [...OPS, 'inter_arrival_stats', 'burst_count']) {
+  assert.deepEqual(pick(idle, '_3s'), { ...listValues([]), event_type_mix: {} });
+  assert.equal(hourTotal(idle.hour_of_day_histogram_3s), 0);
+  for (const op of ALL) {
     assert.deepEqual([idle[op], idle[op + '_1h']], [row[op], row[op + '_1h']], `${op} lifetime / 1h unchanged while idle`);
   }
   return idle;
@@ -152,7 +194,7 @@ after(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-test('register: every change-over-time op takes a window; a sub_window not inside the window is refused', async () => {
+test('register: the change-over-time, point and count-table ops take a window; a sub_window not inside the window is refused', async () => {
   const r = await post(srv.base, '/register', { nodes: NODES });
   assert.equal(r.status, 200, r.text);
   const tr = await tcp.request(OP_REGISTER, { nodes: NODES });
