@@ -7,10 +7,14 @@ import { resolve } from 'node:path';
 import { BATCH_GET_ENTRIES_MAX_DEFAULT, SHARDS_MAX, TCP_FRAME_BYTES_MAX_DEFAULT } from './limits';
 
 export type WalSyncMode = 'batch' | 'always';
+/** HTTP data plane: uWebSockets.js (default) or node:net (for pipelining clients; docs/wire.md). */
+export type HttpEngine = 'uws' | 'net';
+export const HTTP_ENGINES: readonly HttpEngine[] = ['uws', 'net'];
 
 export interface ServerConfig {
   httpHost: string;
   httpPort: number;
+  httpEngine: HttpEngine;
   tcpHost: string;
   tcpPort: number;
   /** Admin sidecar: off unless given. */
@@ -36,6 +40,7 @@ export interface ServerConfig {
 
 export const DEFAULTS = {
   httpAddr: '127.0.0.1:8080',
+  httpEngine: 'uws' as HttpEngine,
   tcpAddr: '127.0.0.1:8081',
   dataDir: './data',
   logLevel: 'info',
@@ -78,6 +83,8 @@ streamfeat push|get|batch-get|register|ping|registry ...   client commands (--he
 serve options:
 
   --http-addr HOST:PORT       HTTP data plane (default ${DEFAULTS.httpAddr}; port 0 = any)
+  --http-engine uws|net       HTTP engine: uWebSockets.js (default) or node:net, which
+                              also answers pipelined requests (autocannon -p N; docs/wire.md)
   --tcp-addr HOST:PORT        framed TCP fast path (default ${DEFAULTS.tcpAddr})
   --admin-addr HOST:PORT      admin sidecar /health /ready /metrics /registry (off unless given)
   --data-dir DIR              WAL and snapshots (default ${DEFAULTS.dataDir})
@@ -91,12 +98,12 @@ serve options:
 
 Environment: SERVICE_TEST_MODE, SERVICE_MAX_BATCH_GET, SERVICE_TCP_MAX_FRAME_BYTES,
 SERVICE_MEMORY_GOV_ENFORCE (0 disables the lifetime-memory check; not for production),
-SERVICE_SHARDS, SERVICE_DATA_DIR, SERVICE_LOG_LEVEL.
+SERVICE_SHARDS, SERVICE_DATA_DIR, SERVICE_LOG_LEVEL, SERVICE_HTTP_ENGINE.
 `;
 
 export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv): ServerConfig {
   const flags = new Map<string, string | true>();
-  const valued = new Set(['--http-addr', '--tcp-addr', '--admin-addr', '--data-dir', '--shards', '--log-level',
+  const valued = new Set(['--http-addr', '--http-engine', '--tcp-addr', '--admin-addr', '--data-dir', '--shards', '--log-level',
     '--wal-sync', '--wal-sync-timeout-ms', '--snapshot-interval']);
   const bare = new Set(['--memory-only', '--test-mode']);
   for (let i = 0; i < argv.length; i++) {
@@ -116,6 +123,8 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
     return typeof x === 'string' ? x : e !== undefined && e !== '' ? e : d;
   };
   const http = parseAddr(str('--http-addr', env.SERVICE_HTTP_ADDR, DEFAULTS.httpAddr), '--http-addr');
+  const httpEngine = str('--http-engine', env.SERVICE_HTTP_ENGINE, DEFAULTS.httpEngine);
+  if (!(HTTP_ENGINES as readonly string[]).includes(httpEngine)) throw new ConfigError(`--http-engine must be ${HTTP_ENGINES.join(' or ')}, got ${JSON.stringify(httpEngine)}`);
   const tcp = parseAddr(str('--tcp-addr', env.SERVICE_TCP_ADDR, DEFAULTS.tcpAddr), '--tcp-addr');
   const adminRaw = str('--admin-addr', env.SERVICE_ADMIN_ADDR, '');
   const admin = adminRaw === '' ? null : parseAddr(adminRaw, '--admin-addr');
@@ -128,6 +137,7 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
   return Object.freeze({
     httpHost: http.host,
     httpPort: http.port,
+    httpEngine: httpEngine as HttpEngine,
     tcpHost: tcp.host,
     tcpPort: tcp.port,
     adminHost: admin === null ? null : admin.host,

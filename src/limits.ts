@@ -14,6 +14,24 @@ export const HTTP_BODY_BYTES_MAX = 4 * 1024 * 1024;
 /** Pipelined TCP requests waiting for their turn on one connection before we stop reading. */
 export const TCP_PIPELINE_DEPTH_MAX = 1024;
 
+/**
+ * node:net HTTP engine (http_net.ts). A request head (request line + headers +
+ * the blank line) over this many bytes is http_protocol_error and the connection
+ * closes. 4 KiB is uWebSockets.js's default (UWS_HTTP_MAX_HEADERS_SIZE), so both
+ * engines accept the same heads. Also bounds a chunk-size line and a trailer line.
+ */
+export const HTTP_HEADER_BYTES_MAX = 4096;
+/** Pipelined HTTP requests waiting for their response on one connection before we stop reading. */
+export const HTTP_PIPELINE_DEPTH_MAX = 1024;
+/** A request head must be complete this long after its first byte (slowloris); else http_protocol_error and close. */
+export const HTTP_HEADER_TIMEOUT_MS = 10_000;
+/** A request body must be complete this long after its head (slow POST); else http_protocol_error and close. */
+export const HTTP_BODY_TIMEOUT_MS = 30_000;
+/** A keep-alive connection with nothing in flight and no partial request closes after this long (uWS: 10 s too). */
+export const HTTP_IDLE_TIMEOUT_MS = 10_000;
+/** How often the HTTP timeouts above are checked (one timer per server, not one per request). */
+export const HTTP_TIMEOUT_SWEEP_MS = 1_000;
+
 /** Register payload limits. */
 export const REGISTER_NODES_MAX = 1_000;
 export const NAME_LENGTH_MAX = 128;
@@ -47,6 +65,7 @@ export const DEDUPE_ENTRIES_MAX = 10_000_000;
 
 assert(TCP_FRAME_BYTES_MAX_DEFAULT >= HTTP_BODY_BYTES_MAX, 'a push that fits HTTP must fit a frame');
 assert(BATCH_GET_ENTRIES_MAX_DEFAULT > 0);
+assert(HTTP_TIMEOUT_SWEEP_MS < HTTP_HEADER_TIMEOUT_MS && HTTP_HEADER_TIMEOUT_MS <= HTTP_BODY_TIMEOUT_MS);
 assert(TOP_K_K_DEFAULT <= TOP_K_K_MAX);
 
 /** Admin: how often the front asks every shard and the coordinator for their figures (admin/stats.ts). */

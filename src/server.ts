@@ -19,6 +19,7 @@ import { StatsCollector } from './admin/stats';
 import type { ServerConfig } from './config';
 import { SHARD_BATCHES_IN_FLIGHT_MAX, SHARD_YOUNG_GENERATION_MB } from './limits';
 import { buildHttpApp } from './front/http';
+import { buildNetHttpServer } from './front/http_net';
 import { Front } from './front/front';
 import { buildTcpServer } from './front/tcp';
 import { checkDataDir } from './data_dir';
@@ -42,7 +43,7 @@ function listenUws(app: uWS.TemplatedApp, host: string, port: number): Promise<{
   });
 }
 
-function listenTcp(server: net.Server, host: string, port: number): Promise<number> {
+function listenNet(server: net.Server, host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -50,6 +51,17 @@ function listenTcp(server: net.Server, host: string, port: number): Promise<numb
       resolve((server.address() as net.AddressInfo).port);
     });
   });
+}
+
+/** The HTTP data plane on the configured engine (docs/wire.md "HTTP engines"). */
+async function listenHttp(front: Front, config: ServerConfig): Promise<{ port: number; close(): void }> {
+  if (config.httpEngine === 'net') {
+    const server = buildNetHttpServer(front);
+    const port = await listenNet(server, config.httpHost, config.httpPort);
+    return { port, close: () => server.close() };
+  }
+  const { token, port } = await listenUws(buildHttpApp(front), config.httpHost, config.httpPort);
+  return { port, close: () => uWS.us_listen_socket_close(token) };
 }
 
 function addr(host: string, port: number): string {
@@ -95,10 +107,10 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
   for (const h of hellos) front.loadDedupe(h.dedupe);
   log.info({ kind: 'server.recovered', registry_version: first.state.version, last_lsn: lastLsn, records: hellos.reduce((a, h) => a + h.recoveredRecords, 0), shards: config.shards });
 
-  const http = await listenUws(buildHttpApp(front), config.httpHost, config.httpPort);
-  log.info({ kind: 'server.http_bound', addr: addr(config.httpHost, http.port) });
+  const http = await listenHttp(front, config);
+  log.info({ kind: 'server.http_bound', addr: addr(config.httpHost, http.port), engine: config.httpEngine });
   const tcpServer = buildTcpServer(front, config.tcpFrameBytesMax);
-  const tcpPort = await listenTcp(tcpServer, config.tcpHost, config.tcpPort);
+  const tcpPort = await listenNet(tcpServer, config.tcpHost, config.tcpPort);
   log.info({ kind: 'server.tcp_bound', addr: addr(config.tcpHost, tcpPort) });
   let admin: { token: uWS.us_listen_socket; port: number } | null = null;
   const stats = new StatsCollector(front);
@@ -129,7 +141,7 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
       clearInterval(sweep);
       stats.stop();
       if (snapTimer !== null) clearInterval(snapTimer);
-      uWS.us_listen_socket_close(http.token);
+      http.close();
       if (admin !== null) uWS.us_listen_socket_close(admin.token);
       tcpServer.close();
       await front.drain();

@@ -8,7 +8,7 @@ import { errorJson } from '../errors';
 import { inspectEntity, registryView, statsView } from './api';
 import type { AdminContext } from './context';
 import { renderMetrics } from './render_metrics';
-import { statusLine } from '../front/http';
+import { statusLine } from '../front/http_routes';
 
 function json(res: uWS.HttpResponse, body: string, status = '200 OK'): void {
   res.writeStatus(status).writeHeader('Content-Type', 'application/json').writeHeader('Cache-Control', 'no-store').end(body);

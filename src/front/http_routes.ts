@@ -1,0 +1,140 @@
+/**
+ * The HTTP data plane's routes (spec 4.1-4.7), independent of the HTTP engine.
+ * Both engines (uWebSockets.js in http.ts, node:net in http_net.ts) resolve a
+ * request head here and hand the whole body to the route with an HttpReply, so
+ * a route, a method rule or a content-type rule changes in one place for both.
+ */
+import { errorJson, ERRORS, type ErrorCode, type ErrorDetail } from '../errors';
+import { HTTP_BODY_BYTES_MAX } from '../limits';
+import type { Front } from './front';
+import { TRANSPORT_HTTP, type Reply } from './reply';
+
+const STATUS_TEXT: Record<number, string> = {
+  200: '200 OK', 400: '400 Bad Request', 403: '403 Forbidden', 404: '404 Not Found', 405: '405 Method Not Allowed',
+  409: '409 Conflict', 413: '413 Payload Too Large', 415: '415 Unsupported Media Type', 500: '500 Internal Server Error',
+  501: '501 Not Implemented', 503: '503 Service Unavailable', 504: '504 Gateway Timeout',
+};
+
+export function statusLine(status: number): string {
+  return STATUS_TEXT[status] ?? `${status} Status`;
+}
+
+/** One response header beyond Content-Type (and the engine's framing headers). */
+export type Header = readonly [name: string, value: string];
+
+const REPLAY_HEADER: Header = ['X-Service-Idempotent-Replay', '1'];
+
+/**
+ * A Reply over HTTP: every answer is one JSON response. An engine implements
+ * `write` (called at most once per request; later calls are ignored).
+ */
+export abstract class HttpReply implements Reply {
+  readonly transport = TRANSPORT_HTTP;
+  abstract write(status: number, body: string, header: Header | null, close: boolean): void;
+
+  ok(body: string, replay = false): void {
+    this.write(200, body, replay ? REPLAY_HEADER : null, false);
+  }
+
+  error(code: ErrorCode, detail: ErrorDetail = {}, registryVersion?: number): void {
+    this.write(ERRORS[code].status, errorJson(code, detail, registryVersion), null, false);
+  }
+
+  /** The request cannot be framed or read (oversize, malformed): answer, then close the connection. */
+  errorAndClose(code: ErrorCode, detail: ErrorDetail): void {
+    this.write(ERRORS[code].status, errorJson(code, detail), null, true);
+  }
+}
+
+export interface Route {
+  readonly method: string;
+  /** GET /registry ignores its body; the uWS engine then answers without reading it. */
+  readonly readsBody: boolean;
+  run(front: Front, body: string, reply: HttpReply, contentType: string): void;
+}
+
+/** Parses JSON; on failure answers invalid_json_body and returns undefined. */
+function parseJson(front: Front, body: string, reply: Reply, withVersion: boolean): unknown {
+  try {
+    return JSON.parse(body);
+  } catch (err) {
+    front.metrics.error('invalid_json_body');
+    reply.error('invalid_json_body', { message: `body is not valid JSON: ${(err as Error).message}` }, withVersion ? front.version : undefined);
+    return undefined;
+  }
+}
+
+/** A POST route whose body is JSON. Get-family errors carry no registry_version (docs/wire.md). */
+function jsonRoute(withVersion: boolean, fn: (front: Front, v: unknown, reply: Reply, text: string) => void): Route {
+  return {
+    method: 'POST',
+    readsBody: true,
+    run(front, body, reply) {
+      const v = parseJson(front, body, reply, withVersion);
+      if (v !== undefined) fn(front, v, reply, body);
+    },
+  };
+}
+
+/** A Map, not an object: a path like `/constructor` must not find Object.prototype members. */
+const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
+  ['/push', jsonRoute(true, (front, v, reply, text) => front.push(v, text, reply))],
+  ['/get', jsonRoute(false, (front, v, reply) => front.get(v, reply))],
+  ['/batch_get', jsonRoute(false, (front, v, reply) => front.batchGet(v, reply))],
+  ['/ping', { method: 'POST', readsBody: true, run: (front, _b, reply) => front.ping(reply) }],
+  ['/reset', { method: 'POST', readsBody: true, run: (front, _b, reply) => front.reset(reply) }],
+  ['/register', {
+    method: 'POST',
+    readsBody: true,
+    run(front, body, reply, contentType) {
+      const ct = contentType.split(';')[0].trim().toLowerCase();
+      if (ct !== 'application/json') {
+        front.metrics.error('unsupported_media_type');
+        reply.error('unsupported_media_type', { message: `Content-Type must be application/json, got ${JSON.stringify(contentType)}`, path: '/register' }, front.version);
+        return;
+      }
+      const v = parseJson(front, body, reply, true);
+      if (v !== undefined) front.register(v, reply);
+    },
+  }],
+  ['/registry', { method: 'GET', readsBody: false, run: (front, _b, reply) => reply.ok(front.registryBody()) }],
+]);
+
+/**
+ * The route of a request head, or null when the request is answered already
+ * (unknown route: 404 not_found; known route, wrong method: 405 with Allow).
+ * `method` is matched case-insensitively (uWS lower-cases methods).
+ */
+export function resolveRoute(front: Front, method: string, path: string, reply: HttpReply): Route | null {
+  const route = ROUTES.get(path);
+  const m = method.toUpperCase();
+  if (route !== undefined && route.method === m) return route;
+  const code: ErrorCode = route === undefined ? 'not_found' : 'method_not_allowed';
+  front.metrics.error(code);
+  const detail: ErrorDetail = route === undefined
+    ? { message: `no route ${m} ${path}`, path }
+    : { message: `${m} is not allowed on ${path}; use ${route.method}`, extra: { method: m, path } };
+  reply.write(ERRORS[code].status, errorJson(code, detail), route === undefined ? null : ['Allow', route.method], false);
+  return null;
+}
+
+/** Runs a route on a complete body; a throw becomes internal_error for this request only. */
+export function runRoute(front: Front, route: Route, body: string, reply: HttpReply, contentType: string): void {
+  if (route.readsBody) front.metrics.httpRequestsTotal++;
+  try {
+    route.run(front, body, reply, contentType);
+  } catch (err) {
+    front.log.error({ kind: 'server.internal_error', err: String((err as Error)?.stack ?? err) });
+    reply.error('internal_error', { reason: String(err) });
+  }
+}
+
+/** A body over HTTP_BODY_BYTES_MAX (declared, or counted while it streams): answer and close. */
+export function bodyTooLarge(front: Front, reply: HttpReply, declared: number | null): void {
+  front.metrics.error('http_protocol_error');
+  reply.errorAndClose('http_protocol_error', {
+    message: declared === null
+      ? `request body is over the ${HTTP_BODY_BYTES_MAX}-byte limit`
+      : `request body of ${declared} bytes is over the ${HTTP_BODY_BYTES_MAX}-byte limit`,
+  });
+}
