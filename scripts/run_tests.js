@@ -31,6 +31,21 @@ if (files.length === 0) {
   console.error(`no test files under ${root}/test matching ${filters.join(' ') || '*'}`);
   process.exit(1);
 }
+// The HTTP black-box files that run a second time against the node:net HTTP
+// engine (SF_TEST_HTTP_ENGINE=net, test/harness/server.ts): routes, every error
+// envelope, the data flow and robustness. Engine-specific behaviour has its own
+// file (http_engine_net.test.ts); the rest of the suite runs on the default engine.
+const NET_ENGINE_FILES = ['http_routes', 'errors_push', 'errors_get', 'errors_transport', 'data_flow', 'robustness']
+  .map((n) => `${n}.test.js`);
+
 // Two cores: run two files at a time; black-box files start their own servers.
-const res = spawnSync(process.execPath, ['--test', '--test-concurrency=2', ...files], { stdio: 'inherit' });
-process.exit(res.status === null ? 1 : res.status);
+const run = (list, env) => spawnSync(process.execPath, ['--test', '--test-concurrency=2', ...list], { stdio: 'inherit', env: { ...process.env, ...env } });
+const res = run(files, {});
+let status = res.status === null ? 1 : res.status;
+const netFiles = files.filter((f) => NET_ENGINE_FILES.some((n) => f.endsWith(n)));
+if (netFiles.length > 0) {
+  console.log(`\n# again with --http-engine net: ${netFiles.map((f) => f.slice(f.lastIndexOf('/') + 1)).join(' ')}`);
+  const net = run(netFiles, { SF_TEST_HTTP_ENGINE: 'net' });
+  if (net.status !== 0) status = net.status === null ? 1 : net.status;
+}
+process.exit(status);

@@ -9,6 +9,13 @@ import { join } from 'node:path';
 
 export const CLI = join(__dirname, '..', '..', 'src', 'cli.js');
 
+/**
+ * HTTP engine of every server the harness starts: SF_TEST_HTTP_ENGINE=net runs
+ * a black-box file against the node:net engine (scripts/run_tests.js does so for
+ * the HTTP files); unset means the server's default (uws).
+ */
+export const HTTP_ENGINE: 'uws' | 'net' = process.env.SF_TEST_HTTP_ENGINE === 'net' ? 'net' : 'uws';
+
 export interface StartOptions {
   shards?: number;
   memoryOnly?: boolean;
@@ -47,6 +54,7 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
   if (opts.memoryOnly) args.push('--memory-only');
   if (opts.testMode ?? true) args.push('--test-mode');
   if (opts.admin) args.push('--admin-addr', '127.0.0.1:0');
+  if (HTTP_ENGINE !== 'uws') args.push('--http-engine', HTTP_ENGINE);
   if (opts.args) args.push(...opts.args);
   const env = { ...process.env, ...(opts.env ?? {}) };
   delete env.SERVICE_TEST_MODE;
