@@ -78,3 +78,5 @@ export const EVENT_LOOP_DELAY_RESOLUTION_MS = 10;
 export const TABLE_MEMORY_SAMPLE_ENTITIES = 16;
 /** Admin: /api/inspect waits this long for the owning shard before answering 503. */
 export const ADMIN_INSPECT_TIMEOUT_MS = 5_000;
+/** Admin: per-second rates kept for the dashboard's throughput chart (two minutes). */
+export const STATS_HISTORY_INTERVALS = 120;

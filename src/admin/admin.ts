@@ -1,12 +1,14 @@
 /**
  * Admin sidecar (spec 4.7) on its own address: /health, /ready, /metrics,
- * /registry, plus JSON views for operators (/api/stats, /api/registry,
- * /api/inspect?table=&key=).
+ * /registry, plus the operator's views: the live dashboard at / (dashboard_page.ts)
+ * and the JSON it polls (/api/stats, /api/registry, /api/inspect?table=&key=),
+ * which `streamfeat info` and `streamfeat inspect` read too.
  */
 import uWS from 'uWebSockets.js';
 import { errorJson } from '../errors';
 import { inspectEntity, registryView, statsView } from './api';
 import type { AdminContext } from './context';
+import { DASHBOARD_HTML } from './dashboard_page';
 import { renderMetrics } from './render_metrics';
 import { statusLine } from '../front/http_routes';
 
@@ -25,6 +27,9 @@ export function buildAdminApp(ctx: AdminContext, isReady: () => boolean): uWS.Te
     res.writeHeader('Content-Type', 'text/plain; version=0.0.4; charset=utf-8').end(renderMetrics(ctx));
   });
   app.get('/registry', (res) => { json(res, ctx.front.registryBody()); });
+  app.get('/', (res) => {
+    res.writeHeader('Content-Type', 'text/html; charset=utf-8').writeHeader('Cache-Control', 'no-store').end(DASHBOARD_HTML);
+  });
   app.get('/api/stats', (res) => { json(res, JSON.stringify(statsView(ctx))); });
   app.get('/api/registry', (res) => { json(res, JSON.stringify(registryView(ctx))); });
   app.get('/api/inspect', (res, req) => {

@@ -97,6 +97,8 @@ export function statsView(ctx: AdminContext): Record<string, unknown> {
       batch_get_entries_total: m.batchGetEntriesTotal, register_total: m.registerTotal, reset_total: m.resetTotal, errors_total: m.errorsTotal(),
     },
     rates: { window_s: span, push_per_s: rate((t) => t.push), get_per_s: rate((t) => t.get), batch_get_per_s: rate((t) => t.batchGet), errors_per_s: rate((t) => t.errors) },
+    /** Per-second rates, oldest first (gets include batch gets). */
+    history: stats.history.map((h) => [h.atMs, h.push, h.get, h.errors]),
     latency_recent: { window_s: span, push: windowed((t) => t.pushLatency), get: windowed((t) => t.getLatency), batch_get: windowed((t) => t.batchGetLatency) },
     latency_all: { push: all(m.pushLatency), get: all(m.getLatency), batch_get: all(m.batchGetLatency) },
     errors: Object.fromEntries([...m.errors].sort()),

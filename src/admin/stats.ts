@@ -10,7 +10,7 @@
 import type { Front } from '../front/front';
 import type { Sink } from '../front/channel';
 import { ITEM_STATS, type CoordinatorStats, type ErrorPayload } from '../protocol/messages';
-import { STATS_INTERVAL_MS, STATS_WINDOW_INTERVALS } from '../limits';
+import { STATS_HISTORY_INTERVALS, STATS_INTERVAL_MS, STATS_WINDOW_INTERVALS } from '../limits';
 import type { ShardStats } from '../shard/shard_stats';
 import { mergeHistograms, type HistogramData } from './histogram';
 import { ThreadSampler, type ThreadStats } from './thread_stats';
@@ -34,6 +34,8 @@ export class StatsCollector {
   coordinator: CoordinatorStats | null = null;
   front: ThreadStats;
   readonly ticks: Tick[] = [];
+  /** Per-interval rates of the last STATS_HISTORY_INTERVALS ticks (dashboard chart). */
+  readonly history: Array<{ atMs: number; push: number; get: number; errors: number }> = [];
   readonly #sampler = new ThreadSampler('front');
   readonly #pending: boolean[];
   #coordinatorPending = false;
@@ -90,6 +92,12 @@ export class StatsCollector {
       batchGetLatency: mergeHistograms(m.batchGetLatency.map((h) => h.data())),
     });
     if (this.ticks.length > STATS_WINDOW_INTERVALS + 1) this.ticks.shift();
+    const [a, b] = this.ticks.slice(-2);
+    if (b !== undefined && a !== b && b.atMs > a.atMs) {
+      const s = (b.atMs - a.atMs) / 1000;
+      this.history.push({ atMs: b.atMs, push: (b.push - a.push) / s, get: (b.get - a.get + b.batchGet - a.batchGet) / s, errors: (b.errors - a.errors) / s });
+      if (this.history.length > STATS_HISTORY_INTERVALS) this.history.shift();
+    }
   }
 
   /** Every thread's runtime figures that have arrived, front first. */
