@@ -72,9 +72,10 @@ function expectedMs(o: Opts): number {
   return (o.durationS + o.warmupS) * 1000;
 }
 
-/** An HTTP load with the chosen generator against target's HTTP port. */
-export async function httpLoad(gen: HttpGen, t: Target, mix: Mix, o: Opts, connections: number, rate = 0): Promise<Measured> {
+/** An HTTP load with the chosen generator against target's HTTP port; `pipelining` > 1 only with autocannon. */
+export async function httpLoad(gen: HttpGen, t: Target, mix: Mix, o: Opts, connections: number, rate = 0, pipelining = 1): Promise<Measured> {
   if (t.httpPort === null) throw new Error(`${t.kind} has no HTTP port`);
+  if (pipelining > 1 && gen !== 'autocannon') throw new Error(`pipelining ${pipelining}: only the autocannon generator pipelines`);
   const s = new Sampler(t.pid);
   const spec = bodySpec(o);
   if (gen === 'wrk') {
@@ -89,7 +90,7 @@ export async function httpLoad(gen: HttpGen, t: Target, mix: Mix, o: Opts, conne
   }
   if (gen === 'autocannon') {
     if (rate > 0) throw new Error("autocannon's overallRate sends in bursts each second: use --gen sf-http for fixed rate");
-    const r = await runChild({ ...spec, kind: 'autocannon', port: t.httpPort, mix, pushShare: o.pushShare, connections,
+    const r = await runChild({ ...spec, kind: 'autocannon', port: t.httpPort, mix, pushShare: o.pushShare, connections, pipelining,
       warmupMs: o.warmupS * 1000, durationMs: o.durationS * 1000 }, { onStart: s.start, onEnd: s.end }, expectedMs(o));
     return fromJob('autocannon', r, s);
   }

@@ -5,6 +5,7 @@
  * the same generator and bodies, and cached within one invocation so that
  * `all` measures each distinct baseline once.
  */
+import type { HttpEngine } from '../src/config';
 import { SHARD_BATCHES_IN_FLIGHT_MAX } from '../src/limits';
 import type { HttpGen, Opts } from './args';
 import { bodySpec, freshnessLoad, httpLoad, preloadKeys, registerWorkload, tcpLoad } from './measure';
@@ -60,13 +61,14 @@ async function withTarget<T>(start: () => Promise<Target>, fn: (t: Target) => Pr
   }
 }
 
-function startStreamfeat(o: Opts): Promise<Target> {
-  return startServer({ shards: o.shards, memoryOnly: o.memoryOnly, walSync: o.walSync });
+/** `engine`: the server's --http-engine (omitted: its default, uws). */
+function startStreamfeat(o: Opts, engine?: HttpEngine): Promise<Target> {
+  return startServer({ shards: o.shards, memoryOnly: o.memoryOnly, walSync: o.walSync, extraArgs: engine === undefined ? [] : ['--http-engine', engine] });
 }
 
 /** A server with the workload registered (and keys preloaded when `preload`). */
-async function withServer<T>(o: Opts, preload: boolean, ctx: Ctx, fn: (t: Target) => Promise<T>): Promise<T> {
-  return withTarget(() => startStreamfeat(o), async (t) => {
+async function withServer<T>(o: Opts, preload: boolean, ctx: Ctx, fn: (t: Target) => Promise<T>, engine?: HttpEngine): Promise<T> {
+  return withTarget(() => startStreamfeat(o, engine), async (t) => {
     await registerWorkload(t, o.workload);
     if (preload) {
       const rate = await preloadKeys(t, o);
@@ -319,6 +321,63 @@ async function ceiling(o: Opts, ctx: Ctx): Promise<ScenarioResult[]> {
   return out;
 }
 
+/** http-engines: autocannon's pipelining depths (issue 14: its README example uses -p 10). */
+const ENGINE_PIPELINING = [1, 10];
+/** http-engines: connections (issue 14's command: autocannon -c 32). */
+const ENGINE_CONNECTIONS_DEFAULT = 32;
+const ENGINES: readonly HttpEngine[] = ['uws', 'net'];
+
+/** Failed requests: non-2xx and request errors seen by our response hook, or autocannon's own error count (connection errors, timeouts). */
+function loadErrors(m: Measured): number {
+  return Math.max(m.errors, m.extra.autocannon_errors ?? 0);
+}
+
+/** Requests sent but never answered beyond those in flight when the run stopped: lost on connections the server closed. */
+function lostRequests(m: Measured, conns: number, pipelining: number): number {
+  return Math.max(0, (m.extra.unanswered ?? 0) - conns * pipelining);
+}
+
+/**
+ * Both HTTP engines under autocannon at -p 1 and -p 10 (HTTP /push), each next to
+ * uws_bare at the same depth, all in one invocation. uWS closes a connection on
+ * a pipelined request behind an unanswered one, so `uws` at -p 10 shows that wall;
+ * the target is that `net` at -p 10 has 0 errors and at least its -p 1 throughput.
+ */
+async function httpEngines(o: Opts, ctx: Ctx): Promise<ScenarioResult[]> {
+  const conns = o.connections ?? ENGINE_CONNECTIONS_DEFAULT;
+  const out: ScenarioResult[] = [];
+  const netAt = new Map<number, Measured>();
+  for (const p of ENGINE_PIPELINING) {
+    ctx.log(`  baseline: uws_bare under autocannon -p ${p}`);
+    const base = await cachedBaseline(ctx, baseKey(o, 'uws', 'autocannon', 'push', conns, 0, `p${p}`), () =>
+      withTarget(startUwsBare, (b) => httpLoad('autocannon', b, 'push', o, conns, 0, p)));
+    for (const engine of ENGINES) {
+      ctx.log(`  streamfeat --http-engine ${engine} under autocannon -p ${p}`);
+      const m = await withServer(o, false, ctx, (t) => httpLoad('autocannon', t, 'push', o, conns, 0, p), engine);
+      const notes: string[] = [];
+      const targets: TargetCheck[] = [];
+      const errors = loadErrors(m);
+      const lost = lostRequests(m, conns, p);
+      if (errors > 0) notes.push(`${errors} failed requests (non-2xx, connection errors, timeouts)`);
+      if (lost > 0) notes.push(`${lost} requests sent were never answered: lost on connections the server closed (autocannon reconnects without counting an error)`);
+      if (engine === 'uws' && p > 1) notes.push('uWS closes a connection when a pipelined request arrives while an earlier answer is pending (uWebSockets.js#277); use --http-engine net');
+      if (engine === 'net') netAt.set(p, m);
+      const p1 = netAt.get(1);
+      if (engine === 'net' && p > 1 && p1 !== undefined) {
+        targets.push({
+          name: `--http-engine net: autocannon -p ${p} completes with 0 errors at >= its -p 1 throughput`,
+          pass: errors === 0 && lost === 0 && m.rps >= p1.rps,
+          detail: `${errors} errors, ${lost} lost, ${Math.round(m.rps)} req/s vs ${Math.round(p1.rps)} req/s at -p 1`,
+        });
+      }
+      const r = result('http-engines', o, { gen: 'autocannon', conns, pipelining: p, engine }, m, 'uws_bare', base, 'throughput', targets, notes);
+      r.subjectName = `streamfeat ${engine}`;
+      out.push(r);
+    }
+  }
+  return out;
+}
+
 /** The bare servers alone: each generator's ceiling on this machine, for reading the ratios. */
 async function baselines(o: Opts, ctx: Ctx): Promise<ScenarioResult[]> {
   const out: ScenarioResult[] = [];
@@ -355,6 +414,7 @@ export const SCENARIOS: readonly Scenario[] = [
   { name: 'mixed', summary: '90% /push + 10% /get (--push-share) on preloaded rows vs uws_bare', run: (o, c) => httpScenario('mixed', 'mixed', o, c) },
   { name: 'push-latency', summary: 'push p99 at a fixed rate (half the measured max, or --rate), wrk2-style; --transport http|tcp', run: pushLatency },
   { name: 'freshness', summary: 'push ack -> first /get that shows it (p50/p99/max), under background pushes', run: freshnessScenario },
+  { name: 'http-engines', summary: 'HTTP /push under autocannon -p 1 and -p 10: --http-engine uws and net, each vs uws_bare at the same depth', run: httpEngines },
   { name: 'ceiling', summary: 'uws_hop (uws_bare + a hop to one worker thread, --work-us per request) vs uws_bare: the architecture\'s ceiling here', run: ceiling },
 ];
 

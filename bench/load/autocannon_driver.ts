@@ -1,6 +1,6 @@
 /**
  * autocannon through its programmatic API, closed loop, one request in flight
- * per connection. setupRequest draws a fresh body (and, for the mix, the
+ * per connection (or `pipelining` of them: the http-engines scenario). setupRequest draws a fresh body (and, for the mix, the
  * route) for every request. autocannon's own histogram rounds to whole
  * milliseconds, so latencies are taken from its 'response' events (float ms)
  * into our microsecond histogram instead. A warmup run precedes the measured one.
@@ -36,7 +36,7 @@ export async function runAutocannon(job: AutocannonJob, mark: Mark): Promise<Job
         url: `http://127.0.0.1:${job.port}`,
         connections: job.connections,
         duration: Math.max(1, Math.round(durationMs / 1000)),
-        pipelining: 1,
+        pipelining: job.pipelining,
         timeout: TIMEOUT_S,
         requests: [{ method: 'POST', headers: HEADERS, setupRequest }],
       }, (err, res) => (err ? reject(err) : resolve(res)));
@@ -56,7 +56,15 @@ export async function runAutocannon(job: AutocannonJob, mark: Mark): Promise<Job
   const res = await once(job.durationMs, stats);
   const cpu = process.cpuUsage(cpu0);
   mark('measure_end');
-  const out = stats.result(res.duration, cpu, { connections: job.connections, timeouts: res.timeouts });
+  // autocannon reconnects silently when the server closes a connection, losing
+  // the requests in flight on it (uWS with -p N): those show only as requests
+  // sent and never answered, so that count is reported (up to connections x
+  // pipelining are legitimately in flight when the run stops).
+  const answered = stats.ok + stats.errors;
+  const out = stats.result(res.duration, cpu, {
+    connections: job.connections, pipelining: job.pipelining, timeouts: res.timeouts, autocannon_errors: res.errors,
+    unanswered: Math.max(0, res.requests.sent - answered),
+  });
   // The one kind recorded is the whole mix: name it after the job.
   out.kinds = {};
   return out;

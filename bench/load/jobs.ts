@@ -40,6 +40,8 @@ export interface AutocannonJob extends BodySpec {
   mix: Mix;
   pushShare: number;
   connections: number;
+  /** Requests in flight per connection (autocannon -p); 1 = no pipelining. */
+  pipelining: number;
   warmupMs: number;
   durationMs: number;
 }

@@ -59,7 +59,7 @@ class NetReply extends HttpReply {
     this.#body = body;
     this.#header = header;
     if (close) this.close = true;
-    this.conn.drain();
+    this.conn.requestDrain();
   }
 
   serialize(): string {
@@ -82,6 +82,7 @@ class NetConn {
   /** No more requests are read: answer what is queued, then close. */
   #closing = false;
   #parsing = false;
+  #drainQueued = false;
   /** The request whose body is being read. */
   #slot: NetReply | null = null;
   #route: Route | null = null;
@@ -95,6 +96,7 @@ class NetConn {
   #since = Date.now();
   #pausedForDepth = false;
   #pausedForWrite = false;
+  #paused = false;
 
   constructor(readonly socket: net.Socket, readonly front: Front) {
     socket.setNoDelay(true);
@@ -281,9 +283,24 @@ class NetConn {
     this.drain();
   }
 
+  /**
+   * A response is ready. Answers complete in bursts (a shard batch answers many
+   * requests in one callback), so the write waits for the end of the current
+   * task: one write per connection per burst, not one per response.
+   */
+  requestDrain(): void {
+    if (this.#parsing || this.#drainQueued) return; // #onData drains once after the whole read
+    this.#drainQueued = true;
+    queueMicrotask(this.#drainTask);
+  }
+
+  readonly #drainTask = (): void => {
+    this.#drainQueued = false;
+    this.drain();
+  };
+
   /** Writes every completed response at the head of the FIFO, in one write. */
   drain(): void {
-    if (this.#parsing) return; // #onData drains once after the whole read
     const q = this.#queue;
     const socket = this.socket;
     let n = 0;
@@ -319,9 +336,12 @@ class NetConn {
     this.#updateFlow();
   }
 
+  /** Pauses or resumes reading on a change only (resume() on a flowing socket still schedules work). */
   #updateFlow(): void {
-    if (this.socket.destroyed) return;
-    if (this.#pausedForDepth || this.#pausedForWrite) this.socket.pause();
+    const pause = this.#pausedForDepth || this.#pausedForWrite;
+    if (pause === this.#paused || this.socket.destroyed) return;
+    this.#paused = pause;
+    if (pause) this.socket.pause();
     else this.socket.resume();
   }
 
@@ -334,7 +354,7 @@ class NetConn {
       if (this.#queue.length === 0 && this.socket.writableEnded && age > HTTP_IDLE_TIMEOUT_MS) this.socket.destroy();
       return;
     }
-    if (this.#pausedForDepth || this.#pausedForWrite) return; // we are the slow side
+    if (this.#paused) return; // we are the slow side
     if (this.#slot !== null) {
       if (age > HTTP_BODY_TIMEOUT_MS) this.#fail(`request body not complete within ${HTTP_BODY_TIMEOUT_MS} ms of its head (HTTP_BODY_TIMEOUT_MS)`);
     } else if (this.#headStarted) {
