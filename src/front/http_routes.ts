@@ -7,6 +7,7 @@
 import { errorJson, ERRORS, type ErrorCode, type ErrorDetail } from '../errors';
 import { HTTP_BODY_BYTES_MAX } from '../limits';
 import type { Front } from './front';
+import { isValidName } from '../registry/model';
 import { TRANSPORT_HTTP, type Reply } from './reply';
 
 const STATUS_TEXT: Record<number, string> = {
@@ -98,7 +99,39 @@ const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
     },
   }],
   ['/registry', { method: 'GET', readsBody: false, run: (front, _b, reply) => reply.ok(front.registryBody()) }],
+  // The peer serves these on the data plane too (peer-facts 5.6); the admin sidecar keeps
+  // its own (spec 4.7). The data plane listens only once recovery is done, so it is ready
+  // whenever it answers.
+  ['/health', { method: 'GET', readsBody: false, run: (_f, _b, reply) => reply.ok('{"status":"ok"}') }],
+  ['/ready', { method: 'GET', readsBody: false, run: (_f, _b, reply) => reply.ok('{"status":"ready"}') }],
 ]);
+
+/** `POST /push/{event}`: the peer's form of push (body = the data object), for producers written for it. */
+const PUSH_PATH_PREFIX = '/push/';
+
+function pushPathRoute(event: string): Route {
+  return {
+    method: 'POST',
+    readsBody: true,
+    run(front, body, reply) {
+      const data = parseJson(front, body, reply, true);
+      // The envelope travels as text to the shards and the WAL; `body` is valid JSON already.
+      if (data !== undefined) front.push({ event, data }, `{"event":${JSON.stringify(event)},"data":${body}}`, reply);
+    },
+  };
+}
+
+/** The route of a path: exact routes, then `/push/{event}`. A trailing slash is ignored (as the peer does). */
+function routeOf(path: string): Route | undefined {
+  const p = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+  const exact = ROUTES.get(p);
+  if (exact !== undefined) return exact;
+  if (p.startsWith(PUSH_PATH_PREFIX)) {
+    const event = p.slice(PUSH_PATH_PREFIX.length);
+    if (isValidName(event)) return pushPathRoute(event);
+  }
+  return undefined;
+}
 
 /**
  * The route of a request head, or null when the request is answered already
@@ -106,7 +139,7 @@ const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
  * `method` is matched case-insensitively (uWS lower-cases methods).
  */
 export function resolveRoute(front: Front, method: string, path: string, reply: HttpReply): Route | null {
-  const route = ROUTES.get(path);
+  const route = routeOf(path);
   const m = method.toUpperCase();
   if (route !== undefined && route.method === m) return route;
   const code: ErrorCode = route === undefined ? 'not_found' : 'method_not_allowed';

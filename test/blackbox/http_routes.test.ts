@@ -47,7 +47,7 @@ test('registry_version starts at 0 on a fresh server: ping and GET /registry', a
 });
 
 test('not_found: 404 for unknown routes, with error.path', async () => {
-  for (const [method, path] of [['GET', '/'], ['POST', '/nope'], ['GET', '/nope'], ['POST', '/push/Txn'], ['POST', '/PUSH'], ['DELETE', '/x/y'], ['POST', '/health'], ['GET', '/metrics']]) {
+  for (const [method, path] of [['GET', '/'], ['POST', '/nope'], ['GET', '/nope'], ['POST', '/push/Txn/x'], ['POST', '/push-batch/Txn'], ['GET', '/get/cnt/u'], ['POST', '/PUSH'], ['DELETE', '/x/y'], ['GET', '/metrics']]) {
     const r = await request(method, path, method === 'POST' ? '{}' : undefined);
     assert.equal(r.status, 404, `${method} ${path}: ${r.text}`);
     assert.equal(r.json.error.code, 'not_found');
@@ -60,6 +60,8 @@ test('method_not_allowed: 405 echoing method and path, with an Allow header', as
   const cases: Array<[string, string, string]> = [
     ['GET', '/push', 'POST'], ['DELETE', '/register', 'POST'], ['PUT', '/get', 'POST'], ['GET', '/batch_get', 'POST'],
     ['GET', '/ping', 'POST'], ['PATCH', '/ping', 'POST'], ['GET', '/reset', 'POST'], ['POST', '/registry', 'GET'], ['DELETE', '/registry', 'GET'],
+    // Peer routes (docs/compatibility.md): POST /push/{event}; GET /health and /ready on the data plane.
+    ['DELETE', '/push/Txn', 'POST'], ['GET', '/push/Txn', 'POST'], ['POST', '/health', 'GET'], ['PUT', '/ready', 'GET'],
   ];
   for (const [method, path, allow] of cases) {
     const r = await request(method, path, method === 'GET' || method === 'DELETE' ? undefined : '{}');
