@@ -81,6 +81,7 @@ export const ERRORS = {
   method_not_allowed: e(405, 'method not allowed on this route'),
   reset_disabled_in_production: e(403, 'reset is disabled outside test mode'),
   wal_unavailable: e(503, 'write-ahead log is unavailable'),
+  partition_unavailable: e(503, 'the partition of this key is moving to another node (cluster mode); retry'),
   wal_sync_timeout: e(504, 'fsync did not complete in time; the event may or may not be durable'),
   wal_truncate_failed: e(500, 'WAL truncation failed during reset; server state is undefined'),
   internal_error: e(500, 'internal error'),

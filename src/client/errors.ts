@@ -38,7 +38,7 @@ export const CONNECTION_ERROR_CODES = [
 ] as const;
 
 /** Server codes that spec 7.1 names retryable regardless of their status. */
-export const RETRYABLE_SERVER_CODES: readonly string[] = ['wal_unavailable', 'wal_sync_timeout', 'internal_error'];
+export const RETRYABLE_SERVER_CODES: readonly string[] = ['wal_unavailable', 'wal_sync_timeout', 'internal_error', 'partition_unavailable'];
 
 /** `string & {}` keeps editor completion for the known codes while allowing future ones. */
 export type StreamfeatErrorCode = ErrorCode | ClientErrorCode | (string & {});

@@ -63,6 +63,12 @@ export default function handle(task: CoordinatorTask): CoordinatorResult | Coord
         log.info({ kind: 'registry.registered', registry_version: state.version, added: out.body.added, changed: out.body.changed });
         return ok(out.body, out.renames, true);
       }
+      case 'register_on': {
+        // Cluster mode: the registry lives in a JetStream KV bucket; the caller
+        // compare-and-sets `next` there (src/cluster/registry.ts).
+        const out = register(task.base, task.payload, { memoryGovEnforce: init.memoryGovEnforce });
+        return { ok: true, state: out.next ?? task.base, history: [], body: out.body, renames: out.renames, changed: out.next !== null };
+      }
       case 'reset': {
         const next: RegistryState = { version: state.version + 1, nodes: [] };
         if (registryLog !== null) {

@@ -17,6 +17,7 @@ import { parseWireKey, shardOf } from '../registry/key';
 import type { RegistryState } from '../registry/model';
 import { ITEM_GET, ITEM_INSTALL, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, type CoordinatorResult, type ErrorPayload, type GetItem, type ShardItem } from '../protocol/messages';
 import { ShardChannel, type Sink } from './channel';
+import type { ClusterHooks } from './cluster_hooks';
 import { BatchCtx, CountdownSink, GetCtx } from './sinks';
 import { DedupeStore } from './dedupe';
 import { ackBody, PushCtx, type PushDone } from './push';
@@ -41,6 +42,8 @@ export class Front implements PushDone {
   readonly channels: ShardChannel[];
   readonly dedupe = new DedupeStore();
   nextLsn: number;
+  /** Cluster mode's log sink, read router and registry path (src/cluster/); null on a single node. */
+  cluster: ClusterHooks | null = null;
   #lastT = 0;
   #flushScheduled = false;
   readonly #flushAll = (): void => {
@@ -147,6 +150,10 @@ export class Front implements PushDone {
     }
     const t = now > this.#lastT ? now : this.#lastT;
     this.#lastT = t;
+    if (this.cluster !== null) {
+      this.cluster.append({ plan, row, text, t, version: reg.version, reply, startNs, dedupe, dedupeValue });
+      return;
+    }
     const lsn = this.nextLsn++;
     const n = this.channels.length;
     let mask = 0;
@@ -249,7 +256,14 @@ export class Front implements PushDone {
       this.#failErr(reply, err, false);
       return;
     }
+    if (this.cluster !== null) { this.cluster.read(g.item, new GetCtx(reply, this, startMs), 0); return; }
     this.channels[g.shard].enqueue(g.item, new GetCtx(reply, this, startMs), 0);
+    this.#schedule();
+  }
+
+  /** Hands one item to a local shard (cluster mode feeds and reads through here). */
+  enqueue(shard: number, item: ShardItem, sink: Sink, tag: number): void {
+    this.channels[shard].enqueue(item, sink, tag);
     this.#schedule();
   }
 
@@ -281,6 +295,11 @@ export class Front implements PushDone {
     const pending = valid.filter((v) => v !== null).length;
     const ctx = new BatchCtx(reply, parts, this, pending, startMs);
     if (pending === 0) { ctx.finish(); return; }
+    if (this.cluster !== null) {
+      const cluster = this.cluster;
+      valid.forEach((v, i) => { if (v !== null) cluster.read(v.item, ctx, i); });
+      return;
+    }
     valid.forEach((v, i) => { if (v !== null) this.channels[v.shard].enqueue(v.item, ctx, i); });
     this.#schedule();
   }
@@ -300,6 +319,7 @@ export class Front implements PushDone {
       this.#failWith(reply, 'invalid_registration', { message: `register payload is nested deeper than ${JSON_DEPTH_MAX} levels`, path: '' });
       return;
     }
+    if (this.cluster !== null) { this.cluster.register(payload, reply); return; }
     this.coordinator.run({ kind: 'register', payload }).then(
       (res: CoordinatorResult) => {
         if (!res.ok) { this.fail(reply, res.error); return; }
@@ -329,22 +349,30 @@ export class Front implements PushDone {
       });
       return;
     }
+    if (this.cluster !== null) { this.cluster.reset(reply); return; }
     this.coordinator.run({ kind: 'reset' }).then(
       (res: CoordinatorResult) => {
         if (!res.ok) { this.fail(reply, res.error); return; }
-        this.registry = compileRegistry(res.state, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: true });
-        const sink = new CountdownSink(this.channels.length, (err) => {
+        this.resetLocal(res.state, (err) => {
           if (err !== null) { this.fail(reply, err); return; }
-          this.dedupe.clear();
           this.metrics.resetTotal++;
           reply.ok(JSON.stringify(res.body));
         });
-        const item = { k: ITEM_RESET, lsn: this.nextLsn++, state: res.state } as const;
-        for (const ch of this.channels) ch.enqueue(item, sink, 0);
-        this.#schedule();
       },
       (err: unknown) => this.#failErr(reply, err),
     );
+  }
+
+  /** Installs `state` and clears every shard and the dedupe store; `done` when all shards have. */
+  resetLocal(state: RegistryState, done: (err: ErrorPayload | null) => void): void {
+    this.registry = compileRegistry(state, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: true });
+    const sink = new CountdownSink(this.channels.length, (err) => {
+      if (err === null) this.dedupe.clear();
+      done(err);
+    });
+    const item = { k: ITEM_RESET, lsn: this.nextLsn++, state } as const;
+    for (const ch of this.channels) ch.enqueue(item, sink, 0);
+    this.#schedule();
   }
 
   /**

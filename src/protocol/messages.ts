@@ -25,6 +25,8 @@ export type CoordinatorTask =
   | { kind: 'state' }
   | { kind: 'stats' }
   | { kind: 'register'; payload: unknown }
+  /** Cluster mode: the register algorithm against `base` (the registry bucket's value); nothing is kept or persisted here. */
+  | { kind: 'register_on'; base: RegistryState; payload: unknown }
   | { kind: 'reset' };
 
 /** Answer to the coordinator's `stats` task (admin/thread_stats.ts ThreadStats plus registry figures). */
@@ -59,6 +61,8 @@ export interface PushItem {
   e: string;
   /** The push envelope as received (registry/row_text.ts); also what the WAL stores. */
   j: string;
+  /** Cluster mode: the stream partition this copy came from (only its keys apply); absent in single-node mode. */
+  p?: number;
 }
 
 export interface GetItem {
@@ -138,6 +142,8 @@ export interface ShardInit {
   walSyncIntervalMs: number;
   walSegmentBytesMax: number;
   faultFile: string | null;
+  /** Cluster mode: the cluster's partition count (ShardState filters keys by partition); 0 = single node. */
+  partitions: number;
   /** Every registry version still referenced by the WAL (for exact replay). */
   history: RegistryState[];
   /** Current registry (installed after replay). */

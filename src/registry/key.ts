@@ -105,3 +105,24 @@ export function hashKey(s: string): number {
 export function shardOf(canonicalKey: string, shardCount: number): number {
   return shardCount === 1 ? 0 : hashKey(canonicalKey) % shardCount;
 }
+
+/**
+ * Cluster partition of a canonical key (docs/cluster.md). The key's FNV hash goes
+ * through murmur3's finalizer first: shardOf takes the same hash mod the shard
+ * count, and without the mix every key of partition p would land in shard
+ * p mod shards on its owner (16 partitions, 2 shards: a node owning only odd
+ * partitions would use one shard).
+ */
+export function partitionOf(canonicalKey: string, partitions: number): number {
+  return partitionOfHash(hashKey(canonicalKey), partitions);
+}
+
+export function partitionOfHash(keyHash: number, partitions: number): number {
+  let h = keyHash;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return (h >>> 0) % partitions;
+}

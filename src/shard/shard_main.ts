@@ -30,7 +30,7 @@ const init = workerData as ShardInit;
 // any version reaches a shard) has every version; read it without modifying it.
 refreshRegistry(init);
 const log = createLogger(init.logLevel, { thread: `shard-${init.shardId}` });
-const state = new ShardState({ shardId: init.shardId, shardCount: init.shardCount, memoryGovEnforce: init.memoryGovEnforce });
+const state = new ShardState({ shardId: init.shardId, shardCount: init.shardCount, memoryGovEnforce: init.memoryGovEnforce, partitions: init.partitions });
 const dedupe = new DedupeLog();
 let store: ShardStore | null = null;
 let recovered = { lastLsn: 0, records: 0, ms: 0 };
@@ -187,7 +187,7 @@ function runItems(items: ShardItem[], from: number, to: number, outs: ShardBatch
       case ITEM_PUSH:
         if (walErr !== null) { outs[i] = walErr; break; }
         try {
-          applyPush(it.e, it.j, it.t, it.lsn, it.v);
+          applyPush(it.e, it.j, it.t, it.lsn, it.v, it.p ?? -1);
           outs[i] = null;
         } catch (err) {
           log.error({ kind: 'shard.apply_failed', err: String((err as Error)?.stack ?? err) });
@@ -215,9 +215,9 @@ function runItems(items: ShardItem[], from: number, to: number, outs: ShardBatch
   }
 }
 
-function applyPush(event: string, text: string, t: number, lsn: number, v: number): void {
+function applyPush(event: string, text: string, t: number, lsn: number, v: number, partition: number): void {
   // Validated by the front under this very registry version: a mismatch is a bug.
-  if (!state.applyText(event, text, t, lsn, v, store === null ? null : dedupe)) {
+  if (!state.applyText(event, text, t, lsn, v, store === null ? null : dedupe, partition)) {
     throw new Error(`push of ${event} at lsn ${lsn} cannot be applied under registry v${state.registryVersion}`);
   }
 }

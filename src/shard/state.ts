@@ -7,7 +7,7 @@ import { strict as assert } from 'node:assert';
 import { compileRegistry, type CompiledRegistry, type EventPlan, type TablePlan } from '../registry/compile';
 import { rowFromEnvelope } from '../registry/row_text';
 import type { DedupeLog } from './dedupe_log';
-import { shardOf } from '../registry/key';
+import { partitionOf, shardOf } from '../registry/key';
 import { renamesBetween, underNewNames } from '../coordinator/renames';
 import type { RegistryState } from '../registry/model';
 import type { OpState } from '../ops/op';
@@ -76,6 +76,8 @@ export interface ShardOptions {
   shardId: number;
   shardCount: number;
   memoryGovEnforce: boolean;
+  /** Cluster mode: partitions of the cluster (a pushed event is applied only to keys of its message's partition); 0 = single node. */
+  partitions?: number;
 }
 
 export class ShardState {
@@ -161,11 +163,11 @@ export class ShardState {
    * value recorded in `dedupe` (null: not tracked). False when this registry has
    * no such event or the text is no row: nothing was applied.
    */
-  applyText(event: string, text: string, t: number, lsn: number, version: number, dedupe: DedupeLog | null): boolean {
+  applyText(event: string, text: string, t: number, lsn: number, version: number, dedupe: DedupeLog | null, partition = -1): boolean {
     const plan = this.registry?.events.get(event);
     const row = plan === undefined ? null : rowFromEnvelope(text, plan.datetimeFields);
     if (plan === undefined || row === null) return false;
-    this.#applyPlan(plan, row, t, lsn);
+    this.#applyPlan(plan, row, t, lsn, partition);
     if (dedupe !== null && plan.dedupeField !== null) {
       const value = row[plan.dedupeField];
       if (value !== null && value !== undefined) dedupe.record(event, plan.dedupeWindowMs, String(value), lsn, version, t);
@@ -178,9 +180,15 @@ export class ShardState {
     if (lsn > this.appliedLsn) this.appliedLsn = lsn;
   }
 
-  #applyPlan(plan: EventPlan, row: Row, t: number, lsn: number): void {
+  /**
+   * `partition` >= 0 (cluster mode): the event came from that partition's stream
+   * subject, which carries it once per partition it reaches; only its keys of that
+   * partition are applied here, so a key never sees the event twice.
+   */
+  #applyPlan(plan: EventPlan, row: Row, t: number, lsn: number, partition = -1): void {
     this.#advance(t, lsn);
     const { shardId, shardCount } = this.opts;
+    const partitions = this.opts.partitions ?? 0;
     const feeds = plan.feeds;
     for (let fi = 0; fi < feeds.length; fi++) {
       const feed = feeds[fi];
@@ -188,6 +196,7 @@ export class ShardState {
       if (r === null) continue;
       const key = feed.key(r);
       if (key === null || (shardCount > 1 && shardOf(key, shardCount) !== shardId)) continue;
+      if (partition >= 0 && partitionOf(key, partitions) !== partition) continue;
       const ts = this.tables[feed.table.index];
       let ent = ts.hot(key);
       if (ent === undefined) {
