@@ -19,12 +19,13 @@ async function serve(argv: string[]): Promise<void> {
   const { createLogger } = await import('./log');
   const { startServer } = await import('./server');
   const { DataDirError } = await import('./data_dir');
+  const { ClusterSetupError } = await import('./cluster/node');
   const log = createLogger(config.logLevel);
   let server;
   try {
     server = await startServer(config, log);
   } catch (err) {
-    if (err instanceof DataDirError) { process.stderr.write(`streamfeat: ${err.message}\n`); process.exit(2); }
+    if (err instanceof DataDirError || err instanceof ClusterSetupError) { process.stderr.write(`streamfeat: ${err.message}\n`); process.exit(2); }
     throw err;
   }
   let stopping = false;

@@ -4,7 +4,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import { BATCH_GET_ENTRIES_MAX_DEFAULT, SHARDS_MAX, TCP_FRAME_BYTES_MAX_DEFAULT } from './limits';
+import { BATCH_GET_ENTRIES_MAX_DEFAULT, CLUSTER_PARTITIONS_DEFAULT, CLUSTER_PARTITIONS_MAX, SHARDS_MAX, TCP_FRAME_BYTES_MAX_DEFAULT } from './limits';
 
 export type WalSyncMode = 'batch' | 'always';
 /** HTTP data plane: uWebSockets.js (default) or node:net (for pipelining clients; docs/wire.md). */
@@ -36,6 +36,18 @@ export interface ServerConfig {
   memoryGovEnforce: boolean;
   /** Test hook (SERVICE_FAULT_WAL_FILE): while this file exists, its content (ENOSPC, EIO, TRUNCATE) is injected as a WAL fault. */
   faultFile: string | null;
+  /** Cluster mode (docs/cluster.md): null = single node (the default). */
+  cluster: ClusterConfig | null;
+}
+
+export interface ClusterConfig {
+  /** NATS server URL(s), comma-separated. */
+  url: string;
+  nodeId: string;
+  partitions: number;
+  /** Internal listener for reads forwarded by other nodes (advertised to them). */
+  peerHost: string;
+  peerPort: number;
 }
 
 export const DEFAULTS = {
@@ -96,15 +108,22 @@ serve options:
   --wal-sync-timeout-ms MS    always mode: wal_sync_timeout past this (default ${DEFAULTS.walSyncTimeoutMs})
   --snapshot-interval DUR     periodic snapshots (default 60s; 0 disables)
 
+cluster mode (docs/cluster.md; --cluster-url turns it on and needs --node-id):
+
+  --cluster-url nats://H:P    NATS JetStream server(s), comma-separated (also SERVICE_CLUSTER_URL)
+  --node-id ID                this node's unique name in the cluster (also SERVICE_NODE_ID)
+  --partitions N              partitions of the cluster (default ${CLUSTER_PARTITIONS_DEFAULT}; fixed per cluster)
+  --peer-addr HOST:PORT       listener for reads forwarded by other nodes (default 127.0.0.1:0)
+
 Environment: SERVICE_TEST_MODE, SERVICE_MAX_BATCH_GET, SERVICE_TCP_MAX_FRAME_BYTES,
 SERVICE_MEMORY_GOV_ENFORCE (0 disables the lifetime-memory check; not for production),
-SERVICE_SHARDS, SERVICE_DATA_DIR, SERVICE_LOG_LEVEL, SERVICE_HTTP_ENGINE.
+SERVICE_SHARDS, SERVICE_DATA_DIR, SERVICE_LOG_LEVEL, SERVICE_HTTP_ENGINE, SERVICE_CLUSTER_URL, SERVICE_NODE_ID.
 `;
 
 export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv): ServerConfig {
   const flags = new Map<string, string | true>();
   const valued = new Set(['--http-addr', '--http-engine', '--tcp-addr', '--admin-addr', '--data-dir', '--shards', '--log-level',
-    '--wal-sync', '--wal-sync-timeout-ms', '--snapshot-interval']);
+    '--wal-sync', '--wal-sync-timeout-ms', '--snapshot-interval', '--cluster-url', '--node-id', '--partitions', '--peer-addr']);
   const bare = new Set(['--memory-only', '--test-mode']);
   for (let i = 0; i < argv.length; i++) {
     let a = argv[i];
@@ -156,5 +175,25 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
     tcpFrameBytesMax: env.SERVICE_TCP_MAX_FRAME_BYTES ? positiveInt(env.SERVICE_TCP_MAX_FRAME_BYTES, 'SERVICE_TCP_MAX_FRAME_BYTES') : TCP_FRAME_BYTES_MAX_DEFAULT,
     memoryGovEnforce: env.SERVICE_MEMORY_GOV_ENFORCE !== '0',
     faultFile: env.SERVICE_FAULT_WAL_FILE ? resolve(env.SERVICE_FAULT_WAL_FILE) : null,
+    cluster: parseCluster(str, env),
   });
+}
+
+/** Cluster flags: --cluster-url turns cluster mode on and then needs --node-id. */
+function parseCluster(str: (flag: string, envValue: string | undefined, dflt: string) => string, env: NodeJS.ProcessEnv): ClusterConfig | null {
+  const url = str('--cluster-url', env.SERVICE_CLUSTER_URL, '');
+  const nodeId = str('--node-id', env.SERVICE_NODE_ID, '');
+  const partitionsRaw = str('--partitions', undefined, '');
+  const peerRaw = str('--peer-addr', undefined, '');
+  if (url === '') {
+    if (nodeId !== '' || partitionsRaw !== '' || peerRaw !== '') throw new ConfigError('--node-id, --partitions and --peer-addr need --cluster-url (cluster mode)');
+    return null;
+  }
+  if (!/^(nats|tls|wss?):\/\/\S+$/.test(url.split(',')[0].trim())) throw new ConfigError(`--cluster-url must be nats://HOST:PORT, got ${JSON.stringify(url)}`);
+  if (nodeId === '') throw new ConfigError('cluster mode needs --node-id (or SERVICE_NODE_ID)');
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(nodeId)) throw new ConfigError(`--node-id must be 1-64 of [A-Za-z0-9_-], got ${JSON.stringify(nodeId)}`);
+  const partitions = partitionsRaw === '' ? CLUSTER_PARTITIONS_DEFAULT : positiveInt(partitionsRaw, '--partitions');
+  if (partitions > CLUSTER_PARTITIONS_MAX) throw new ConfigError(`--partitions must be at most ${CLUSTER_PARTITIONS_MAX}`);
+  const peer = parseAddr(peerRaw === '' ? '127.0.0.1:0' : peerRaw, '--peer-addr');
+  return { url, nodeId, partitions, peerHost: peer.host, peerPort: peer.port };
 }

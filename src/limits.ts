@@ -63,6 +63,42 @@ export const SHARDS_MAX = 31;
 /** Default duration of dedupe memory when dedupe_key is set without a window (never: window is required). */
 export const DEDUPE_ENTRIES_MAX = 10_000_000;
 
+// ---- cluster mode (src/cluster/, docs/cluster.md) ------------------------------------
+
+/** --partitions default: fixed per cluster (stored in its metadata bucket). */
+export const CLUSTER_PARTITIONS_DEFAULT = 16;
+/** --partitions cap: each owned partition costs one JetStream consumer per node. */
+export const CLUSTER_PARTITIONS_MAX = 1024;
+/** How often a node refreshes its membership entry. */
+export const CLUSTER_HEARTBEAT_MS = 1_000;
+/**
+ * Age past which a membership entry expires (the nodes bucket's max_age): a node that
+ * stops heartbeating loses its partitions after at most this plus one poll
+ * (CLUSTER_HEARTBEAT_MS), well inside the 10 s promised by docs/cluster.md.
+ */
+export const CLUSTER_NODE_TTL_MS = 4_000;
+/** JetStream's message-id dedupe window on the event stream (cross-node exact dedupe horizon). */
+export const CLUSTER_DEDUPE_WINDOW_MS = 60 * 60 * 1000;
+/** A push whose JetStream publish is not acked within this answers wal_unavailable. */
+export const CLUSTER_PUBLISH_TIMEOUT_MS = 2_000;
+/** A forwarded read (to the owner of its partition) that takes longer answers partition_unavailable. */
+export const CLUSTER_FORWARD_TIMEOUT_MS = 2_000;
+/** Keep-alive sockets per peer for forwarded reads. */
+export const CLUSTER_FORWARD_SOCKETS_MAX = 16;
+/** Body cap of the internal peer listener (a forwarded batch_get). */
+export const CLUSTER_PEER_BODY_BYTES_MAX = 16 * 1024 * 1024;
+/** Stream messages handed to shards and not yet applied, per partition consumer, before it pauses. */
+export const CLUSTER_FEED_IN_FLIGHT_MAX = 8_192;
+/** Compare-and-set attempts of a registry change racing other nodes before it gives up (wal_unavailable). */
+export const CLUSTER_REGISTRY_CAS_ATTEMPTS = 32;
+/** A test-mode reset waits this long for every live node to clear its state. */
+export const CLUSTER_RESET_TIMEOUT_MS = 10_000;
+/** Delay before a partition consumer that failed (NATS restart, deleted consumer) is recreated. */
+export const CLUSTER_CONSUMER_RETRY_MS = 500;
+/** Re-publishes of a dedupe value whose JetStream match is older than its event's window. */
+export const CLUSTER_DEDUPE_CHAIN_MAX = 8;
+
+assert(CLUSTER_NODE_TTL_MS + CLUSTER_HEARTBEAT_MS < 10_000, 'a silent node loses its partitions within 10 s');
 assert(TCP_FRAME_BYTES_MAX_DEFAULT >= HTTP_BODY_BYTES_MAX, 'a push that fits HTTP must fit a frame');
 assert(BATCH_GET_ENTRIES_MAX_DEFAULT > 0);
 assert(HTTP_TIMEOUT_SWEEP_MS < HTTP_HEADER_TIMEOUT_MS && HTTP_HEADER_TIMEOUT_MS <= HTTP_BODY_TIMEOUT_MS);

@@ -24,6 +24,7 @@ import { Front } from './front/front';
 import { buildTcpServer } from './front/tcp';
 import { checkDataDir } from './data_dir';
 import { createLogger, type Logger } from './log';
+import type { ClusterNode } from './cluster/node';
 import type { CoordinatorInit, CoordinatorResult, ShardHello, ShardInit } from './protocol/messages';
 
 export interface RunningServer {
@@ -69,6 +70,9 @@ function addr(host: string, port: number): string {
 }
 
 export async function startServer(config: ServerConfig, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
+  // Cluster mode: the JetStream stream is the log, so local shards and the
+  // coordinator keep no WAL or registry log of their own (docs/cluster.md).
+  if (config.cluster !== null) config = { ...config, memoryOnly: true };
   if (!config.memoryOnly) checkDataDir(config.dataDir, config.shards);
   const coordinatorInit: CoordinatorInit = { dataDir: config.dataDir, memoryOnly: config.memoryOnly, memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel };
   const coordinator = new Piscina({
@@ -87,6 +91,7 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
       memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel, walSync: config.walSync,
       walSyncTimeoutMs: config.walSyncTimeoutMs, walSyncIntervalMs: config.walSyncIntervalMs,
       walSegmentBytesMax: config.walSegmentBytesMax, faultFile: config.faultFile, history: first.history, current: first.state,
+      partitions: config.cluster?.partitions ?? 0,
     };
     shardPools.push(new Piscina({
       filename: join(__dirname, 'shard', 'shard_main.js'),
@@ -106,6 +111,17 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
   );
   for (const h of hellos) front.loadDedupe(h.dedupe);
   log.info({ kind: 'server.recovered', registry_version: first.state.version, last_lsn: lastLsn, records: hellos.reduce((a, h) => a + h.recoveredRecords, 0), shards: config.shards });
+  let cluster: ClusterNode | null = null;
+  if (config.cluster !== null) {
+    try {
+      // Loaded only in cluster mode: a single node never loads the NATS client.
+      const { startClusterNode } = await import('./cluster/node');
+      cluster = await startClusterNode(config.cluster, front, log);
+    } catch (err) {
+      await Promise.all([coordinator.destroy(), ...shardPools.map((p) => p.destroy())]);
+      throw err;
+    }
+  }
 
   const http = await listenHttp(front, config);
   log.info({ kind: 'server.http_bound', addr: addr(config.httpHost, http.port), engine: config.httpEngine });
@@ -138,6 +154,7 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
+      await cluster?.close();
       clearInterval(sweep);
       stats.stop();
       if (snapTimer !== null) clearInterval(snapTimer);

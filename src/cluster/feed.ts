@@ -1,0 +1,184 @@
+/**
+ * Partition feeds (docs/cluster.md "Ownership"): for each partition this node
+ * owns, an ordered JetStream consumer on the partition's subject hands every copy
+ * to the local shards of its keys, in stream order, exactly as a single node hands
+ * them its pushes.
+ *
+ * Exactly once: the copy's stream sequence is its LSN, and an entity applies an
+ * event only if its LSN is above the entity's last one (shard/state.ts). A
+ * partition's events reach an entity in sequence order, so replaying any prefix
+ * again (a consumer recreated after a NATS restart, a partition regained after a
+ * spell with another owner) applies each event once.
+ *
+ * Takeover: a partition newly owned is "replaying" until every copy acked before
+ * the takeover (the subject's last sequence then) is applied; reads of it answer
+ * partition_unavailable meanwhile.
+ */
+import type { JsMsg, JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import type { Front } from '../front/front';
+import type { Sink } from '../front/channel';
+import type { Logger } from '../log';
+import type { ErrorPayload, PushItem } from '../protocol/messages';
+import { ITEM_PUSH } from '../protocol/messages';
+import { CLUSTER_CONSUMER_RETRY_MS, CLUSTER_FEED_IN_FLIGHT_MAX } from '../limits';
+import { decodeEvent } from './event_wire';
+import { EVENT_STREAM, eventSubject } from './names';
+
+/** Completion of one stream copy across the shards it went to. */
+class CopySink implements Sink {
+  remaining: number;
+  done_ = false;
+  constructor(readonly feed: PartitionFeed, readonly seq: number, shards: number) {
+    this.remaining = shards;
+  }
+  done(out: string | ErrorPayload | null): void {
+    if (out !== null && typeof out === 'object') this.feed.applyFailed(this.seq, out);
+    if (--this.remaining === 0) { this.done_ = true; this.feed.settle(); }
+  }
+}
+
+export class PartitionFeed {
+  /** Highest sequence handed to the shards (the next consumer starts after it). */
+  delivered = 0;
+  /** Highest sequence such that every copy up to it is applied. */
+  applied = 0;
+  /** Sequence that must be applied before reads are answered (set at each takeover). */
+  target = Number.POSITIVE_INFINITY;
+  owned = false;
+  #inFlight: CopySink[] = [];
+  #resume: (() => void) | null = null;
+  #stopCurrent: (() => void) | null = null;
+  #generation = 0;
+  #failures = 0;
+
+  constructor(readonly partition: number, readonly host: Feeder) {}
+
+  get ready(): boolean {
+    return this.owned && this.applied >= this.target;
+  }
+
+  applyFailed(seq: number, err: ErrorPayload): void {
+    // Only a registry the owner has not caught up with (or a forced change that dropped
+    // the event) gets here; counted, and logged once per 1000 to keep logs bounded.
+    if (this.#failures++ % 1000 === 0) this.host.log.warn({ kind: 'cluster.apply_failed', partition: this.partition, seq, code: err.code, message: err.detail.message, failures: this.#failures });
+  }
+
+  settle(): void {
+    let i = 0;
+    while (i < this.#inFlight.length && this.#inFlight[i].done_) { this.applied = this.#inFlight[i].seq; i++; }
+    if (i > 0) this.#inFlight.splice(0, i);
+    if (this.#inFlight.length === 0 && this.applied < this.delivered) this.applied = this.delivered;
+    if (this.#resume !== null && this.#inFlight.length < CLUSTER_FEED_IN_FLIGHT_MAX / 2) { const r = this.#resume; this.#resume = null; r(); }
+  }
+
+  take(): void {
+    if (this.owned) return;
+    this.owned = true;
+    this.target = Number.POSITIVE_INFINITY;
+    const gen = ++this.#generation;
+    void this.#run(gen);
+  }
+
+  release(): void {
+    if (!this.owned) return;
+    this.owned = false;
+    this.#generation++;
+    this.#stopCurrent?.();
+  }
+
+  async #run(gen: number): Promise<void> {
+    const { js, jsm, log } = this.host;
+    const subject = eventSubject(this.partition);
+    while (gen === this.#generation) {
+      try {
+        const last = await jsm.streams.getMessage(EVENT_STREAM, { last_by_subj: subject }).catch((err: unknown) => {
+          if (/no message found/i.test(String((err as Error)?.message))) return null;
+          throw err;
+        });
+        if (gen !== this.#generation) return;
+        if (this.target === Number.POSITIVE_INFINITY) {
+          this.target = last === null ? 0 : last.seq;
+          this.settle();
+        }
+        const consumer = await js.consumers.get(EVENT_STREAM, { filter_subjects: subject, opt_start_seq: this.delivered + 1 });
+        const messages = await consumer.consume({ max_messages: 1024 });
+        this.#stopCurrent = () => { void messages.close(); };
+        if (gen !== this.#generation) { await messages.close(); return; }
+        for await (const m of messages) {
+          if (gen !== this.#generation) break;
+          await this.#handle(m);
+        }
+      } catch (err) {
+        if (gen === this.#generation) log.warn({ kind: 'cluster.consumer_failed', partition: this.partition, err: String((err as Error)?.message ?? err) });
+      }
+      this.#stopCurrent = null;
+      if (gen === this.#generation) await new Promise((r) => setTimeout(r, CLUSTER_CONSUMER_RETRY_MS));
+    }
+  }
+
+  async #handle(m: JsMsg): Promise<void> {
+    const seq = m.seq;
+    if (seq <= this.delivered) return; // redelivered after a consumer was recreated
+    const ev = decodeEvent(m.data);
+    if (ev === null) { this.delivered = seq; this.settle(); return; }
+    const front = this.host.front;
+    if (ev.v > front.version) await this.host.versionAtLeast(ev.v);
+    const n = front.channels.length;
+    let mask = 0;
+    for (const h of ev.hashes) mask |= 1 << (n === 1 ? 0 : h % n);
+    this.delivered = seq;
+    if (mask === 0) { this.settle(); return; }
+    let count = 0;
+    for (let s = 0; s < n; s++) if (mask & (1 << s)) count++;
+    const sink = new CopySink(this, seq, count);
+    this.#inFlight.push(sink);
+    const item: PushItem = { k: ITEM_PUSH, lsn: seq, t: ev.t, v: ev.v, e: ev.e, j: ev.j, p: this.partition };
+    for (let s = 0; s < n; s++) if (mask & (1 << s)) front.enqueue(s, item, sink, 0);
+    if (this.#inFlight.length >= CLUSTER_FEED_IN_FLIGHT_MAX) await new Promise<void>((r) => { this.#resume = r; });
+  }
+
+  /** Test-mode reset: the shards were cleared; nothing before `seq` exists any more. */
+  resetTo(seq: number): void {
+    if (seq > this.delivered) this.delivered = seq;
+    if (seq > this.applied) this.applied = seq;
+  }
+}
+
+export class Feeder {
+  readonly feeds: PartitionFeed[];
+  #versionWaiters: Array<{ v: number; resolve: () => void }> = [];
+
+  constructor(readonly front: Front, readonly js: JetStreamClient, readonly jsm: JetStreamManager, partitions: number, readonly log: Logger) {
+    this.feeds = Array.from({ length: partitions }, (_, p) => new PartitionFeed(p, this));
+  }
+
+  /** Starts feeds of partitions now owned, stops the others. */
+  setOwned(mine: readonly boolean[]): void {
+    for (let p = 0; p < this.feeds.length; p++) {
+      if (mine[p]) this.feeds[p].take();
+      else this.feeds[p].release();
+    }
+  }
+
+  isReady(partition: number): boolean {
+    return this.feeds[partition].ready;
+  }
+
+  /** Resolves once the front has installed registry version `v` (a copy validated under it waits for it). */
+  versionAtLeast(v: number): Promise<void> {
+    if (this.front.version >= v) return Promise.resolve();
+    return new Promise((resolve) => this.#versionWaiters.push({ v, resolve }));
+  }
+
+  /** Called after every registry install. */
+  versionInstalled(): void {
+    const now = this.front.version;
+    const still: Array<{ v: number; resolve: () => void }> = [];
+    for (const w of this.#versionWaiters) (w.v <= now ? w.resolve() : still.push(w));
+    this.#versionWaiters = still;
+  }
+
+  stop(): void {
+    for (const f of this.feeds) f.release();
+  }
+}
