@@ -24,6 +24,8 @@ export interface StartOptions {
   dataDir?: string;
   args?: string[];
   env?: Record<string, string>;
+  /** `*_bound` lines beyond HTTP, TCP and admin to wait for (cluster mode's server.peer_bound). */
+  extraBound?: number;
 }
 
 export interface TestServer {
@@ -64,7 +66,7 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
   let stderr = '';
   proc.stderr!.on('data', (d) => { stderr += d; });
   const bound: Record<string, string> = {};
-  const want = opts.admin ? 3 : 2;
+  const want = (opts.admin ? 3 : 2) + (opts.extraBound ?? 0);
   await new Promise<void>((resolve, reject) => {
     let buf = '';
     const timer = setTimeout(() => reject(new Error(`server did not bind in time; stderr: ${stderr}`)), 30_000);

@@ -1,0 +1,86 @@
+/**
+ * A real nats-server with JetStream for cluster-mode tests. Installs it with
+ * apt-get when absent (tests never skip for a missing component).
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export function ensureNatsServer(): string {
+  const which = (): string => spawnSync('sh', ['-c', 'command -v nats-server'], { encoding: 'utf8' }).stdout.trim();
+  let path = which();
+  if (path !== '') return path;
+  let r = spawnSync('apt-get', ['install', '-y', 'nats-server'], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  if (r.status !== 0) {
+    spawnSync('apt-get', ['update'], { stdio: 'inherit' });
+    r = spawnSync('apt-get', ['install', '-y', 'nats-server'], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  }
+  path = which();
+  if (path === '') throw new Error('nats-server is not installed and apt-get install -y nats-server failed');
+  return path;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface TestNats {
+  url: string;
+  port: number;
+  dir: string;
+  /** (Re)starts the server on the same port and store directory. */
+  start(): Promise<void>;
+  /** SIGTERM and wait for exit. */
+  stop(): Promise<void>;
+  cleanup(): void;
+}
+
+export async function startNats(): Promise<TestNats> {
+  const bin = ensureNatsServer();
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'streamfeat-nats-'));
+  let proc: ChildProcess | null = null;
+  const nats: TestNats = {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    dir,
+    async start() {
+      const p = spawn(bin, ['-js', '-sd', dir, '-a', '127.0.0.1', '-p', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+      proc = p;
+      await new Promise<void>((resolve, reject) => {
+        let out = '';
+        const timer = setTimeout(() => reject(new Error(`nats-server did not start: ${out}`)), 20_000);
+        const onData = (d: Buffer): void => {
+          out += d.toString();
+          if (out.includes('Server is ready')) { clearTimeout(timer); resolve(); }
+        };
+        p.stderr!.on('data', onData);
+        p.stdout!.on('data', onData);
+        p.once('exit', (code) => { clearTimeout(timer); reject(new Error(`nats-server exited (${code}): ${out}`)); });
+      });
+      p.removeAllListeners('exit');
+    },
+    async stop() {
+      const p = proc;
+      proc = null;
+      if (p === null || p.exitCode !== null) return;
+      const exited = new Promise((r) => p.once('exit', r));
+      p.kill('SIGTERM');
+      await exited;
+    },
+    cleanup() {
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  await nats.start();
+  return nats;
+}
