@@ -90,7 +90,7 @@ export class Ingest {
       this.#fail(a, 'dedupe id chain too long; retry');
       return;
     }
-    this.front.pushDone(new PushCtx(seq, a.version, a.reply, 0, a.startNs, a.dedupe, a.plan.name, a.dedupeValue, this.front), null);
+    this.front.pushDone(new PushCtx(seq, a.version, a.reply, 0, a.startMs, a.dedupe, a.plan.name, a.dedupeValue, this.front), null);
   }
 
   #replay(a: AcceptedPush, body: string): void {
@@ -107,6 +107,6 @@ export class Ingest {
 
   #fail(a: AcceptedPush, message: string): void {
     const error: ErrorPayload = { code: 'wal_unavailable', detail: { message } };
-    this.front.pushDone(new PushCtx(0, a.version, a.reply, 0, a.startNs, a.dedupe, a.plan.name, a.dedupeValue, this.front), error);
+    this.front.pushDone(new PushCtx(0, a.version, a.reply, 0, a.startMs, a.dedupe, a.plan.name, a.dedupeValue, this.front), error);
   }
 }

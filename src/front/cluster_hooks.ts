@@ -21,7 +21,8 @@ export interface AcceptedPush {
   t: number;
   version: number;
   reply: Reply;
-  startNs: bigint;
+  /** performance.now() when the request arrived (push latency). */
+  startMs: number;
   /** The local dedupe entry this push holds (null: no dedupe value or store full). */
   dedupe: DedupeEntry | null;
   dedupeValue: string;

@@ -151,7 +151,7 @@ export class Front implements PushDone {
     const t = now > this.#lastT ? now : this.#lastT;
     this.#lastT = t;
     if (this.cluster !== null) {
-      this.cluster.append({ plan, row, text, t, version: reg.version, reply, startNs, dedupe, dedupeValue });
+      this.cluster.append({ plan, row, text, t, version: reg.version, reply, startMs, dedupe, dedupeValue });
       return;
     }
     const lsn = this.nextLsn++;
