@@ -106,6 +106,17 @@ async function converge(servers: TestServer[], timeoutMs: number): Promise<numbe
   assert.fail(`nodes did not agree with the acked pushes within ${timeoutMs} ms: ${why}`);
 }
 
+/** Polls until every node serves registry `version` with identical nodes. */
+async function sameRegistry(version: number): Promise<void> {
+  const t0 = Date.now();
+  for (;;) {
+    const views = await Promise.all(live().map((n) => get(n.base, '/registry')));
+    if (views.every((v) => v.json.registry_version === version && v.text === views[0].text)) return;
+    assert.ok(Date.now() - t0 < 10_000, `registries differ: ${views.map((v) => v.json.registry_version).join(', ')}`);
+    await sleep(100);
+  }
+}
+
 before(async () => {
   nats = await startNats();
   const started = await Promise.all([0, 1, 2].map(startNode));
@@ -121,6 +132,7 @@ after(async () => {
 test('pushes through every node agree with reads from every node; dedupe is exact across nodes', { timeout: 60_000 }, async () => {
   const reg = await post(nodes[0]!.base, '/register', { nodes: NODES });
   assert.equal(reg.status, 200, reg.text);
+  await sameRegistry(reg.json.registry_version);
   await load(240, 4, live);
   await converge(live(), 10_000);
 
@@ -136,6 +148,13 @@ test('pushes through every node agree with reads from every node; dedupe is exac
     assert.equal(again.text, first.text.replace('"idempotent_replay":false', '"idempotent_replay":true'));
   }
   await converge(live(), 10_000);
+});
+
+test('a node started with another --partitions than the cluster stored refuses to start', { timeout: 30_000 }, async () => {
+  await assert.rejects(
+    startServer({ memoryOnly: true, shards: 1, extraBound: 1, args: ['--cluster-url', nats.url, '--node-id', 'odd', '--partitions', String(PARTITIONS * 2)] }),
+    (err: Error) => /exited \(2\)/.test(err.message) && new RegExp(`has ${PARTITIONS} partitions.*--partitions ${PARTITIONS * 2}`).test(err.message),
+  );
 });
 
 test('register and force through different nodes converge on one registry version everywhere', { timeout: 30_000 }, async () => {
@@ -154,13 +173,7 @@ test('register and force through different nodes converge on one registry versio
   assert.equal(forced.status, 200, forced.text);
   const version = forced.json.registry_version;
   assert.equal(version, Math.max(a.json.registry_version, b.json.registry_version) + 1);
-  const t0 = Date.now();
-  for (;;) {
-    const views = await Promise.all(live().map((n) => get(n.base, '/registry')));
-    if (views.every((v) => v.json.registry_version === version && v.text === views[0].text)) break;
-    assert.ok(Date.now() - t0 < 10_000, `registries differ: ${views.map((v) => v.json.registry_version).join(', ')}`);
-    await sleep(100);
-  }
+  await sameRegistry(version);
   await load(30, 3, live);
   await converge(live(), 10_000);
 });
@@ -217,4 +230,28 @@ test('NATS stopped: pushes answer 503 wal_unavailable and reads keep working; NA
   }
   await load(60, 3, live);
   await converge(live(), 15_000);
+});
+
+test('reset (test mode) through one node clears the stream, the registry and every node; dedupe starts over', { timeout: 30_000 }, async () => {
+  const before = (await get(nodes[0]!.base, '/registry')).json.registry_version;
+  const r = await post(nodes[1]!.base, '/reset', {});
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.registry_version, before + 1);
+  for (const n of live()) {
+    const v = await get(n.base, '/registry');
+    assert.equal(v.json.registry_version, before + 1, `${n.base} answered only after every node reset`);
+    assert.deepEqual(v.json.nodes, []);
+  }
+  const reg = await post(nodes[2]!.base, '/register', { nodes: NODES });
+  assert.equal(reg.status, 200, reg.text);
+  await sameRegistry(reg.json.registry_version);
+  expected.user.clear();
+  expected.card.clear();
+  const again = await post(nodes[0]!.base, '/push', { event: 'Pay', data: { id: 'dup-1', user: 'u0', card: 'c0', amount: 1 } });
+  assert.equal(again.status, 200, again.text);
+  assert.equal(again.json.idempotent_replay, false, 'a dedupe value from before the reset is new after it');
+  expected.user.set('u0', 1);
+  expected.card.set('c0', 1);
+  await load(30, 3, live);
+  await converge(live(), 10_000);
 });
