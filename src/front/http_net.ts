@@ -8,8 +8,9 @@
  * are parsed in place (a head is searched for in the buffered bytes; body bytes
  * are kept as slices of the chunks they came in), each request takes a slot in
  * the connection's FIFO when its head is read, and responses are written
- * strictly in request order as slots complete (as the TCP path does), those of
- * one read written together. Routes are http_routes.ts, shared with uWS.
+ * strictly in request order as slots complete (as the TCP path does), those
+ * that complete together (one read, one shard batch) in one write. Routes are
+ * http_routes.ts, shared with uWS.
  *
  * Closes the connection after answering: a malformed head, a head over
  * HTTP_HEADER_BYTES_MAX, a body over HTTP_BODY_BYTES_MAX, a malformed chunk,
