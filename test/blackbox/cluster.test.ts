@@ -11,6 +11,8 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { get, post, startServer, type TestServer } from '../harness/server';
 import { startNats, type TestNats } from '../harness/nats';
+import { TcpClient } from '../harness/tcp';
+import { OP_PUSH } from '../../src/protocol/frame';
 
 const NODES = [
   { kind: 'event', name: 'Pay', schema: { fields: { id: 'str', user: 'str', card: 'str', amount: 'f64' } }, dedupe_key: 'id', dedupe_window: '1h' },
@@ -134,6 +136,26 @@ test('pushes through every node agree with reads from every node; dedupe is exac
   assert.equal(reg.status, 200, reg.text);
   await sameRegistry(reg.json.registry_version);
   await load(240, 4, live);
+  await converge(live(), 10_000);
+
+  // TCP too: pipelined pushes on one connection per node, acked in order with growing ack_lsn.
+  for (const n of live()) {
+    const c = await TcpClient.connect(n.tcpPort);
+    try {
+      const batch = Array.from({ length: 10 }, (_, k) => ({ id: `tcp-${n.tcpPort}-${k}`, user: USERS[k], card: CARDS[k] }));
+      const replies = await Promise.all(batch.map((d) => c.request(OP_PUSH, { event: 'Pay', data: { ...d, amount: 1 } })));
+      let last = 0;
+      replies.forEach((r, k) => {
+        assert.equal(r.op, OP_PUSH, r.text);
+        assert.ok(r.json.ack_lsn > last, `pipelined ack_lsn grows: ${r.json.ack_lsn} after ${last}`);
+        last = r.json.ack_lsn;
+        expected.user.set(batch[k].user, (expected.user.get(batch[k].user) ?? 0) + 1);
+        expected.card.set(batch[k].card, (expected.card.get(batch[k].card) ?? 0) + 1);
+      });
+    } finally {
+      c.close();
+    }
+  }
   await converge(live(), 10_000);
 
   const first = await post(nodes[0]!.base, '/push', { event: 'Pay', data: { id: 'dup-1', user: 'u0', card: 'c0', amount: 1 } });
