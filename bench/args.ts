@@ -1,4 +1,5 @@
 /** Command-line options of `npm run bench -- <scenario> [options]`. */
+import { type CommandSpec, formatHelp, numberArg, numberListArg, oneOfArg, type OptionSpec, parseCommand, UsageError } from '../src/cli_args';
 import { ENTITIES_DEFAULT, type KeyDist } from './keys';
 import { WORKLOADS } from './workloads';
 
@@ -57,20 +58,33 @@ export const DEFAULTS: Opts = {
 export const ALL_DURATION_S = 5;
 export const ALL_WARMUP_S = 1;
 
-export const USAGE = `usage: npm run bench -- <scenario> [options]     (npm run bench -- list)
-options:
-  --workload small|medium|fraud   (fraud)       --keys zipf|uniform (zipf)
-  --entities N   key space (1000000)            --preload N   rows pushed before get loads (20000)
-  --shards N     server shards (server default) --memory-only  --wal-sync batch|always
-  --duration S   measured seconds (10; all: 5)  --warmup S   (2; all: 1)
-  --connections N  (per scenario)               --threads N  wrk threads (1)
-  --gen wrk|autocannon|sf-http  HTTP generator (wrk if installed, else autocannon)
-  --transport http|tcp   push-latency / freshness (http)
-  --rate N       push-latency fixed rate (half the measured max)
-  --bg-rate N    freshness background pushes/s (1000)   --probes N  freshness probes (4)
-  --push-share F mixed: share of pushes (0.9)
-  --work-us LIST ceiling: uws_hop worker busy-work per request in us, comma-separated (0,5,15,25)
-  --out FILE     append one markdown row per result  --seed N (1)`;
+const OPTIONS: OptionSpec[] = [
+  { name: 'workload', type: 'string', value: Object.keys(WORKLOADS).join('|'), help: 'registry and event mix', default: DEFAULTS.workload },
+  { name: 'keys', type: 'string', value: 'zipf|uniform', help: 'key distribution', default: DEFAULTS.keys },
+  { name: 'entities', type: 'string', value: 'N', help: 'key space', default: String(DEFAULTS.entities) },
+  { name: 'preload', type: 'string', value: 'N', help: 'rows pushed before get loads', default: String(DEFAULTS.preload) },
+  { name: 'shards', type: 'string', value: 'N', help: 'server shards', default: 'server default' },
+  { name: 'memory-only', type: 'boolean', help: 'server without WAL' },
+  { name: 'wal-sync', type: 'string', value: 'batch|always', help: 'server WAL sync mode', default: 'server default' },
+  { name: 'duration', type: 'string', value: 'S', help: 'measured seconds', default: `${DEFAULTS.durationS}; all: ${ALL_DURATION_S}` },
+  { name: 'warmup', type: 'string', value: 'S', help: 'warm-up seconds', default: `${DEFAULTS.warmupS}; all: ${ALL_WARMUP_S}` },
+  { name: 'connections', type: 'string', value: 'N', help: 'load connections', default: 'per scenario' },
+  { name: 'threads', type: 'string', value: 'N', help: 'wrk threads', default: String(DEFAULTS.threads) },
+  { name: 'gen', type: 'string', value: 'wrk|autocannon|sf-http', help: 'HTTP load generator', default: 'wrk if installed, else autocannon' },
+  { name: 'transport', type: 'string', value: 'http|tcp', help: 'push-latency / freshness transport', default: DEFAULTS.transport },
+  { name: 'rate', type: 'string', value: 'N', help: 'push-latency fixed rate', default: 'half the measured max' },
+  { name: 'bg-rate', type: 'string', value: 'N', help: 'freshness background pushes/s', default: String(DEFAULTS.bgRate) },
+  { name: 'probes', type: 'string', value: 'N', help: 'freshness probes', default: String(DEFAULTS.probes) },
+  { name: 'push-share', type: 'string', value: 'F', help: 'mixed: share of pushes, 0..1', default: String(DEFAULTS.pushShare) },
+  { name: 'work-us', type: 'string', value: 'LIST', help: 'ceiling: uws_hop worker busy-work per request in us, comma-separated', default: DEFAULTS.workUs.join(',') },
+  { name: 'out', type: 'string', value: 'FILE', help: 'append one markdown row per result' },
+  { name: 'seed', type: 'string', value: 'N', help: 'key generator seed', default: String(DEFAULTS.seed) },
+];
+
+const PROGRAM = 'npm run bench --';
+const SPEC: CommandSpec = { name: '', args: ['SCENARIO?'], summary: 'Run a benchmark scenario (npm run bench -- list).', options: OPTIONS };
+
+export const USAGE = formatHelp(PROGRAM, SPEC).trimEnd();
 
 export interface Parsed {
   scenario: string;
@@ -79,66 +93,42 @@ export interface Parsed {
   given: Set<keyof Opts>;
 }
 
-function num(flag: string, v: string | undefined, min: number, integer = true): number {
-  const n = Number(v);
-  if (v === undefined || !Number.isFinite(n) || n < min || (integer && !Number.isInteger(n))) {
-    throw new Error(`${flag} needs ${integer ? 'an integer' : 'a number'} >= ${min}, got ${v ?? '(nothing)'}`);
-  }
-  return n;
-}
-
-/** A comma-separated list of numbers >= min (e.g. `0,5,15,25`). */
-function numList(flag: string, v: string | undefined, min: number): number[] {
-  if (v === undefined || v === '') throw new Error(`${flag} needs a comma-separated list of numbers >= ${min}, got (nothing)`);
-  return v.split(',').map((x) => num(flag, x.trim() === '' ? undefined : x.trim(), min, false));
-}
-
-function oneOf<T extends string>(flag: string, v: string | undefined, allowed: readonly T[]): T {
-  if (v === undefined || !(allowed as readonly string[]).includes(v)) {
-    throw new Error(`${flag} must be one of ${allowed.join(', ')}, got ${v ?? '(nothing)'}`);
-  }
-  return v as T;
-}
+/** Flag -> how its value becomes an Opts field. */
+const FIELDS: Record<string, [keyof Opts, (flag: string, v: string) => Opts[keyof Opts]]> = {
+  workload: ['workload', (f, v) => oneOfArg(f, v, Object.keys(WORKLOADS))],
+  keys: ['keys', (f, v) => oneOfArg(f, v, ['zipf', 'uniform'] as const)],
+  entities: ['entities', (f, v) => numberArg(f, v, 1)],
+  preload: ['preload', (f, v) => numberArg(f, v, 0)],
+  shards: ['shards', (f, v) => numberArg(f, v, 1)],
+  'wal-sync': ['walSync', (f, v) => oneOfArg(f, v, ['batch', 'always'] as const)],
+  duration: ['durationS', (f, v) => numberArg(f, v, 1)],
+  warmup: ['warmupS', (f, v) => numberArg(f, v, 0)],
+  connections: ['connections', (f, v) => numberArg(f, v, 1)],
+  threads: ['threads', (f, v) => numberArg(f, v, 1)],
+  gen: ['gen', (f, v) => oneOfArg(f, v, ['wrk', 'autocannon', 'sf-http'] as const)],
+  transport: ['transport', (f, v) => oneOfArg(f, v, ['http', 'tcp'] as const)],
+  rate: ['rate', (f, v) => numberArg(f, v, 1)],
+  'bg-rate': ['bgRate', (f, v) => numberArg(f, v, 0)],
+  probes: ['probes', (f, v) => numberArg(f, v, 1)],
+  'push-share': ['pushShare', (f, v) => numberArg(f, v, 0, false)],
+  'work-us': ['workUs', (f, v) => numberListArg(f, v, 0)],
+  out: ['out', (_f, v) => v],
+  seed: ['seed', (f, v) => numberArg(f, v, 0)],
+};
 
 export function parseArgs(argv: string[]): Parsed {
+  const p = parseCommand(PROGRAM, SPEC, argv);
   const opts: Opts = { ...DEFAULTS };
   const given = new Set<keyof Opts>();
-  let scenario = '';
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const v = (): string | undefined => argv[++i];
-    const set = <K extends keyof Opts>(k: K, val: Opts[K]): void => {
-      opts[k] = val;
-      given.add(k);
-    };
-    switch (a) {
-      case '--workload': set('workload', oneOf(a, v(), Object.keys(WORKLOADS))); break;
-      case '--keys': set('keys', oneOf(a, v(), ['zipf', 'uniform'] as const)); break;
-      case '--entities': set('entities', num(a, v(), 1)); break;
-      case '--preload': set('preload', num(a, v(), 0)); break;
-      case '--shards': set('shards', num(a, v(), 1)); break;
-      case '--memory-only': set('memoryOnly', true); break;
-      case '--wal-sync': set('walSync', oneOf(a, v(), ['batch', 'always'] as const)); break;
-      case '--duration': set('durationS', num(a, v(), 1)); break;
-      case '--warmup': set('warmupS', num(a, v(), 0)); break;
-      case '--connections': set('connections', num(a, v(), 1)); break;
-      case '--threads': set('threads', num(a, v(), 1)); break;
-      case '--gen': set('gen', oneOf(a, v(), ['wrk', 'autocannon', 'sf-http'] as const)); break;
-      case '--transport': set('transport', oneOf(a, v(), ['http', 'tcp'] as const)); break;
-      case '--rate': set('rate', num(a, v(), 1)); break;
-      case '--bg-rate': set('bgRate', num(a, v(), 0)); break;
-      case '--probes': set('probes', num(a, v(), 1)); break;
-      case '--push-share': set('pushShare', num(a, v(), 0, false)); break;
-      case '--work-us': set('workUs', numList(a, v(), 0)); break;
-      case '--out': { const f = v(); if (!f) throw new Error('--out needs a file'); set('out', f); break; }
-      case '--seed': set('seed', num(a, v(), 0)); break;
-      case '-h': case '--help': scenario = 'help'; break;
-      default:
-        if (a.startsWith('-')) throw new Error(`unknown option ${a}\n${USAGE}`);
-        if (scenario !== '') throw new Error(`one scenario at a time (got ${scenario} and ${a})`);
-        scenario = a;
-    }
+  const set = <K extends keyof Opts>(k: K, val: Opts[K]): void => {
+    opts[k] = val;
+    given.add(k);
+  };
+  for (const [name, [field, convert]] of Object.entries(FIELDS)) {
+    const v = p.values[name];
+    if (typeof v === 'string') set(field, convert(`--${name}`, v));
   }
-  if (opts.pushShare > 1) throw new Error('--push-share must be in [0, 1]');
-  return { scenario: scenario || 'help', opts, given };
+  if (p.values['memory-only'] === true) set('memoryOnly', true);
+  if (opts.pushShare > 1) throw new UsageError('--push-share must be in [0, 1]');
+  return { scenario: p.help ? 'help' : (p.positionals[0] ?? 'help'), opts, given };
 }

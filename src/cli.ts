@@ -1,64 +1,66 @@
 #!/usr/bin/env node
 /**
- * `streamfeat` command: `serve` starts the server (the default); the client
- * subcommands (push, get, batch-get, register, ping, registry) talk to one.
+ * The `streamfeat` program. `serve` starts the server (the default command);
+ * the others are one-shot tools. Every command is a CliCommand (src/cli_args.ts):
+ * `streamfeat help CMD` and `streamfeat CMD --help` print its generated help,
+ * a bad command line prints one line and exits 2. A command's module loads only
+ * when it runs, so client commands do not load the server.
+ *
+ * To add a command: one entry in COMMANDS.
  */
-import { ConfigError, parseServeArgs, USAGE } from './config';
+import { type CliCommand, EXIT_OK, EXIT_USAGE, processIo, runCli } from './cli_args';
 
-const CLIENT_COMMANDS = new Set(['push', 'get', 'batch-get', 'register', 'ping', 'registry', 'reset']);
+const PROGRAM = 'streamfeat';
 
-async function serve(argv: string[]): Promise<void> {
-  let config;
-  try {
-    config = parseServeArgs(argv, process.env);
-  } catch (err) {
-    if (err instanceof ConfigError) { process.stderr.write(`streamfeat: ${err.message}\n`); process.exit(2); }
-    throw err;
-  }
-  // Server modules load only for `serve`, so client subcommands start fast.
-  const { createLogger } = await import('./log');
-  const { startServer } = await import('./server');
-  const { DataDirError } = await import('./data_dir');
-  const { ClusterSetupError } = await import('./cluster/node');
-  const log = createLogger(config.logLevel);
-  let server;
-  try {
-    server = await startServer(config, log);
-  } catch (err) {
-    if (err instanceof DataDirError || err instanceof ClusterSetupError) { process.stderr.write(`streamfeat: ${err.message}\n`); process.exit(2); }
-    throw err;
-  }
-  let stopping = false;
-  const stop = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ kind: 'server.stopping', signal });
-    server.close().then(() => process.exit(0), (err) => { log.error({ kind: 'server.stop_failed', err: String(err) }); process.exit(1); });
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+const client = (name: string) => async (): Promise<CliCommand> => (await import('./client/cli_commands')).clientCommand(name) as CliCommand;
+
+const COMMANDS: Record<string, () => Promise<CliCommand>> = {
+  serve: async () => (await import('./serve_cli')).SERVE_CLI,
+  'wal-check': async () => (await import('./wal_check_cli')).WAL_CHECK_COMMAND,
+  push: client('push'),
+  get: client('get'),
+  'batch-get': client('batch-get'),
+  register: client('register'),
+  ping: client('ping'),
+  registry: client('registry'),
+  reset: client('reset'),
+};
+
+async function overview(): Promise<string> {
+  const rows = await Promise.all(Object.entries(COMMANDS).map(async ([name, load]) => [name, (await load()).spec.summary.split('. ')[0].replace(/\.$/, '')]));
+  const width = Math.max(...rows.map((r) => r[0].length)) + 2;
+  return [
+    `usage: ${PROGRAM} COMMAND [options]      (no command = serve)`,
+    '',
+    'commands:',
+    ...rows.map(([n, s]) => `  ${n.padEnd(width)}${s}`),
+    '',
+    `${PROGRAM} help COMMAND (or ${PROGRAM} COMMAND --help) for its options; ${PROGRAM} --version`,
+  ].join('\n');
 }
 
-async function main(): Promise<void> {
-  const [cmd, ...rest] = process.argv.slice(2);
-  if (cmd === undefined || cmd === 'serve') return serve(rest);
-  if (cmd.startsWith('--')) return serve(process.argv.slice(2));
-  if (cmd === 'help' || cmd === '--help' || cmd === '-h') { process.stdout.write(USAGE); return; }
-  if (cmd === 'wal-check') {
-    const { runWalCheck } = await import('./wal_check_cli');
-    process.exitCode = runWalCheck(rest);
-    return;
+async function main(argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv;
+  if (cmd === '--version' || cmd === '-V' || cmd === 'version') {
+    processIo.out((await import('./version')).VERSION);
+    return EXIT_OK;
   }
-  if (CLIENT_COMMANDS.has(cmd)) {
-    const { runClientCommand } = await import('./client/cli_commands');
-    process.exitCode = await runClientCommand([cmd, ...rest]);
-    return;
+  if (cmd === 'help' || cmd === '--help' || cmd === '-h') {
+    const topic = rest[0];
+    if (topic === undefined) { processIo.out(await overview()); return EXIT_OK; }
+    if (!(topic in COMMANDS)) { processIo.err(`error: no command ${topic} (see: ${PROGRAM} help)`); return EXIT_USAGE; }
+    return runCli(PROGRAM, await COMMANDS[topic](), ['--help'], processIo);
   }
-  process.stderr.write(`streamfeat: unknown command ${cmd}\n\n${USAGE}`);
-  process.exit(2);
+  // No command, or flags first (`streamfeat --http-addr ...`): serve.
+  if (cmd === undefined || cmd.startsWith('-')) return runCli(PROGRAM, await COMMANDS.serve(), argv, processIo);
+  if (!(cmd in COMMANDS)) { processIo.err(`error: unknown command ${cmd} (see: ${PROGRAM} help)`); return EXIT_USAGE; }
+  return runCli(PROGRAM, await COMMANDS[cmd](), rest, processIo);
 }
 
-main().catch((err) => {
-  process.stderr.write(`streamfeat: ${(err as Error)?.stack ?? err}\n`);
-  process.exit(1);
-});
+main(process.argv.slice(2)).then(
+  (code) => { process.exitCode = code; },
+  (err) => {
+    process.stderr.write(`${PROGRAM}: ${(err as Error)?.stack ?? err}\n`);
+    process.exit(1);
+  },
+);

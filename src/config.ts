@@ -1,44 +1,171 @@
 /**
- * Server configuration: command-line flags over environment variables over
- * defaults. Parsed once at boot; the result is frozen and passed to every thread.
+ * Server configuration: ONE table of settings (SETTINGS below). Each entry is a
+ * command-line flag, an environment variable and a config-file key at once, with
+ * its JSON Schema, default and help line. From the table come: the ajv schema that
+ * validates every source, the `serve --help` table, and the ServerConfig type.
+ * Adding a setting is adding one entry here (and reading it where it is used).
+ *
+ * Precedence: flags > environment > config file (--config FILE / SERVICE_CONFIG)
+ * > defaults. An empty environment variable counts as unset. The config file is
+ * JSON (YAML would need a parser dependency; see docs/operations.md); unknown keys
+ * are rejected. Parsed once at boot; the result is frozen and passed to every thread.
  */
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
+import Ajv, { type ErrorObject } from 'ajv';
+import { type CommandSpec, type OptionSpec, parseCommand, UsageError } from './cli_args';
 import { BATCH_GET_ENTRIES_MAX_DEFAULT, CLUSTER_PARTITIONS_DEFAULT, CLUSTER_PARTITIONS_MAX, SHARDS_MAX, TCP_FRAME_BYTES_MAX_DEFAULT } from './limits';
 
 export type WalSyncMode = 'batch' | 'always';
 /** HTTP data plane: uWebSockets.js (default) or node:net (for pipelining clients; docs/wire.md). */
 export type HttpEngine = 'uws' | 'net';
 export const HTTP_ENGINES: readonly HttpEngine[] = ['uws', 'net'];
+export type HostPort = { host: string; port: number };
 
-export interface ServerConfig {
-  httpHost: string;
-  httpPort: number;
-  httpEngine: HttpEngine;
-  tcpHost: string;
-  tcpPort: number;
-  /** Admin sidecar: off unless given. */
-  adminHost: string | null;
-  adminPort: number;
-  dataDir: string;
-  memoryOnly: boolean;
-  testMode: boolean;
-  shards: number;
-  logLevel: string;
-  walSync: WalSyncMode;
-  walSyncTimeoutMs: number;
-  /** fdatasync cadence in batch mode. */
-  walSyncIntervalMs: number;
-  walSegmentBytesMax: number;
-  snapshotIntervalMs: number;
-  batchGetEntriesMax: number;
-  tcpFrameBytesMax: number;
-  memoryGovEnforce: boolean;
-  /** Test hook (SERVICE_FAULT_WAL_FILE): while this file exists, its content (ENOSPC, EIO, TRUNCATE) is injected as a WAL fault. */
-  faultFile: string | null;
-  /** Cluster mode (docs/cluster.md): null = single node (the default). */
-  cluster: ClusterConfig | null;
+interface Setting<T> {
+  /** Flag name (without --) and config-file key. */
+  key: string;
+  env: string;
+  /** False: environment and config file only (test hooks, knobs not for everyday use). */
+  flag: boolean;
+  /** Help placeholder of the value. */
+  value: string;
+  help: string;
+  /** JSON Schema of the value as written in a config file. */
+  schema: Record<string, unknown>;
+  /** What a valid value looks like, for the one-line error. */
+  expect: string;
+  /** Default in config-file form (a function when it depends on the machine). */
+  default: unknown | (() => unknown);
+  defaultText: string;
+  /** Flags and env are strings: turn one into its config-file form before validation. */
+  fromString(raw: string): unknown;
+  /** Validated config-file form -> the value the server uses. */
+  convert(v: unknown): T;
 }
+
+type Base = Pick<Setting<unknown>, 'key' | 'env' | 'help'> & { flag?: boolean };
+
+const PORT = '(?:6553[0-5]|655[0-2]\\d|65[0-4]\\d\\d|6[0-4]\\d{3}|[1-5]\\d{4}|\\d{1,4})';
+/** "host:port", "[v6]:port", ":port" or "port"; port 0 = any free port. */
+const ADDR_RE = new RegExp(`^(?:\\[?([^\\]]*?)\\]?:)?(${PORT})$`);
+const DURATION_RE = /^(\d+)(ms|s|m|h|d)?$/;
+const DURATION_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const same = (s: string): unknown => s;
+const toInt = (s: string): unknown => (/^-?\d+$/.test(s.trim()) ? Number(s) : s);
+const toBool = (s: string): unknown => (s === '1' || s === 'true' ? true : s === '0' || s === 'false' ? false : s);
+
+function parseAddr(s: string): HostPort {
+  const m = ADDR_RE.exec(s.trim())!;
+  return { host: m[1] === undefined || m[1] === '' ? '127.0.0.1' : m[1], port: Number(m[2]) };
+}
+
+function addr<D extends string | null>(b: Base, def: D): Setting<D extends string ? HostPort : HostPort | null> {
+  return {
+    flag: true, ...b, value: 'HOST:PORT', schema: { type: 'string', pattern: ADDR_RE.source }, expect: 'HOST:PORT (port 0-65535)',
+    default: def, defaultText: def ?? 'off', fromString: same,
+    convert: (v) => (v === null ? null : parseAddr(v as string)) as D extends string ? HostPort : HostPort | null,
+  };
+}
+
+function int(b: Base, min: number, max: number | null, def: number | (() => number), defaultText = String(def)): Setting<number> {
+  return {
+    flag: true, ...b, value: 'N', schema: { type: 'integer', minimum: min, ...(max === null ? {} : { maximum: max }) },
+    expect: max === null ? `an integer >= ${min}` : `an integer from ${min} to ${max}`,
+    default: def, defaultText, fromString: toInt, convert: (v) => v as number,
+  };
+}
+
+function bool(b: Base, def: boolean): Setting<boolean> {
+  return {
+    flag: true, ...b, value: '', schema: { type: 'boolean' }, expect: 'true, false, 1 or 0',
+    default: def, defaultText: def ? 'on' : 'off', fromString: toBool, convert: (v) => v as boolean,
+  };
+}
+
+function oneOf<T extends string>(b: Base, values: readonly T[], def: T, value = values.join('|')): Setting<T> {
+  return {
+    flag: true, ...b, value, schema: { type: 'string', enum: values }, expect: `one of ${values.join(', ')}`,
+    default: def, defaultText: def, fromString: same, convert: (v) => v as T,
+  };
+}
+
+/** Milliseconds as an integer, or the window grammar: 500ms, 30s, 5m, 1h, 1d. */
+function duration(b: Base, def: string): Setting<number> {
+  return {
+    flag: true, ...b, value: 'DUR',
+    schema: { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'string', pattern: DURATION_RE.source }] },
+    expect: 'a duration like 30s, 5m or 60000 (ms)', default: def, defaultText: def, fromString: same,
+    convert: (v) => {
+      if (typeof v === 'number') return v;
+      const m = DURATION_RE.exec(v as string)!;
+      return Number(m[1]) * DURATION_MS[m[2] ?? 'ms'];
+    },
+  };
+}
+
+/** Free text matching `pattern`; unset (null) unless given. */
+function text(b: Base & { value: string }, pattern: RegExp, expect: string): Setting<string | null> {
+  return {
+    flag: true, ...b, schema: { type: 'string', pattern: pattern.source }, expect,
+    default: null, defaultText: 'none', fromString: same, convert: (v) => (v === null ? null : (v as string).trim()),
+  };
+}
+
+/** A path, resolved against the working directory at boot. */
+function path<D extends string | null>(b: Base, def: D): Setting<D extends string ? string : string | null> {
+  return {
+    flag: true, ...b, value: b.key === 'data-dir' ? 'DIR' : 'FILE', schema: { type: 'string', minLength: 1 }, expect: 'a path',
+    default: def, defaultText: def ?? 'none', fromString: same,
+    convert: (v) => (v === null ? null : resolve(v as string)) as D extends string ? string : string | null,
+  };
+}
+
+export const DEFAULTS = {
+  httpAddr: '127.0.0.1:8080',
+  tcpAddr: '127.0.0.1:8081',
+  dataDir: './data',
+  walSyncTimeoutMs: 1000,
+  walSyncIntervalMs: 5,
+  walSegmentBytesMax: 64 * 1024 * 1024,
+  snapshotInterval: '60s',
+};
+
+/** Every server setting. The ServerConfig field is the property name. */
+const SETTINGS = {
+  httpAddr: addr({ key: 'http-addr', env: 'SERVICE_HTTP_ADDR', help: 'HTTP data plane (port 0 = any free port)' }, DEFAULTS.httpAddr),
+  httpEngine: oneOf<HttpEngine>({ key: 'http-engine', env: 'SERVICE_HTTP_ENGINE', help: 'HTTP engine: uWebSockets.js, or node:net which also answers pipelined requests (docs/wire.md)' }, HTTP_ENGINES, 'uws'),
+  tcpAddr: addr({ key: 'tcp-addr', env: 'SERVICE_TCP_ADDR', help: 'framed TCP fast path' }, DEFAULTS.tcpAddr),
+  adminAddr: addr({ key: 'admin-addr', env: 'SERVICE_ADMIN_ADDR', help: 'admin sidecar: /health /ready /metrics /registry' }, null),
+  dataDir: path({ key: 'data-dir', env: 'SERVICE_DATA_DIR', help: 'WAL segments, snapshots, registry log' }, DEFAULTS.dataDir),
+  memoryOnly: bool({ key: 'memory-only', env: 'SERVICE_MEMORY_ONLY', help: 'no WAL, no snapshots, no recovery' }, false),
+  testMode: bool({ key: 'test-mode', env: 'SERVICE_TEST_MODE', help: 'enable /reset (decided at boot)' }, false),
+  shards: int({ key: 'shards', env: 'SERVICE_SHARDS', help: 'shard worker threads (a data dir keeps its count)' }, 1, SHARDS_MAX,
+    () => Math.max(1, availableParallelism() - 1), 'cores-1 (min 1)'),
+  logLevel: oneOf({ key: 'log-level', env: 'SERVICE_LOG_LEVEL', help: `pino log level: ${LOG_LEVELS.join(', ')}` }, LOG_LEVELS, 'info', 'LEVEL') as Setting<string>,
+  walSync: oneOf<WalSyncMode>({ key: 'wal-sync', env: 'SERVICE_WAL_SYNC', help: 'ack after the WAL write (batch) or after fdatasync (always)' }, ['batch', 'always'], 'batch'),
+  walSyncTimeoutMs: int({ key: 'wal-sync-timeout-ms', env: 'SERVICE_WAL_SYNC_TIMEOUT_MS', help: 'always mode: wal_sync_timeout past this' }, 1, null, DEFAULTS.walSyncTimeoutMs),
+  walSyncIntervalMs: int({ key: 'wal-sync-interval-ms', env: 'SERVICE_WAL_SYNC_INTERVAL_MS', help: 'batch mode: fdatasync cadence' }, 1, null, DEFAULTS.walSyncIntervalMs),
+  walSegmentBytesMax: int({ key: 'wal-segment-bytes', env: 'SERVICE_WAL_SEGMENT_BYTES', help: 'WAL segment size before rolling to the next' }, 1, null, DEFAULTS.walSegmentBytesMax),
+  snapshotIntervalMs: duration({ key: 'snapshot-interval', env: 'SERVICE_SNAPSHOT_INTERVAL', help: 'periodic snapshots (0 disables)' }, DEFAULTS.snapshotInterval),
+  batchGetEntriesMax: int({ key: 'max-batch-get', env: 'SERVICE_MAX_BATCH_GET', help: 'entries per /batch_get' }, 1, null, BATCH_GET_ENTRIES_MAX_DEFAULT),
+  tcpFrameBytesMax: int({ key: 'tcp-max-frame-bytes', env: 'SERVICE_TCP_MAX_FRAME_BYTES', help: 'TCP frame payload bytes' }, 1, null, TCP_FRAME_BYTES_MAX_DEFAULT),
+  memoryGovEnforce: bool({ key: 'memory-gov-enforce', env: 'SERVICE_MEMORY_GOV_ENFORCE', flag: false, help: 'false skips the lifetime-memory check of register (not for production)' }, true),
+  // Cluster mode (docs/cluster.md): --cluster-url turns it on and then needs --node-id; see clusterOf().
+  clusterUrl: text({ key: 'cluster-url', env: 'SERVICE_CLUSTER_URL', value: 'nats://H:P', help: 'cluster mode: NATS JetStream server(s), comma-separated' },
+    /^(?:nats|tls|wss?):\/\/[^\s,]+(?:\s*,\s*(?:nats|tls|wss?):\/\/[^\s,]+)*$/, 'nats://HOST:PORT[,nats://HOST:PORT...]'),
+  nodeId: text({ key: 'node-id', env: 'SERVICE_NODE_ID', value: 'ID', help: "cluster mode: this node's unique name" }, /^[A-Za-z0-9_-]{1,64}$/, '1-64 of [A-Za-z0-9_-]'),
+  partitions: int({ key: 'partitions', env: 'SERVICE_PARTITIONS', help: 'cluster mode: partitions of the cluster (fixed per cluster)' }, 1, CLUSTER_PARTITIONS_MAX, CLUSTER_PARTITIONS_DEFAULT),
+  peerAddr: addr({ key: 'peer-addr', env: 'SERVICE_PEER_ADDR', help: 'cluster mode: listener for reads forwarded by other nodes' }, '127.0.0.1:0'),
+  /** Test hook: while this file exists, its content (ENOSPC, EIO, TRUNCATE, CRASH) is injected as a WAL fault. */
+  faultFile: path({ key: 'fault-wal-file', env: 'SERVICE_FAULT_WAL_FILE', flag: false, help: 'test hook: WAL fault injected while this file exists' }, null),
+} satisfies Record<string, Setting<unknown>>;
+
+type Settings = typeof SETTINGS;
+type SettingValues = { readonly [K in keyof Settings]: ReturnType<Settings[K]['convert']> };
 
 export interface ClusterConfig {
   /** NATS server URL(s), comma-separated. */
@@ -50,150 +177,120 @@ export interface ClusterConfig {
   peerPort: number;
 }
 
-export const DEFAULTS = {
-  httpAddr: '127.0.0.1:8080',
-  httpEngine: 'uws' as HttpEngine,
-  tcpAddr: '127.0.0.1:8081',
-  dataDir: './data',
-  logLevel: 'info',
-  walSync: 'batch' as WalSyncMode,
-  walSyncTimeoutMs: 1000,
-  walSyncIntervalMs: 5,
-  walSegmentBytesMax: 64 * 1024 * 1024,
-  snapshotIntervalMs: 60_000,
+/** The settings plus what is derived from several of them. */
+export type ServerConfig = SettingValues & {
+  /** Cluster mode (docs/cluster.md): null = single node (the default). */
+  readonly cluster: ClusterConfig | null;
 };
 
-export class ConfigError extends Error {}
+const CLUSTER_ONLY = ['node-id', 'partitions', 'peer-addr'];
 
-/** "host:port", ":port" or "port"; port 0 allowed. */
-export function parseAddr(s: string, flag: string): { host: string; port: number } {
-  const m = /^(?:\[?([^\]]*?)\]?:)?(\d{1,5})$/.exec(s.trim());
-  if (m === null) throw new ConfigError(`${flag} must be HOST:PORT, got ${JSON.stringify(s)}`);
-  const port = Number(m[2]);
-  if (port > 65535) throw new ConfigError(`${flag} port out of range: ${port}`);
-  return { host: m[1] === undefined || m[1] === '' ? '127.0.0.1' : m[1], port };
-}
-
-function positiveInt(s: string, name: string): number {
-  if (!/^\d+$/.test(s) || Number(s) <= 0) throw new ConfigError(`${name} must be a positive integer, got ${JSON.stringify(s)}`);
-  return Number(s);
-}
-
-/** Duration flag: plain milliseconds or the window grammar (500ms, 30s, 5m, 1h, 1d). */
-export function parseDurationMs(s: string, name: string): number {
-  const m = /^(\d+)(ms|s|m|h|d)?$/.exec(s.trim());
-  if (m === null) throw new ConfigError(`${name} must be a duration like 30s or 60000, got ${JSON.stringify(s)}`);
-  const unit = m[2] ?? 'ms';
-  const mult = unit === 'ms' ? 1 : unit === 's' ? 1000 : unit === 'm' ? 60_000 : unit === 'h' ? 3_600_000 : 86_400_000;
-  return Number(m[1]) * mult;
-}
-
-export const USAGE = `streamfeat serve [options]      start the server (the default command)
-streamfeat wal-check [--data-dir DIR] [--json]   verify WAL, snapshots and registry log offline
-streamfeat push|get|batch-get|register|ping|registry ...   client commands (--help on each)
-
-serve options:
-
-  --http-addr HOST:PORT       HTTP data plane (default ${DEFAULTS.httpAddr}; port 0 = any)
-  --http-engine uws|net       HTTP engine: uWebSockets.js (default) or node:net, which
-                              also answers pipelined requests (autocannon -p N; docs/wire.md)
-  --tcp-addr HOST:PORT        framed TCP fast path (default ${DEFAULTS.tcpAddr})
-  --admin-addr HOST:PORT      admin sidecar /health /ready /metrics /registry (off unless given)
-  --data-dir DIR              WAL and snapshots (default ${DEFAULTS.dataDir})
-  --memory-only               no WAL, no snapshots, no recovery
-  --test-mode                 enable /reset (also SERVICE_TEST_MODE=1)
-  --shards N                  shard worker threads (default max(1, cores-1))
-  --log-level LEVEL           trace|debug|info|warn|error (default info)
-  --wal-sync batch|always     ack after write (batch, default) or after fdatasync (always)
-  --wal-sync-timeout-ms MS    always mode: wal_sync_timeout past this (default ${DEFAULTS.walSyncTimeoutMs})
-  --snapshot-interval DUR     periodic snapshots (default 60s; 0 disables)
-
-cluster mode (docs/cluster.md; --cluster-url turns it on and needs --node-id):
-
-  --cluster-url nats://H:P    NATS JetStream server(s), comma-separated (also SERVICE_CLUSTER_URL)
-  --node-id ID                this node's unique name in the cluster (also SERVICE_NODE_ID)
-  --partitions N              partitions of the cluster (default ${CLUSTER_PARTITIONS_DEFAULT}; fixed per cluster)
-  --peer-addr HOST:PORT       listener for reads forwarded by other nodes (default 127.0.0.1:0)
-
-Environment: SERVICE_TEST_MODE, SERVICE_MAX_BATCH_GET, SERVICE_TCP_MAX_FRAME_BYTES,
-SERVICE_MEMORY_GOV_ENFORCE (0 disables the lifetime-memory check; not for production),
-SERVICE_SHARDS, SERVICE_DATA_DIR, SERVICE_LOG_LEVEL, SERVICE_HTTP_ENGINE, SERVICE_CLUSTER_URL, SERVICE_NODE_ID.
-`;
-
-export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv): ServerConfig {
-  const flags = new Map<string, string | true>();
-  const valued = new Set(['--http-addr', '--http-engine', '--tcp-addr', '--admin-addr', '--data-dir', '--shards', '--log-level',
-    '--wal-sync', '--wal-sync-timeout-ms', '--snapshot-interval', '--cluster-url', '--node-id', '--partitions', '--peer-addr']);
-  const bare = new Set(['--memory-only', '--test-mode']);
-  for (let i = 0; i < argv.length; i++) {
-    let a = argv[i];
-    let v: string | undefined;
-    const eq = a.indexOf('=');
-    if (a.startsWith('--') && eq > 0) { v = a.slice(eq + 1); a = a.slice(0, eq); }
-    if (bare.has(a)) flags.set(a, true);
-    else if (valued.has(a)) {
-      if (v === undefined) v = argv[++i];
-      if (v === undefined) throw new ConfigError(`${a} needs a value`);
-      flags.set(a, v);
-    } else throw new ConfigError(`unknown option ${a}\n\n${USAGE}`);
-  }
-  const str = (f: string, e: string | undefined, d: string): string => {
-    const x = flags.get(f);
-    return typeof x === 'string' ? x : e !== undefined && e !== '' ? e : d;
-  };
-  const http = parseAddr(str('--http-addr', env.SERVICE_HTTP_ADDR, DEFAULTS.httpAddr), '--http-addr');
-  const httpEngine = str('--http-engine', env.SERVICE_HTTP_ENGINE, DEFAULTS.httpEngine);
-  if (!(HTTP_ENGINES as readonly string[]).includes(httpEngine)) throw new ConfigError(`--http-engine must be ${HTTP_ENGINES.join(' or ')}, got ${JSON.stringify(httpEngine)}`);
-  const tcp = parseAddr(str('--tcp-addr', env.SERVICE_TCP_ADDR, DEFAULTS.tcpAddr), '--tcp-addr');
-  const adminRaw = str('--admin-addr', env.SERVICE_ADMIN_ADDR, '');
-  const admin = adminRaw === '' ? null : parseAddr(adminRaw, '--admin-addr');
-  const shardsDefault = String(Math.max(1, availableParallelism() - 1));
-  const shards = positiveInt(str('--shards', env.SERVICE_SHARDS, shardsDefault), '--shards');
-  if (shards > SHARDS_MAX) throw new ConfigError(`--shards must be at most ${SHARDS_MAX}`);
-  const walSync = str('--wal-sync', env.SERVICE_WAL_SYNC, DEFAULTS.walSync);
-  if (walSync !== 'batch' && walSync !== 'always') throw new ConfigError('--wal-sync must be batch or always');
-  const snapRaw = str('--snapshot-interval', env.SERVICE_SNAPSHOT_INTERVAL, String(DEFAULTS.snapshotIntervalMs));
-  return Object.freeze({
-    httpHost: http.host,
-    httpPort: http.port,
-    httpEngine: httpEngine as HttpEngine,
-    tcpHost: tcp.host,
-    tcpPort: tcp.port,
-    adminHost: admin === null ? null : admin.host,
-    adminPort: admin === null ? 0 : admin.port,
-    dataDir: resolve(str('--data-dir', env.SERVICE_DATA_DIR, DEFAULTS.dataDir)),
-    memoryOnly: flags.get('--memory-only') === true,
-    testMode: flags.get('--test-mode') === true || env.SERVICE_TEST_MODE === '1' || env.SERVICE_TEST_MODE === 'true',
-    shards,
-    logLevel: str('--log-level', env.SERVICE_LOG_LEVEL, DEFAULTS.logLevel),
-    walSync,
-    walSyncTimeoutMs: positiveInt(str('--wal-sync-timeout-ms', env.SERVICE_WAL_SYNC_TIMEOUT_MS, String(DEFAULTS.walSyncTimeoutMs)), '--wal-sync-timeout-ms'),
-    walSyncIntervalMs: DEFAULTS.walSyncIntervalMs,
-    walSegmentBytesMax: env.SERVICE_WAL_SEGMENT_BYTES ? positiveInt(env.SERVICE_WAL_SEGMENT_BYTES, 'SERVICE_WAL_SEGMENT_BYTES') : DEFAULTS.walSegmentBytesMax,
-    snapshotIntervalMs: snapRaw === '0' ? 0 : parseDurationMs(snapRaw, '--snapshot-interval'),
-    batchGetEntriesMax: env.SERVICE_MAX_BATCH_GET ? positiveInt(env.SERVICE_MAX_BATCH_GET, 'SERVICE_MAX_BATCH_GET') : BATCH_GET_ENTRIES_MAX_DEFAULT,
-    tcpFrameBytesMax: env.SERVICE_TCP_MAX_FRAME_BYTES ? positiveInt(env.SERVICE_TCP_MAX_FRAME_BYTES, 'SERVICE_TCP_MAX_FRAME_BYTES') : TCP_FRAME_BYTES_MAX_DEFAULT,
-    memoryGovEnforce: env.SERVICE_MEMORY_GOV_ENFORCE !== '0',
-    faultFile: env.SERVICE_FAULT_WAL_FILE ? resolve(env.SERVICE_FAULT_WAL_FILE) : null,
-    cluster: parseCluster(str, env),
-  });
-}
-
-/** Cluster flags: --cluster-url turns cluster mode on and then needs --node-id. */
-function parseCluster(str: (flag: string, envValue: string | undefined, dflt: string) => string, env: NodeJS.ProcessEnv): ClusterConfig | null {
-  const url = str('--cluster-url', env.SERVICE_CLUSTER_URL, '');
-  const nodeId = str('--node-id', env.SERVICE_NODE_ID, '');
-  const partitionsRaw = str('--partitions', undefined, '');
-  const peerRaw = str('--peer-addr', undefined, '');
-  if (url === '') {
-    if (nodeId !== '' || partitionsRaw !== '' || peerRaw !== '') throw new ConfigError('--node-id, --partitions and --peer-addr need --cluster-url (cluster mode)');
+/** Cluster settings: all or nothing; `given` holds the keys set by some source. */
+function clusterOf(v: SettingValues, given: Set<string>): ClusterConfig | null {
+  if (v.clusterUrl === null) {
+    const stray = CLUSTER_ONLY.filter((k) => given.has(k));
+    if (stray.length > 0) throw new UsageError(`${stray.map((k) => `--${k}`).join(', ')} ${stray.length === 1 ? 'needs' : 'need'} --cluster-url (cluster mode)`);
     return null;
   }
-  if (!/^(nats|tls|wss?):\/\/\S+$/.test(url.split(',')[0].trim())) throw new ConfigError(`--cluster-url must be nats://HOST:PORT, got ${JSON.stringify(url)}`);
-  if (nodeId === '') throw new ConfigError('cluster mode needs --node-id (or SERVICE_NODE_ID)');
-  if (!/^[A-Za-z0-9_-]{1,64}$/.test(nodeId)) throw new ConfigError(`--node-id must be 1-64 of [A-Za-z0-9_-], got ${JSON.stringify(nodeId)}`);
-  const partitions = partitionsRaw === '' ? CLUSTER_PARTITIONS_DEFAULT : positiveInt(partitionsRaw, '--partitions');
-  if (partitions > CLUSTER_PARTITIONS_MAX) throw new ConfigError(`--partitions must be at most ${CLUSTER_PARTITIONS_MAX}`);
-  const peer = parseAddr(peerRaw === '' ? '127.0.0.1:0' : peerRaw, '--peer-addr');
-  return { url, nodeId, partitions, peerHost: peer.host, peerPort: peer.port };
+  if (v.nodeId === null) throw new UsageError('cluster mode needs --node-id (or SERVICE_NODE_ID)');
+  return { url: v.clusterUrl, nodeId: v.nodeId, partitions: v.partitions, peerHost: v.peerAddr.host, peerPort: v.peerAddr.port };
 }
+
+const ENTRIES = Object.entries(SETTINGS) as Array<[keyof Settings, Setting<unknown>]>;
+const BY_KEY = new Map(ENTRIES.map(([field, s]) => [s.key, { field, s }]));
+
+/** The config-file schema (also what flags and env are validated against). */
+export const CONFIG_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  properties: Object.fromEntries(ENTRIES.map(([, s]) => [s.key, { ...s.schema, description: s.help }])),
+};
+
+const validate = new Ajv({ allErrors: false, strict: true }).compile(CONFIG_SCHEMA);
+
+export const CONFIG_OPTION: OptionSpec = { name: 'config', type: 'string', value: 'FILE', help: 'JSON config file (keys = flag names)', env: 'SERVICE_CONFIG' };
+
+export const SERVE_COMMAND: CommandSpec = {
+  name: 'serve',
+  summary: 'Start the server (the default command). Precedence: flags > environment > config file > defaults.',
+  args: [],
+  options: [
+    CONFIG_OPTION,
+    ...ENTRIES.filter(([, s]) => s.flag).map(([, s]): OptionSpec => ({
+      name: s.key, type: s.schema.type === 'boolean' ? 'boolean' : 'string', value: s.value, help: s.help, env: s.env, default: s.defaultText,
+    })),
+  ],
+  notes: [
+    ['environment / config file only:', ...ENTRIES.filter(([, s]) => !s.flag).map(([, s]) => `  ${s.env} (${s.key}): ${s.help} (default ${s.defaultText})`)].join('\n'),
+    'Config file: {"http-addr": "0.0.0.0:8080", "shards": 4, ...}; unknown keys are errors. See docs/operations.md.',
+  ],
+};
+
+/** Every environment variable the server reads (README documents each). */
+export const SERVER_ENV = [CONFIG_OPTION.env!, ...ENTRIES.map(([, s]) => s.env)];
+
+type Source = { label: (key: string) => string; values: Record<string, unknown> };
+
+function check(src: Source): void {
+  if (validate(src.values)) return;
+  const e = validate.errors![0] as ErrorObject;
+  if (e.keyword === 'additionalProperties') {
+    throw new UsageError(`${src.label('')}unknown key ${JSON.stringify((e.params as { additionalProperty: string }).additionalProperty)}`);
+  }
+  const key = e.instancePath.split('/')[1];
+  const entry = BY_KEY.get(key);
+  if (entry === undefined) throw new UsageError(`${src.label('')}must be a JSON object of settings`);
+  throw new UsageError(`${src.label(key)} must be ${entry.s.expect}, got ${JSON.stringify(src.values[key])}`);
+}
+
+function readConfigFile(file: string): Record<string, unknown> {
+  if (/\.ya?ml$/i.test(file)) throw new UsageError(`${file}: YAML config files are not supported; write the same keys as JSON`);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new UsageError(`cannot read config file ${file}: ${(e as Error).message}`);
+  }
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch (e) {
+    throw new UsageError(`${file} is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+/**
+ * Resolves the config from parsed `serve` flags (parseCommand values), the
+ * environment and the config file they name. Throws UsageError (one line).
+ */
+export function resolveServerConfig(flagValues: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv): ServerConfig {
+  const envOf = (name: string): string | undefined => (env[name] === undefined || env[name] === '' ? undefined : env[name]);
+  const configPath = (flagValues.config as string | undefined) ?? envOf(CONFIG_OPTION.env!);
+  const flags: Record<string, unknown> = {};
+  const fromEnv: Record<string, unknown> = {};
+  for (const [, s] of ENTRIES) {
+    const f = flagValues[s.key];
+    if (s.flag && f !== undefined) flags[s.key] = typeof f === 'string' ? s.fromString(f) : f;
+    const e = envOf(s.env);
+    if (e !== undefined) fromEnv[s.key] = s.fromString(e);
+  }
+  const file = configPath === undefined ? {} : readConfigFile(configPath);
+  check({ label: (k) => (k === '' ? '' : `--${k}`), values: flags });
+  check({ label: (k) => (k === '' ? '' : BY_KEY.get(k)!.s.env), values: fromEnv });
+  check({ label: (k) => `${configPath}: ${k === '' ? '' : k}`, values: file });
+  const out: Record<string, unknown> = {};
+  for (const [field, s] of ENTRIES) {
+    const def = typeof s.default === 'function' ? (s.default as () => unknown)() : s.default;
+    out[field] = s.convert(flags[s.key] ?? fromEnv[s.key] ?? file[s.key] ?? def);
+  }
+  const given = new Set([...Object.keys(flags), ...Object.keys(fromEnv), ...Object.keys(file)]);
+  out.cluster = clusterOf(out as SettingValues, given);
+  return Object.freeze(out) as ServerConfig;
+}
+
+/** Flags as typed after `serve` (tests and embedders): parse + resolve. Throws UsageError. */
+export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv): ServerConfig {
+  return resolveServerConfig(parseCommand('streamfeat', SERVE_COMMAND, argv).values, env);
+}
+
+/** A bad setting (the same class as any command-line error: one line, exit 2). */
+export { UsageError as ConfigError };

@@ -60,6 +60,17 @@ export const SHARD_YOUNG_GENERATION_MB = 12;
 /** Shards: hard cap on --shards (a push's target shards travel as a 31-bit mask). */
 export const SHARDS_MAX = 31;
 
+/**
+ * Graceful shutdown (drain, final snapshot, close threads) must finish within this;
+ * past it the process logs server.stop_deadline and exits 1 (the WAL already holds
+ * every acknowledged push, so recovery replays what the snapshot missed). Below
+ * systemd's default TimeoutStopSec (90 s) and Kubernetes' grace period (30 s) plus
+ * a margin, so our own log line says why instead of a bare SIGKILL.
+ */
+export const SHUTDOWN_DEADLINE_MS = 25_000;
+/** Recovery progress lines (shard.recovery_progress) at least this often. */
+export const RECOVERY_PROGRESS_INTERVAL_MS = 1_000;
+
 /** Default duration of dedupe memory when dedupe_key is set without a window (never: window is required). */
 export const DEDUPE_ENTRIES_MAX = 10_000_000;
 

@@ -58,10 +58,10 @@ function listenNet(server: net.Server, host: string, port: number): Promise<numb
 async function listenHttp(front: Front, config: ServerConfig): Promise<{ port: number; close(): void }> {
   if (config.httpEngine === 'net') {
     const server = buildNetHttpServer(front);
-    const port = await listenNet(server, config.httpHost, config.httpPort);
+    const port = await listenNet(server, config.httpAddr.host, config.httpAddr.port);
     return { port, close: () => server.close() };
   }
-  const { token, port } = await listenUws(buildHttpApp(front), config.httpHost, config.httpPort);
+  const { token, port } = await listenUws(buildHttpApp(front), config.httpAddr.host, config.httpAddr.port);
   return { port, close: () => uWS.us_listen_socket_close(token) };
 }
 
@@ -124,17 +124,17 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
   }
 
   const http = await listenHttp(front, config);
-  log.info({ kind: 'server.http_bound', addr: addr(config.httpHost, http.port), engine: config.httpEngine });
+  log.info({ kind: 'server.http_bound', addr: addr(config.httpAddr.host, http.port), engine: config.httpEngine });
   const tcpServer = buildTcpServer(front, config.tcpFrameBytesMax);
-  const tcpPort = await listenNet(tcpServer, config.tcpHost, config.tcpPort);
-  log.info({ kind: 'server.tcp_bound', addr: addr(config.tcpHost, tcpPort) });
+  const tcpPort = await listenNet(tcpServer, config.tcpAddr.host, config.tcpAddr.port);
+  log.info({ kind: 'server.tcp_bound', addr: addr(config.tcpAddr.host, tcpPort) });
   let admin: { token: uWS.us_listen_socket; port: number } | null = null;
   const stats = new StatsCollector(front);
   stats.start();
-  if (config.adminHost !== null) {
+  if (config.adminAddr !== null) {
     const ctx = { front, stats, memoryOnly: config.memoryOnly, walSync: config.walSync, dataDir: config.dataDir };
-    admin = await listenUws(buildAdminApp(ctx, () => true), config.adminHost, config.adminPort);
-    log.info({ kind: 'server.admin_bound', addr: addr(config.adminHost, admin.port) });
+    admin = await listenUws(buildAdminApp(ctx, () => true), config.adminAddr.host, config.adminAddr.port);
+    log.info({ kind: 'server.admin_bound', addr: addr(config.adminAddr.host, admin.port) });
   }
 
   const sweep = setInterval(() => front.dedupe.sweep(Date.now()), 1000);

@@ -1,19 +1,13 @@
 /**
  * Client subcommands of the `streamfeat` CLI (issue 7 item 5). src/cli.ts
- * dispatches `push get batch-get register ping registry reset` here.
- *
- *   streamfeat push EVENT '{json}' [--retry]
- *   streamfeat get TABLE KEY [--features a,b]
- *   streamfeat batch-get FILE            (FILE: JSON array of {table,key,features?} or {requests:[...]}; - = stdin)
- *   streamfeat register FILE.json [--force] [--dry-run]   (FILE: {nodes:[...]} or an array of nodes)
- *   streamfeat ping | registry | reset
- *   common: --url URL (default $STREAMFEAT_URL or http://127.0.0.1:8080), --json,
- *           --timeout-ms N, --http-url URL (registry over a tcp:// url)
+ * dispatches `push get batch-get register ping registry reset` here; each has
+ * its own spec (and so its own --help) in CLIENT_SPECS.
  *
  * Exit codes: 0 ok; 1 the server (or the connection) reported an error, printed
  * as "error: <code> (<status>): <message>"; 2 bad command line or input file.
  */
 import { readFileSync } from 'node:fs';
+import { type CliCommand, type CliIo as BaseIo, type CommandSpec, type OptionSpec, type ParsedCommand, EXIT_ERROR, EXIT_OK, EXIT_USAGE, numberArg, processIo, runCli, stringValue, UsageError } from '../cli_args';
 import { Client } from './client';
 import type { BatchGetEntry } from './client';
 import { formatError, formatPush, formatRegister, formatRegistry, formatRow } from './cli_format';
@@ -21,76 +15,77 @@ import { StreamfeatError } from './errors';
 import type { WireNode } from './wire';
 import type { KeyInput, NativeData } from './values';
 
-export const CLIENT_COMMANDS = ['push', 'get', 'batch-get', 'register', 'ping', 'registry', 'reset'] as const;
+export { EXIT_ERROR, EXIT_OK, EXIT_USAGE };
 export const CLI_URL_DEFAULT = 'http://127.0.0.1:8080';
 
-export const EXIT_OK = 0;
-export const EXIT_ERROR = 1;
-export const EXIT_USAGE = 2;
-
-export interface CliIo {
-  out(line: string): void;
-  err(line: string): void;
+export interface CliIo extends BaseIo {
   /** Reads a file ('-' = stdin); injectable for tests. */
   readFile(path: string): string;
 }
 
-const defaultIo: CliIo = {
-  out: (line) => process.stdout.write(`${line}\n`),
-  err: (line) => process.stderr.write(`${line}\n`),
-  readFile: (path) => readFileSync(path === '-' ? 0 : path, 'utf8'),
-};
+const defaultIo: CliIo = { ...processIo, readFile: (path) => readFileSync(path === '-' ? 0 : path, 'utf8') };
 
-export const CLIENT_USAGE = [
-  'usage:',
-  "  streamfeat push EVENT '{json}' [--retry]",
-  '  streamfeat get TABLE KEY [--features a,b]',
-  '  streamfeat batch-get FILE',
-  '  streamfeat register FILE.json [--force] [--dry-run]',
-  '  streamfeat ping | registry | reset',
-  'options: --url URL (http://host:port or tcp://host:port; default $STREAMFEAT_URL or http://127.0.0.1:8080)',
-  '         --json (raw JSON output)  --timeout-ms N  --http-url URL (registry over tcp)',
+const COMMON: OptionSpec[] = [
+  { name: 'url', type: 'string', value: 'URL', help: 'server: http://host:port or tcp://host:port', env: 'STREAMFEAT_URL', default: CLI_URL_DEFAULT },
+  { name: 'json', type: 'boolean', help: 'print the raw JSON reply' },
+  { name: 'timeout-ms', type: 'string', value: 'N', help: 'per-request timeout', default: '30000' },
+  { name: 'http-url', type: 'string', value: 'URL', help: 'HTTP address for registry/register when --url is tcp://' },
 ];
+const EXIT_NOTE = 'exit codes: 0 ok, 1 the server or the connection reported an error, 2 bad command line or input';
 
-class UsageError extends Error {}
-
-interface Parsed {
-  positional: string[];
-  flags: Map<string, string | true>;
+function spec(name: string, args: string[], summary: string, own: OptionSpec[] = [], notes: string[] = []): CommandSpec {
+  return { name, args, summary, options: [...own, ...COMMON], notes: [...notes, EXIT_NOTE] };
 }
 
-const VALUE_FLAGS = new Set(['url', 'features', 'timeout-ms', 'http-url']);
-const BOOL_FLAGS = new Set(['json', 'force', 'dry-run', 'retry', 'help']);
+export const CLIENT_SPECS: Record<string, CommandSpec> = {
+  push: spec('push', ['EVENT', 'JSON'], "Push one event: streamfeat push Txn '{\"card\":\"c1\",\"amount\":5}'.",
+    [{ name: 'retry', type: 'boolean', help: 'retry retryable errors with backoff (spec 7.1)' }]),
+  get: spec('get', ['TABLE', 'KEY'], 'Read one row. KEY: a JSON array or number as parsed, a JSON string unquoted, anything else as written.',
+    [{ name: 'features', type: 'string', value: 'A,B', help: 'only these features' }]),
+  'batch-get': spec('batch-get', ['FILE'], 'Read many rows in one request.', [],
+    ['FILE: JSON array of {"table","key","features"?} or {"requests": [...]}; - reads stdin. Exit 1 when any entry failed.']),
+  register: spec('register', ['FILE'], 'Register events, derived events and tables.', [
+    { name: 'force', type: 'boolean', help: 'allow breaking changes (drops state of changed tables)' },
+    { name: 'dry-run', type: 'boolean', help: 'print the diff, change nothing' },
+  ], ['FILE: {"nodes": [...]} or an array of nodes (the wire form of spec 3).']),
+  ping: spec('ping', [], 'Check that the server answers; prints its registry version.'),
+  registry: spec('registry', [], 'Print the registered nodes.'),
+  reset: spec('reset', [], 'Drop every registration and all state (server must run with --test-mode).'),
+};
+
+export const CLIENT_COMMANDS = Object.keys(CLIENT_SPECS);
+
+/** The command for src/cli.ts; an io without readFile reads real files. */
+export function clientCommand(name: string): CliCommand {
+  return { spec: CLIENT_SPECS[name], run: (p, io) => runParsed(name, p, { readFile: defaultIo.readFile, ...io }) };
+}
 
 /** Runs one client subcommand; `argv` starts with the subcommand name. Returns the exit code. */
 export async function runClientCommand(argv: string[], io: CliIo = defaultIo): Promise<number> {
-  let parsed: Parsed;
-  try {
-    parsed = parseArgs(argv);
-  } catch (e) {
-    return usage(io, (e as Error).message);
+  const [command, ...rest] = argv;
+  if (command === undefined || !(command in CLIENT_SPECS)) {
+    io.err(`error: ${command === undefined ? 'missing command' : `unknown command: ${command}`}; usage: streamfeat ${CLIENT_COMMANDS.join('|')} ... (streamfeat help)`);
+    return EXIT_USAGE;
   }
-  const [command, ...args] = parsed.positional;
-  if (parsed.flags.has('help') || command === 'help') {
-    for (const line of CLIENT_USAGE) io.out(line);
-    return EXIT_OK;
-  }
-  if (command === undefined) return usage(io, 'missing command');
-  if (!(CLIENT_COMMANDS as readonly string[]).includes(command)) return usage(io, `unknown command: ${command}`);
-  const json = parsed.flags.has('json');
+  return runCli('streamfeat', clientCommand(command), rest, io);
+}
+
+async function runParsed(command: string, parsed: ParsedCommand, io: CliIo): Promise<number> {
+  const json = parsed.values.json === true;
+  const timeout = stringValue(parsed, 'timeout-ms');
+  const timeoutMs = timeout === undefined ? undefined : numberArg('--timeout-ms', timeout, 1);
   let client: Client;
   try {
-    client = new Client(stringFlag(parsed, 'url') ?? process.env.STREAMFEAT_URL ?? CLI_URL_DEFAULT, {
-      timeoutMs: intFlag(parsed, 'timeout-ms'),
-      httpUrl: stringFlag(parsed, 'http-url'),
+    client = new Client(stringValue(parsed, 'url') ?? process.env.STREAMFEAT_URL ?? CLI_URL_DEFAULT, {
+      timeoutMs,
+      httpUrl: stringValue(parsed, 'http-url'),
     });
   } catch (e) {
-    return usage(io, (e as Error).message);
+    throw new UsageError((e as Error).message);
   }
   try {
-    return await runCommand(client, command, args, parsed, json, io);
+    return await runCommand(client, command, parsed.positionals, parsed, json, io);
   } catch (e) {
-    if (e instanceof UsageError) return usage(io, e.message);
     if (!(e instanceof StreamfeatError)) throw e;
     if (json) io.out(JSON.stringify(errorJson(e)));
     else for (const line of formatError(e)) io.err(line);
@@ -100,34 +95,34 @@ export async function runClientCommand(argv: string[], io: CliIo = defaultIo): P
   }
 }
 
-async function runCommand(client: Client, command: string, args: string[], p: Parsed, json: boolean, io: CliIo): Promise<number> {
+async function runCommand(client: Client, command: string, args: string[], p: ParsedCommand, json: boolean, io: CliIo): Promise<number> {
   const print = (reply: unknown, human: string[]): void => {
     if (json) io.out(JSON.stringify(reply));
     else for (const line of human) io.out(line);
   };
   switch (command) {
     case 'push': {
-      const [event, dataText] = need(args, 2, 'push EVENT \'{json}\'');
+      const [event, dataText] = args;
       const data = parseJson(dataText, 'push data');
       if (typeof data !== 'object' || data === null || Array.isArray(data)) throw new UsageError('push data must be a JSON object');
-      const ack = await client.push(event, data as NativeData, p.flags.has('retry') ? { retry: true } : {});
+      const ack = await client.push(event, data as NativeData, p.values.retry === true ? { retry: true } : {});
       print(ack, formatPush(ack));
       return EXIT_OK;
     }
     case 'get': {
-      const [table, keyText] = need(args, 2, 'get TABLE KEY [--features a,b]');
-      const featuresText = stringFlag(p, 'features');
+      const [table, keyText] = args;
+      const featuresText = stringValue(p, 'features');
       const features = featuresText === undefined ? undefined : featuresText.split(',').map((f) => f.trim()).filter((f) => f !== '');
       const row = await client.get(table, parseKey(keyText), features);
       print(row, formatRow(row, keyText));
       return EXIT_OK;
     }
     case 'batch-get':
-      return batchGet(client, need(args, 1, 'batch-get FILE')[0], json, io);
+      return batchGet(client, args[0], json, io);
     case 'register': {
-      const [file] = need(args, 1, 'register FILE.json [--force] [--dry-run]');
+      const [file] = args;
       const nodes = readNodes(io, file);
-      const r = await client.register(nodes, { force: p.flags.has('force'), dryRun: p.flags.has('dry-run') });
+      const r = await client.register(nodes, { force: p.values.force === true, dryRun: p.values['dry-run'] === true });
       print(r, formatRegister(r));
       return EXIT_OK;
     }
@@ -199,49 +194,6 @@ function errorJson(e: StreamfeatError): Record<string, unknown> {
   return out;
 }
 
-function parseArgs(argv: string[]): Parsed {
-  const positional: string[] = [];
-  const flags = new Map<string, string | true>();
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (!a.startsWith('--') || a === '--') {
-      positional.push(a);
-      continue;
-    }
-    const eq = a.indexOf('=');
-    const name = eq < 0 ? a.slice(2) : a.slice(2, eq);
-    if (VALUE_FLAGS.has(name)) {
-      const value = eq < 0 ? argv[++i] : a.slice(eq + 1);
-      if (value === undefined) throw new Error(`--${name} needs a value`);
-      flags.set(name, value);
-    } else if (BOOL_FLAGS.has(name) && eq < 0) {
-      flags.set(name, true);
-    } else {
-      throw new Error(`unknown option --${name}`);
-    }
-  }
-  return { positional, flags };
-}
-
-function stringFlag(p: Parsed, name: string): string | undefined {
-  const v = p.flags.get(name);
-  return typeof v === 'string' ? v : undefined;
-}
-
-function intFlag(p: Parsed, name: string): number | undefined {
-  const v = stringFlag(p, name);
-  if (v === undefined) return undefined;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name} must be a positive integer`);
-  return n;
-}
-
-function need(args: string[], n: number, form: string): string[] {
-  if (args.length < n) throw new UsageError(`expected: streamfeat ${form}`);
-  if (args.length > n) throw new UsageError(`unexpected argument ${args[n]}; expected: streamfeat ${form}`);
-  return args;
-}
-
 function parseJson(text: string, what: string): unknown {
   try {
     return JSON.parse(text);
@@ -256,10 +208,4 @@ function readInput(io: CliIo, file: string): string {
   } catch (e) {
     throw new UsageError(`cannot read ${file}: ${(e as Error).message}`);
   }
-}
-
-function usage(io: CliIo, message: string): number {
-  io.err(`error: ${message}`);
-  for (const line of CLIENT_USAGE) io.err(line);
-  return EXIT_USAGE;
 }

@@ -189,7 +189,9 @@ test('cli: usage errors exit 2 and never contact the server', async () => {
     [['ping', '--bogus', ...u], /unknown option --bogus/],
     [['ping', '--url'], /--url needs a value/],
     [['ping', '--url', 'gopher://x'], /unsupported URL scheme/],
-    [['ping', '--timeout-ms', '-3', ...u], /--timeout-ms must be a positive integer/],
+    [['ping', '--timeout-ms=-3', ...u], /--timeout-ms needs an integer >= 1, got -3/],
+    [['ping', '--timeout-ms', '-3', ...u], /--timeout-ms needs a value/],
+    [['ping', '--json=yes', ...u], /--json takes no value/],
   ];
   try {
     for (const [argv, want] of cases) {
@@ -199,7 +201,7 @@ test('cli: usage errors exit 2 and never contact the server', async () => {
     }
     assert.equal(srv.requests.length, 0);
     const h = io();
-    assert.equal(await runClientCommand(['help'], h), EXIT_OK);
+    assert.equal(await runClientCommand(['batch-get', '--help'], h), EXIT_OK);
     assert.match(h.stdout.join('\n'), /streamfeat batch-get FILE/);
   } finally {
     await srv.close();

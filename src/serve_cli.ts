@@ -1,0 +1,56 @@
+/**
+ * `streamfeat serve`: resolve the config (src/config.ts), start the server, and
+ * own the process lifecycle: the first SIGTERM/SIGINT starts a graceful shutdown
+ * bounded by SHUTDOWN_DEADLINE_MS; a second signal exits at once (exit 130 / 143,
+ * what a shell reports for a signal death). The WAL holds every acknowledged
+ * push, so leaving early only costs the final snapshot (recovery replays it).
+ */
+import { type CliCommand, UsageError } from './cli_args';
+import { resolveServerConfig, SERVE_COMMAND } from './config';
+import { SHUTDOWN_DEADLINE_MS } from './limits';
+
+const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
+
+export const SERVE_CLI: CliCommand = {
+  spec: SERVE_COMMAND,
+  async run(p) {
+    const config = resolveServerConfig(p.values, process.env);
+    // Server modules load only for `serve`, so client subcommands start fast.
+    const { createLogger } = await import('./log');
+    const { startServer } = await import('./server');
+    const { DataDirError } = await import('./data_dir');
+    const log = createLogger(config.logLevel);
+    let stopping: string | null = null;
+    let close: (() => Promise<void>) | null = null;
+    const stop = (signal: string): void => {
+      if (stopping !== null) {
+        log.warn({ kind: 'server.stop_forced', signal, first: stopping });
+        process.exit(SIGNAL_EXIT[signal] ?? 1);
+      }
+      stopping = signal;
+      log.info({ kind: 'server.stopping', signal, deadline_ms: SHUTDOWN_DEADLINE_MS });
+      setTimeout(() => {
+        log.error({ kind: 'server.stop_deadline', deadline_ms: SHUTDOWN_DEADLINE_MS });
+        process.exit(1);
+      }, SHUTDOWN_DEADLINE_MS).unref();
+      // A signal during recovery: nothing to drain yet; shut down once startServer gives us close().
+      if (close !== null) shutdown(close);
+    };
+    const shutdown = (fn: () => Promise<void>): void => {
+      fn().then(() => process.exit(0), (err) => { log.error({ kind: 'server.stop_failed', err: String(err) }); process.exit(1); });
+    };
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+    try {
+      const server = await startServer(config, log);
+      close = () => server.close();
+    } catch (err) {
+      if (err instanceof DataDirError) throw new UsageError(err.message);
+      // Loaded only in cluster mode (a single node never loads the NATS client).
+      if (config.cluster !== null && err instanceof (await import('./cluster/node')).ClusterSetupError) throw new UsageError(err.message);
+      throw err;
+    }
+    if (stopping !== null) shutdown(close);
+    return 0;
+  },
+};
