@@ -1,7 +1,7 @@
 /**
  * The client ships on its own (package export ./client): walking the compiled
  * require graph from src/client/index.js must reach only the client's own files,
- * the three shared leaf modules, and Node built-ins — never server code or a
+ * the shared leaf modules (errors, types, frame, cli_args), and Node built-ins — never server code or a
  * runtime dependency of the server.
  */
 import { test } from 'node:test';
@@ -11,7 +11,7 @@ import { builtinModules } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 
 const SRC = resolve(__dirname, '..', '..', '..', 'src');
-const SHARED = new Set(['errors.js', 'types.js', join('protocol', 'frame.js')]);
+const SHARED = new Set(['errors.js', 'types.js', 'cli_args.js', join('protocol', 'frame.js')]);
 
 function requiresOf(file: string): string[] {
   const text = readFileSync(file, 'utf8');
