@@ -131,6 +131,42 @@ function pairs(v: unknown, path: string, what: string): Array<[string, string]> 
   return out;
 }
 
+/** A field reference that is never read as a keyword or function (expressions.md 1). */
+function fieldRef(name: string): string {
+  return `\`${name.replace(/`/g, '``')}\``;
+}
+
+const CAST_TARGETS = new Set(['str', 'int', 'float', 'bool']);
+
+/**
+ * The peer's `{"op":"cast","type_map":{field: target}}`: each field replaced by
+ * `cast(field, target)` (same targets and semantics as the expression's cast).
+ */
+function castExprs(v: unknown, path: string): Array<[string, string]> {
+  return pairs(v, path, 'type_map').map(([f, t]) => {
+    if (!CAST_TARGETS.has(t)) fail('invalid_cast_target', `${path}.${f}`, `cast target ${JSON.stringify(t)} is not one of str, int, float, bool`);
+    return [f, `cast(${fieldRef(f)}, ${t})`];
+  });
+}
+
+/**
+ * The peer's `{"op":"fillna","defaults":{field: value}}`: each field replaced by
+ * `coalesce(field, value)` for a string, number or bool value. Unlike the peer,
+ * an absent field is filled too (rows here do not tell absent from null).
+ */
+function fillnaExprs(v: unknown, path: string): Array<[string, string]> {
+  if (!isObj(v)) fail('schema_invalid', path, 'defaults must be an object of field -> value');
+  return Object.entries(v).map(([f, x]): [string, string] => {
+    let lit: string;
+    // A double-quoted expression string: only `\` and `"` need escaping (raw text is kept).
+    if (typeof x === 'string') lit = `"${x.replace(/[\\"]/g, '\\$&')}"`;
+    else if (typeof x === 'boolean') lit = String(x);
+    else if (typeof x === 'number' && Number.isFinite(x)) lit = Number.isInteger(x) ? String(x) : x.toExponential();
+    else fail('schema_invalid', `${path}.${f}`, 'a default must be a string, a finite number or a bool');
+    return [f, `coalesce(${fieldRef(f)}, ${lit})`];
+  });
+}
+
 /** One chain op of a derivation or table (`nodes[i].ops[j]`). */
 function parseChainOp(raw: unknown, path: string): ChainOpDef {
   if (!isObj(raw)) fail('schema_invalid', path, 'op must be an object with an "op" string');
@@ -148,13 +184,17 @@ function parseChainOp(raw: unknown, path: string): ChainOpDef {
     case 'with_columns':
     case 'map':
       return { op: 'with_columns', exprs: pairs(raw.exprs, `${path}.exprs`, 'exprs') };
+    case 'cast':
+      return { op: 'with_columns', exprs: castExprs(raw.type_map, `${path}.type_map`) };
+    case 'fillna':
+      return { op: 'with_columns', exprs: fillnaExprs(raw.defaults, `${path}.defaults`) };
     case 'select':
     case 'drop':
       return { op, fields: stringList(raw.fields, `${path}.fields`) };
     case 'rename':
       return { op, mapping: pairs(raw.mapping, `${path}.mapping`, 'mapping') };
     default:
-      fail('unknown_op', `${path}.op`, `unknown chain op ${JSON.stringify(op)}; supported: filter, with_columns, select, drop, rename`);
+      fail('unknown_op', `${path}.op`, `unknown chain op ${JSON.stringify(op)}; supported: filter, with_columns (map), select, drop, rename, cast, fillna`);
   }
 }
 

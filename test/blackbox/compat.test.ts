@@ -179,3 +179,33 @@ test('item 10: batch entries take entity_id for key (not both); peer forms SPEC.
     assert.equal(j.json.error.code, 'unknown_field_type', j.text);
   }
 });
+
+test("item 10: the peer's cast and fillna chain ops (HTTP and TCP)", async () => {
+  const ev = { kind: 'event', name: 'Raw', schema: { fields: { user: 'str', qty: 'str', price: 'f64', note: 'str' }, optional_fields: ['price', 'note'] } };
+  const r0 = await register('http', { nodes: [ev] });
+  assert.ok(r0.ok, r0.text);
+  for (const via of VIAS) {
+    const t = {
+      kind: 'derivation', name: `Clean_${via}`, output_kind: 'table', upstreams: ['Raw'], table_primary_key: ['user'],
+      ops: [
+        { op: 'cast', type_map: { qty: 'int' } },
+        { op: 'fillna', defaults: { price: 2.5, note: 'it\'s "none"' } },
+        { op: 'group_by', keys: ['user'], agg: { [`q_${via}`]: { op: 'sum', params: { field: 'qty', window: '1h' } }, [`p_${via}`]: { op: 'sum', params: { field: 'price', window: '1h' } }, [`n_${via}`]: { op: 'last', params: { field: 'note' } } } },
+      ],
+    };
+    const r = await register(via, { nodes: [t] });
+    assert.ok(r.ok, `${via}: ${r.text}`);
+    // Targets and defaults are checked.
+    const badCast = await register(via, { nodes: [{ ...t, name: 'BadCast', ops: [{ op: 'cast', type_map: { qty: 'i64' } }, t.ops[2]] }] });
+    assert.equal(badCast.json.error.code, 'invalid_cast_target', badCast.text);
+    const badFill = await register(via, { nodes: [{ ...t, name: 'BadFill', ops: [{ op: 'fillna', defaults: { price: [1] } }, t.ops[2]] }] });
+    assert.equal(badFill.json.error.code, 'schema_invalid', badFill.text);
+    const wrongType = await register(via, { nodes: [{ ...t, name: 'BadFillType', ops: [{ op: 'fillna', defaults: { price: 'x' } }, t.ops[2]] }] });
+    assert.equal(wrongType.json.error.code, 'schema_mismatch', wrongType.text);
+  }
+  await post(srv.base, '/push', { event: 'Raw', data: { user: 'f', qty: '3', price: null } });
+  await post(srv.base, '/push', { event: 'Raw', data: { user: 'f', qty: '4', price: 1, note: 'x' } });
+  await post(srv.base, '/push', { event: 'Raw', data: { user: 'f', qty: 'lots' } });
+  // qty: 3 + 4 (+ null for 'lots'); price: 2.5 + 1 + 2.5; the last note is the default.
+  assert.deepEqual((await post(srv.base, '/get', { table: 'Clean_tcp', key: 'f' })).json, { q_tcp: 7, p_tcp: 6, n_tcp: 'it\'s "none"' });
+});
