@@ -15,7 +15,7 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import Ajv, { type ErrorObject } from 'ajv';
 import { type CommandSpec, type OptionSpec, parseCommand, UsageError } from './cli_args';
-import { BATCH_GET_ENTRIES_MAX_DEFAULT, CLUSTER_PARTITIONS_DEFAULT, CLUSTER_PARTITIONS_MAX, SHARDS_MAX, TCP_FRAME_BYTES_MAX_DEFAULT } from './limits';
+import { BATCH_GET_ENTRIES_MAX_DEFAULT, CLUSTER_CHECKPOINT_INTERVAL_MS_DEFAULT, CLUSTER_PARTITIONS_DEFAULT, CLUSTER_PARTITIONS_MAX, SHARDS_MAX, TCP_FRAME_BYTES_MAX_DEFAULT } from './limits';
 
 export type WalSyncMode = 'batch' | 'always';
 /** HTTP data plane: uWebSockets.js (default) or node:net (for pipelining clients; docs/wire.md). */
@@ -132,6 +132,7 @@ export const DEFAULTS = {
   walSyncIntervalMs: 5,
   walSegmentBytesMax: 64 * 1024 * 1024,
   snapshotInterval: '60s',
+  checkpointInterval: `${CLUSTER_CHECKPOINT_INTERVAL_MS_DEFAULT / 1000}s`,
 };
 
 /** Every server setting. The ServerConfig field is the property name. */
@@ -160,6 +161,7 @@ const SETTINGS = {
   nodeId: text({ key: 'node-id', env: 'SERVICE_NODE_ID', value: 'ID', help: "cluster mode: this node's unique name" }, /^[A-Za-z0-9_-]{1,64}$/, '1-64 of [A-Za-z0-9_-]'),
   partitions: int({ key: 'partitions', env: 'SERVICE_PARTITIONS', help: 'cluster mode: partitions of the cluster (fixed per cluster)' }, 1, CLUSTER_PARTITIONS_MAX, CLUSTER_PARTITIONS_DEFAULT),
   peerAddr: addr({ key: 'peer-addr', env: 'SERVICE_PEER_ADDR', help: 'cluster mode: listener for reads forwarded by other nodes' }, '127.0.0.1:0'),
+  checkpointIntervalMs: duration({ key: 'checkpoint-interval', env: 'SERVICE_CHECKPOINT_INTERVAL', help: 'cluster mode: partition checkpoints into the object store (0 disables)' }, DEFAULTS.checkpointInterval),
   /** Test hook: while this file exists, its content (ENOSPC, EIO, TRUNCATE, CRASH) is injected as a WAL fault. */
   faultFile: path({ key: 'fault-wal-file', env: 'SERVICE_FAULT_WAL_FILE', flag: false, help: 'test hook: WAL fault injected while this file exists' }, null),
 } satisfies Record<string, Setting<unknown>>;
@@ -175,6 +177,8 @@ export interface ClusterConfig {
   /** Internal listener for reads forwarded by other nodes (advertised to them). */
   peerHost: string;
   peerPort: number;
+  /** Cadence of partition checkpoints (cluster/checkpoint.ts); 0 = none. */
+  checkpointIntervalMs: number;
 }
 
 /** The settings plus what is derived from several of them. */
@@ -183,7 +187,7 @@ export type ServerConfig = SettingValues & {
   readonly cluster: ClusterConfig | null;
 };
 
-const CLUSTER_ONLY = ['node-id', 'partitions', 'peer-addr'];
+const CLUSTER_ONLY = ['node-id', 'partitions', 'peer-addr', 'checkpoint-interval'];
 
 /** Cluster settings: all or nothing; `given` holds the keys set by some source. */
 function clusterOf(v: SettingValues, given: Set<string>): ClusterConfig | null {
@@ -193,7 +197,7 @@ function clusterOf(v: SettingValues, given: Set<string>): ClusterConfig | null {
     return null;
   }
   if (v.nodeId === null) throw new UsageError('cluster mode needs --node-id (or SERVICE_NODE_ID)');
-  return { url: v.clusterUrl, nodeId: v.nodeId, partitions: v.partitions, peerHost: v.peerAddr.host, peerPort: v.peerAddr.port };
+  return { url: v.clusterUrl, nodeId: v.nodeId, partitions: v.partitions, peerHost: v.peerAddr.host, peerPort: v.peerAddr.port, checkpointIntervalMs: v.checkpointIntervalMs };
 }
 
 const ENTRIES = Object.entries(SETTINGS) as Array<[keyof Settings, Setting<unknown>]>;

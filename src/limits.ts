@@ -108,6 +108,15 @@ export const CLUSTER_RESET_TIMEOUT_MS = 10_000;
 export const CLUSTER_CONSUMER_RETRY_MS = 500;
 /** Re-publishes of a dedupe value whose JetStream match is older than its event's window. */
 export const CLUSTER_DEDUPE_CHAIN_MAX = 8;
+/**
+ * Default cadence of partition checkpoints (--checkpoint-interval; docs/cluster.md
+ * "Checkpoints"): a takeover replays at most about this much of a partition's log.
+ */
+export const CLUSTER_CHECKPOINT_INTERVAL_MS_DEFAULT = 30_000;
+/** Object store chunk size for checkpoints (NATS messages stay well under the 1 MiB default max_payload). */
+export const CLUSTER_CHECKPOINT_CHUNK_BYTES = 512 * 1024;
+/** A checkpoint put or get that does not finish in this long is abandoned (the next interval retries; a restore falls back to a full replay). */
+export const CLUSTER_CHECKPOINT_TIMEOUT_MS = 30_000;
 
 assert(CLUSTER_NODE_TTL_MS + CLUSTER_HEARTBEAT_MS < 10_000, 'a silent node loses its partitions within 10 s');
 assert(TCP_FRAME_BYTES_MAX_DEFAULT >= HTTP_BODY_BYTES_MAX, 'a push that fits HTTP must fit a frame');

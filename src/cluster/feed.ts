@@ -10,9 +10,12 @@
  * again (a consumer recreated after a NATS restart, a partition regained after a
  * spell with another owner) applies each event once.
  *
- * Takeover: a partition newly owned is "replaying" until every copy acked before
- * the takeover (the subject's last sequence then) is applied; reads of it answer
- * partition_unavailable meanwhile.
+ * Takeover: a partition newly owned first imports its latest checkpoint when that
+ * is newer than what this node has (checkpoint.ts), then consumes from the
+ * checkpoint's sequence + 1; it is "replaying" until every copy acked before the
+ * takeover (the subject's last sequence then) is applied; reads of it answer
+ * partition_unavailable meanwhile. One `cluster.partition_replayed` line reports the
+ * checkpoint restored and how many copies were replayed on top of it.
  */
 import type { JsMsg, JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { Front } from '../front/front';
@@ -21,6 +24,7 @@ import type { Logger } from '../log';
 import type { ErrorPayload, PushItem } from '../protocol/messages';
 import { ITEM_PUSH } from '../protocol/messages';
 import { CLUSTER_CONSUMER_RETRY_MS, CLUSTER_FEED_IN_FLIGHT_MAX } from '../limits';
+import type { Checkpoints, CheckpointedFeed } from './checkpoint';
 import { decodeEvent } from './event_wire';
 import { EVENT_STREAM, eventSubject } from './names';
 
@@ -37,7 +41,7 @@ class CopySink implements Sink {
   }
 }
 
-export class PartitionFeed {
+export class PartitionFeed implements CheckpointedFeed {
   /** Highest sequence handed to the shards (the next consumer starts after it). */
   delivered = 0;
   /** Highest sequence such that every copy up to it is applied. */
@@ -45,11 +49,20 @@ export class PartitionFeed {
   /** Sequence that must be applied before reads are answered (set at each takeover). */
   target = Number.POSITIVE_INFINITY;
   owned = false;
+  /** Sequence of the newest checkpoint of this partition written or restored here. */
+  checkpointSeq = 0;
+  /** Nothing at or below this sequence exists any more (test-mode reset). */
+  floor = 0;
   #inFlight: CopySink[] = [];
   #resume: (() => void) | null = null;
   #stopCurrent: (() => void) | null = null;
   #generation = 0;
   #failures = 0;
+  // Takeover report: when taken, the checkpoint restored, copies replayed up to the target.
+  #takenAt = 0;
+  #restoredSeq = 0;
+  #replayed = 0;
+  #reported = true;
 
   constructor(readonly partition: number, readonly host: Feeder) {}
 
@@ -69,12 +82,25 @@ export class PartitionFeed {
     if (i > 0) this.#inFlight.splice(0, i);
     if (this.#inFlight.length === 0 && this.applied < this.delivered) this.applied = this.delivered;
     if (this.#resume !== null && this.#inFlight.length < CLUSTER_FEED_IN_FLIGHT_MAX / 2) { const r = this.#resume; this.#resume = null; r(); }
+    if (!this.#reported && this.ready) this.#report();
+  }
+
+  #report(): void {
+    this.#reported = true;
+    this.host.log.info({
+      kind: 'cluster.partition_replayed', partition: this.partition, restored_seq: this.#restoredSeq,
+      replayed: this.#replayed, target: this.target, ms: Date.now() - this.#takenAt,
+    });
   }
 
   take(): void {
     if (this.owned) return;
     this.owned = true;
     this.target = Number.POSITIVE_INFINITY;
+    this.#takenAt = Date.now();
+    this.#restoredSeq = 0;
+    this.#replayed = 0;
+    this.#reported = false;
     const gen = ++this.#generation;
     void this.#run(gen);
   }
@@ -89,8 +115,19 @@ export class PartitionFeed {
   async #run(gen: number): Promise<void> {
     const { js, jsm, log } = this.host;
     const subject = eventSubject(this.partition);
+    let restoring = this.host.checkpoints !== null;
     while (gen === this.#generation) {
       try {
+        if (restoring) {
+          const seq = await this.host.checkpoints!.restore(this, (v) => this.host.versionAtLeast(v));
+          restoring = false;
+          if (gen !== this.#generation) return;
+          if (seq !== null && seq > this.delivered) {
+            this.#restoredSeq = seq;
+            this.delivered = seq;
+            this.settle();
+          }
+        }
         const last = await jsm.streams.getMessage(EVENT_STREAM, { last_by_subj: subject }).catch((err: unknown) => {
           if (/no message found/i.test(String((err as Error)?.message))) return null;
           throw err;
@@ -119,6 +156,7 @@ export class PartitionFeed {
   async #handle(m: JsMsg): Promise<void> {
     const seq = m.seq;
     if (seq <= this.delivered) return; // redelivered after a consumer was recreated
+    if (seq <= this.target) this.#replayed++;
     const ev = decodeEvent(m.data);
     if (ev === null) { this.delivered = seq; this.settle(); return; }
     const front = this.host.front;
@@ -139,6 +177,7 @@ export class PartitionFeed {
 
   /** Test-mode reset: the shards were cleared; nothing before `seq` exists any more. */
   resetTo(seq: number): void {
+    if (seq > this.floor) this.floor = seq;
     if (seq > this.delivered) this.delivered = seq;
     if (seq > this.applied) this.applied = seq;
   }
@@ -146,6 +185,8 @@ export class PartitionFeed {
 
 export class Feeder {
   readonly feeds: PartitionFeed[];
+  /** Set by the node when checkpoints are on (--checkpoint-interval > 0). */
+  checkpoints: Checkpoints | null = null;
   #versionWaiters: Array<{ v: number; resolve: () => void }> = [];
 
   constructor(readonly front: Front, readonly js: JetStreamClient, readonly jsm: JetStreamManager, partitions: number, readonly log: Logger) {

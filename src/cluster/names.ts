@@ -16,5 +16,9 @@ export const META_REGISTRY_KEY = 'registry';
 /** KV bucket of live nodes: one key per node, refreshed by heartbeats, expired by max_age. */
 export const NODES_BUCKET = 'sf_nodes';
 
+/** Object store of partition checkpoints: one object per partition, replaced by each checkpoint. */
+export const CHECKPOINT_BUCKET = 'sf_ckpt';
+export const checkpointName = (partition: number): string => `p${partition}`;
+
 /** Core NATS subject on which each node answers cluster-wide reset requests (test mode). */
 export const resetSubject = (nodeId: string): string => `sf.ctl.reset.${nodeId}`;

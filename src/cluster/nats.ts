@@ -1,6 +1,7 @@
 /**
  * The node's NATS connection and the cluster's JetStream objects: the event
- * stream, the metadata bucket (partition count, registry) and the nodes bucket.
+ * stream, the metadata bucket (partition count, registry), the nodes bucket and the
+ * checkpoint object store.
  * Created idempotently by whichever node starts first. Tracks whether the
  * connection is up, so that pushes fail fast (wal_unavailable) while NATS is
  * unreachable instead of queueing in the client's reconnect buffer.
@@ -8,9 +9,10 @@
 import { connect } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
+import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { Logger } from '../log';
 import { CLUSTER_DEDUPE_WINDOW_MS, CLUSTER_NODE_TTL_MS } from '../limits';
-import { EVENT_STREAM, EVENT_SUBJECT_PREFIX, META_BUCKET, META_PARTITIONS_KEY, NODES_BUCKET } from './names';
+import { CHECKPOINT_BUCKET, EVENT_STREAM, EVENT_SUBJECT_PREFIX, META_BUCKET, META_PARTITIONS_KEY, NODES_BUCKET } from './names';
 
 export class ClusterSetupError extends Error {}
 
@@ -31,13 +33,15 @@ export interface NatsHandles {
   jsm: JetStreamManager;
   meta: KV;
   nodes: KV;
+  /** Partition checkpoints (cluster/checkpoint.ts). */
+  checkpoints: ObjectStore;
   /** False between a disconnect and the next reconnect. */
   readonly up: boolean;
 }
 
 class Handles implements NatsHandles {
   up = true;
-  constructor(readonly nc: NatsConnection, readonly js: JetStreamClient, readonly jsm: JetStreamManager, readonly meta: KV, readonly nodes: KV) {}
+  constructor(readonly nc: NatsConnection, readonly js: JetStreamClient, readonly jsm: JetStreamManager, readonly meta: KV, readonly nodes: KV, readonly checkpoints: ObjectStore) {}
 }
 
 export async function openNats(url: string, nodeId: string, partitions: number, log: Logger): Promise<NatsHandles> {
@@ -55,7 +59,10 @@ export async function openNats(url: string, nodeId: string, partitions: number, 
   // File storage: the bucket (not its expiring entries) must survive a NATS restart.
   const nodes = await kvm.create(NODES_BUCKET, { history: 1, ttl: CLUSTER_NODE_TTL_MS, storage: StorageType.File });
   await checkPartitions(meta, partitions);
-  const h = new Handles(nc, js, jsm, meta, nodes);
+  // File storage like the event stream: a checkpoint must outlive a NATS restart, since the
+  // stream may later be bounded by it (docs/cluster.md "Checkpoints").
+  const checkpoints = await new Objm(js).create(CHECKPOINT_BUCKET, { storage: StorageType.File });
+  const h = new Handles(nc, js, jsm, meta, nodes, checkpoints);
   void (async () => {
     for await (const s of nc.status()) {
       if (s.type === 'disconnect') { h.up = false; log.warn({ kind: 'cluster.nats_disconnected' }); }

@@ -1,6 +1,6 @@
 /**
  * One cluster node (docs/cluster.md): wires the NATS handles, the log sink
- * (ingest), partition feeds, membership, the read router with its peer listener
+ * (ingest), partition feeds and their checkpoints, membership, the read router with its peer listener
  * and the registry into the front's cluster seam (front/cluster_hooks.ts).
  *
  * Start order: NATS objects -> registry (installed before anything is consumed)
@@ -12,6 +12,7 @@ import type { ClusterConfig } from '../config';
 import type { Front } from '../front/front';
 import type { ClusterHooks } from '../front/cluster_hooks';
 import type { Logger } from '../log';
+import { Checkpoints } from './checkpoint';
 import { Feeder } from './feed';
 import { Ingest } from './ingest';
 import { Membership } from './membership';
@@ -34,6 +35,9 @@ function addr(host: string, port: number): string {
 export async function startClusterNode(cfg: ClusterConfig, front: Front, log: Logger): Promise<ClusterNode> {
   const nats = await openNats(cfg.url, cfg.nodeId, cfg.partitions, log);
   const feeder = new Feeder(front, nats.js, nats.jsm, cfg.partitions, log);
+  // Takeovers restore checkpoints even when this node writes none (--checkpoint-interval 0).
+  const checkpoints = new Checkpoints(nats.checkpoints, front, log, cfg.checkpointIntervalMs);
+  feeder.checkpoints = checkpoints;
   const ingest = new Ingest(front, nats, cfg.partitions);
   const registry = new ClusterRegistry(front, nats, feeder, ingest, log);
   let membership: Membership | null = null;
@@ -51,6 +55,7 @@ export async function startClusterNode(cfg: ClusterConfig, front: Front, log: Lo
   });
   router = new ReadRouter(front, feeder, membership, cfg.nodeId, log);
   await membership.start();
+  checkpoints.start(feeder.feeds);
   const hooks: ClusterHooks = {
     append: (push) => ingest.append(push),
     read: (item, sink, tag) => router!.read(item, sink, tag),
@@ -64,6 +69,7 @@ export async function startClusterNode(cfg: ClusterConfig, front: Front, log: Lo
     feeder,
     async close(): Promise<void> {
       await membership!.stop();
+      checkpoints.stop();
       feeder.stop();
       registry.stop();
       router!.close();

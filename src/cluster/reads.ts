@@ -141,7 +141,7 @@ export class ReadRouter {
     const finish = (): void => { res.writeHead(200, { 'content-type': 'text/plain' }).end(lines.join('\n')); };
     if (remaining === 0) { finish(); return; }
     const sink: Sink = {
-      done: (out, tag) => {
+      done: (out: string | ErrorPayload | null, tag: number) => { // never an EXPORT answer here
         lines[tag] = typeof out === 'string' ? `r${out}` : `e${JSON.stringify({ code: out?.code ?? 'internal_error', message: out?.detail.message ?? 'no row from shard' })}`;
         if (--remaining === 0) finish();
       },

@@ -9,10 +9,10 @@
  */
 import type Piscina from 'piscina';
 import { SHARD_BATCHES_IN_FLIGHT_MAX } from '../limits';
-import type { ErrorPayload, ShardBatchResult, ShardItem } from '../protocol/messages';
+import type { ErrorPayload, ItemOut, ShardBatchResult, ShardItem } from '../protocol/messages';
 
 export interface Sink {
-  done(out: string | ErrorPayload | null, tag: number): void;
+  done(out: ItemOut, tag: number): void;
 }
 
 export class ShardChannel {

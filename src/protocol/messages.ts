@@ -49,6 +49,8 @@ export const ITEM_RESET = 4;
 export const ITEM_SNAPSHOT = 5;
 export const ITEM_STATS = 6;
 export const ITEM_INSPECT = 7;
+export const ITEM_EXPORT = 8;
+export const ITEM_IMPORT = 9;
 
 export interface PushItem {
   k: typeof ITEM_PUSH;
@@ -116,18 +118,44 @@ export interface InspectResult {
   row: Record<string, unknown> | null;
 }
 
-export type ShardItem = PushItem | GetItem | InstallItem | ResetItem | SnapshotItem | StatsItem | InspectItem;
+/**
+ * Cluster checkpoint (cluster/checkpoint.ts): this shard's entities of partition `p`,
+ * encoded as a snapshot body (shard/snapshot_job.ts) restricted to the partition's
+ * keys and lz4-compressed; answered as a Uint8Array. Runs in its place in the batch,
+ * so it reflects exactly the pushes enqueued before it.
+ */
+export interface ExportItem {
+  k: typeof ITEM_EXPORT;
+  p: number;
+}
+
+/**
+ * Cluster takeover: replaces this shard's entities of partition `p` by those of a
+ * checkpoint. `parts` are the ExportItem answers of the exporting node's shards
+ * (any shard count): each shard keeps the keys it owns.
+ */
+export interface ImportItem {
+  k: typeof ITEM_IMPORT;
+  p: number;
+  parts: Uint8Array[];
+}
+
+export type ShardItem = PushItem | GetItem | InstallItem | ResetItem | SnapshotItem | StatsItem | InspectItem | ExportItem | ImportItem;
 
 export interface ShardBatch {
   items: ShardItem[];
 }
 
+/** What one item is answered with (see ShardBatchResult). */
+export type ItemOut = string | ErrorPayload | Uint8Array | null;
+
 /**
- * One entry per item, in order: a GET, STATS or INSPECT gets JSON text; a PUSH, INSTALL,
- * RESET or SNAPSHOT gets null on success or an ErrorPayload.
+ * One entry per item, in order: a GET, STATS or INSPECT gets JSON text; an EXPORT a
+ * Uint8Array; a PUSH, INSTALL, RESET, SNAPSHOT or IMPORT gets null on success or an
+ * ErrorPayload.
  */
 export interface ShardBatchResult {
-  outs: Array<string | ErrorPayload | null>;
+  outs: ItemOut[];
 }
 
 export interface ShardInit {

@@ -15,7 +15,7 @@ import { scanRegistryLog } from '../wal';
 import type { RegistryState } from '../registry/model';
 import { asSfError, SfError } from '../errors';
 import { createLogger } from '../log';
-import { ITEM_GET, ITEM_INSPECT, ITEM_INSTALL, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, ITEM_STATS, type ErrorPayload, type InspectItem, type InspectResult, type ShardBatch, type ShardBatchResult, type ShardHello, type ShardInit, type ShardItem } from '../protocol/messages';
+import { ITEM_EXPORT, ITEM_GET, ITEM_IMPORT, ITEM_INSPECT, ITEM_INSTALL, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, ITEM_STATS, type ErrorPayload, type InspectItem, type InspectResult, type ShardBatch, type ShardBatchResult, type ShardHello, type ShardInit, type ShardItem } from '../protocol/messages';
 import { COLD_SWEEP_INTERVAL_MS } from './cold';
 import { DedupeLog } from './dedupe_log';
 import type { SnapshotJob } from './snapshot_job';
@@ -23,6 +23,7 @@ import { ShardState } from './state';
 import { ShardStore } from './store';
 import { ThreadSampler } from '../admin/thread_stats';
 import { snapshotView, tableStats, type ShardStats } from './shard_stats';
+import { exportPartition, importPartition } from './partition_io';
 
 const init = workerData as ShardInit;
 // A shard thread replaced after a crash starts with the boot-time workerData: the
@@ -202,6 +203,20 @@ function runItems(items: ShardItem[], from: number, to: number, outs: ShardBatch
         break;
       case ITEM_INSPECT:
         outs[i] = JSON.stringify(inspect(it, now));
+        break;
+      case ITEM_EXPORT:
+        // Cluster checkpoint: in its place among the pushes, so it reflects exactly those before it.
+        try { outs[i] = exportPartition(state, it.p).body; } catch (err) { outs[i] = errorPayload(err); }
+        break;
+      case ITEM_IMPORT:
+        try {
+          const n = importPartition(state, it.p, it.parts);
+          log.info({ kind: 'shard.partition_imported', shard: init.shardId, partition: it.p, entities: n });
+          outs[i] = null;
+        } catch (err) {
+          log.error({ kind: 'shard.partition_import_failed', shard: init.shardId, partition: it.p, err: String(err) });
+          outs[i] = errorPayload(err);
+        }
         break;
       case ITEM_INSTALL:
         dropJob(); // the layout a running snapshot captured is gone: start over next time

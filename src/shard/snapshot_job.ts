@@ -72,7 +72,8 @@ export class SnapshotJob {
   maxSliceMs = 0;
   done = false;
 
-  constructor(state: ShardState) {
+  /** `keep`: only these keys (a cluster partition's, shard/partition_io.ts); default every key. */
+  constructor(state: ShardState, readonly keep: ((key: string) => boolean) | null = null) {
     this.#state = state;
     this.#tables = state.tables;
     this.startLsn = state.appliedLsn;
@@ -120,6 +121,7 @@ export class SnapshotJob {
       const next = this.#it.next();
       if (next.done) { this.#it = null; this.#table++; break; }
       const [key, v] = next.value;
+      if (this.keep !== null && !this.keep(key)) continue;
       keys.push(key);
       if (this.#cold) {
         const parts = frozenParts(v as Buffer);
@@ -159,10 +161,13 @@ function* chunks(body: Buffer): Generator<unknown> {
 
 /**
  * Restores a snapshot body into `state`: installs the registry version it was taken
- * under, then every entity whose table and features still match by signature.
+ * under, then every entity whose table and features still match by signature (and
+ * whose key `keep` accepts, when given).
  * Returns the LSN to replay the WAL after, and the dedupe entries.
  */
-export function restoreSnapshot(state: ShardState, body: Buffer, registryOf: (version: number) => RegistryState | undefined): { startLsn: number; dedupe: DedupeEntry[] } {
+export function restoreSnapshot(
+  state: ShardState, body: Buffer, registryOf: (version: number) => RegistryState | undefined, keep: ((key: string) => boolean) | null = null,
+): { startLsn: number; dedupe: DedupeEntry[]; entities: number } {
   const it = chunks(body);
   const meta = it.next().value as SnapshotMeta;
   if (meta === undefined || meta.format !== SNAPSHOT_FORMAT) throw new Error(`unknown snapshot format ${meta?.format}`);
@@ -177,6 +182,7 @@ export function restoreSnapshot(state: ShardState, body: Buffer, registryOf: (ve
     return { ts, map, identity };
   });
   let end: EndChunk | null = null;
+  let entities = 0;
   for (const c of it) {
     if ((c as EndChunk).end === true) { end = c as EndChunk; break; }
     const ch = c as EntityChunk;
@@ -185,6 +191,8 @@ export function restoreSnapshot(state: ShardState, body: Buffer, registryOf: (ve
     const { ts, map, identity } = target;
     for (let e = 0; e < ch.keys.length; e++) {
       const key = ch.keys[e];
+      if (keep !== null && !keep(key)) continue;
+      entities++;
       if (ch.frozen !== null && identity) {
         ts.rows.delete(key);
         ts.cold.set(key, ch.frozen[e]);
@@ -199,5 +207,5 @@ export function restoreSnapshot(state: ShardState, body: Buffer, registryOf: (ve
   if (end === null) throw new Error('snapshot body has no end chunk');
   if (end.appliedLsn > state.appliedLsn) state.appliedLsn = end.appliedLsn;
   if (end.lastT > state.lastT) state.lastT = end.lastT;
-  return { startLsn: meta.startLsn, dedupe: end.dedupe };
+  return { startLsn: meta.startLsn, dedupe: end.dedupe, entities };
 }

@@ -256,6 +256,24 @@ export class ShardState {
     return n;
   }
 
+  /** Cluster mode: is `key` one of partition `p`'s keys held by this shard? */
+  ownsInPartition(key: string, p: number): boolean {
+    const { shardId, shardCount } = this.opts;
+    return partitionOf(key, this.opts.partitions ?? 0) === p && (shardCount === 1 || shardOf(key, shardCount) === shardId);
+  }
+
+  /** Cluster mode: forgets every entity of partition `p` (before a checkpoint of it is imported). Returns how many. */
+  dropPartition(p: number): number {
+    const parts = this.opts.partitions ?? 0;
+    let n = 0;
+    for (const ts of this.tables) {
+      // Deleting the current entry during Map iteration is safe in JS.
+      for (const key of ts.rows.keys()) if (partitionOf(key, parts) === p) { ts.rows.delete(key); n++; }
+      for (const key of ts.cold.keys()) if (partitionOf(key, parts) === p) { ts.cold.delete(key); n++; }
+    }
+    return n;
+  }
+
   /** Freezes entities idle past their table's cold_after; bounded work per call. Returns entities frozen. */
   sweepCold(now: number, budget = COLD_SWEEP_ENTITIES_PER_TICK): number {
     let frozen = 0;

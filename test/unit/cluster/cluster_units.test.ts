@@ -5,7 +5,7 @@ import { assignPartitions } from '../../../src/cluster/membership';
 import { decodeEvent, encodeEvent } from '../../../src/cluster/event_wire';
 import { hashKey, partitionOf, partitionOfHash, shardOf } from '../../../src/registry/key';
 import { ConfigError, parseServeArgs } from '../../../src/config';
-import { CLUSTER_PARTITIONS_DEFAULT, CLUSTER_PARTITIONS_MAX } from '../../../src/limits';
+import { CLUSTER_CHECKPOINT_INTERVAL_MS_DEFAULT, CLUSTER_PARTITIONS_DEFAULT, CLUSTER_PARTITIONS_MAX } from '../../../src/limits';
 
 test('rendezvous ownership: same map from any order, every partition owned by a live node, a leaving node moves only its own partitions', () => {
   const nodes = ['a', 'b', 'c'];
@@ -48,9 +48,11 @@ test('stream message: header and envelope round-trip, including newlines and non
 test('cluster flags: off by default; --cluster-url needs --node-id; env vars; partition bounds', () => {
   assert.equal(parseServeArgs([], {}).cluster, null);
   const c = parseServeArgs(['--cluster-url', 'nats://127.0.0.1:4222', '--node-id', 'n1'], {}).cluster!;
-  assert.deepEqual(c, { url: 'nats://127.0.0.1:4222', nodeId: 'n1', partitions: CLUSTER_PARTITIONS_DEFAULT, peerHost: '127.0.0.1', peerPort: 0 });
-  const e = parseServeArgs(['--partitions', '8', '--peer-addr', '0.0.0.0:7070'], { SERVICE_CLUSTER_URL: 'nats://h:1', SERVICE_NODE_ID: 'x' }).cluster!;
-  assert.deepEqual(e, { url: 'nats://h:1', nodeId: 'x', partitions: 8, peerHost: '0.0.0.0', peerPort: 7070 });
+  assert.deepEqual(c, { url: 'nats://127.0.0.1:4222', nodeId: 'n1', partitions: CLUSTER_PARTITIONS_DEFAULT, peerHost: '127.0.0.1', peerPort: 0, checkpointIntervalMs: CLUSTER_CHECKPOINT_INTERVAL_MS_DEFAULT });
+  const e = parseServeArgs(['--partitions', '8', '--peer-addr', '0.0.0.0:7070', '--checkpoint-interval', '250ms'], { SERVICE_CLUSTER_URL: 'nats://h:1', SERVICE_NODE_ID: 'x' }).cluster!;
+  assert.deepEqual(e, { url: 'nats://h:1', nodeId: 'x', partitions: 8, peerHost: '0.0.0.0', peerPort: 7070, checkpointIntervalMs: 250 });
+  assert.equal(parseServeArgs([], { SERVICE_CLUSTER_URL: 'nats://h:1', SERVICE_NODE_ID: 'x', SERVICE_CHECKPOINT_INTERVAL: '0' }).cluster!.checkpointIntervalMs, 0);
+  assert.throws(() => parseServeArgs(['--checkpoint-interval', '5s'], {}), (err: unknown) => err instanceof ConfigError && /--checkpoint-interval needs --cluster-url/.test(err.message));
   assert.throws(() => parseServeArgs(['--cluster-url', 'nats://h:1'], {}), (err: unknown) => err instanceof ConfigError && /--node-id/.test(err.message));
   assert.throws(() => parseServeArgs(['--node-id', 'n1'], {}), ConfigError);
   assert.throws(() => parseServeArgs(['--cluster-url', 'http://h:1', '--node-id', 'n'], {}), ConfigError);
