@@ -51,18 +51,25 @@ export async function openNats(url: string, nodeId: string, partitions: number, 
   } catch (err) {
     throw new ClusterSetupError(`cannot reach NATS at ${url}: ${(err as Error).message}`);
   }
-  const jsm = await jetstreamManager(nc);
-  const js = jetstream(nc);
-  await ensureStream(jsm);
-  const kvm = new Kvm(nc);
-  const meta = await kvm.create(META_BUCKET, { history: 1, storage: StorageType.File });
-  // File storage: the bucket (not its expiring entries) must survive a NATS restart.
-  const nodes = await kvm.create(NODES_BUCKET, { history: 1, ttl: CLUSTER_NODE_TTL_MS, storage: StorageType.File });
-  await checkPartitions(meta, partitions);
-  // File storage like the event stream: a checkpoint must outlive a NATS restart, since the
-  // stream may later be bounded by it (docs/cluster.md "Checkpoints").
-  const checkpoints = await new Objm(js).create(CHECKPOINT_BUCKET, { storage: StorageType.File });
-  const h = new Handles(nc, js, jsm, meta, nodes, checkpoints);
+  let h: Handles;
+  try {
+    const jsm = await jetstreamManager(nc);
+    const js = jetstream(nc);
+    await ensureStream(jsm);
+    const kvm = new Kvm(nc);
+    const meta = await kvm.create(META_BUCKET, { history: 1, storage: StorageType.File });
+    // File storage: the bucket (not its expiring entries) must survive a NATS restart.
+    const nodes = await kvm.create(NODES_BUCKET, { history: 1, ttl: CLUSTER_NODE_TTL_MS, storage: StorageType.File });
+    await checkPartitions(meta, partitions);
+    // File storage like the event stream: a checkpoint must outlive a NATS restart, since the
+    // stream may later be bounded by it (docs/cluster.md "Checkpoints").
+    const checkpoints = await new Objm(js).create(CHECKPOINT_BUCKET, { storage: StorageType.File });
+    h = new Handles(nc, js, jsm, meta, nodes, checkpoints);
+  } catch (err) {
+    // A node that refuses to start must exit: an open connection would keep the process alive.
+    await nc.close().catch(() => {});
+    throw err;
+  }
   void (async () => {
     for await (const s of nc.status()) {
       if (s.type === 'disconnect') { h.up = false; log.warn({ kind: 'cluster.nats_disconnected' }); }
