@@ -7,10 +7,10 @@
  * NATS down -> pushes 503 wal_unavailable, reads keep working; NATS back -> full
  * service.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { get, post, startServer, type TestServer } from '../harness/server';
-import { startNats, type TestNats } from '../harness/nats';
+import { useCluster, type TestNats } from '../harness/nats';
 import { TcpClient } from '../harness/tcp';
 import { OP_PUSH } from '../../src/protocol/frame';
 
@@ -119,17 +119,7 @@ async function sameRegistry(version: number): Promise<void> {
   }
 }
 
-before(async () => {
-  nats = await startNats();
-  const started = await Promise.all([0, 1, 2].map(startNode));
-  started.forEach((s, i) => { nodes[i] = s; });
-});
-
-after(async () => {
-  await Promise.all(live().map((n) => n.stop()));
-  await nats.stop();
-  nats.cleanup();
-});
+useCluster(nodes, startNode, (n) => { nats = n; });
 
 test('pushes through every node agree with reads from every node; dedupe is exact across nodes', { timeout: 60_000 }, async () => {
   const reg = await post(nodes[0]!.base, '/register', { nodes: NODES });

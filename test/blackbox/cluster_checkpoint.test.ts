@@ -8,10 +8,10 @@
  * acked push is counted once. The killed node then restarts empty, takes its
  * share back from the checkpoints the survivors wrote, and agrees too.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { get, post, startServer, type TestServer } from '../harness/server';
-import { startNats, type TestNats } from '../harness/nats';
+import { useCluster, type TestNats } from '../harness/nats';
 import { partitionOf } from '../../src/registry/key';
 
 const PARTITIONS = 8;
@@ -115,17 +115,7 @@ function assertTail(l: Line, minRestored: number): void {
   if (minRestored > 0) assert.ok(l.replayed < all.length, `partition ${p}: replayed the whole stream`);
 }
 
-before(async () => {
-  nats = await startNats();
-  const started = await Promise.all([0, 1, 2].map(startNode));
-  started.forEach((s, i) => { nodes[i] = s; });
-});
-
-after(async () => {
-  await Promise.all(live().map((n) => n.stop()));
-  await nats.stop();
-  nats.cleanup();
-});
+useCluster(nodes, startNode, (n) => { nats = n; });
 
 test('kill -9 after checkpoints: new owners restore the checkpoint and replay only the tail, exactly once; the restarted node restores too', { timeout: 60_000 }, async () => {
   const reg = await post(nodes[0]!.base, '/register', { nodes: NODES });

@@ -7,6 +7,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
+import type { TestServer } from './server';
 
 export function ensureNatsServer(): string {
   const which = (): string => spawnSync('sh', ['-c', 'command -v nats-server'], { encoding: 'utf8' }).stdout.trim();
@@ -83,4 +85,25 @@ export async function startNats(): Promise<TestNats> {
   };
   await nats.start();
   return nats;
+}
+
+/**
+ * The fixture of a cluster test file: before its tests a nats-server (handed to
+ * `onNats`, which node starters read the URL from) and one node per slot of
+ * `nodes` (started by `start`); after them every node still running is stopped and
+ * NATS stopped and removed.
+ */
+export function useCluster(nodes: Array<TestServer | null>, start: (i: number) => Promise<TestServer>, onNats: (n: TestNats) => void): void {
+  let nats: TestNats | null = null;
+  before(async () => {
+    nats = await startNats();
+    onNats(nats);
+    const started = await Promise.all(nodes.map((_, i) => start(i)));
+    started.forEach((s, i) => { nodes[i] = s; });
+  });
+  after(async () => {
+    await Promise.all(nodes.filter((n): n is TestServer => n !== null).map((n) => n.stop()));
+    await nats?.stop();
+    nats?.cleanup();
+  });
 }
