@@ -9,6 +9,7 @@ import type { HistogramData } from './histogram';
 import { processStats } from './process_stats';
 import { PromText } from './prom_text';
 import type { AdminContext } from './context';
+import type { ShardStats, ShardWalStats, TableStats } from '../shard/shard_stats';
 
 export function renderMetrics(ctx: AdminContext): string {
   const { front, stats } = ctx;
@@ -79,31 +80,28 @@ export function renderMetrics(ctx: AdminContext): string {
   perShard('streamfeat_shard_batch_seconds_total', 'counter', 'Sum of batch round trips front -> shard -> front, seconds.', (i) => chans[i].batchSeconds);
   perShard('streamfeat_shard_queue_items', 'gauge', 'Items waiting on the front for the shard\'s next batch.', (i) => chans[i].queued);
   perShard('streamfeat_shard_batches_in_flight', 'gauge', 'Batches dispatched to the shard and not yet answered.', (i) => chans[i].inFlight);
-  const shards = stats.shards;
-  const known = shards.map((s, i) => [s, i] as const).filter((x): x is readonly [NonNullable<typeof x[0]>, number] => x[0] !== null);
-  const fromShards = (name: string, type: 'counter' | 'gauge', help: string, pick: (s: (typeof known)[number][0]) => number): void => {
+  // Shard figures arrive once a second (admin/stats.ts); a shard that has not answered yet has no series.
+  const known: Array<[number, ShardStats]> = stats.shards.flatMap((s, i): Array<[number, ShardStats]> => (s === null ? [] : [[i, s]]));
+  const bySeries = <T>(rows: ReadonlyArray<[number, T]>) => (name: string, type: 'counter' | 'gauge', help: string, pick: (v: T) => number): void => {
     p.family(name, type, help);
-    for (const [s, i] of known) p.sample(name, { shard: i }, pick(s));
+    for (const [i, v] of rows) p.sample(name, { shard: i }, pick(v));
   };
+  const fromShards = bySeries(known);
   fromShards('streamfeat_shard_applied_lsn', 'gauge', 'Highest LSN the shard has applied.', (s) => s.appliedLsn);
   fromShards('streamfeat_shard_recovered_records', 'gauge', 'WAL records the shard replayed at boot.', (s) => s.recoveredRecords);
   fromShards('streamfeat_shard_recovery_seconds', 'gauge', 'Time the shard took to recover at boot, seconds.', (s) => s.recoveryMs / 1000);
-  p.family('streamfeat_stats_age_seconds', 'gauge', 'Age of the shard figures below (they refresh every second; a growing age means a stalled shard).');
-  for (const [, i] of known) p.sample('streamfeat_stats_age_seconds', { shard: i }, (now - stats.shardAtMs[i]) / 1000);
-  const perTable = (name: string, help: string, pick: (t: { hot: number; cold: number; bytes: number }) => number): void => {
+  fromShards('streamfeat_stats_age_seconds', 'gauge', 'Age of the shard figures (refreshed every second; a growing age means a stalled shard).', (s) => (now - stats.shardAtMs[s.shard]) / 1000);
+  const perTable = (name: string, help: string, pick: (t: TableStats) => number): void => {
     p.family(name, 'gauge', help);
-    for (const [s, i] of known) for (const t of s.tables) p.sample(name, { shard: i, table: t.table }, pick(t));
+    for (const [i, s] of known) for (const t of s.tables) p.sample(name, { shard: i, table: t.table }, pick(t));
   };
   perTable('streamfeat_entities', 'Entities held (hot and cold), by shard and table.', (t) => t.hot + t.cold);
   perTable('streamfeat_cold_entities', 'Entities frozen after cold_after (included in streamfeat_entities), by shard and table.', (t) => t.cold);
   perTable('streamfeat_table_state_bytes', 'Estimated bytes of entity state (sampled serialized size x entities), by shard and table.', (t) => t.bytes);
 
-  const disk = known.filter(([s]) => s.wal !== null) as Array<readonly [typeof known[number][0] & { wal: NonNullable<typeof known[number][0]['wal']> }, number]>;
   if (!ctx.memoryOnly) {
-    const wal = (name: string, type: 'counter' | 'gauge', help: string, pick: (w: (typeof disk)[number][0]['wal']) => number): void => {
-      p.family(name, type, help);
-      for (const [s, i] of disk) p.sample(name, { shard: i }, pick(s.wal));
-    };
+    const wals: Array<[number, ShardWalStats]> = known.flatMap(([i, s]): Array<[number, ShardWalStats]> => (s.wal === null ? [] : [[i, s.wal]]));
+    const wal = bySeries(wals);
     wal('streamfeat_wal_appends_total', 'counter', 'WAL writes (one per batch with pushes or installs).', (w) => w.appends);
     wal('streamfeat_wal_append_bytes_total', 'counter', 'Bytes written to the WAL.', (w) => w.appendBytes);
     wal('streamfeat_wal_append_errors_total', 'counter', 'WAL writes that failed (the batch answered wal_unavailable).', (w) => w.appendErrors);
@@ -113,15 +111,12 @@ export function renderMetrics(ctx: AdminContext): string {
     wal('streamfeat_wal_segment_bytes', 'gauge', 'Size of the WAL segment being appended.', (w) => w.segmentBytes);
     wal('streamfeat_wal_last_lsn', 'gauge', 'Highest LSN written to the shard\'s WAL.', (w) => w.lastLsn);
     p.family('streamfeat_wal_append_latency_seconds', 'histogram', 'Time of one WAL write (write(2) of a whole batch), seconds.');
-    for (const [s, i] of disk) p.histogram('streamfeat_wal_append_latency_seconds', { shard: i }, s.wal.appendLatency);
+    for (const [i, w] of wals) p.histogram('streamfeat_wal_append_latency_seconds', { shard: i }, w.appendLatency);
     p.family('streamfeat_wal_fsync_latency_seconds', 'histogram', 'Time of one WAL fdatasync, seconds.');
-    for (const [s, i] of disk) p.histogram('streamfeat_wal_fsync_latency_seconds', { shard: i }, s.wal.syncLatency);
+    for (const [i, w] of wals) p.histogram('streamfeat_wal_fsync_latency_seconds', { shard: i }, w.syncLatency);
 
-    const snaps = known.filter(([s]) => s.snapshot !== null);
-    const snap = (name: string, type: 'counter' | 'gauge', help: string, pick: (x: NonNullable<(typeof known)[number][0]['snapshot']>) => number): void => {
-      p.family(name, type, help);
-      for (const [s, i] of snaps) p.sample(name, { shard: i }, pick(s.snapshot!));
-    };
+    type Snap = NonNullable<ShardStats['snapshot']>;
+    const snap = bySeries(known.flatMap(([i, s]): Array<[number, Snap]> => (s.snapshot === null ? [] : [[i, s.snapshot]])));
     snap('streamfeat_snapshot_last_success_timestamp_seconds', 'gauge', 'When the shard\'s newest snapshot was written (Unix seconds; 0: none).', (x) => x.lastSuccessMs / 1000);
     snap('streamfeat_snapshot_age_seconds', 'gauge', 'Seconds since the shard\'s newest snapshot was written (+Inf: none yet).', (x) => (x.lastSuccessMs > 0 ? (now - x.lastSuccessMs) / 1000 : Infinity));
     snap('streamfeat_snapshot_last_duration_seconds', 'gauge', 'Start-to-durable time of the last snapshot this process wrote, seconds (0: none yet).', (x) => x.lastDurationS);
