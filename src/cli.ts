@@ -24,6 +24,8 @@ const COMMANDS: Record<string, () => Promise<CliCommand>> = {
   ping: client('ping'),
   registry: client('registry'),
   reset: client('reset'),
+  info: async () => (await import('./admin_cli')).INFO_COMMAND,
+  inspect: async () => (await import('./admin_cli')).INSPECT_COMMAND,
 };
 
 async function overview(): Promise<string> {
