@@ -83,3 +83,15 @@ export function childCpuBetween(a: CpuTimes | null, b: CpuTimes | null, wallSeco
   const sys = b.childSys - a.childSys;
   return { user, sys, pctOfCore: ((user + sys) / wallSeconds) * 100 };
 }
+
+/** CPU seconds (user + sys) of one thread of pid: the main thread when tid = pid (the server's front). */
+export function threadCpuSeconds(pid: number, tid: number = pid): number | null {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return (Number(rest[11]) + Number(rest[12])) / ticksPerSecond();
+}

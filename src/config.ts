@@ -15,7 +15,10 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import Ajv, { type ErrorObject } from 'ajv';
 import { type CommandSpec, type OptionSpec, parseCommand, UsageError } from './cli_args';
-import { BATCH_GET_ENTRIES_MAX_DEFAULT, CLUSTER_CHECKPOINT_INTERVAL_MS_DEFAULT, CLUSTER_PARTITIONS_DEFAULT, CLUSTER_PARTITIONS_MAX, SHARDS_MAX, TCP_FRAME_BYTES_MAX_DEFAULT } from './limits';
+import {
+  BATCH_GET_ENTRIES_MAX_DEFAULT, CLUSTER_CHECKPOINT_INTERVAL_MS_DEFAULT, CLUSTER_PARTITIONS_DEFAULT, CLUSTER_PARTITIONS_MAX, SHARDS_MAX,
+  TCP_CONNECTIONS_MAX_DEFAULT, TCP_FRAME_BYTES_MAX_DEFAULT, TCP_FRAME_TIMEOUT_MS_DEFAULT, TCP_IDLE_TIMEOUT_MS_DEFAULT,
+} from './limits';
 
 export type WalSyncMode = 'batch' | 'always';
 /** HTTP data plane: uWebSockets.js (default) or node:net (for pipelining clients; docs/wire.md). */
@@ -154,6 +157,10 @@ const SETTINGS = {
   snapshotIntervalMs: duration({ key: 'snapshot-interval', env: 'SERVICE_SNAPSHOT_INTERVAL', help: 'periodic snapshots (0 disables)' }, DEFAULTS.snapshotInterval),
   batchGetEntriesMax: int({ key: 'max-batch-get', env: 'SERVICE_MAX_BATCH_GET', help: 'entries per /batch_get' }, 1, null, BATCH_GET_ENTRIES_MAX_DEFAULT),
   tcpFrameBytesMax: int({ key: 'tcp-max-frame-bytes', env: 'SERVICE_TCP_MAX_FRAME_BYTES', help: 'TCP frame payload bytes' }, 1, null, TCP_FRAME_BYTES_MAX_DEFAULT),
+  tcpFrameTimeoutMs: duration({ key: 'tcp-frame-timeout', env: 'SERVICE_TCP_FRAME_TIMEOUT', help: 'a TCP frame must arrive whole within this, else frame_error and close' }, `${TCP_FRAME_TIMEOUT_MS_DEFAULT / 1000}s`),
+  tcpIdleTimeoutMs: duration({ key: 'tcp-idle-timeout', env: 'SERVICE_TCP_IDLE_TIMEOUT', help: 'close TCP connections idle this long (0 = never)' }, String(TCP_IDLE_TIMEOUT_MS_DEFAULT)),
+  tcpConnectionsMax: int({ key: 'tcp-connections-max', env: 'SERVICE_TCP_CONNECTIONS_MAX', help: 'open TCP connections; one more gets too_many_connections' }, 1, null, TCP_CONNECTIONS_MAX_DEFAULT),
+  authTokenFile: path({ key: 'auth-token-file', env: 'SERVICE_AUTH_TOKEN_FILE', help: 'require this shared token: HTTP Authorization: Bearer, TCP AUTH frame (docs/security.md)' }, null),
   memoryGovEnforce: bool({ key: 'memory-gov-enforce', env: 'SERVICE_MEMORY_GOV_ENFORCE', flag: false, help: 'false skips the lifetime-memory check of register (not for production)' }, true),
   // Cluster mode (docs/cluster.md): --cluster-url turns it on and then needs --node-id; see clusterOf().
   clusterUrl: text({ key: 'cluster-url', env: 'SERVICE_CLUSTER_URL', value: 'nats://H:P', help: 'cluster mode: NATS JetStream server(s), comma-separated' },

@@ -13,6 +13,26 @@ export const TCP_FRAME_BYTES_MAX_DEFAULT = 4 * 1024 * 1024;
 export const HTTP_BODY_BYTES_MAX = 4 * 1024 * 1024;
 /** Pipelined TCP requests waiting for their turn on one connection before we stop reading. */
 export const TCP_PIPELINE_DEPTH_MAX = 1024;
+/**
+ * A TCP frame must arrive whole within this long of its first byte (SERVICE_TCP_FRAME_TIMEOUT,
+ * --tcp-frame-timeout), else frame_error and the connection closes: a peer trickling a 4 MiB
+ * frame would otherwise pin its buffer forever. 4 MiB at 30 s is ~140 KB/s, far below any
+ * link a producer runs on.
+ */
+export const TCP_FRAME_TIMEOUT_MS_DEFAULT = 30_000;
+/**
+ * Closes a TCP connection that sent nothing and awaits nothing for this long (SERVICE_TCP_IDLE_TIMEOUT,
+ * --tcp-idle-timeout). 0 = off, the default: producers keep connections open between bursts.
+ */
+export const TCP_IDLE_TIMEOUT_MS_DEFAULT = 0;
+/**
+ * Open framed-TCP connections (SERVICE_TCP_CONNECTIONS_MAX, --tcp-connections-max); one more is
+ * answered with a too_many_connections error frame and closed. Each connection can hold a partial
+ * frame of up to TCP_FRAME_BYTES_MAX_DEFAULT, so this also bounds that memory.
+ */
+export const TCP_CONNECTIONS_MAX_DEFAULT = 10_000;
+/** After we end a connection, how long the peer has to read our last frame and close before we destroy it. */
+export const TCP_CLOSE_LINGER_MS = 5_000;
 
 /**
  * node:net HTTP engine (http_net.ts). A request head (request line + headers +

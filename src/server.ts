@@ -125,7 +125,10 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
 
   const http = await listenHttp(front, config);
   log.info({ kind: 'server.http_bound', addr: addr(config.httpAddr.host, http.port), engine: config.httpEngine });
-  const tcpServer = buildTcpServer(front, config.tcpFrameBytesMax);
+  const tcpServer = buildTcpServer(front, {
+    frameBytesMax: config.tcpFrameBytesMax, frameTimeoutMs: config.tcpFrameTimeoutMs,
+    idleTimeoutMs: config.tcpIdleTimeoutMs, connectionsMax: config.tcpConnectionsMax,
+  });
   const tcpPort = await listenNet(tcpServer, config.tcpAddr.host, config.tcpAddr.port);
   log.info({ kind: 'server.tcp_bound', addr: addr(config.tcpAddr.host, tcpPort) });
   let admin: { token: uWS.us_listen_socket; port: number } | null = null;

@@ -2,12 +2,13 @@
  * Framed TCP fast path (spec 4.8) on node:net. Frames may be pipelined; each one
  * takes a slot in the connection's FIFO and replies are written strictly in
  * request order as slots complete. A bad frame answers that frame (or closes that
- * connection: frame_too_large, bad length, truncated payload) and nobody else
- * is affected.
+ * connection: frame_too_large, bad length, truncated payload, a frame that does
+ * not complete in time) and nobody else is affected. Connections past the cap get
+ * one too_many_connections frame and are closed (docs/limits.md).
  */
 import net from 'node:net';
 import { errorJson, type ErrorCode, type ErrorDetail } from '../errors';
-import { TCP_PIPELINE_DEPTH_MAX } from '../limits';
+import { TCP_CLOSE_LINGER_MS, TCP_PIPELINE_DEPTH_MAX } from '../limits';
 import {
   CT_JSON, CT_MSGPACK, encodeFrame, FrameDecoder, OP_BATCH_GET, OP_ERROR_RESPONSE, OP_GET, OP_PING, OP_PUSH, OP_PUSH_MANY,
   OP_PUSH_SYNC, OP_REGISTER, OP_RESET, OP_SET_FIRST, OP_SET_LAST, successOpcode, type Frame,
@@ -30,6 +31,23 @@ class Slot implements Reply {
   }
 }
 
+export interface TcpOptions {
+  frameBytesMax: number;
+  /** A frame must be whole this long after its first byte arrived (while we are reading). */
+  frameTimeoutMs: number;
+  /** Close a connection with nothing received and nothing pending for this long; 0 = never. */
+  idleTimeoutMs: number;
+  connectionsMax: number;
+}
+
+/** Ends our side, then destroys the socket if the peer has not closed within the linger. */
+function endWithLinger(socket: net.Socket, last?: Buffer): void {
+  if (last === undefined) socket.end(); else socket.end(last);
+  const t = setTimeout(() => socket.destroy(), TCP_CLOSE_LINGER_MS);
+  t.unref();
+  socket.once('close', () => clearTimeout(t));
+}
+
 class TcpConn {
   readonly #decoder: FrameDecoder;
   readonly #queue: Slot[] = [];
@@ -37,24 +55,78 @@ class TcpConn {
   /** Reading is paused while too many requests wait for replies, or while the kernel buffer is full (the client is not reading its replies). */
   #pausedForDepth = false;
   #pausedForWrite = false;
+  /** When the frame now partially buffered started to count against the frame timeout (ms since epoch); 0 = none. */
+  #partialSince = 0;
+  #framesAtPartialStart = 0;
+  #frameTimer: NodeJS.Timeout | null = null;
 
-  constructor(readonly socket: net.Socket, readonly front: Front, frameBytesMax: number) {
-    this.#decoder = new FrameDecoder(frameBytesMax);
+  constructor(readonly socket: net.Socket, readonly front: Front, readonly opts: TcpOptions) {
+    this.#decoder = new FrameDecoder(opts.frameBytesMax);
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.#onData(chunk));
     socket.on('end', () => this.#onEnd());
     socket.on('error', () => socket.destroy());
-    socket.on('close', () => { front.metrics.tcpConnections--; });
+    socket.on('close', () => {
+      front.metrics.tcpConnections--;
+      if (this.#frameTimer !== null) clearTimeout(this.#frameTimer);
+    });
     socket.on('drain', () => {
       this.#pausedForWrite = false;
       this.#updateFlow();
     });
+    if (opts.idleTimeoutMs > 0) {
+      // node's socket timeout counts reads and writes; a connection waiting on its replies is not idle.
+      socket.setTimeout(opts.idleTimeoutMs);
+      socket.on('timeout', () => {
+        if (this.#queue.length === 0 && this.#decoder.pendingBytes === 0 && !this.#closing) {
+          this.#closing = true;
+          endWithLinger(socket);
+        }
+      });
+    }
     front.metrics.tcpConnections++;
+  }
+
+  /**
+   * Starts the frame clock when a new partial frame is left buffered; stops it when
+   * nothing is. Called after every read, so the cost per read is a comparison and,
+   * for a new partial frame, one Date.now().
+   */
+  #trackPartial(): void {
+    const d = this.#decoder;
+    if (d.pendingBytes === 0) { this.#partialSince = 0; return; }
+    if (this.#partialSince !== 0 && d.framesDecoded === this.#framesAtPartialStart) return;
+    this.#partialSince = Date.now();
+    this.#framesAtPartialStart = d.framesDecoded;
+    if (this.#frameTimer === null) this.#armFrameTimer(this.opts.frameTimeoutMs);
+  }
+
+  #armFrameTimer(ms: number): void {
+    this.#frameTimer = setTimeout(() => this.#onFrameTimer(), ms);
+    this.#frameTimer.unref();
+  }
+
+  #onFrameTimer(): void {
+    this.#frameTimer = null;
+    if (this.#partialSince === 0 || this.#closing || this.socket.destroyed) return;
+    // While we are not reading (backpressure is ours), the peer cannot finish: restart its clock.
+    if (this.#pausedForDepth || this.#pausedForWrite) this.#partialSince = Date.now();
+    const left = this.#partialSince + this.opts.frameTimeoutMs - Date.now();
+    if (left > 0) { this.#armFrameTimer(left); return; }
+    this.#fatal('frame_error', {
+      message: `frame incomplete ${this.opts.frameTimeoutMs} ms after its first byte (${this.#decoder.pendingBytes} bytes received); the limit is SERVICE_TCP_FRAME_TIMEOUT`,
+      extra: { timeout_ms: this.opts.frameTimeoutMs },
+    });
   }
 
   #onData(chunk: Buffer): void {
     if (this.#closing) return;
     this.#decoder.push(chunk);
+    this.#decodeAll();
+    if (!this.#closing) this.#trackPartial();
+  }
+
+  #decodeAll(): void {
     for (;;) {
       const r = this.#decoder.next();
       if (r.kind === 'need_more') break;
@@ -167,12 +239,25 @@ class TcpConn {
   }
 
   #maybeClose(): void {
-    if (this.#closing && this.#queue.length === 0 && !this.socket.destroyed) this.socket.end();
+    if (this.#closing && this.#queue.length === 0 && !this.socket.destroyed && !this.socket.writableEnded) endWithLinger(this.socket);
   }
 }
 
-export function buildTcpServer(front: Front, frameBytesMax: number): net.Server {
+export function buildTcpServer(front: Front, opts: TcpOptions): net.Server {
+  let open = 0;
   return net.createServer({ allowHalfOpen: true, noDelay: true }, (socket) => {
-    new TcpConn(socket, front, frameBytesMax);
+    if (open >= opts.connectionsMax) {
+      front.metrics.error('too_many_connections');
+      socket.on('error', () => socket.destroy());
+      socket.resume(); // discard what the peer sends; reading also lets its close reach us
+      endWithLinger(socket, encodeFrame(OP_ERROR_RESPONSE, errorJson('too_many_connections', {
+        message: `the server has ${open} open TCP connections, its limit (SERVICE_TCP_CONNECTIONS_MAX); retry later`,
+        extra: { limit: opts.connectionsMax },
+      })));
+      return;
+    }
+    open++;
+    socket.once('close', () => { open--; });
+    new TcpConn(socket, front, opts);
   });
 }

@@ -64,13 +64,20 @@ export type FrameDecodeResult =
   | { kind: 'bad_length'; declared: number };
 
 /**
- * Incremental decoder: push chunks, pull frames. Keeps at most one partial
- * frame buffered. Payloads are views into the received chunks (node:net hands
- * out a fresh Buffer per chunk and never reuses it), so decoding a frame copies
- * nothing; a caller that keeps a payload keeps its chunk alive.
+ * Incremental decoder: push chunks, pull frames. Received chunks are kept as a
+ * list and each byte is copied at most once: a frame inside one chunk is
+ * returned as a view of it (node:net hands out a fresh Buffer per chunk and
+ * never reuses it, so a caller that keeps a payload keeps its chunk alive), and a
+ * frame spread over several chunks is copied into one buffer when its last byte
+ * arrives. Appending the chunk to the partial frame on every push instead made a
+ * 4 MiB frame trickled in 4 KiB chunks cost O(n^2) copying (issue 11, finding 6).
  */
 export class FrameDecoder {
-  #buf: Buffer = Buffer.alloc(0);
+  /** Unconsumed chunks; the first may be a view past frames already returned. */
+  #chunks: Buffer[] = [];
+  #bytes = 0;
+  /** Frames returned so far (the TCP front restarts its partial-frame clock when this moves). */
+  framesDecoded = 0;
   readonly #payloadBytesMax: number;
 
   constructor(payloadBytesMax: number) {
@@ -78,28 +85,59 @@ export class FrameDecoder {
   }
 
   push(chunk: Buffer): void {
-    this.#buf = this.#buf.length === 0 ? chunk : Buffer.concat([this.#buf, chunk]);
+    if (chunk.length === 0) return;
+    this.#chunks.push(chunk);
+    this.#bytes += chunk.length;
   }
 
   /** Bytes received but not yet returned as frames. */
   get pendingBytes(): number {
-    return this.#buf.length;
+    return this.#bytes;
+  }
+
+  /** Byte i of the unconsumed input (i < pendingBytes); headers only, so the walk is short. */
+  #byteAt(i: number): number {
+    for (const c of this.#chunks) {
+      if (i < c.length) return c[i];
+      i -= c.length;
+    }
+    throw new RangeError('byteAt past the buffered input');
   }
 
   next(): FrameDecodeResult {
-    const buf = this.#buf;
-    if (buf.length < FRAME_LENGTH_BYTES) return { kind: 'need_more' };
-    const length = buf.readUInt32BE(0);
+    if (this.#bytes < FRAME_LENGTH_BYTES) return { kind: 'need_more' };
+    const first = this.#chunks[0];
+    const length = first.length >= FRAME_LENGTH_BYTES
+      ? first.readUInt32BE(0)
+      : ((this.#byteAt(0) << 24) | (this.#byteAt(1) << 16) | (this.#byteAt(2) << 8) | this.#byteAt(3)) >>> 0;
     if (length < FRAME_HEADER_BYTES) return { kind: 'bad_length', declared: length };
     if (length > this.#payloadBytesMax + FRAME_HEADER_BYTES) {
       return { kind: 'too_large', declared: length, limit: this.#payloadBytesMax + FRAME_HEADER_BYTES };
     }
     const total = FRAME_LENGTH_BYTES + length;
-    if (buf.length < total) return { kind: 'need_more' };
-    const op = buf.readUInt16BE(4);
-    const contentType = buf.readUInt8(6);
-    const payload = buf.subarray(7, total);
-    this.#buf = buf.length === total ? Buffer.alloc(0) : buf.subarray(total);
-    return { kind: 'frame', frame: { op, contentType, payload } };
+    if (this.#bytes < total) return { kind: 'need_more' };
+    let frame: Buffer;
+    if (first.length >= total) {
+      frame = first.subarray(0, total);
+      if (first.length === total) this.#chunks.shift();
+      else this.#chunks[0] = first.subarray(total);
+    } else {
+      frame = Buffer.allocUnsafe(total);
+      const chunks = this.#chunks;
+      let filled = 0;
+      let used = 0;
+      while (filled < total) {
+        const c = chunks[used];
+        const take = Math.min(c.length, total - filled);
+        c.copy(frame, filled, 0, take);
+        filled += take;
+        if (take === c.length) used++;
+        else chunks[used] = c.subarray(take);
+      }
+      chunks.splice(0, used);
+    }
+    this.#bytes -= total;
+    this.framesDecoded++;
+    return { kind: 'frame', frame: { op: frame.readUInt16BE(4), contentType: frame.readUInt8(6), payload: frame.subarray(7) } };
   }
 }

@@ -1,0 +1,199 @@
+/**
+ * Issue 11, finding 6 replayed over real sockets: TCP frames trickled in small
+ * chunks, frames that never complete, idle connections and too many connections.
+ * Each case checks the coded answer (or that the request is served), that a
+ * concurrent /ping answers well under 300 ms, and that nothing stored is lost.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { post, startServer, type TestServer } from '../harness/server';
+import { TcpClient, type TcpReply } from '../harness/tcp';
+import { encodeFrame, OP_ERROR_RESPONSE, OP_PING, OP_PUSH } from '../../src/protocol/frame';
+
+const MIB = 1024 * 1024;
+/** Far above a /ping on an idle server (~1 ms) and far below the 300 ms the issue allows, with room for a loaded CI box. */
+const PING_BUDGET_MS = 250;
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+const NODES = [
+  { kind: 'event', name: 'Txn', schema: { fields: { user: 'str', pad: 'str' }, optional_fields: ['pad'] } },
+  { kind: 'table', name: 'UserT', upstreams: ['Txn'], key: ['user'], agg: { cnt: { op: 'count' } } },
+];
+
+async function seed(srv: TestServer): Promise<void> {
+  const r = await post(srv.base, '/register', { nodes: NODES });
+  assert.equal(r.status, 200, r.text);
+  const p = await post(srv.base, '/push', { event: 'Txn', data: { user: 'kept' } });
+  assert.equal(p.status, 200, p.text);
+}
+
+/** The event pushed by seed() is still counted. */
+async function assertKept(srv: TestServer, count = 1): Promise<void> {
+  const g = await post(srv.base, '/get', { table: 'UserT', key: 'kept' });
+  assert.deepEqual(g.json, { cnt: count });
+}
+
+/** /ping every 10 ms while `work` runs; returns the slowest answer (ms). */
+async function slowestPingDuring(srv: TestServer, work: Promise<unknown>): Promise<number> {
+  let done = false;
+  let worst = 0;
+  const pinger = (async () => {
+    while (!done) {
+      const t = performance.now();
+      const r = await post(srv.base, '/ping', {});
+      assert.equal(r.status, 200);
+      worst = Math.max(worst, performance.now() - t);
+      await sleep(10);
+    }
+  })();
+  try {
+    await work;
+  } finally {
+    done = true;
+    await pinger;
+  }
+  return worst;
+}
+
+function assertErrFrame(r: TcpReply, code: string): void {
+  assert.equal(r.op, OP_ERROR_RESPONSE, r.text);
+  assert.equal(r.json?.error?.code, code, r.text);
+  assert.equal(typeof r.json.error.message, 'string');
+}
+
+async function connect(port: number): Promise<{ c: TcpClient; closed: Promise<void> }> {
+  const c = await TcpClient.connect(port);
+  const closed = new Promise<void>((resolve) => { c.socket.once('end', () => resolve()); c.socket.once('close', () => resolve()); });
+  return { c, closed };
+}
+
+describe('frames: trickled, incomplete, and the connection cap', () => {
+  let srv: TestServer;
+  const CONNS_MAX = 4;
+  before(async () => {
+    srv = await startServer({ memoryOnly: true, args: ['--tcp-frame-timeout', '600ms', '--tcp-connections-max', String(CONNS_MAX)] });
+    await seed(srv);
+  });
+  after(async () => { await srv.stop(); srv.cleanup(); });
+
+  test('a 4 MiB push frame trickled in 4 KiB chunks is served, and /ping stays fast meanwhile', async () => {
+    // A valid push padded to ~4 MiB: the frame is assembled from ~1000 reads.
+    const pad = 'x'.repeat(4 * MIB - 200);
+    const frame = encodeFrame(OP_PUSH, JSON.stringify({ event: 'Txn', data: { user: 'big', pad } }));
+    assert.ok(frame.length > 4 * MIB - 300);
+    const { c } = await connect(srv.tcpPort);
+    // 600 ms frame timeout: the whole frame must arrive faster, so pause only every 16 chunks.
+    const send = (async () => {
+      for (let off = 0, i = 0; off < frame.length; off += 4096, i++) {
+        c.writeRaw(frame.subarray(off, off + 4096));
+        if (i % 16 === 15) await sleep(1);
+      }
+      return c.next();
+    })();
+    const worst = await slowestPingDuring(srv, send);
+    const r = await send;
+    assert.equal(r.op, OP_PUSH, r.text);
+    assert.equal(typeof r.json.ack_lsn, 'number');
+    assert.ok(worst < PING_BUDGET_MS, `slowest /ping during the trickled frame: ${worst.toFixed(1)} ms`);
+    const g = await post(srv.base, '/get', { table: 'UserT', key: 'big' });
+    assert.deepEqual(g.json, { cnt: 1 });
+    c.close();
+    await assertKept(srv);
+  });
+
+  test('frame_error when a frame does not complete within --tcp-frame-timeout; the connection closes, others keep working', async () => {
+    const { c, closed } = await connect(srv.tcpPort);
+    const other = await TcpClient.connect(srv.tcpPort);
+    const frame = encodeFrame(OP_PING, Buffer.alloc(1000, 0x20));
+    // Header and part of the payload, then silence (a slowloris).
+    c.writeRaw(frame.subarray(0, 500));
+    const t0 = performance.now();
+    const r = await c.next();
+    const waited = performance.now() - t0;
+    assertErrFrame(r, 'frame_error');
+    assert.equal(r.json.error.timeout_ms, 600);
+    assert.ok(waited >= 500, `closed after ${waited.toFixed(0)} ms, before the 600 ms timeout`);
+    await closed;
+    // Another connection is unaffected.
+    const p = await other.request(OP_PING, '');
+    assert.equal(p.op, OP_PING);
+    other.close();
+    await assertKept(srv);
+  });
+
+  test('a frame whose bytes keep coming but that completes within the timeout is served; back-to-back frames each get their own clock', async () => {
+    const { c } = await connect(srv.tcpPort);
+    const frame = encodeFrame(OP_PING, Buffer.alloc(100, 0x20));
+    // Three frames, each split in two with a 350 ms gap: 700 ms in all, over the 600 ms timeout,
+    // but no single frame takes longer than 350 ms.
+    for (let i = 0; i < 3; i++) {
+      c.writeRaw(frame.subarray(0, 50));
+      await sleep(350);
+      c.writeRaw(frame.subarray(50));
+      const r = await c.next();
+      assert.equal(r.op, OP_PING, r.text);
+    }
+    c.close();
+  });
+
+  test('too_many_connections past --tcp-connections-max: an error frame, then close; a slot freed is usable again', async () => {
+    const held: TcpClient[] = [];
+    for (let i = 0; i < CONNS_MAX; i++) held.push(await TcpClient.connect(srv.tcpPort));
+    // Every held connection is accepted (a ping round trip proves it is past the accept).
+    for (const h of held) assert.equal((await h.request(OP_PING, '')).op, OP_PING);
+    const { c, closed } = await connect(srv.tcpPort);
+    const r = await c.next();
+    assertErrFrame(r, 'too_many_connections');
+    assert.equal(r.json.error.limit, CONNS_MAX);
+    await closed;
+    // HTTP is not affected by the TCP cap.
+    assert.equal((await post(srv.base, '/ping', {})).status, 200);
+    held.pop()!.close();
+    await sleep(100);
+    const again = await TcpClient.connect(srv.tcpPort);
+    assert.equal((await again.request(OP_PING, '')).op, OP_PING);
+    again.close();
+    for (const h of held) h.close();
+    await assertKept(srv);
+  });
+});
+
+describe('idle timeout', () => {
+  let srv: TestServer;
+  before(async () => {
+    srv = await startServer({ memoryOnly: true, args: ['--tcp-idle-timeout', '300ms'] });
+    await seed(srv);
+  });
+  after(async () => { await srv.stop(); srv.cleanup(); });
+
+  test('--tcp-idle-timeout closes a silent connection; a busy one stays open', async () => {
+    const idle = await connect(srv.tcpPort);
+    const busy = await TcpClient.connect(srv.tcpPort);
+    let busyClosed = false;
+    busy.socket.once('close', () => { busyClosed = true; });
+    const t0 = performance.now();
+    for (let i = 0; i < 8; i++) {
+      assert.equal((await busy.request(OP_PING, '')).op, OP_PING);
+      await sleep(100);
+    }
+    await idle.closed;
+    assert.ok(performance.now() - t0 >= 250);
+    assert.equal(busyClosed, false);
+    busy.close();
+    await assertKept(srv);
+  });
+});
+
+describe('defaults', () => {
+  let srv: TestServer;
+  before(async () => { srv = await startServer({ memoryOnly: true }); });
+  after(async () => { await srv.stop(); srv.cleanup(); });
+
+  test('without --tcp-idle-timeout a silent connection stays open', async () => {
+    const c = await TcpClient.connect(srv.tcpPort);
+    await sleep(1000);
+    assert.equal((await c.request(OP_PING, '')).op, OP_PING);
+    c.close();
+  });
+});
