@@ -6,7 +6,7 @@
  */
 import { errorJson, ERRORS, type ErrorCode, type ErrorDetail } from '../errors';
 import { HTTP_BODY_BYTES_MAX } from '../limits';
-import type { Front } from './front';
+import type { BodyRoute, Front } from './front';
 import { isValidName } from '../registry/model';
 import { TRANSPORT_HTTP, type Reply } from './reply';
 
@@ -54,24 +54,13 @@ export interface Route {
   run(front: Front, body: string, reply: HttpReply, contentType: string): void;
 }
 
-/** Parses JSON; on failure answers invalid_json_body and returns undefined. */
-function parseJson(front: Front, body: string, reply: Reply, withVersion: boolean): unknown {
-  try {
-    return JSON.parse(body);
-  } catch (err) {
-    front.metrics.error('invalid_json_body');
-    reply.error('invalid_json_body', { message: `body is not valid JSON: ${(err as Error).message}` }, withVersion ? front.version : undefined);
-    return undefined;
-  }
-}
-
-/** A POST route whose body is JSON. Get-family errors carry no registry_version (docs/wire.md). */
-function jsonRoute(withVersion: boolean, fn: (front: Front, v: unknown, reply: Reply, text: string) => void): Route {
+/** A POST route whose body is JSON, parsed by Front.parseBody (depth check, invalid_json_body; the same for TCP). */
+function jsonRoute(kind: BodyRoute, fn: (front: Front, v: unknown, reply: Reply, text: string) => void): Route {
   return {
     method: 'POST',
     readsBody: true,
     run(front, body, reply) {
-      const v = parseJson(front, body, reply, withVersion);
+      const v = front.parseBody(body, kind, reply);
       if (v !== undefined) fn(front, v, reply, body);
     },
   };
@@ -79,9 +68,9 @@ function jsonRoute(withVersion: boolean, fn: (front: Front, v: unknown, reply: R
 
 /** A Map, not an object: a path like `/constructor` must not find Object.prototype members. */
 const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
-  ['/push', jsonRoute(true, (front, v, reply, text) => front.push(v, text, reply))],
-  ['/get', jsonRoute(false, (front, v, reply) => front.get(v, reply))],
-  ['/batch_get', jsonRoute(false, (front, v, reply) => front.batchGet(v, reply))],
+  ['/push', jsonRoute('push', (front, v, reply, text) => front.push(v, text, reply))],
+  ['/get', jsonRoute('get', (front, v, reply) => front.get(v, reply))],
+  ['/batch_get', jsonRoute('batch_get', (front, v, reply) => front.batchGet(v, reply))],
   ['/ping', { method: 'POST', readsBody: true, run: (front, _b, reply) => front.ping(reply) }],
   ['/reset', { method: 'POST', readsBody: true, run: (front, _b, reply) => front.reset(reply) }],
   ['/register', {
@@ -94,7 +83,7 @@ const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
         reply.error('unsupported_media_type', { message: `Content-Type must be application/json, got ${JSON.stringify(contentType)}`, path: '/register' }, front.version);
         return;
       }
-      const v = parseJson(front, body, reply, true);
+      const v = front.parseBody(body, 'register', reply);
       if (v !== undefined) front.register(v, reply);
     },
   }],
@@ -114,7 +103,7 @@ function pushPathRoute(event: string): Route {
     method: 'POST',
     readsBody: true,
     run(front, body, reply) {
-      const data = parseJson(front, body, reply, true);
+      const data = front.parseBody(body, 'push', reply);
       // The envelope travels as text to the shards and the WAL; `body` is valid JSON already.
       if (data !== undefined) front.push({ event, data }, `{"event":${JSON.stringify(event)},"data":${body}}`, reply);
     },

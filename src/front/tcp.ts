@@ -195,16 +195,10 @@ class TcpConn {
       slot.error('unknown_op', { message: `opcode 0x${op.toString(16).padStart(4, '0')} is not in the dispatch table`, extra: { op } });
       return;
     }
-    let body: unknown;
     const text = frame.payload.toString('utf8');
-    try {
-      body = JSON.parse(text);
-    } catch (err) {
-      front.metrics.error('invalid_json_body');
-      const getFamily = op === OP_GET || op === OP_BATCH_GET;
-      slot.error('invalid_json_body', { message: `payload is not valid JSON: ${(err as Error).message}` }, getFamily ? undefined : front.version);
-      return;
-    }
+    const route = op === OP_PUSH ? 'push' : op === OP_GET ? 'get' : op === OP_BATCH_GET ? 'batch_get' : 'register';
+    const body = front.parseBody(text, route, slot);
+    if (body === undefined) return;
     try {
       if (op === OP_PUSH) front.push(body, text, slot);
       else if (op === OP_GET) front.get(body, slot);

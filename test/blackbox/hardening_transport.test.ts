@@ -6,7 +6,8 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { post, startServer, type TestServer } from '../harness/server';
+import { spawnSync } from 'node:child_process';
+import { CLI, post, startServer, type TestServer } from '../harness/server';
 import { TcpClient, type TcpReply } from '../harness/tcp';
 import { encodeFrame, OP_ERROR_RESPONSE, OP_PING, OP_PUSH } from '../../src/protocol/frame';
 
@@ -195,5 +196,74 @@ describe('defaults', () => {
     await sleep(1000);
     assert.equal((await c.request(OP_PING, '')).op, OP_PING);
     c.close();
+  });
+});
+
+describe('push envelope: nothing unvalidated reaches the shards or the WAL', () => {
+  let srv: TestServer;
+  before(async () => {
+    srv = await startServer({ shards: 2 });
+    await seed(srv);
+  });
+  after(async () => { await srv.stop(); srv.cleanup(); });
+
+  const DEEP = 1_000_000;
+  const deepJunk = `{"event":"Txn","data":{"user":"kept"},"junk":${'['.repeat(DEEP)}${']'.repeat(DEEP)}}`;
+
+  test('a push with a junk key nested 1M deep is invalid_event before it is parsed (HTTP and TCP); /ping stays fast; nothing is counted', async () => {
+    const push = post(srv.base, '/push', deepJunk);
+    const worst = await slowestPingDuring(srv, push);
+    const r = await push;
+    assert.equal(r.status, 400, r.text);
+    assert.equal(r.json.error.code, 'invalid_event');
+    assert.match(r.json.error.message, /nested deeper than 64/);
+    assert.ok(worst < PING_BUDGET_MS, `slowest /ping: ${worst.toFixed(1)} ms`);
+    const c = await TcpClient.connect(srv.tcpPort);
+    const t = await c.request(OP_PUSH, deepJunk);
+    assertErrFrame(t, 'invalid_event');
+    c.close();
+    await assertKept(srv);
+  });
+
+  test('unknown top-level keys: event_time / event_time_ms are unknown_field_event_time_v0, others invalid_event, data and body together invalid_event', async () => {
+    const cases: Array<[Record<string, unknown>, string, string]> = [
+      [{ event: 'Txn', data: { user: 'kept' }, junk: 1 }, 'invalid_event', 'junk'],
+      [{ event: 'Txn', data: { user: 'kept' }, meta: { a: [1, 2] } }, 'invalid_event', 'meta'],
+      [{ event: 'Txn', data: { user: 'kept' }, event_time: 1700000000000 }, 'unknown_field_event_time_v0', 'event_time'],
+      [{ event: 'Txn', data: { user: 'kept' }, event_time_ms: 1700000000000 }, 'unknown_field_event_time_v0', 'event_time_ms'],
+      [{ event: 'Txn', data: { user: 'kept' }, body: { user: 'kept' } }, 'invalid_event', 'body'],
+    ];
+    const c = await TcpClient.connect(srv.tcpPort);
+    for (const [body, code, path] of cases) {
+      const r = await post(srv.base, '/push', body);
+      assert.equal(r.status, 400, r.text);
+      assert.equal(r.json.error.code, code, r.text);
+      assert.equal(r.json.error.path, path, r.text);
+      assert.equal(typeof r.json.registry_version, 'number');
+      const t = await c.request(OP_PUSH, body);
+      assertErrFrame(t, code);
+      assert.equal(t.text, r.text, 'the same envelope on both transports');
+    }
+    // The documented alias: `body` instead of `data` (the peer's TCP envelope) is accepted on both.
+    const ok = await c.request(OP_PUSH, { event: 'Txn', body: { user: 'alias' } });
+    assert.equal(ok.op, OP_PUSH, ok.text);
+    assert.equal((await post(srv.base, '/push', { event: 'Txn', body: { user: 'alias' } })).status, 200);
+    c.close();
+    assert.deepEqual((await post(srv.base, '/get', { table: 'UserT', key: 'alias' })).json, { cnt: 2 });
+    await assertKept(srv);
+  });
+
+  test('after a crash (kill -9) and recovery, only the valid pushes are there: the rejected envelopes never reached the WAL', async () => {
+    await srv.kill9();
+    const again = await startServer({ shards: 2, dataDir: srv.dataDir });
+    try {
+      assert.deepEqual((await post(again.base, '/get', { table: 'UserT', key: 'kept' })).json, { cnt: 1 });
+      assert.deepEqual((await post(again.base, '/get', { table: 'UserT', key: 'alias' })).json, { cnt: 2 });
+      await again.stop();
+      const check = spawnSync(process.execPath, [CLI, 'wal-check', '--data-dir', srv.dataDir], { encoding: 'utf8' });
+      assert.equal(check.status, 0, `wal-check: ${check.stdout} ${check.stderr}`);
+    } finally {
+      await again.stop();
+    }
   });
 });

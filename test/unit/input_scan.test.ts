@@ -1,4 +1,6 @@
 /**
+ * Byte-level input checks of the front, before any JSON is parsed.
+ *
  * FrameDecoder: any split of a byte stream into chunks decodes to the same frames
  * (headers split across chunks, frames spanning many chunks, several frames in one
  * chunk), and a frame inside one chunk is a view of it.
@@ -7,6 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { encodeFrame, FrameDecoder, type Frame } from '../../src/protocol/frame';
 import { prng } from '../harness/prng';
+import { jsonDepthExceeds, jsonTextDepthExceeds } from '../../src/util/json_depth';
 
 function decodeAll(d: FrameDecoder): Frame[] {
   const out: Frame[] = [];
@@ -72,4 +75,25 @@ test('a frame inside one chunk is a view of the chunk (no copy); oversize and sh
   const short = new FrameDecoder(10);
   short.push(Buffer.from([0, 0, 0, 2]));
   assert.deepEqual(short.next(), { kind: 'bad_length', declared: 2 });
+});
+
+test('jsonTextDepthExceeds agrees with jsonDepthExceeds on the parsed value (brackets and escapes inside strings are not nesting)', () => {
+  const next = prng(7);
+  const int = (n: number): number => Math.floor(next() * n);
+  const strings = ['"[["', '"\\\\"', '"\\"[{"', '"a\\\\\\"]"', '"{}"', '""'];
+  const gen = (d: number): string => {
+    const k = int(d > 12 ? 2 : 5);
+    if (k === 0) return strings[int(strings.length)];
+    if (k === 1) return String(int(100));
+    if (k === 2 || k === 3) return `[${Array.from({ length: int(3) }, () => gen(d + 1)).join(',')}]`;
+    return `{${Array.from({ length: int(3) }, (_, i) => `"k${i}":${gen(d + 1)}`).join(',')}}`;
+  };
+  for (let i = 0; i < 2000; i++) {
+    const text = gen(0);
+    const max = 1 + int(8);
+    assert.equal(jsonTextDepthExceeds(text, max), jsonDepthExceeds(JSON.parse(text), max), `${text} max ${max}`);
+  }
+  const deep = `{"a":${'['.repeat(1_000_000)}${']'.repeat(1_000_000)}}`;
+  assert.equal(jsonTextDepthExceeds(deep, 64), true);
+  assert.equal(jsonTextDepthExceeds(`{"s":"${'['.repeat(1000)}"}`, 64), false);
 });
