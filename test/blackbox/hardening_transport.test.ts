@@ -7,6 +7,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { CLI, post, startServer, type TestServer } from '../harness/server';
 import { TcpClient, type TcpReply } from '../harness/tcp';
 import { encodeFrame, OP_ERROR_RESPONSE, OP_PING, OP_PUSH } from '../../src/protocol/frame';
@@ -57,6 +58,34 @@ async function slowestPingDuring(srv: TestServer, work: Promise<unknown>): Promi
   return worst;
 }
 
+/** Attempts of a responsiveness check: a loaded CI box can slow one run; the stalls replayed here (300-900 ms) fail every run. */
+const RESPONSIVE_ATTEMPTS = 3;
+
+/**
+ * Runs `work` (a fresh request per call) while pinging, up to RESPONSIVE_ATTEMPTS times,
+ * until one run keeps the slowest /ping under PING_BUDGET_MS; returns every run's result
+ * for the caller to check.
+ */
+async function responsiveDuring<T>(srv: TestServer, work: () => Promise<T>): Promise<T[]> {
+  const results: T[] = [];
+  const worst: number[] = [];
+  for (let i = 0; i < RESPONSIVE_ATTEMPTS; i++) {
+    const w = work();
+    worst.push(await slowestPingDuring(srv, w));
+    results.push(await w);
+    if (worst[i] < PING_BUDGET_MS) return results;
+  }
+  assert.fail(`slowest concurrent /ping per attempt: ${worst.map((w) => w.toFixed(1)).join(', ')} ms (budget ${PING_BUDGET_MS})`);
+}
+
+/** CPU time of the server's front (main) thread so far, ms (Linux /proc). */
+function frontCpuMs(srv: TestServer): number {
+  const pid = srv.proc.pid!;
+  const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // utime and stime are fields 14 and 15
+  return (Number(f[11]) + Number(f[12])) * 10; // clock ticks of 10 ms (CLK_TCK 100)
+}
+
 function assertErrFrame(r: TcpReply, code: string): void {
   assert.equal(r.op, OP_ERROR_RESPONSE, r.text);
   assert.equal(r.json?.error?.code, code, r.text);
@@ -73,7 +102,7 @@ describe('frames: trickled, incomplete, and the connection cap', () => {
   let srv: TestServer;
   const CONNS_MAX = 4;
   before(async () => {
-    srv = await startServer({ memoryOnly: true, args: ['--tcp-frame-timeout', '600ms', '--tcp-connections-max', String(CONNS_MAX)] });
+    srv = await startServer({ memoryOnly: true, args: ['--tcp-frame-timeout', '1500ms', '--tcp-connections-max', String(CONNS_MAX)] });
     await seed(srv);
   });
   after(async () => { await srv.stop(); srv.cleanup(); });
@@ -83,22 +112,21 @@ describe('frames: trickled, incomplete, and the connection cap', () => {
     const pad = 'x'.repeat(4 * MIB - 200);
     const frame = encodeFrame(OP_PUSH, JSON.stringify({ event: 'Txn', data: { user: 'big', pad } }));
     assert.ok(frame.length > 4 * MIB - 300);
-    const { c } = await connect(srv.tcpPort);
-    // 600 ms frame timeout: the whole frame must arrive faster, so pause only every 16 chunks.
-    const send = (async () => {
+    const c = await TcpClient.connect(srv.tcpPort);
+    // 1.5 s frame timeout: the whole frame must arrive faster, so pause only every 16 chunks.
+    const replies = await responsiveDuring(srv, async () => {
       for (let off = 0, i = 0; off < frame.length; off += 4096, i++) {
         c.writeRaw(frame.subarray(off, off + 4096));
         if (i % 16 === 15) await sleep(1);
       }
       return c.next();
-    })();
-    const worst = await slowestPingDuring(srv, send);
-    const r = await send;
-    assert.equal(r.op, OP_PUSH, r.text);
-    assert.equal(typeof r.json.ack_lsn, 'number');
-    assert.ok(worst < PING_BUDGET_MS, `slowest /ping during the trickled frame: ${worst.toFixed(1)} ms`);
+    });
+    for (const r of replies) {
+      assert.equal(r.op, OP_PUSH, r.text);
+      assert.equal(typeof r.json.ack_lsn, 'number');
+    }
     const g = await post(srv.base, '/get', { table: 'UserT', key: 'big' });
-    assert.deepEqual(g.json, { cnt: 1 });
+    assert.deepEqual(g.json, { cnt: replies.length });
     c.close();
     await assertKept(srv);
   });
@@ -113,8 +141,8 @@ describe('frames: trickled, incomplete, and the connection cap', () => {
     const r = await c.next();
     const waited = performance.now() - t0;
     assertErrFrame(r, 'frame_error');
-    assert.equal(r.json.error.timeout_ms, 600);
-    assert.ok(waited >= 500, `closed after ${waited.toFixed(0)} ms, before the 600 ms timeout`);
+    assert.equal(r.json.error.timeout_ms, 1500);
+    assert.ok(waited >= 1400, `closed after ${waited.toFixed(0)} ms, before the 1500 ms timeout`);
     await closed;
     // Another connection is unaffected.
     const p = await other.request(OP_PING, '');
@@ -126,11 +154,11 @@ describe('frames: trickled, incomplete, and the connection cap', () => {
   test('a frame whose bytes keep coming but that completes within the timeout is served; back-to-back frames each get their own clock', async () => {
     const { c } = await connect(srv.tcpPort);
     const frame = encodeFrame(OP_PING, Buffer.alloc(100, 0x20));
-    // Three frames, each split in two with a 350 ms gap: 700 ms in all, over the 600 ms timeout,
-    // but no single frame takes longer than 350 ms.
+    // Three frames, each split in two with a 700 ms gap: 2.1 s in all, over the 1.5 s timeout,
+    // but no single frame takes longer than ~700 ms.
     for (let i = 0; i < 3; i++) {
       c.writeRaw(frame.subarray(0, 50));
-      await sleep(350);
+      await sleep(700);
       c.writeRaw(frame.subarray(50));
       const r = await c.next();
       assert.equal(r.op, OP_PING, r.text);
@@ -211,13 +239,16 @@ describe('push envelope: nothing unvalidated reaches the shards or the WAL', () 
   const deepJunk = `{"event":"Txn","data":{"user":"kept"},"junk":${'['.repeat(DEEP)}${']'.repeat(DEEP)}}`;
 
   test('a push with a junk key nested 1M deep is invalid_event before it is parsed (HTTP and TCP); /ping stays fast; nothing is counted', async () => {
-    const push = post(srv.base, '/push', deepJunk);
-    const worst = await slowestPingDuring(srv, push);
-    const r = await push;
-    assert.equal(r.status, 400, r.text);
-    assert.equal(r.json.error.code, 'invalid_event');
-    assert.match(r.json.error.message, /nested deeper than 64/);
-    assert.ok(worst < PING_BUDGET_MS, `slowest /ping: ${worst.toFixed(1)} ms`);
+    const cpu0 = frontCpuMs(srv);
+    const answers = await responsiveDuring(srv, () => post(srv.base, '/push', deepJunk));
+    // Front-thread CPU per attempt (not wall time, so a loaded box does not matter): parsing it cost ~330 ms.
+    const cpuEach = (frontCpuMs(srv) - cpu0) / answers.length;
+    for (const r of answers) {
+      assert.equal(r.status, 400, r.text);
+      assert.equal(r.json.error.code, 'invalid_event');
+      assert.match(r.json.error.message, /nested deeper than 64/);
+    }
+    assert.ok(cpuEach < 150, `front-thread CPU per rejected push: ${cpuEach.toFixed(0)} ms`);
     const c = await TcpClient.connect(srv.tcpPort);
     const t = await c.request(OP_PUSH, deepJunk);
     assertErrFrame(t, 'invalid_event');
