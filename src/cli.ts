@@ -41,7 +41,21 @@ async function overview(): Promise<string> {
   ].join('\n');
 }
 
+/**
+ * A reader that goes away (`streamfeat registry | head -c1`) ends our output, not
+ * our command: exit quietly (0) instead of printing an EPIPE stack. The server
+ * logs through its own destinations (src/log.ts), which ignore EPIPE and keep serving.
+ */
+function exitQuietlyOnEpipe(stream: NodeJS.WriteStream): void {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
+}
+
 async function main(argv: string[]): Promise<number> {
+  exitQuietlyOnEpipe(process.stdout);
+  exitQuietlyOnEpipe(process.stderr);
   const [cmd, ...rest] = argv;
   if (cmd === '--version' || cmd === '-V' || cmd === 'version') {
     processIo.out((await import('./version')).VERSION);

@@ -7,10 +7,11 @@
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { StartupError } from './startup_error';
 
 export const DATA_DIR_FORMAT = 1;
 
-export class DataDirError extends Error {}
+export class DataDirError extends StartupError {}
 
 export function checkDataDir(dataDir: string, shards: number): void {
   mkdirSync(dataDir, { recursive: true });

@@ -52,6 +52,17 @@ export const HTTP_IDLE_TIMEOUT_MS = 10_000;
 /** How often the HTTP timeouts above are checked (one timer per server, not one per request). */
 export const HTTP_TIMEOUT_SWEEP_MS = 1_000;
 
+/**
+ * Log bytes one thread keeps waiting for stdout; past this, lines are dropped rather than
+ * block the thread or grow without bound (src/log.ts). 16 MiB is minutes of normal logging.
+ */
+export const LOG_BUFFER_BYTES_MAX = 16 * 1024 * 1024;
+/** How long shutdown waits for waiting log lines to be written (a stalled stdout reader must not stop an exit). */
+export const LOG_FLUSH_TIMEOUT_MS = 2_000;
+
+/** Shortest accepted auth token (--auth-token-file): 16 bytes of a random hex token is 64 bits. */
+export const AUTH_TOKEN_BYTES_MIN = 16;
+
 /** Register payload limits. */
 export const REGISTER_NODES_MAX = 1_000;
 export const NAME_LENGTH_MAX = 128;

@@ -16,9 +16,9 @@ export const SERVE_CLI: CliCommand = {
   async run(p) {
     const config = resolveServerConfig(p.values, process.env);
     // Server modules load only for `serve`, so client subcommands start fast.
-    const { createLogger } = await import('./log');
+    const { createLogger, flushLogs } = await import('./log');
     const { startServer } = await import('./server');
-    const { DataDirError } = await import('./data_dir');
+    const { StartupError } = await import('./startup_error');
     const log = createLogger(config.logLevel);
     let stopping: string | null = null;
     let close: (() => Promise<void>) | null = null;
@@ -37,7 +37,11 @@ export const SERVE_CLI: CliCommand = {
       if (close !== null) shutdown(close);
     };
     const shutdown = (fn: () => Promise<void>): void => {
-      fn().then(() => process.exit(0), (err) => { log.error({ kind: 'server.stop_failed', err: String(err) }); process.exit(1); });
+      // Waiting log lines are written first, for at most LOG_FLUSH_TIMEOUT_MS (a stalled stdout reader must not stop an exit).
+      fn().then(
+        () => flushLogs().then(() => process.exit(0)),
+        (err) => { log.error({ kind: 'server.stop_failed', err }); void flushLogs().then(() => process.exit(1)); },
+      );
     };
     process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGINT', () => stop('SIGINT'));
@@ -45,7 +49,8 @@ export const SERVE_CLI: CliCommand = {
       const server = await startServer(config, log);
       close = () => server.close();
     } catch (err) {
-      if (err instanceof DataDirError) throw new UsageError(err.message);
+      // Data dir in use or written with another shard count, a port taken, a bad token file: exit 2 with the message.
+      if (err instanceof StartupError) throw new UsageError(err.message);
       // Loaded only in cluster mode (a single node never loads the NATS client).
       if (config.cluster !== null && err instanceof (await import('./cluster/node')).ClusterSetupError) throw new UsageError(err.message);
       throw err;

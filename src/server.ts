@@ -6,9 +6,13 @@
  *   3. front: compile the registry, seed LSN and dedupe from the shards
  *   4. bind HTTP, TCP and (optional) admin; log one `server.*_bound` line each
  *
+ * Before 1, a disk-mode server locks its data dir (data_dir_lock.ts); listeners are
+ * exclusive. Either taken is a StartupError (exit code 2).
+ *
  * Shutdown (SIGTERM/SIGINT): stop accepting, drain channels, snapshot every
- * shard, close pools.
+ * shard, close pools, release the lock.
  */
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type net from 'node:net';
 import Piscina from 'piscina';
@@ -22,7 +26,10 @@ import { buildHttpApp } from './front/http';
 import { buildNetHttpServer } from './front/http_net';
 import { Front } from './front/front';
 import { buildTcpServer } from './front/tcp';
+import { isLoopback, loadAuth, type Auth } from './front/auth';
 import { checkDataDir } from './data_dir';
+import { lockDataDir, type DataDirLock } from './data_dir_lock';
+import { StartupError } from './startup_error';
 import { createLogger, type Logger } from './log';
 import type { ClusterNode } from './cluster/node';
 import type { CoordinatorInit, CoordinatorResult, ShardHello, ShardInit } from './protocol/messages';
@@ -35,20 +42,33 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-function listenUws(app: uWS.TemplatedApp, host: string, port: number): Promise<{ token: uWS.us_listen_socket; port: number }> {
+/** uWS's listen with options after host and port (the typings lack that overload). */
+/** ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT of uWS (its typings declare the enum; the module does not export it). */
+const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
+type ListenWithOptions = (host: string, port: number, options: number, cb: (token: uWS.us_listen_socket | false) => void) => void;
+
+/**
+ * Exclusive listen (no SO_REUSEPORT, uWS's default): a second server on the same
+ * port fails here instead of silently sharing it (issue 11, finding 9).
+ */
+function listenUws(app: uWS.TemplatedApp, what: string, host: string, port: number): Promise<{ token: uWS.us_listen_socket; port: number }> {
   return new Promise((resolve, reject) => {
-    app.listen(host, port, (token) => {
-      if (token === false) reject(new Error(`cannot listen on ${host}:${port}`));
+    (app.listen as unknown as ListenWithOptions).call(app, host, port, LIBUS_LISTEN_EXCLUSIVE_PORT, (token) => {
+      if (token === false) reject(new StartupError(`cannot listen for ${what} on ${addr(host, port)}: the port is in use (another server?) or the address is not on this host`));
       else resolve({ token, port: uWS.us_socket_local_port(token) });
     });
   });
 }
 
-function listenNet(server: net.Server, host: string, port: number): Promise<number> {
+function listenNet(server: net.Server, what: string, host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
+    const fail = (err: NodeJS.ErrnoException): void => {
+      const why = err.code === 'EADDRINUSE' ? 'the port is in use (another server?)' : err.code === 'EADDRNOTAVAIL' ? 'the address is not on this host' : err.message;
+      reject(new StartupError(`cannot listen for ${what} on ${addr(host, port)}: ${why}`));
+    };
+    server.once('error', fail);
+    server.listen({ port, host, exclusive: true }, () => {
+      server.off('error', fail);
       resolve((server.address() as net.AddressInfo).port);
     });
   });
@@ -58,10 +78,10 @@ function listenNet(server: net.Server, host: string, port: number): Promise<numb
 async function listenHttp(front: Front, config: ServerConfig): Promise<{ port: number; close(): void }> {
   if (config.httpEngine === 'net') {
     const server = buildNetHttpServer(front);
-    const port = await listenNet(server, config.httpAddr.host, config.httpAddr.port);
+    const port = await listenNet(server, 'HTTP', config.httpAddr.host, config.httpAddr.port);
     return { port, close: () => server.close() };
   }
-  const { token, port } = await listenUws(buildHttpApp(front), config.httpAddr.host, config.httpAddr.port);
+  const { token, port } = await listenUws(buildHttpApp(front), 'HTTP', config.httpAddr.host, config.httpAddr.port);
   return { port, close: () => uWS.us_listen_socket_close(token) };
 }
 
@@ -73,6 +93,21 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
   // Cluster mode: the JetStream stream is the log, so local shards and the
   // coordinator keep no WAL or registry log of their own (docs/cluster.md).
   if (config.cluster !== null) config = { ...config, memoryOnly: true };
+  const auth = loadAuth(config.authTokenFile);
+  let lock: DataDirLock | null = null;
+  if (!config.memoryOnly) {
+    mkdirSync(config.dataDir, { recursive: true });
+    lock = lockDataDir(config.dataDir);
+  }
+  try {
+    return await start(config, log, lock, auth);
+  } catch (err) {
+    lock?.release();
+    throw err;
+  }
+}
+
+async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null, auth: Auth | null): Promise<RunningServer> {
   if (!config.memoryOnly) checkDataDir(config.dataDir, config.shards);
   const coordinatorInit: CoordinatorInit = { dataDir: config.dataDir, memoryOnly: config.memoryOnly, memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel };
   const coordinator = new Piscina({
@@ -106,7 +141,7 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
   const lastLsn = Math.max(0, ...hellos.map((h) => h.lastLsn));
   const metrics = new Metrics();
   const front = new Front(
-    { testMode: config.testMode, memoryGovEnforce: config.memoryGovEnforce, batchGetEntriesMax: config.batchGetEntriesMax },
+    { testMode: config.testMode, auth, memoryGovEnforce: config.memoryGovEnforce, batchGetEntriesMax: config.batchGetEntriesMax },
     coordinator, shardPools, first.state, lastLsn, metrics, log,
   );
   for (const h of hellos) front.loadDedupe(h.dedupe);
@@ -129,15 +164,23 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
     frameBytesMax: config.tcpFrameBytesMax, frameTimeoutMs: config.tcpFrameTimeoutMs,
     idleTimeoutMs: config.tcpIdleTimeoutMs, connectionsMax: config.tcpConnectionsMax,
   });
-  const tcpPort = await listenNet(tcpServer, config.tcpAddr.host, config.tcpAddr.port);
+  const tcpPort = await listenNet(tcpServer, 'TCP', config.tcpAddr.host, config.tcpAddr.port);
   log.info({ kind: 'server.tcp_bound', addr: addr(config.tcpAddr.host, tcpPort) });
   let admin: { token: uWS.us_listen_socket; port: number } | null = null;
   const stats = new StatsCollector(front);
   stats.start();
   if (config.adminAddr !== null) {
     const ctx = { front, stats, memoryOnly: config.memoryOnly, walSync: config.walSync, dataDir: config.dataDir };
-    admin = await listenUws(buildAdminApp(ctx, () => true), config.adminAddr.host, config.adminAddr.port);
+    admin = await listenUws(buildAdminApp(ctx, () => true), 'admin', config.adminAddr.host, config.adminAddr.port);
     log.info({ kind: 'server.admin_bound', addr: addr(config.adminAddr.host, admin.port) });
+    if (!isLoopback(config.adminAddr.host)) {
+      log.warn({ kind: 'server.admin_exposed', addr: addr(config.adminAddr.host, admin.port) }, 'the admin sidecar has no authentication and is bound to a non-loopback address (docs/security.md)');
+    }
+  }
+  if (auth === null) {
+    for (const [what, host, port] of [['HTTP', config.httpAddr.host, http.port], ['TCP', config.tcpAddr.host, tcpPort]] as const) {
+      if (!isLoopback(host)) log.warn({ kind: 'server.unauthenticated', addr: addr(host, port) }, `${what} is bound to a non-loopback address without --auth-token-file: anyone who reaches it can register, push and read (docs/security.md)`);
+    }
   }
 
   const sweep = setInterval(() => front.dedupe.sweep(Date.now()), 1000);
@@ -168,6 +211,7 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
       if (!config.memoryOnly) await front.snapshot(true);
       await front.drain();
       await Promise.all([coordinator.destroy(), ...shardPools.map((p) => p.destroy())]);
+      lock?.release();
       log.info({ kind: 'server.stopped' });
     },
   };

@@ -39,7 +39,7 @@ function persist(next: RegistryState): void {
   try {
     registryLog.append(next);
   } catch (err) {
-    log.error({ kind: 'registry.persist_failed', err: String(err) });
+    log.error({ kind: 'registry.persist_failed', err });
     throw new SfError('wal_unavailable', 'registry log write failed; the registry is unchanged', { reason: String((err as Error).message ?? err) });
   }
 }
@@ -86,7 +86,7 @@ export default function handle(task: CoordinatorTask): CoordinatorResult | Coord
     }
   } catch (err) {
     const e = asSfError(err);
-    if (e.code === 'internal_error') log.error({ kind: 'registry.internal_error', err: String((err as Error)?.stack ?? err) });
+    if (e.code === 'internal_error') log.error({ kind: 'registry.internal_error', err });
     return { ok: false, error: { code: e.code, detail: e.detail }, version: state.version };
   }
 }

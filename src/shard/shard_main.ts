@@ -46,7 +46,7 @@ state.install(init.current);
 if (store !== null && init.walSync === 'batch') {
   // Batch mode acks after write(); fdatasync follows within a few ms.
   const timer = setInterval(() => {
-    try { store?.syncInBackground(); } catch (err) { log.error({ kind: 'wal.sync_failed', err: String(err) }); }
+    try { store?.syncInBackground(); } catch (err) { log.error({ kind: 'wal.sync_failed', err }); }
   }, init.walSyncIntervalMs);
   timer.unref();
 }
@@ -74,7 +74,7 @@ function stepSnapshotJob(): void {
   if (!j.step(SNAPSHOT_SLICE_MS)) { setImmediate(stepSnapshotJob); return; }
   job = null;
   snapshotWriting = true;
-  store.writeJob(j, state, dedupe).catch((err) => { store?.snapshotAbandoned(true); log.error({ kind: 'wal.snapshot_failed', shard: init.shardId, err: String(err) }); })
+  store.writeJob(j, state, dedupe).catch((err) => { store?.snapshotAbandoned(true); log.error({ kind: 'wal.snapshot_failed', shard: init.shardId, err }); })
     .finally(() => { snapshotWriting = false; });
 }
 
@@ -155,7 +155,7 @@ function writeRun(items: ShardItem[], from: number, to: number): ErrorPayload | 
   try {
     store.writeStaged(first, last);
   } catch (err) {
-    log.error({ kind: 'wal.write_failed', shard: init.shardId, err: String(err) });
+    log.error({ kind: 'wal.write_failed', shard: init.shardId, err });
     return { code: 'wal_unavailable', detail: { message: 'write-ahead log append failed; the event was not applied', reason: String((err as Error).message ?? err) } };
   }
   if (init.walSync === 'always') {
@@ -191,7 +191,7 @@ function runItems(items: ShardItem[], from: number, to: number, outs: ShardBatch
           applyPush(it.e, it.j, it.t, it.lsn, it.v, it.p ?? -1);
           outs[i] = null;
         } catch (err) {
-          log.error({ kind: 'shard.apply_failed', err: String((err as Error)?.stack ?? err) });
+          log.error({ kind: 'shard.apply_failed', err });
           outs[i] = errorPayload(err);
         }
         break;
@@ -248,7 +248,7 @@ function runMarker(it: ShardItem): ErrorPayload | null {
         store.writeStaged(it.lsn, it.lsn);
       }
     } catch (err) {
-      log.error({ kind: 'wal.truncate_failed', err: String(err) });
+      log.error({ kind: 'wal.truncate_failed', err });
       return { code: 'wal_truncate_failed', detail: { message: 'WAL truncation failed during reset; server state is undefined', reason: String(err) } };
     }
     dropJob();
@@ -264,7 +264,7 @@ function runMarker(it: ShardItem): ErrorPayload | null {
       store?.snapshotNow(state, dedupe);
     } catch (err) {
       store?.snapshotAbandoned(true);
-      log.error({ kind: 'wal.snapshot_failed', err: String(err) });
+      log.error({ kind: 'wal.snapshot_failed', err });
       return errorPayload(new SfError('wal_unavailable', 'snapshot failed', { reason: String(err) }));
     }
   }

@@ -136,7 +136,7 @@ export class ShardStore {
     this.#wal.syncAsync((err) => {
       if (err !== null) {
         this.walStats.syncErrors++;
-        this.log.error({ kind: 'wal.sync_failed', shard: this.init.shardId, err: String(err) });
+        this.log.error({ kind: 'wal.sync_failed', shard: this.init.shardId, err });
         return;
       }
       this.walStats.syncs++;
