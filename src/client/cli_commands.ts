@@ -30,6 +30,8 @@ const COMMON: OptionSpec[] = [
   { name: 'json', type: 'boolean', help: 'print the raw JSON reply' },
   { name: 'timeout-ms', type: 'string', value: 'N', help: 'per-request timeout', default: '30000' },
   { name: 'http-url', type: 'string', value: 'URL', help: 'HTTP address for registry/register when --url is tcp://' },
+  { name: 'token', type: 'string', value: 'T', help: "the server's auth token, if it has one (docs/security.md)", env: 'STREAMFEAT_TOKEN' },
+  { name: 'token-file', type: 'string', value: 'FILE', help: 'read the auth token from FILE', env: 'STREAMFEAT_TOKEN_FILE' },
 ];
 const EXIT_NOTE = 'exit codes: 0 ok, 1 the server or the connection reported an error, 2 bad command line or input';
 
@@ -79,6 +81,7 @@ async function runParsed(command: string, parsed: ParsedCommand, io: CliIo): Pro
     client = new Client(stringValue(parsed, 'url') ?? process.env.STREAMFEAT_URL ?? CLI_URL_DEFAULT, {
       timeoutMs,
       httpUrl: stringValue(parsed, 'http-url'),
+      token: tokenOf(parsed, io),
     });
   } catch (e) {
     throw new UsageError((e as Error).message);
@@ -92,6 +95,25 @@ async function runParsed(command: string, parsed: ParsedCommand, io: CliIo): Pro
     return EXIT_ERROR;
   } finally {
     await client.close();
+  }
+}
+
+/** --token, else --token-file, else $STREAMFEAT_TOKEN, else $STREAMFEAT_TOKEN_FILE; undefined = none. */
+function tokenOf(p: ParsedCommand, io: CliIo): string | undefined {
+  const direct = stringValue(p, 'token');
+  if (direct !== undefined) return direct;
+  const file = stringValue(p, 'token-file');
+  if (file !== undefined) return readToken(io, file);
+  if (process.env.STREAMFEAT_TOKEN) return process.env.STREAMFEAT_TOKEN;
+  if (process.env.STREAMFEAT_TOKEN_FILE) return readToken(io, process.env.STREAMFEAT_TOKEN_FILE);
+  return undefined;
+}
+
+function readToken(io: CliIo, file: string): string {
+  try {
+    return io.readFile(file).trim();
+  } catch (e) {
+    throw new Error(`cannot read token file ${file}: ${(e as Error).message}`);
   }
 }
 

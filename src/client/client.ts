@@ -59,6 +59,12 @@ export interface ClientOptions {
   headers?: Record<string, string>;
   /** With a tcp:// url: the HTTP address used for registry(), which has no TCP opcode. */
   httpUrl?: string;
+  /**
+   * The server's auth token (docs/security.md): sent as `Authorization: Bearer` over
+   * HTTP, and in an AUTH frame first on every TCP connection. Harmless when the
+   * server has auth off.
+   */
+  token?: string;
   /** Called before each retry (logging, metrics). */
   onRetry?: (e: RetryEvent) => void;
 }
@@ -238,10 +244,11 @@ function makeTransport(url: string, opts: ClientOptions): Transport {
     throw new TypeError(`not a URL: ${url} (expected http://host:port or tcp://host:port)`);
   }
   if (u.protocol === 'http:' || u.protocol === 'https:') {
-    const h: HttpTransportOptions = { socketsMax: opts.httpSockets, headers: opts.headers };
+    const headers = opts.token === undefined ? opts.headers : { ...opts.headers, authorization: `Bearer ${opts.token}` };
+    const h: HttpTransportOptions = { socketsMax: opts.httpSockets, headers };
     return new HttpTransport(u, h);
   }
-  if (u.protocol === 'tcp:') return new TcpTransport(u, { poolSize: opts.poolSize });
+  if (u.protocol === 'tcp:') return new TcpTransport(u, { poolSize: opts.poolSize, token: opts.token });
   throw new TypeError(`unsupported URL scheme ${u.protocol} (expected http:, https: or tcp:)`);
 }
 

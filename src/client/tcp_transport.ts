@@ -19,6 +19,7 @@ import net from 'node:net';
 import {
   CT_JSON,
   FrameDecoder,
+  OP_AUTH,
   OP_BATCH_GET,
   OP_ERROR_RESPONSE,
   OP_GET,
@@ -54,6 +55,8 @@ const OPCODES: Record<Operation, number | null> = {
 
 export interface TcpTransportOptions {
   poolSize?: number;
+  /** Sent in an AUTH frame ahead of the first request of every connection. */
+  token?: string;
 }
 
 class Job {
@@ -86,6 +89,8 @@ class Connection {
   readonly decoder = new FrameDecoder(TCP_REPLY_BYTES_MAX);
   job: Job | null = null;
   dead = false;
+  /** The AUTH frame's reply has not come yet: the next reply frame is it. */
+  authPending = false;
 
   constructor(socket: net.Socket) {
     this.socket = socket;
@@ -97,6 +102,7 @@ export class TcpTransport implements Transport {
   readonly #host: string;
   readonly #port: number;
   readonly #poolSize: number;
+  readonly #authFrame: Buffer | null;
   readonly #all = new Set<Connection>();
   readonly #idle: Connection[] = [];
   readonly #waiting: Job[] = [];
@@ -106,6 +112,7 @@ export class TcpTransport implements Transport {
     this.#host = url.hostname.replace(/^\[|\]$/g, '');
     this.#port = url.port === '' ? TCP_PORT_DEFAULT : Number(url.port);
     this.#poolSize = Math.max(1, Math.floor(opts.poolSize ?? TCP_POOL_SIZE_DEFAULT));
+    this.#authFrame = opts.token === undefined ? null : encodeFrame(OP_AUTH, JSON.stringify({ token: opts.token }), CT_JSON);
     this.endpoint = `tcp://${url.hostname}:${this.#port}`;
   }
 
@@ -153,6 +160,11 @@ export class TcpTransport implements Transport {
     socket.on('data', (chunk: Buffer) => this.#onData(conn, chunk));
     socket.on('error', (err) => this.#kill(conn, transportError(err)));
     socket.on('close', () => this.#kill(conn, transportError(closedByServer())));
+    if (this.#authFrame !== null) {
+      // Pipelined ahead of the first request: the server answers frames in order.
+      socket.write(this.#authFrame);
+      conn.authPending = true;
+    }
     return conn;
   }
 
@@ -177,6 +189,13 @@ export class TcpTransport implements Transport {
       const text = payload.toString('utf8');
       if (contentType !== CT_JSON) {
         return this.#kill(conn, unparseable(text, 0, `reply content type ${hex(contentType)} is not JSON`));
+      }
+      if (conn.authPending) {
+        conn.authPending = false;
+        // Refused: the server closes the connection; the request waiting on it fails with the server's error.
+        if (op === OP_ERROR_RESPONSE) return this.#kill(conn, errorFromBody(text, null));
+        if (op !== OP_AUTH) return this.#kill(conn, unparseable(text, 0, `reply opcode ${hex(op)} does not answer AUTH`));
+        continue;
       }
       if (op === OP_ERROR_RESPONSE) job.settle(errorFromBody(text, null), null);
       // successOpcode: 0x0023 for get, batch_get and reset (docs/wire.md). An echo of

@@ -22,6 +22,7 @@ import { BatchCtx, CountdownSink, GetCtx } from './sinks';
 import { DedupeStore } from './dedupe';
 import { ackBody, PushCtx, type PushDone } from './push';
 import type { Reply } from './reply';
+import type { Auth } from './auth';
 import { JSON_DEPTH_MAX, jsonDepthExceeds, jsonTextDepthExceeds } from '../util/json_depth';
 import { VERSION } from '../version';
 
@@ -46,6 +47,8 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 
 export interface FrontOptions {
   testMode: boolean;
+  /** Shared-token authentication for both transports; null = off (docs/security.md). */
+  auth: Auth | null;
   memoryGovEnforce: boolean;
   batchGetEntriesMax: number;
 }
@@ -85,7 +88,7 @@ export class Front implements PushDone {
    * the shard has it already). Nothing that was acknowledged is lost in disk mode.
    */
   #shardFailed(shard: number, err: unknown): void {
-    this.log.error({ kind: 'shard.task_failed', shard, err: String(err) });
+    this.log.error({ kind: 'shard.task_failed', shard, err });
     const ignore: Sink = { done: () => {} };
     this.channels[shard].enqueueFirst({ k: ITEM_INSTALL, lsn: this.nextLsn++, state: this.registry.state, renames: [] }, ignore, 0);
     this.#schedule();
@@ -118,7 +121,7 @@ export class Front implements PushDone {
 
   #failErr(reply: Reply, err: unknown, withVersion = true): void {
     const e = asSfError(err);
-    if (e.code === 'internal_error') this.log.error({ kind: 'server.internal_error', err: String((err as Error)?.stack ?? err) });
+    if (e.code === 'internal_error') this.log.error({ kind: 'server.internal_error', err });
     this.fail(reply, { code: e.code, detail: e.detail }, withVersion);
   }
 

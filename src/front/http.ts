@@ -33,7 +33,7 @@ export function buildHttpApp(front: Front): uWS.TemplatedApp {
   app.any('/*', (res, req) => {
     const reply = new UwsReply(res);
     res.onAborted(() => { reply.aborted = true; });
-    const route = resolveRoute(front, req.getCaseSensitiveMethod(), req.getUrl(), reply);
+    const route = resolveRoute(front, req.getCaseSensitiveMethod(), req.getUrl(), reply, req.getHeader('authorization'));
     if (route === null) return;
     const contentType = req.getHeader('content-type');
     if (!route.readsBody) { runRoute(front, route, '', reply, contentType); return; }

@@ -167,7 +167,7 @@ class NetConn {
       bodyTooLarge(this.front, slot, head.contentLength);
       return;
     }
-    const route = resolveRoute(this.front, head.method, head.path, slot);
+    const route = resolveRoute(this.front, head.method, head.path, slot, head.authorization);
     this.#slot = slot;
     this.#route = route;
     this.#contentType = head.contentType;

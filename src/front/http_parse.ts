@@ -20,6 +20,8 @@ export interface RequestHead {
   http10: boolean;
   expectContinue: boolean;
   contentType: string;
+  /** The Authorization header ('' when absent), for the optional token check (auth.ts). */
+  authorization: string;
 }
 
 export type HeadResult = { ok: true; head: RequestHead } | { ok: false; message: string };
@@ -47,6 +49,7 @@ export function parseHead(text: string): HeadResult {
   let connection = '';
   let expectContinue = false;
   let contentType = '';
+  let authorization = '';
   let pos = eol + 2;
   while (pos < text.length) {
     let end = text.indexOf('\r\n', pos);
@@ -68,6 +71,9 @@ export function parseHead(text: string): HeadResult {
         break;
       case 12:
         if (rawName.toLowerCase() === 'content-type') contentType = value;
+        break;
+      case 13:
+        if (rawName.toLowerCase() === 'authorization') authorization = value;
         break;
       case 14:
         if (rawName.toLowerCase() === 'content-length') {
@@ -101,6 +107,7 @@ export function parseHead(text: string): HeadResult {
       http10,
       expectContinue,
       contentType,
+      authorization,
     },
   };
 }

@@ -11,7 +11,7 @@ import { isValidName } from '../registry/model';
 import { TRANSPORT_HTTP, type Reply } from './reply';
 
 const STATUS_TEXT: Record<number, string> = {
-  200: '200 OK', 400: '400 Bad Request', 403: '403 Forbidden', 404: '404 Not Found', 405: '405 Method Not Allowed',
+  200: '200 OK', 400: '400 Bad Request', 401: '401 Unauthorized', 403: '403 Forbidden', 404: '404 Not Found', 405: '405 Method Not Allowed',
   409: '409 Conflict', 413: '413 Payload Too Large', 415: '415 Unsupported Media Type', 500: '500 Internal Server Error',
   501: '501 Not Implemented', 503: '503 Service Unavailable', 504: '504 Gateway Timeout',
 };
@@ -122,12 +122,23 @@ function routeOf(path: string): Route | undefined {
   return undefined;
 }
 
+const WWW_AUTHENTICATE: Header = ['WWW-Authenticate', 'Bearer realm="streamfeat"'];
+
 /**
  * The route of a request head, or null when the request is answered already
- * (unknown route: 404 not_found; known route, wrong method: 405 with Allow).
- * `method` is matched case-insensitively (uWS lower-cases methods).
+ * (auth on and the token missing or wrong: 401 unauthorized, then close, for every
+ * path, so routes are not revealed either; unknown route: 404 not_found; known
+ * route, wrong method: 405 with Allow). `method` is matched case-insensitively
+ * (uWS lower-cases methods). `authorization` is the header's value ('' if absent).
  */
-export function resolveRoute(front: Front, method: string, path: string, reply: HttpReply): Route | null {
+export function resolveRoute(front: Front, method: string, path: string, reply: HttpReply, authorization: string): Route | null {
+  const auth = front.opts.auth;
+  if (auth !== null && !auth.allowsHeader(authorization)) {
+    front.metrics.error('unauthorized');
+    // Close: the body is not read, so the connection cannot be framed further.
+    reply.write(ERRORS.unauthorized.status, errorJson('unauthorized', { message: 'this server requires its auth token: send Authorization: Bearer <token>' }), WWW_AUTHENTICATE, true);
+    return null;
+  }
   const route = routeOf(path);
   const m = method.toUpperCase();
   if (route !== undefined && route.method === m) return route;
@@ -146,7 +157,7 @@ export function runRoute(front: Front, route: Route, body: string, reply: HttpRe
   try {
     route.run(front, body, reply, contentType);
   } catch (err) {
-    front.log.error({ kind: 'server.internal_error', err: String((err as Error)?.stack ?? err) });
+    front.log.error({ kind: 'server.internal_error', err });
     reply.error('internal_error', { reason: String(err) });
   }
 }

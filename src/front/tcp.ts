@@ -10,7 +10,7 @@ import net from 'node:net';
 import { errorJson, type ErrorCode, type ErrorDetail } from '../errors';
 import { TCP_CLOSE_LINGER_MS, TCP_PIPELINE_DEPTH_MAX } from '../limits';
 import {
-  CT_JSON, CT_MSGPACK, encodeFrame, FrameDecoder, OP_BATCH_GET, OP_ERROR_RESPONSE, OP_GET, OP_PING, OP_PUSH, OP_PUSH_MANY,
+  CT_JSON, CT_MSGPACK, encodeFrame, FrameDecoder, OP_AUTH, OP_BATCH_GET, OP_ERROR_RESPONSE, OP_GET, OP_PING, OP_PUSH, OP_PUSH_MANY,
   OP_PUSH_SYNC, OP_REGISTER, OP_RESET, OP_SET_FIRST, OP_SET_LAST, successOpcode, type Frame,
 } from '../protocol/frame';
 import type { Front } from './front';
@@ -59,9 +59,12 @@ class TcpConn {
   #partialSince = 0;
   #framesAtPartialStart = 0;
   #frameTimer: NodeJS.Timeout | null = null;
+  /** With auth on, nothing but OP_AUTH is served until the token was presented. */
+  #authed: boolean;
 
   constructor(readonly socket: net.Socket, readonly front: Front, readonly opts: TcpOptions) {
     this.#decoder = new FrameDecoder(opts.frameBytesMax);
+    this.#authed = front.opts.auth === null;
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.#onData(chunk));
     socket.on('end', () => this.#onEnd());
@@ -139,6 +142,7 @@ class TcpConn {
         return;
       }
       this.#dispatch(r.frame);
+      if (this.#closing) return; // a frame that closes the connection (unauthorized): nothing after it is served
     }
     if (this.#queue.length >= TCP_PIPELINE_DEPTH_MAX) this.#pausedForDepth = true;
     this.#updateFlow();
@@ -169,6 +173,10 @@ class TcpConn {
   }
 
   #dispatch(frame: Frame): void {
+    if (!this.#authed && frame.op !== OP_AUTH) {
+      this.#fatal('unauthorized', { message: 'this server requires its auth token: send an AUTH frame (op 0x0002, {"token": "..."}) first' });
+      return;
+    }
     const slot = new Slot(this, frame.op);
     this.#queue.push(slot);
     const front = this.front;
@@ -183,6 +191,7 @@ class TcpConn {
       return;
     }
     const op = frame.op;
+    if (op === OP_AUTH) { this.#authenticate(frame, slot); return; }
     if (op === OP_PUSH_SYNC || op === OP_PUSH_MANY || (op >= OP_SET_FIRST && op <= OP_SET_LAST)) {
       front.metrics.error('op_not_implemented');
       slot.error('op_not_implemented', { message: `opcode 0x${op.toString(16).padStart(4, '0')} is reserved and not implemented in v0`, extra: { op } });
@@ -205,9 +214,31 @@ class TcpConn {
       else if (op === OP_BATCH_GET) front.batchGet(body, slot);
       else front.register(body, slot);
     } catch (err) {
-      front.log.error({ kind: 'server.internal_error', err: String((err as Error)?.stack ?? err) });
+      front.log.error({ kind: 'server.internal_error', err });
       if (slot.bytes === null) slot.error('internal_error', { reason: String(err) });
     }
+  }
+
+  /**
+   * OP_AUTH: `{"token": "..."}` checked in constant time; answered op 0x0002
+   * `{"ok":true}`, also when auth is off (a client configured with a token works
+   * everywhere). A wrong or missing token: `unauthorized`, then close.
+   */
+  #authenticate(frame: Frame, slot: Slot): void {
+    const auth = this.front.opts.auth;
+    let token: unknown;
+    try {
+      token = (JSON.parse(frame.payload.toString('utf8')) as { token?: unknown } | null)?.token;
+    } catch {
+      token = undefined;
+    }
+    if (auth === null || auth.matches(token)) {
+      this.#authed = true;
+      slot.ok('{"ok":true}');
+      return;
+    }
+    this.#queue.pop();
+    this.#fatal('unauthorized', { message: 'the AUTH frame does not carry this server\'s token' });
   }
 
   /** Writes every completed reply at the head of the FIFO. */

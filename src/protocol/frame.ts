@@ -10,6 +10,8 @@
 
 export const OP_PING = 0x0000;
 export const OP_REGISTER = 0x0001;
+/** First frame of a connection when the server requires a token: {"token": "..."}; reply op 0x0002 {"ok":true} (docs/wire.md). */
+export const OP_AUTH = 0x0002;
 export const OP_PUSH = 0x0010;
 export const OP_PUSH_SYNC = 0x0011;
 export const OP_PUSH_MANY = 0x0012;
