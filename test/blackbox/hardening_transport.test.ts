@@ -190,25 +190,28 @@ describe('frames: trickled, incomplete, and the connection cap', () => {
 
 describe('idle timeout', () => {
   let srv: TestServer;
+  const IDLE_MS = 500;
   before(async () => {
-    srv = await startServer({ memoryOnly: true, args: ['--tcp-idle-timeout', '300ms'] });
+    srv = await startServer({ memoryOnly: true, args: ['--tcp-idle-timeout', `${IDLE_MS}ms`] });
     await seed(srv);
   });
   after(async () => { await srv.stop(); srv.cleanup(); });
 
-  test('--tcp-idle-timeout closes a silent connection; a busy one stays open', async () => {
+  test('--tcp-idle-timeout closes a silent connection; one holding a partial frame is not idle', async () => {
     const idle = await connect(srv.tcpPort);
     const busy = await TcpClient.connect(srv.tcpPort);
     let busyClosed = false;
     busy.socket.once('close', () => { busyClosed = true; });
+    // Half a frame: the connection is waiting on its peer, not idle (the 30 s frame timeout governs it).
+    const frame = encodeFrame(OP_PING, Buffer.alloc(100, 0x20));
+    busy.writeRaw(frame.subarray(0, 50));
     const t0 = performance.now();
-    for (let i = 0; i < 8; i++) {
-      assert.equal((await busy.request(OP_PING, '')).op, OP_PING);
-      await sleep(100);
-    }
     await idle.closed;
-    assert.ok(performance.now() - t0 >= 250);
-    assert.equal(busyClosed, false);
+    assert.ok(performance.now() - t0 >= IDLE_MS - 100, 'closed no earlier than the idle timeout');
+    await sleep(3 * IDLE_MS);
+    assert.equal(busyClosed, false, 'a connection with a partial frame stays open past the idle timeout');
+    busy.writeRaw(frame.subarray(50));
+    assert.equal((await busy.next()).op, OP_PING);
     busy.close();
     await assertKept(srv);
   });
