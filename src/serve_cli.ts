@@ -49,8 +49,13 @@ export const SERVE_CLI: CliCommand = {
       const server = await startServer(config, log);
       close = () => server.close();
     } catch (err) {
-      // Data dir in use or written with another shard count, a port taken, a bad token file: exit 2 with the message.
-      if (err instanceof StartupError) throw new UsageError(err.message);
+      // Data dir in use or written with another shard count, a port taken, a bad token file: exit 2 with
+      // the message. What start-up acquired before it failed (worker threads, a bound listener) would keep
+      // the process alive, so exit once the message is written (the next macrotask).
+      if (err instanceof StartupError) {
+        setImmediate(() => process.exit(2));
+        throw new UsageError(err.message);
+      }
       // Loaded only in cluster mode (a single node never loads the NATS client).
       if (config.cluster !== null && err instanceof (await import('./cluster/node')).ClusterSetupError) throw new UsageError(err.message);
       throw err;

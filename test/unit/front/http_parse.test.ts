@@ -17,7 +17,7 @@ function bad(text: string, pattern: RegExp): void {
 
 test('request line: method, path without the query, version; framing defaults', () => {
   const h = ok('POST /push?x=1&y HTTP/1.1\r\nHost: a');
-  assert.deepEqual(h, { method: 'POST', path: '/push', contentLength: 0, chunked: false, keepAlive: true, http10: false, expectContinue: false, contentType: '' });
+  assert.deepEqual(h, { method: 'POST', path: '/push', contentLength: 0, chunked: false, keepAlive: true, http10: false, expectContinue: false, contentType: '', authorization: '' });
   assert.equal(ok('GET /registry HTTP/1.0').keepAlive, false);
   assert.equal(ok('GET /registry HTTP/1.0\r\nConnection: Keep-Alive').keepAlive, true);
   assert.equal(ok('GET / HTTP/1.1\r\nConnection: upgrade, close').keepAlive, false);
@@ -29,6 +29,7 @@ test('headers that frame and route: names are case-insensitive, values trimmed',
   assert.equal(h.contentLength, 42);
   assert.equal(h.contentType, 'application/json; charset=utf-8');
   assert.equal(h.expectContinue, true);
+  assert.equal(ok('GET /registry HTTP/1.1\r\nAUTHORIZATION:  Bearer t0k \r\nHost: a').authorization, 'Bearer t0k');
   const c = ok('POST /push HTTP/1.1\r\nTransfer-Encoding: Chunked');
   assert.equal(c.chunked, true);
   assert.equal(c.contentLength, -1);
