@@ -11,7 +11,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RecordEncoder, recoverWal, WalWriter, type WalRecord } from '../../src/wal';
-import { CLI, post, startServer, tempDataDir } from '../harness/server';
+import { CLI, onJsonLines, post, startServer, tempDataDir } from '../harness/server';
 
 const NODES = [
   { kind: 'event', name: 'Hit', schema: { fields: { user: 'str', v: 'i64' }, optional_fields: [] } },
@@ -37,19 +37,9 @@ function spawnServer(args: string[], env: Record<string, string> = {}): { proc: 
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   const logs: Array<Record<string, any>> = [];
   const waiters: Array<{ kind: string; resolve: (l: Record<string, any>) => void }> = [];
-  let buf = '';
-  proc.stdout!.on('data', (d: Buffer) => {
-    buf += d.toString();
-    let nl;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, nl);
-      buf = buf.slice(nl + 1);
-      try {
-        const j = JSON.parse(line) as Record<string, any>;
-        logs.push(j);
-        for (const w of waiters.filter((x) => x.kind === j.kind)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(j); }
-      } catch { /* not JSON */ }
-    }
+  onJsonLines(proc.stdout!, (j) => {
+    logs.push(j);
+    for (const w of waiters.filter((x) => x.kind === j.kind)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(j); }
   });
   return {
     proc,
