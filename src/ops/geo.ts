@@ -14,7 +14,7 @@
 import type { JsonValue, Row, Value } from '../types';
 import type { StoredState } from './factory';
 import type { WindowAgg } from './val_window';
-import { jsonNum, newDoubles } from './values';
+import { jsonNum, loadFields, newDoubles, saveFields } from './values';
 
 export const EARTH_RADIUS_KM = 6371;
 /** Kilometres per degree of latitude (and of longitude at the equator). */
@@ -250,6 +250,8 @@ export class GeoPathAcc {
   acc = 0;
 }
 
+const PATH_FIELDS: ReadonlyArray<keyof GeoPathAcc> = ['n', 'fLat', 'fLon', 'fT', 'lat', 'lon', 't', 'acc'];
+
 export class GeoPathAgg implements WindowAgg<GeoPathAcc> {
   readonly out: GeoOut;
   constructor(out: GeoOut) {
@@ -314,20 +316,10 @@ export class GeoPathAgg implements WindowAgg<GeoPathAcc> {
     return a.n > 0 ? jsonNum(a.acc) : null;
   }
   save(a: GeoPathAcc): unknown {
-    return [a.n, a.fLat, a.fLon, a.fT, a.lat, a.lon, a.t, a.acc];
+    return saveFields(a, PATH_FIELDS);
   }
   load(saved: unknown): GeoPathAcc {
-    const s = saved as number[];
-    const a = new GeoPathAcc();
-    a.n = s[0];
-    a.fLat = s[1];
-    a.fLon = s[2];
-    a.fT = s[3];
-    a.lat = s[4];
-    a.lon = s[5];
-    a.t = s[6];
-    a.acc = s[7];
-    return a;
+    return loadFields(new GeoPathAcc(), PATH_FIELDS, saved as number[]);
   }
 }
 
@@ -339,6 +331,8 @@ export class SpreadAcc {
   mLon = 0;
   sLon = 0;
 }
+
+const SPREAD_FIELDS: ReadonlyArray<keyof SpreadAcc> = ['n', 'mLat', 'sLat', 'mLon', 'sLon'];
 
 export class GeoSpreadAgg implements WindowAgg<SpreadAcc> {
   accepts(x: Value | undefined): x is number {
@@ -386,16 +380,9 @@ export class GeoSpreadAgg implements WindowAgg<SpreadAcc> {
     return spreadKm(a.n, a.mLat, a.sLat, a.sLon);
   }
   save(a: SpreadAcc): unknown {
-    return [a.n, a.mLat, a.sLat, a.mLon, a.sLon];
+    return saveFields(a, SPREAD_FIELDS);
   }
   load(saved: unknown): SpreadAcc {
-    const s = saved as number[];
-    const a = new SpreadAcc();
-    a.n = s[0];
-    a.mLat = s[1];
-    a.sLat = s[2];
-    a.mLon = s[3];
-    a.sLon = s[4];
-    return a;
+    return loadFields(new SpreadAcc(), SPREAD_FIELDS, saved as number[]);
   }
 }
