@@ -252,16 +252,21 @@ export class GeoPathAcc {
 
 const PATH_FIELDS: ReadonlyArray<keyof GeoPathAcc> = ['n', 'fLat', 'fLon', 'fT', 'lat', 'lon', 't', 'acc'];
 
-export class GeoPathAgg implements WindowAgg<GeoPathAcc> {
-  readonly out: GeoOut;
-  constructor(out: GeoOut) {
-    this.out = out;
-  }
+/** A point is a valid latitude (the op's field) and longitude (the ring's aux column). */
+abstract class GeoPointAgg {
   accepts(x: Value | undefined): x is number {
     return isLat(x);
   }
   acceptsAux(y: Value | undefined): y is number {
     return isLon(y);
+  }
+}
+
+export class GeoPathAgg extends GeoPointAgg implements WindowAgg<GeoPathAcc> {
+  readonly out: GeoOut;
+  constructor(out: GeoOut) {
+    super();
+    this.out = out;
   }
   empty(): GeoPathAcc {
     return new GeoPathAcc();
@@ -334,13 +339,7 @@ export class SpreadAcc {
 
 const SPREAD_FIELDS: ReadonlyArray<keyof SpreadAcc> = ['n', 'mLat', 'sLat', 'mLon', 'sLon'];
 
-export class GeoSpreadAgg implements WindowAgg<SpreadAcc> {
-  accepts(x: Value | undefined): x is number {
-    return isLat(x);
-  }
-  acceptsAux(y: Value | undefined): y is number {
-    return isLon(y);
-  }
+export class GeoSpreadAgg extends GeoPointAgg implements WindowAgg<SpreadAcc> {
   empty(): SpreadAcc {
     return new SpreadAcc();
   }
