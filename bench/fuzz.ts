@@ -7,8 +7,22 @@
  * counts, outcomes and every crash/hang/wrong answer with the seed and index that
  * replay it (`--seed S --only I`). Exit code 1 when anything failed.
  */
+import { type CommandSpec, EXIT_USAGE, formatHelp, numberArg, numberListArg, parseCommand, stringValue, UsageError } from '../src/cli_args';
 import { startServer } from '../test/harness/server';
 import { formatReport, runFuzz } from '../test/fuzz/engine';
+
+const PROGRAM = 'npm run fuzz --';
+const SPEC: CommandSpec = {
+  name: '', args: [], summary: 'Fuzz a server it starts with seeded HTTP and TCP inputs; exit 1 on any crash, hang or wrong answer.',
+  options: [
+    { name: 'seconds', type: 'string', value: 'N', help: 'input loop budget', default: '60' },
+    { name: 'seed', type: 'string', value: 'S', help: 'generator seed', default: 'time-based, printed' },
+    { name: 'concurrency', type: 'string', value: 'C', help: 'inputs in flight', default: '8' },
+    { name: 'shards', type: 'string', value: 'K', help: 'server shards', default: '2' },
+    { name: 'data-dir', type: 'boolean', help: 'run the server with a data dir (WAL) instead of --memory-only' },
+    { name: 'only', type: 'string', value: 'I,J', help: 'replay only these input indices of the seed' },
+  ],
+};
 
 interface FuzzArgs {
   seconds: number;
@@ -19,34 +33,30 @@ interface FuzzArgs {
   only?: number[];
 }
 
-function parse(argv: string[]): FuzzArgs {
-  const a: FuzzArgs = { seconds: 60, seed: (Date.now() ^ process.pid) >>> 0, concurrency: 8, shards: 2, dataDir: false };
-  for (let i = 0; i < argv.length; i++) {
-    const v = (): string => {
-      const x = argv[++i];
-      if (x === undefined) throw new Error(`${argv[i - 1]} needs a value`);
-      return x;
-    };
-    const num = (s: string): number => {
-      const n = Number(s);
-      if (!Number.isFinite(n) || n < 0) throw new Error(`not a number: ${s}`);
-      return n;
-    };
-    switch (argv[i]) {
-      case '--seconds': a.seconds = num(v()); break;
-      case '--seed': a.seed = num(v()) >>> 0; break;
-      case '--concurrency': a.concurrency = Math.max(1, num(v())); break;
-      case '--shards': a.shards = Math.max(1, num(v())); break;
-      case '--data-dir': a.dataDir = true; break;
-      case '--only': a.only = v().split(',').map(num); break;
-      default: throw new Error(`unknown option ${argv[i]}; usage: npm run fuzz -- --seconds N [--seed S] [--concurrency C] [--shards K] [--data-dir] [--only I,J]`);
-    }
-  }
-  return a;
+function parse(argv: string[]): FuzzArgs | null {
+  const p = parseCommand(PROGRAM, SPEC, argv);
+  if (p.help) return null;
+  const n = (name: string, def: number, min: number): number => {
+    const v = stringValue(p, name);
+    return v === undefined ? def : numberArg(`--${name}`, v, min);
+  };
+  const only = stringValue(p, 'only');
+  return {
+    seconds: n('seconds', 60, 0),
+    seed: n('seed', (Date.now() ^ process.pid) >>> 0, 0) >>> 0,
+    concurrency: n('concurrency', 8, 1),
+    shards: n('shards', 2, 1),
+    dataDir: p.values['data-dir'] === true,
+    only: only === undefined ? undefined : numberListArg('--only', only, 0),
+  };
 }
 
 async function main(): Promise<void> {
   const a = parse(process.argv.slice(2));
+  if (a === null) {
+    process.stdout.write(formatHelp(PROGRAM, SPEC));
+    return;
+  }
   const srv = await startServer({ memoryOnly: !a.dataDir, shards: a.shards });
   let stderr = '';
   srv.proc.stderr!.on('data', (d) => { stderr += d; });
@@ -72,6 +82,10 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
+  if (err instanceof UsageError) {
+    console.error(`${PROGRAM.replace(/ --$/, '')}: ${err.message}`);
+    process.exit(EXIT_USAGE);
+  }
   console.error(err);
-  process.exit(2);
+  process.exit(1);
 });
