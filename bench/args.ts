@@ -31,6 +31,8 @@ export interface Opts {
   /** freshness: probe connections. */
   probes: number;
   pushShare: number;
+  /** soak: share of bad inputs; unset = the scenario's default (0.05). */
+  badShare?: number;
   /** ceiling: per-item busy work of uws_hop's worker thread, microseconds, one run each. */
   workUs: number[];
   out?: string;
@@ -76,6 +78,7 @@ const OPTIONS: OptionSpec[] = [
   { name: 'bg-rate', type: 'string', value: 'N', help: 'freshness background pushes/s', default: String(DEFAULTS.bgRate) },
   { name: 'probes', type: 'string', value: 'N', help: 'freshness probes', default: String(DEFAULTS.probes) },
   { name: 'push-share', type: 'string', value: 'F', help: 'mixed: share of pushes, 0..1', default: String(DEFAULTS.pushShare) },
+  { name: 'bad-share', type: 'string', value: 'F', help: 'soak: share of bad inputs, 0..1 (soak defaults: --duration 60, --connections 1000, --rate 4000 for all conns)', default: '0.05' },
   { name: 'work-us', type: 'string', value: 'LIST', help: 'ceiling: uws_hop worker busy-work per request in us, comma-separated', default: DEFAULTS.workUs.join(',') },
   { name: 'out', type: 'string', value: 'FILE', help: 'append one markdown row per result' },
   { name: 'seed', type: 'string', value: 'N', help: 'key generator seed', default: String(DEFAULTS.seed) },
@@ -111,6 +114,7 @@ const FIELDS: Record<string, [keyof Opts, (flag: string, v: string) => Opts[keyo
   'bg-rate': ['bgRate', (f, v) => numberArg(f, v, 0)],
   probes: ['probes', (f, v) => numberArg(f, v, 1)],
   'push-share': ['pushShare', (f, v) => numberArg(f, v, 0, false)],
+  'bad-share': ['badShare', (f, v) => numberArg(f, v, 0, false)],
   'work-us': ['workUs', (f, v) => numberListArg(f, v, 0)],
   out: ['out', (_f, v) => v],
   seed: ['seed', (f, v) => numberArg(f, v, 0)],
@@ -130,5 +134,6 @@ export function parseArgs(argv: string[]): Parsed {
   }
   if (p.values['memory-only'] === true) set('memoryOnly', true);
   if (opts.pushShare > 1) throw new UsageError('--push-share must be in [0, 1]');
+  if (opts.badShare !== undefined && opts.badShare > 1) throw new UsageError('--bad-share must be in [0, 1]');
   return { scenario: p.help ? 'help' : (p.positionals[0] ?? 'help'), opts, given };
 }

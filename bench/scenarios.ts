@@ -12,6 +12,7 @@ import { bodySpec, freshnessLoad, httpLoad, preloadKeys, registerWorkload, tcpLo
 import type { Mix } from './load/jobs';
 import { startServer, startTcpEcho, startUwsBare, startUwsHop, type Target } from './procs';
 import { ratioOf, ms, type Measured, type RatioKind, type ScenarioResult, type TargetCheck } from './report';
+import { runSoak, soakOptions } from './soak';
 import { wrkAvailable } from './wrk';
 
 /**
@@ -415,6 +416,7 @@ export const SCENARIOS: readonly Scenario[] = [
   { name: 'push-latency', summary: 'push p99 at a fixed rate (half the measured max, or --rate), wrk2-style; --transport http|tcp', run: pushLatency },
   { name: 'freshness', summary: 'push ack -> first /get that shows it (p50/p99/max), under background pushes', run: freshnessScenario },
   { name: 'http-engines', summary: 'HTTP /push under autocannon -p 1 and -p 10: --http-engine uws and net, each vs uws_bare at the same depth', run: httpEngines },
+  { name: 'soak', summary: '1000 conns (HTTP+TCP) push/get/batch_get at --rate for --duration (60 s), 5% bad inputs: errors only on bad ones, RSS flat, p99', run: async (o, c) => [await runSoak(soakOptions(o), c.log)] },
   { name: 'ceiling', summary: 'uws_hop (uws_bare + a hop to one worker thread, --work-us per request) vs uws_bare: the architecture\'s ceiling here', run: ceiling },
 ];
 

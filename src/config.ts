@@ -17,7 +17,7 @@ import Ajv, { type ErrorObject } from 'ajv';
 import { type CommandSpec, type OptionSpec, parseCommand, UsageError } from './cli_args';
 import {
   BATCH_GET_ENTRIES_MAX_DEFAULT, CLUSTER_CHECKPOINT_INTERVAL_MS_DEFAULT, CLUSTER_PARTITIONS_DEFAULT, CLUSTER_PARTITIONS_MAX, SHARDS_MAX,
-  TCP_CONNECTIONS_MAX_DEFAULT, TCP_FRAME_BYTES_MAX_DEFAULT, TCP_FRAME_TIMEOUT_MS_DEFAULT, TCP_IDLE_TIMEOUT_MS_DEFAULT,
+  SHUTDOWN_DEADLINE_MS, TCP_CONNECTIONS_MAX_DEFAULT, TCP_FRAME_BYTES_MAX_DEFAULT, TCP_FRAME_TIMEOUT_MS_DEFAULT, TCP_IDLE_TIMEOUT_MS_DEFAULT,
 } from './limits';
 
 export type WalSyncMode = 'batch' | 'always';
@@ -154,6 +154,7 @@ const SETTINGS = {
   walSyncTimeoutMs: int({ key: 'wal-sync-timeout-ms', env: 'SERVICE_WAL_SYNC_TIMEOUT_MS', help: 'always mode: wal_sync_timeout past this' }, 1, null, DEFAULTS.walSyncTimeoutMs),
   walSyncIntervalMs: int({ key: 'wal-sync-interval-ms', env: 'SERVICE_WAL_SYNC_INTERVAL_MS', help: 'batch mode: fdatasync cadence' }, 1, null, DEFAULTS.walSyncIntervalMs),
   walSegmentBytesMax: int({ key: 'wal-segment-bytes', env: 'SERVICE_WAL_SEGMENT_BYTES', help: 'WAL segment size before rolling to the next' }, 1, null, DEFAULTS.walSegmentBytesMax),
+  shutdownTimeoutMs: duration({ key: 'shutdown-timeout', env: 'SERVICE_SHUTDOWN_TIMEOUT', help: 'graceful stop deadline; past it: log server.stop_deadline, exit 1' }, `${SHUTDOWN_DEADLINE_MS / 1000}s`),
   snapshotIntervalMs: duration({ key: 'snapshot-interval', env: 'SERVICE_SNAPSHOT_INTERVAL', help: 'periodic snapshots (0 disables)' }, DEFAULTS.snapshotInterval),
   batchGetEntriesMax: int({ key: 'max-batch-get', env: 'SERVICE_MAX_BATCH_GET', help: 'entries per /batch_get' }, 1, null, BATCH_GET_ENTRIES_MAX_DEFAULT),
   tcpFrameBytesMax: int({ key: 'tcp-max-frame-bytes', env: 'SERVICE_TCP_MAX_FRAME_BYTES', help: 'TCP frame payload bytes' }, 1, null, TCP_FRAME_BYTES_MAX_DEFAULT),

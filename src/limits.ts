@@ -92,7 +92,7 @@ export const SHARD_YOUNG_GENERATION_MB = 12;
 export const SHARDS_MAX = 31;
 
 /**
- * Graceful shutdown (drain, final snapshot, close threads) must finish within this;
+ * Default of --shutdown-timeout: graceful shutdown (drain, final snapshot, close threads) must finish within this;
  * past it the process logs server.stop_deadline and exits 1 (the WAL already holds
  * every acknowledged push, so recovery replays what the snapshot missed). Below
  * systemd's default TimeoutStopSec (90 s) and Kubernetes' grace period (30 s) plus
@@ -101,6 +101,10 @@ export const SHARDS_MAX = 31;
 export const SHUTDOWN_DEADLINE_MS = 25_000;
 /** Recovery progress lines (shard.recovery_progress) at least this often. */
 export const RECOVERY_PROGRESS_INTERVAL_MS = 1_000;
+/** WAL records replayed between clock reads of the progress check (a clock read per record costs more than the replay of small ones). */
+export const RECOVERY_PROGRESS_RECORDS_STRIDE = 1_024;
+/** After a shard's WAL append fails, /ready says wal_unavailable this long unless a later append succeeds (lifecycle.ts). */
+export const WAL_UNAVAILABLE_READY_HOLD_MS = 5_000;
 
 /** Default duration of dedupe memory when dedupe_key is set without a window (never: window is required). */
 export const DEDUPE_ENTRIES_MAX = 10_000_000;

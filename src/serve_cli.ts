@@ -1,13 +1,14 @@
 /**
  * `streamfeat serve`: resolve the config (src/config.ts), start the server, and
  * own the process lifecycle: the first SIGTERM/SIGINT starts a graceful shutdown
- * bounded by SHUTDOWN_DEADLINE_MS; a second signal exits at once (exit 130 / 143,
- * what a shell reports for a signal death). The WAL holds every acknowledged
- * push, so leaving early only costs the final snapshot (recovery replays it).
+ * bounded by --shutdown-timeout (SHUTDOWN_DEADLINE_MS; past it: server.stop_deadline, exit 1); a
+ * second signal exits at once (exit 130 / 143, what a shell reports for a signal
+ * death). A signal during recovery exits at once too. The WAL holds every
+ * acknowledged push, so leaving early only costs the final snapshot (recovery
+ * replays what it would have saved).
  */
 import { type CliCommand, UsageError } from './cli_args';
 import { resolveServerConfig, SERVE_COMMAND } from './config';
-import { SHUTDOWN_DEADLINE_MS } from './limits';
 
 const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
 
@@ -28,13 +29,16 @@ export const SERVE_CLI: CliCommand = {
         process.exit(SIGNAL_EXIT[signal] ?? 1);
       }
       stopping = signal;
-      log.info({ kind: 'server.stopping', signal, deadline_ms: SHUTDOWN_DEADLINE_MS });
+      log.info({ kind: 'server.stopping', signal, deadline_ms: config.shutdownTimeoutMs });
       setTimeout(() => {
-        log.error({ kind: 'server.stop_deadline', deadline_ms: SHUTDOWN_DEADLINE_MS });
+        log.error({ kind: 'server.stop_deadline', deadline_ms: config.shutdownTimeoutMs });
         process.exit(1);
-      }, SHUTDOWN_DEADLINE_MS).unref();
-      // A signal during recovery: nothing to drain yet; shut down once startServer gives us close().
-      if (close !== null) shutdown(close);
+      }, config.shutdownTimeoutMs).unref();
+      if (close !== null) { shutdown(close); return; }
+      // Still recovering: nothing acknowledged can be lost (no listener accepts data
+      // yet) and recovery may take long; the next start replays from the same files.
+      log.info({ kind: 'server.stopped', during: 'recovery' });
+      process.exit(0);
     };
     const shutdown = (fn: () => Promise<void>): void => {
       // Waiting log lines are written first, for at most LOG_FLUSH_TIMEOUT_MS (a stalled stdout reader must not stop an exit).
@@ -60,7 +64,6 @@ export const SERVE_CLI: CliCommand = {
       if (config.cluster !== null && err instanceof (await import('./cluster/node')).ClusterSetupError) throw new UsageError(err.message);
       throw err;
     }
-    if (stopping !== null) shutdown(close);
     return 0;
   },
 };

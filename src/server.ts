@@ -1,16 +1,21 @@
 /**
  * Boot and shutdown of the whole server (DESIGN.md section 1):
  *
+ *   0. bind the (optional) admin listener: /health answers and /ready says
+ *      "recovering" while the rest boots (lifecycle.ts)
  *   1. coordinator thread: recover the registry log
  *   2. one piscina pool (one thread) per shard: each recovers its snapshot + WAL
+ *      (logging shard.recovery_progress at least once a second)
  *   3. front: compile the registry, seed LSN and dedupe from the shards
- *   4. bind HTTP, TCP and (optional) admin; log one `server.*_bound` line each
+ *   4. bind HTTP and TCP; /ready turns 200
+ * Each listener logs one `server.*_bound` line.
+ *
+ * Shutdown (close()): /ready says "draining", stop accepting data, drain
+ * channels, snapshot every shard, close pools, close the admin listener last.
+ * The deadline on all of it is the caller's (serve_cli.ts).
  *
  * Before 1, a disk-mode server locks its data dir (data_dir_lock.ts); listeners are
- * exclusive. Either taken is a StartupError (exit code 2).
- *
- * Shutdown (SIGTERM/SIGINT): stop accepting, drain channels, snapshot every
- * shard, close pools, release the lock.
+ * exclusive. Either taken is a StartupError (exit code 2). Shutdown releases the lock.
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -32,7 +37,11 @@ import { lockDataDir, type DataDirLock } from './data_dir_lock';
 import { StartupError } from './startup_error';
 import { createLogger, type Logger } from './log';
 import type { ClusterNode } from './cluster/node';
+import { Lifecycle } from './lifecycle';
+import type { AdminContext } from './admin/context';
 import type { CoordinatorInit, CoordinatorResult, ShardHello, ShardInit } from './protocol/messages';
+
+export { Lifecycle };
 
 export interface RunningServer {
   httpPort: number;
@@ -89,7 +98,11 @@ function addr(host: string, port: number): string {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
-export async function startServer(config: ServerConfig, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
+/**
+ * Boots the server. `lifecycle` may be passed in to watch the phase from outside
+ * (serve_cli.ts stops a boot that is still recovering without waiting for it).
+ */
+export async function startServer(config: ServerConfig, log: Logger = createLogger(config.logLevel), lifecycle = new Lifecycle()): Promise<RunningServer> {
   // Cluster mode: the JetStream stream is the log, so local shards and the
   // coordinator keep no WAL or registry log of their own (docs/cluster.md).
   if (config.cluster !== null) config = { ...config, memoryOnly: true };
@@ -100,15 +113,24 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
     lock = lockDataDir(config.dataDir);
   }
   try {
-    return await start(config, log, lock, auth);
+    return await start(config, log, lock, auth, lifecycle);
   } catch (err) {
     lock?.release();
     throw err;
   }
 }
 
-async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null, auth: Auth | null): Promise<RunningServer> {
+async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null, auth: Auth | null, lifecycle: Lifecycle): Promise<RunningServer> {
   if (!config.memoryOnly) checkDataDir(config.dataDir, config.shards);
+  let adminCtx: AdminContext | null = null;
+  let admin: { token: uWS.us_listen_socket; port: number } | null = null;
+  if (config.adminAddr !== null) {
+    admin = await listenUws(buildAdminApp(() => adminCtx, () => lifecycle.readiness()), 'admin', config.adminAddr.host, config.adminAddr.port);
+    log.info({ kind: 'server.admin_bound', addr: addr(config.adminAddr.host, admin.port) });
+    if (!isLoopback(config.adminAddr.host)) {
+      log.warn({ kind: 'server.admin_exposed', addr: addr(config.adminAddr.host, admin.port) }, 'the admin sidecar has no authentication and is bound to a non-loopback address (docs/security.md)');
+    }
+  }
   const coordinatorInit: CoordinatorInit = { dataDir: config.dataDir, memoryOnly: config.memoryOnly, memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel };
   const coordinator = new Piscina({
     filename: join(__dirname, 'coordinator', 'coordinator_main.js'),
@@ -166,17 +188,10 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
   });
   const tcpPort = await listenNet(tcpServer, 'TCP', config.tcpAddr.host, config.tcpAddr.port);
   log.info({ kind: 'server.tcp_bound', addr: addr(config.tcpAddr.host, tcpPort) });
-  let admin: { token: uWS.us_listen_socket; port: number } | null = null;
   const stats = new StatsCollector(front);
   stats.start();
-  if (config.adminAddr !== null) {
-    const ctx = { front, stats, memoryOnly: config.memoryOnly, walSync: config.walSync, dataDir: config.dataDir };
-    admin = await listenUws(buildAdminApp(ctx, () => true), 'admin', config.adminAddr.host, config.adminAddr.port);
-    log.info({ kind: 'server.admin_bound', addr: addr(config.adminAddr.host, admin.port) });
-    if (!isLoopback(config.adminAddr.host)) {
-      log.warn({ kind: 'server.admin_exposed', addr: addr(config.adminAddr.host, admin.port) }, 'the admin sidecar has no authentication and is bound to a non-loopback address (docs/security.md)');
-    }
-  }
+  adminCtx = { front, stats, memoryOnly: config.memoryOnly, walSync: config.walSync, dataDir: config.dataDir };
+  lifecycle.serving(front.channels);
   if (auth === null) {
     for (const [what, host, port] of [['HTTP', config.httpAddr.host, http.port], ['TCP', config.tcpAddr.host, tcpPort]] as const) {
       if (!isLoopback(host)) log.warn({ kind: 'server.unauthenticated', addr: addr(host, port) }, `${what} is bound to a non-loopback address without --auth-token-file: anyone who reaches it can register, push and read (docs/security.md)`);
@@ -200,18 +215,20 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
+      lifecycle.draining();
       await cluster?.close();
       clearInterval(sweep);
-      stats.stop();
       if (snapTimer !== null) clearInterval(snapTimer);
       http.close();
-      if (admin !== null) uWS.us_listen_socket_close(admin.token);
       tcpServer.close();
       await front.drain();
       if (!config.memoryOnly) await front.snapshot(true);
       await front.drain();
+      stats.stop();
       await Promise.all([coordinator.destroy(), ...shardPools.map((p) => p.destroy())]);
       lock?.release();
+      // Last: /ready says "draining" to the end; then the port is free for the next process.
+      if (admin !== null) uWS.us_listen_socket_close(admin.token);
       log.info({ kind: 'server.stopped' });
     },
   };

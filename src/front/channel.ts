@@ -24,6 +24,9 @@ export class ShardChannel {
   itemsSent = 0;
   /** Sum of batch round trips (dispatch to completion), seconds. */
   batchSeconds = 0;
+  /** Why the shard's last WAL write failed; null once one succeeds (readiness, lifecycle.ts). */
+  walError: string | null = null;
+  walErrorAtMs = 0;
 
   constructor(readonly shardId: number, readonly pool: Piscina, private readonly onFailure: (err: unknown) => void) {}
 
@@ -67,13 +70,22 @@ export class ShardChannel {
     this.batchesSent++;
     this.itemsSent += items.length;
     this.pool.run({ items }).then(
-      (res: ShardBatchResult) => this.#complete(sinks, tags, res.outs, sentAt),
+      (res: ShardBatchResult) => {
+        if (res.walError !== undefined) this.#walOutcome(res.walError);
+        this.#complete(sinks, tags, res.outs, sentAt);
+      },
       (err: unknown) => {
         this.onFailure(err);
         const out: ErrorPayload = { code: 'internal_error', detail: { message: 'shard worker failed; the request may or may not have been applied', reason: String((err as Error)?.message ?? err) } };
         this.#complete(sinks, tags, sinks.map(() => out), sentAt);
       },
     );
+  }
+
+  #walOutcome(err: string | null): void {
+    if (err === null) { this.walError = null; return; }
+    this.walError = err;
+    this.walErrorAtMs = Date.now();
   }
 
   #complete(sinks: Sink[], tags: number[], outs: ShardBatchResult['outs'], sentAt: number): void {

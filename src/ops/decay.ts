@@ -22,7 +22,7 @@
 import type { JsonValue, Row, Value } from '../types';
 import type { StoredState } from './factory';
 import type { WindowAgg } from './val_window';
-import { isNum, jsonNum } from './values';
+import { isNum, jsonNum, loadFields, saveFields } from './values';
 
 export const enum EwOut {
   Ewma = 0,
@@ -144,6 +144,9 @@ export class TwaAcc {
   tPrev = 0;
 }
 
+/** Saved layout (that of the lifetime state before windows existed). */
+const TWA_FIELDS: ReadonlyArray<keyof TwaAcc> = ['n', 'area', 'span', 'prev', 'tPrev'];
+
 export class TwaAgg implements WindowAgg<TwaAcc> {
   accepts(x: Value | undefined): x is number {
     return isNum(x);
@@ -179,17 +182,10 @@ export class TwaAgg implements WindowAgg<TwaAcc> {
     return jsonNum(a.span === 0 ? a.prev : a.area / a.span);
   }
   save(a: TwaAcc): unknown {
-    return [a.n, a.area, a.span, a.prev, a.tPrev];
+    return saveFields(a, TWA_FIELDS);
   }
   load(saved: unknown): TwaAcc {
-    const s = saved as number[];
-    const a = new TwaAcc();
-    a.n = s[0];
-    a.area = s[1];
-    a.span = s[2];
-    a.prev = s[3];
-    a.tPrev = s[4];
-    return a;
+    return loadFields(new TwaAcc(), TWA_FIELDS, saved as number[]);
   }
 }
 

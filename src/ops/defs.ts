@@ -10,7 +10,7 @@ import type { FieldType } from '../types';
 import { HistogramCfg, HistogramState, MixCfg, MixState, ReservoirState, SeasonalState, TimeHistogramState } from './buffer';
 import { DecayedState, EwOut, EwState, TwaAgg } from './decay';
 import { Factory, type StoredState } from './factory';
-import { GeoOut, GeoPathState, GeoSpreadState, HomeState } from './geo';
+import { GeoOut, GeoPathAgg, GeoPathState, GeoSpreadAgg, GeoSpreadState, HomeState } from './geo';
 import {
   BURST_SLOTS_MAX,
   BurstState,
@@ -65,7 +65,7 @@ export const SKETCH_BUCKETS_PER_WINDOW = 64;
 /** Buckets per window for string min/max (a string per bucket). */
 const STR_BUCKETS_PER_WINDOW = 128;
 /** Buckets per window for the change-over-time summaries (trend, twa, inter_arrival_stats,
- * value_change_count): a few numbers per bucket, so the numeric ops' 128. */
+ * value_change_count) and the geo paths: a few numbers per bucket, so the numeric ops' 128. */
 const MOTION_BUCKETS_PER_WINDOW = 128;
 /** Buckets per window for the point-list ops (up to n values per bucket) and the count
  * tables (a cell map per bucket): the sketch ops' 64, for the same reason. */
@@ -533,16 +533,28 @@ function reservoirDef(): OpDef {
 
 // ---------------------------------------------------------------- geo
 
-function geoDef(name: string, make: (lonField: string, c: BuildCtx) => () => StoredState): OpDef {
+/**
+ * A geo op. With `windowed` (geo_velocity, geo_distance, geo_spread) a sliding window
+ * is optional: the lifetime answer over the points of the window, the longitude kept
+ * as the window ring's aux column. distance_from_home stays lifetime: `samples`
+ * already bounds its home to the latest points.
+ */
+function geoDef(
+  name: string,
+  make: (lonField: string, c: BuildCtx) => () => StoredState,
+  windowed: (() => WindowAgg<unknown>) | null = null,
+): OpDef {
   return {
     name,
     aliases: [],
-    window: 'lifetime',
+    window: windowed === null ? 'lifetime' : 'optional',
     defaults: name === 'distance_from_home' ? { lat_field: 'lat', lon_field: 'lon', samples: HOME_SAMPLES_DEFAULT } : { lat_field: 'lat', lon_field: 'lon' },
     build(c) {
       const lat = c.r.column(['lat_field', 'lat'], NUMERIC_TYPES, 'lat');
       const lon = c.r.column(['lon_field', 'lon'], NUMERIC_TYPES, 'lon');
-      return f(name, lat, make(lon, c));
+      if (c.windowMs === 0 || windowed === null) return f(name, lat, make(lon, c));
+      const cfg = new ValWindowCfg(windowed(), c.windowMs, MOTION_BUCKETS_PER_WINDOW, true, lon);
+      return f(name, lat, () => new ValWindowState(cfg));
     },
   };
 }
@@ -602,9 +614,9 @@ export const OP_DEFS: readonly OpDef[] = [
   simpleFieldDef('seasonal_deviation', NUMERIC_TYPES, () => () => new SeasonalState()),
   mixDef(),
   reservoirDef(),
-  geoDef('geo_velocity', (lon) => () => new GeoPathState(GeoOut.Velocity, lon)),
-  geoDef('geo_distance', (lon) => () => new GeoPathState(GeoOut.Distance, lon)),
-  geoDef('geo_spread', (lon) => () => new GeoSpreadState(lon)),
+  geoDef('geo_velocity', (lon) => () => new GeoPathState(GeoOut.Velocity, lon), () => new GeoPathAgg(GeoOut.Velocity)),
+  geoDef('geo_distance', (lon) => () => new GeoPathState(GeoOut.Distance, lon), () => new GeoPathAgg(GeoOut.Distance)),
+  geoDef('geo_spread', (lon) => () => new GeoSpreadState(lon), () => new GeoSpreadAgg()),
   geoDef('distance_from_home', (lon, c) => {
     const n = c.r.int(['samples'], 1, SAMPLES_MAX, HOME_SAMPLES_DEFAULT) as number;
     return () => new HomeState(lon, n);

@@ -1,5 +1,7 @@
 /**
- * Geo ops over a (lat, lon) pair of numeric columns, in degrees (lifetime):
+ * Geo ops over a (lat, lon) pair of numeric columns, in degrees (lifetime; the first
+ * three also over a sliding window, through GeoPathAgg / GeoSpreadAgg below, the
+ * longitude kept as the window ring's aux column):
  *   geo_velocity        max over consecutive points with dt > 0 of haversine_km / hours
  *   geo_distance        sum of haversine_km between consecutive points
  *   geo_spread          sqrt(var_lat (111.32)^2 + var_lon (111.32 cos(mean_lat))^2) km,
@@ -11,7 +13,8 @@
  */
 import type { JsonValue, Row, Value } from '../types';
 import type { StoredState } from './factory';
-import { jsonNum, newDoubles } from './values';
+import type { WindowAgg } from './val_window';
+import { jsonNum, loadFields, newDoubles, saveFields } from './values';
 
 export const EARTH_RADIUS_KM = 6371;
 /** Kilometres per degree of latitude (and of longitude at the equator). */
@@ -30,9 +33,15 @@ export function haversineKm(lat1: number, lon1: number, lat2: number, lon2: numb
 
 /** Both coordinates are finite numbers inside the degree ranges. */
 function validPoint(lat: Value | undefined, lon: Value | undefined): boolean {
-  return (
-    typeof lat === 'number' && typeof lon === 'number' && Math.abs(lat) <= 90 && Math.abs(lon) <= 180
-  );
+  return isLat(lat) && isLon(lon);
+}
+
+function isLat(x: Value | undefined): x is number {
+  return typeof x === 'number' && Math.abs(x) <= 90;
+}
+
+function isLon(y: Value | undefined): y is number {
+  return typeof y === 'number' && Math.abs(y) <= 180;
 }
 
 export const enum GeoOut {
@@ -94,6 +103,15 @@ export class GeoPathState implements StoredState {
   }
 }
 
+/** geo_spread from n, mean lat and the M2 sums (population variances); null while n < 2. */
+function spreadKm(n: number, mLat: number, sLat: number, sLon: number): JsonValue {
+  if (n < 2) return null;
+  const varLat = Math.max(0, sLat / n);
+  const varLon = Math.max(0, sLon / n);
+  const kx = KM_PER_DEG * Math.cos(mLat * RAD);
+  return jsonNum(Math.sqrt(varLat * KM_PER_DEG * KM_PER_DEG + varLon * kx * kx));
+}
+
 export class GeoSpreadState implements StoredState {
   readonly lonField: string;
   n: number;
@@ -124,11 +142,7 @@ export class GeoSpreadState implements StoredState {
   }
   miss(_t: number): void {}
   read(_now: number): JsonValue {
-    if (this.n < 2) return null;
-    const varLat = Math.max(0, this.sLat / this.n);
-    const varLon = Math.max(0, this.sLon / this.n);
-    const kx = KM_PER_DEG * Math.cos(this.mLat * RAD);
-    return jsonNum(Math.sqrt(varLat * KM_PER_DEG * KM_PER_DEG + varLon * kx * kx));
+    return spreadKm(this.n, this.mLat, this.sLat, this.sLon);
   }
   save(): unknown {
     return [this.n, this.mLat, this.sLat, this.mLon, this.sLon];
@@ -216,5 +230,158 @@ export class HomeState implements StoredState {
     for (let k = 0; k < a.length; k++) this.pts[k] = a[k];
     this.head = 0;
     this.len = a.length >> 1;
+  }
+}
+
+/**
+ * The windowed geo_velocity / geo_distance: a summary of a run of points (first
+ * and last point, and the max speed or the summed distance between consecutive
+ * points inside the run). Joining two runs adds the step from the first run's
+ * last point to the second's first point, so the answer is that of the suffix.
+ */
+export class GeoPathAcc {
+  n = 0;
+  fLat = 0;
+  fLon = 0;
+  fT = 0;
+  lat = 0;
+  lon = 0;
+  t = 0;
+  acc = 0;
+}
+
+const PATH_FIELDS: ReadonlyArray<keyof GeoPathAcc> = ['n', 'fLat', 'fLon', 'fT', 'lat', 'lon', 't', 'acc'];
+
+/** A point is a valid latitude (the op's field) and longitude (the ring's aux column). */
+abstract class GeoPointAgg {
+  accepts(x: Value | undefined): x is number {
+    return isLat(x);
+  }
+  acceptsAux(y: Value | undefined): y is number {
+    return isLon(y);
+  }
+}
+
+export class GeoPathAgg extends GeoPointAgg implements WindowAgg<GeoPathAcc> {
+  readonly out: GeoOut;
+  constructor(out: GeoOut) {
+    super();
+    this.out = out;
+  }
+  empty(): GeoPathAcc {
+    return new GeoPathAcc();
+  }
+  clear(a: GeoPathAcc): GeoPathAcc {
+    a.n = 0;
+    a.acc = 0;
+    return a;
+  }
+  /** The step from a's last point to (lat, lon) at t, into a.acc (as GeoPathState.update). */
+  private step(a: GeoPathAcc, lat: number, lon: number, t: number): void {
+    const km = haversineKm(a.lat, a.lon, lat, lon);
+    if (this.out === GeoOut.Distance) a.acc += km;
+    else if (t > a.t) {
+      const kmh = km / ((t - a.t) / HOUR_MS);
+      if (kmh > a.acc) a.acc = kmh;
+    }
+  }
+  add(a: GeoPathAcc, v: string | number | boolean, t: number, lon: number): GeoPathAcc {
+    const lat = v as number;
+    if (a.n === 0) {
+      a.fLat = lat;
+      a.fLon = lon;
+      a.fT = t;
+    } else this.step(a, lat, lon, t);
+    a.n++;
+    a.lat = lat;
+    a.lon = lon;
+    a.t = t;
+    return a;
+  }
+  merge(into: GeoPathAcc, from: GeoPathAcc): GeoPathAcc {
+    if (from.n === 0) return into;
+    if (into.n === 0) {
+      into.fLat = from.fLat;
+      into.fLon = from.fLon;
+      into.fT = from.fT;
+      into.acc = from.acc;
+    } else {
+      this.step(into, from.fLat, from.fLon, from.fT);
+      if (this.out === GeoOut.Distance) into.acc += from.acc;
+      else if (from.acc > into.acc) into.acc = from.acc;
+    }
+    into.n += from.n;
+    into.lat = from.lat;
+    into.lon = from.lon;
+    into.t = from.t;
+    return into;
+  }
+  result(a: GeoPathAcc): JsonValue {
+    if (this.out === GeoOut.Distance) return jsonNum(a.acc);
+    return a.n > 0 ? jsonNum(a.acc) : null;
+  }
+  save(a: GeoPathAcc): unknown {
+    return saveFields(a, PATH_FIELDS);
+  }
+  load(saved: unknown): GeoPathAcc {
+    return loadFields(new GeoPathAcc(), PATH_FIELDS, saved as number[]);
+  }
+}
+
+/** The windowed geo_spread: Welford moments of lat and lon, joined with Chan et al.'s update. */
+export class SpreadAcc {
+  n = 0;
+  mLat = 0;
+  sLat = 0;
+  mLon = 0;
+  sLon = 0;
+}
+
+const SPREAD_FIELDS: ReadonlyArray<keyof SpreadAcc> = ['n', 'mLat', 'sLat', 'mLon', 'sLon'];
+
+export class GeoSpreadAgg extends GeoPointAgg implements WindowAgg<SpreadAcc> {
+  empty(): SpreadAcc {
+    return new SpreadAcc();
+  }
+  clear(a: SpreadAcc): SpreadAcc {
+    a.n = 0;
+    a.mLat = 0;
+    a.sLat = 0;
+    a.mLon = 0;
+    a.sLon = 0;
+    return a;
+  }
+  add(a: SpreadAcc, v: string | number | boolean, _t: number, lon: number): SpreadAcc {
+    const lat = v as number;
+    a.n++;
+    const dLat = lat - a.mLat;
+    a.mLat += dLat / a.n;
+    a.sLat += dLat * (lat - a.mLat);
+    const dLon = lon - a.mLon;
+    a.mLon += dLon / a.n;
+    a.sLon += dLon * (lon - a.mLon);
+    return a;
+  }
+  merge(into: SpreadAcc, from: SpreadAcc): SpreadAcc {
+    if (from.n === 0) return into;
+    const n = into.n + from.n;
+    const w = (into.n * from.n) / n;
+    const dLat = from.mLat - into.mLat;
+    const dLon = from.mLon - into.mLon;
+    into.sLat += from.sLat + dLat * dLat * w;
+    into.sLon += from.sLon + dLon * dLon * w;
+    into.mLat += (dLat * from.n) / n;
+    into.mLon += (dLon * from.n) / n;
+    into.n = n;
+    return into;
+  }
+  result(a: SpreadAcc): JsonValue {
+    return spreadKm(a.n, a.mLat, a.sLat, a.sLon);
+  }
+  save(a: SpreadAcc): unknown {
+    return saveFields(a, SPREAD_FIELDS);
+  }
+  load(saved: unknown): SpreadAcc {
+    return loadFields(new SpreadAcc(), SPREAD_FIELDS, saved as number[]);
   }
 }

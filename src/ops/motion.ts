@@ -23,7 +23,7 @@ import type { JsonValue, Row, Value } from '../types';
 import type { StoredState } from './factory';
 import { Input, NumKind, NumWindowCfg, NumWindowState } from './num_window';
 import type { WindowAgg } from './val_window';
-import { isNum, jsonNum, newDoubles } from './values';
+import { isNum, jsonNum, loadFields, newDoubles, saveFields } from './values';
 
 type Scalar = string | number | boolean;
 
@@ -133,6 +133,9 @@ export class GapAcc {
   last = 0;
 }
 
+/** Saved layout (that of the lifetime state before windows existed). */
+const GAP_FIELDS: ReadonlyArray<keyof GapAcc> = ['n', 'first', 'last'];
+
 export class InterArrivalAgg implements WindowAgg<GapAcc> {
   /** No field: every matching event counts (x is undefined). */
   accepts(_x: Value | undefined): _x is Scalar {
@@ -162,15 +165,10 @@ export class InterArrivalAgg implements WindowAgg<GapAcc> {
     return a.n < 2 ? null : (a.last - a.first) / (a.n - 1);
   }
   save(a: GapAcc): unknown {
-    return [a.n, a.first, a.last];
+    return saveFields(a, GAP_FIELDS);
   }
   load(saved: unknown): GapAcc {
-    const s = saved as number[];
-    const a = new GapAcc();
-    a.n = s[0];
-    a.first = s[1];
-    a.last = s[2];
-    return a;
+    return loadFields(new GapAcc(), GAP_FIELDS, saved as number[]);
   }
 }
 
@@ -185,6 +183,9 @@ export class TrendAcc {
   lastX = 0;
   lastTau = 0;
 }
+
+/** Saved layout (that of the lifetime state before windows existed). */
+const TREND_FIELDS: ReadonlyArray<keyof TrendAcc> = ['n', 't0', 'mt', 'mx', 'ctx', 'ctt', 'lastX', 'lastTau'];
 
 export class TrendAgg implements WindowAgg<TrendAcc> {
   readonly residual: boolean;
@@ -223,6 +224,7 @@ export class TrendAgg implements WindowAgg<TrendAcc> {
   merge(into: TrendAcc, from: TrendAcc): TrendAcc {
     if (from.n === 0) return into;
     if (into.n === 0) {
+      // Field by field, not through saveFields: reads merge here, and must not allocate.
       into.t0 = from.t0;
       into.mt = from.mt;
       into.mx = from.mx;
@@ -254,20 +256,10 @@ export class TrendAgg implements WindowAgg<TrendAcc> {
     return jsonNum(a.lastX - a.mx - slope * (a.lastTau - a.mt));
   }
   save(a: TrendAcc): unknown {
-    return [a.n, a.t0, a.mt, a.mx, a.ctx, a.ctt, a.lastX, a.lastTau];
+    return saveFields(a, TREND_FIELDS);
   }
   load(saved: unknown): TrendAcc {
-    const s = saved as number[];
-    const a = new TrendAcc();
-    a.n = s[0];
-    a.t0 = s[1];
-    a.mt = s[2];
-    a.mx = s[3];
-    a.ctx = s[4];
-    a.ctt = s[5];
-    a.lastX = s[6];
-    a.lastTau = s[7];
-    return a;
+    return loadFields(new TrendAcc(), TREND_FIELDS, saved as number[]);
   }
 }
 

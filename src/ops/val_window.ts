@@ -1,8 +1,10 @@
 /**
- * Sliding windows over arbitrary values (string min/max and the sketch ops:
- * n_unique, quantile, top_k, entropy). Same scheme as num_window.ts:
+ * Sliding windows over arbitrary values and mergeable summaries (string min/max,
+ * the sketch ops, the change-over-time summaries, point lists, count tables, geo
+ * paths). Same scheme as num_window.ts:
  *
- *   ring: times[] + vals[] of the newest RING_ENTRIES_MAX events (raw, exact)
+ *   ring: times[] + vals[] (+ aux[], a second numeric column such as the geo ops'
+ *         longitude) of the newest RING_ENTRIES_MAX events (raw, exact)
  *   buckets: epochs[] + accs[] holding the events pushed out of the ring, one
  *            accumulator (an op-specific summary, e.g. a sketch) per bucket epoch
  *
@@ -34,7 +36,12 @@ export interface WindowAgg<A> {
    * accumulators such as trend or twa use t); returns the accumulator (possibly a
    * new one, e.g. a promoted sketch).
    */
-  add(a: A, v: string | number | boolean, t: number): A;
+  add(a: A, v: string | number | boolean, t: number, aux: number): A;
+  /**
+   * With ValWindowCfg.auxField (the geo ops' longitude): whether the second column's
+   * value is usable; `add` then gets it as `aux` (0 for ops without one).
+   */
+  acceptsAux?(y: Value | undefined): y is number;
   /** Merges `from` (events all at or after those of `into`) into `into` without changing `from`; returns the result. */
   merge(into: A, from: A): A;
   result(a: A): JsonValue;
@@ -49,6 +56,8 @@ export class ValWindowCfg<A> {
   readonly bSlotsMax: number;
   /** Values are numbers (quantile): the value ring is a double array, unboxed. */
   readonly numeric: boolean;
+  /** A second numeric column kept per event (geo: the longitude), or null. */
+  readonly auxField: string | null;
   /**
    * The accumulator reads build, reused across reads of every entity of this feature
    * (reads are synchronous and consume it at once): a read then allocates no sketch,
@@ -56,12 +65,13 @@ export class ValWindowCfg<A> {
    */
   scratch: A | null;
 
-  constructor(agg: WindowAgg<A>, windowMs: number, buckets: number, numeric: boolean) {
+  constructor(agg: WindowAgg<A>, windowMs: number, buckets: number, numeric: boolean, auxField: string | null = null) {
     this.agg = agg;
     this.windowMs = windowMs;
     this.bucketMs = Math.max(1, Math.ceil(windowMs / buckets));
     this.bSlotsMax = buckets + 1;
     this.numeric = numeric;
+    this.auxField = auxField;
     this.scratch = null;
   }
 }
@@ -123,6 +133,8 @@ export class ValWindowState<A> implements StoredState {
   readonly cfg: ValWindowCfg<A>;
   ts: number[];
   vs: Array<string | number | boolean>;
+  /** The aux column's values, parallel to ts (empty when the op has none). */
+  as: number[];
   head: number;
   len: number;
   b: ValBuckets<A> | null;
@@ -131,14 +143,21 @@ export class ValWindowState<A> implements StoredState {
     this.cfg = cfg;
     this.ts = EMPTY_T;
     this.vs = EMPTY_V;
+    this.as = EMPTY_T;
     this.head = 0;
     this.len = 0;
     this.b = null;
   }
 
-  update(x: Value | undefined, t: number, _row: Row): void {
+  update(x: Value | undefined, t: number, row: Row): void {
     const c = this.cfg;
     if (!c.agg.accepts(x)) return;
+    let aux = 0;
+    if (c.auxField !== null) {
+      const y = row[c.auxField];
+      if (c.agg.acceptsAux === undefined || !c.agg.acceptsAux(y)) return;
+      aux = y;
+    }
     this.expire(t - c.windowMs);
     let cap = this.ts.length;
     if (this.len === cap) {
@@ -149,10 +168,16 @@ export class ValWindowState<A> implements StoredState {
     this.ts[i] = t;
     // An op without a field (inter_arrival_stats) accepts x = undefined: keep a 0 in its place.
     this.vs[i] = x === undefined ? 0 : x;
+    if (c.auxField !== null) this.as[i] = aux;
     this.len++;
   }
 
   miss(_t: number): void {}
+
+  /** The aux value at ring slot i (0 without an aux column). */
+  private auxAt(i: number): number {
+    return this.cfg.auxField === null ? 0 : this.as[i];
+  }
 
   /** Drops expired raw values; one of the newest bucket's epoch joins it (see num_window.ts). */
   private expire(cutoff: number): void {
@@ -163,7 +188,7 @@ export class ValWindowState<A> implements StoredState {
       if (b !== null) {
         const last = b.newest();
         if (b.epochs[last] === Math.floor(this.ts[this.head] / c.bucketMs)) {
-          b.accs[last] = c.agg.add(b.accs[last] as A, this.vs[this.head], this.ts[this.head]);
+          b.accs[last] = c.agg.add(b.accs[last] as A, this.vs[this.head], this.ts[this.head], this.auxAt(this.head));
         }
       }
       this.head = (this.head + 1) & mask;
@@ -183,13 +208,16 @@ export class ValWindowState<A> implements StoredState {
     const next = cap === 0 ? RING_ENTRIES_MIN : cap * 2;
     const ts = newDoubles(next);
     const vs: Array<string | number | boolean> = this.cfg.numeric ? newDoubles(next) : new Array(next).fill(0);
+    const as = this.cfg.auxField === null ? EMPTY_T : newDoubles(next);
     for (let k = 0; k < this.len; k++) {
       const from = (this.head + k) & (cap - 1);
       ts[k] = this.ts[from];
       vs[k] = this.vs[from];
+      if (as !== EMPTY_T) as[k] = this.as[from];
     }
     this.ts = ts;
     this.vs = vs;
+    this.as = as;
     this.head = 0;
     return next;
   }
@@ -197,19 +225,20 @@ export class ValWindowState<A> implements StoredState {
   private evictOldest(): void {
     const t = this.ts[this.head];
     const v = this.vs[this.head];
+    const aux = this.auxAt(this.head);
     this.head = (this.head + 1) & (VAL_RING_ENTRIES_MAX - 1);
     this.len--;
-    this.foldIntoBucket(Math.floor(t / this.cfg.bucketMs), v, t);
+    this.foldIntoBucket(Math.floor(t / this.cfg.bucketMs), v, t, aux);
   }
 
-  private foldIntoBucket(e: number, v: string | number | boolean, t: number): void {
+  private foldIntoBucket(e: number, v: string | number | boolean, t: number, aux: number): void {
     const c = this.cfg;
     let b = this.b;
     if (b === null) b = this.b = new ValBuckets<A>(BUCKET_SLOTS_MIN);
     else {
       const last = b.newest();
       if (b.epochs[last] === e) {
-        b.accs[last] = c.agg.add(b.accs[last] as A, v, t);
+        b.accs[last] = c.agg.add(b.accs[last] as A, v, t, aux);
         return;
       }
     }
@@ -226,7 +255,7 @@ export class ValWindowState<A> implements StoredState {
     let s = b.head + b.len;
     if (s >= slots) s -= slots;
     b.epochs[s] = e;
-    b.accs[s] = c.agg.add(c.agg.empty(), v, t);
+    b.accs[s] = c.agg.add(c.agg.empty(), v, t, aux);
     b.len++;
   }
 
@@ -262,7 +291,7 @@ export class ValWindowState<A> implements StoredState {
     }
     for (; k < this.len; k++) {
       const i = (this.head + k) & mask;
-      acc = c.agg.add(acc, this.vs[i], this.ts[i]);
+      acc = c.agg.add(acc, this.vs[i], this.ts[i], this.auxAt(i));
     }
     // Keep only an accumulator this read owns (never a bucket's or the closed-merge cache).
     c.scratch = acc === scratch ? acc : null;
@@ -277,9 +306,12 @@ export class ValWindowState<A> implements StoredState {
     const mask = this.ts.length - 1;
     const ts: number[] = [];
     const vs: Array<string | number | boolean> = [];
+    const as: number[] = [];
     for (let k = 0; k < this.len; k++) {
-      ts.push(this.ts[(this.head + k) & mask]);
-      vs.push(this.vs[(this.head + k) & mask]);
+      const i = (this.head + k) & mask;
+      ts.push(this.ts[i]);
+      vs.push(this.vs[i]);
+      if (this.cfg.auxField !== null) as.push(this.as[i]);
     }
     const be: number[] = [];
     const ba: unknown[] = [];
@@ -291,20 +323,23 @@ export class ValWindowState<A> implements StoredState {
         ba.push(this.cfg.agg.save(b.accs[s] as A));
       }
     }
-    return [ts, vs, be, ba];
+    // The aux column only when the op has one: other ops keep their saved layout.
+    return this.cfg.auxField === null ? [ts, vs, be, ba] : [ts, vs, be, ba, as];
   }
 
   restore(saved: unknown): void {
     const c = this.cfg;
-    const [ts, vs, be, ba] = saved as [number[], Array<string | number | boolean>, number[], unknown[]];
+    const [ts, vs, be, ba, as] = saved as [number[], Array<string | number | boolean>, number[], unknown[], number[]?];
     if (ts.length > 0) {
       let cap = RING_ENTRIES_MIN;
       while (cap < ts.length) cap *= 2;
       this.ts = newDoubles(cap);
       this.vs = c.numeric ? newDoubles(cap) : new Array(cap).fill(0);
+      if (c.auxField !== null) this.as = newDoubles(cap);
       for (let k = 0; k < ts.length; k++) {
         this.ts[k] = ts[k];
         this.vs[k] = vs[k];
+        if (c.auxField !== null) this.as[k] = as === undefined ? 0 : as[k];
       }
       this.head = 0;
       this.len = ts.length;
@@ -333,7 +368,7 @@ export class ValLifeState<A> implements StoredState {
   }
   update(x: Value | undefined, t: number, _row: Row): void {
     if (!this.agg.accepts(x)) return;
-    this.acc = this.agg.add(this.acc === null ? this.agg.empty() : this.acc, x === undefined ? 0 : x, t);
+    this.acc = this.agg.add(this.acc === null ? this.agg.empty() : this.acc, x === undefined ? 0 : x, t, 0);
   }
   miss(_t: number): void {}
   read(_now: number): JsonValue {

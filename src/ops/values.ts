@@ -70,3 +70,17 @@ export function doublesFrom(src: readonly number[]): number[] {
   for (let i = 0; i < src.length; i++) a[i] = src[i];
   return a;
 }
+
+/**
+ * The saved layout of a numeric summary (trend, twa, geo path, ...): the listed fields
+ * in order. Save and load only, never per event, so the keyed access costs nothing hot.
+ */
+export function saveFields<T>(o: T, keys: readonly (keyof T)[]): number[] {
+  return keys.map((k) => o[k] as unknown as number);
+}
+
+/** Inverse of saveFields: fills the listed fields of `o` from `saved` (also used to copy one summary into another). */
+export function loadFields<T>(o: T, keys: readonly (keyof T)[], saved: readonly number[]): T {
+  for (let i = 0; i < keys.length; i++) (o[keys[i]] as unknown as number) = saved[i];
+  return o;
+}

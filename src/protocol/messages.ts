@@ -156,6 +156,12 @@ export type ItemOut = string | ErrorPayload | Uint8Array | null;
  */
 export interface ShardBatchResult {
   outs: ItemOut[];
+  /**
+   * WAL health seen by this batch (readiness, lifecycle.ts): absent when the batch
+   * wrote nothing, null when its WAL writes succeeded, the reason when a WAL
+   * append or fdatasync failed (its pushes got wal_unavailable).
+   */
+  walError?: string | null;
 }
 
 export interface ShardInit {

@@ -36,6 +36,12 @@ const dedupe = new DedupeLog();
 let store: ShardStore | null = null;
 let recovered = { lastLsn: 0, records: 0, ms: 0 };
 const sampler = new ThreadSampler(`shard-${init.shardId}`);
+/** WAL outcome of the batch being handled (ShardBatchResult.walError); a failure sticks for the batch. */
+let walOutcome: string | null | undefined;
+
+function walFailed(reason: string): void {
+  walOutcome = reason;
+}
 
 if (!init.memoryOnly) {
   const opened = ShardStore.open(init, state, dedupe, log);
@@ -46,7 +52,7 @@ state.install(init.current);
 if (store !== null && init.walSync === 'batch') {
   // Batch mode acks after write(); fdatasync follows within a few ms.
   const timer = setInterval(() => {
-    try { store?.syncInBackground(); } catch (err) { log.error({ kind: 'wal.sync_failed', err }); }
+    try { store?.syncInBackground(); } catch (err) { if (store !== null) store.pendingSyncError = `fdatasync failed: ${String(err)}`; log.error({ kind: 'wal.sync_failed', err }); }
   }, init.walSyncIntervalMs);
   timer.unref();
 }
@@ -156,6 +162,7 @@ function writeRun(items: ShardItem[], from: number, to: number): ErrorPayload | 
     store.writeStaged(first, last);
   } catch (err) {
     log.error({ kind: 'wal.write_failed', shard: init.shardId, err });
+    walFailed(`append failed: ${String((err as Error).message ?? err)}`);
     return { code: 'wal_unavailable', detail: { message: 'write-ahead log append failed; the event was not applied', reason: String((err as Error).message ?? err) } };
   }
   if (init.walSync === 'always') {
@@ -165,9 +172,11 @@ function writeRun(items: ShardItem[], from: number, to: number): ErrorPayload | 
         return { code: 'wal_sync_timeout', detail: { message: `fdatasync took ${ms.toFixed(1)} ms (timeout ${init.walSyncTimeoutMs} ms); the event may or may not be durable` } };
       }
     } catch (err) {
+      walFailed(`fdatasync failed: ${String(err)}`);
       return { code: 'wal_unavailable', detail: { message: 'fdatasync failed', reason: String(err) } };
     }
   }
+  if (walOutcome === undefined) walOutcome = null;
   return null;
 }
 
@@ -276,6 +285,9 @@ export default function handle(task: ShardBatch | { hello: true }): ShardBatchRe
     return { shardId: init.shardId, lastLsn: recovered.lastLsn, recoveredRecords: recovered.records, dedupe: dedupe.entries(Date.now()) };
   }
   const items = task.items;
+  // A background fdatasync failure since the last batch counts against this one.
+  walOutcome = store?.pendingSyncError ?? undefined;
+  if (store !== null) store.pendingSyncError = null;
   const outs: ShardBatchResult['outs'] = new Array(items.length).fill(null);
   let from = 0;
   for (let i = 0; i <= items.length; i++) {
@@ -286,7 +298,7 @@ export default function handle(task: ShardBatch | { hello: true }): ShardBatchRe
       from = i + 1;
     }
   }
-  return { outs };
+  return walOutcome === undefined ? { outs } : { outs, walError: walOutcome };
 }
 
 process.on('exit', () => {

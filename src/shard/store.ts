@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import type { Logger } from '../log';
 import type { RegistryState } from '../registry/model';
 import type { ShardInit } from '../protocol/messages';
-import { deleteAllSnapshots, faultyFs, fsError, realFs, RecordEncoder, WalWriter, recoverWal, readNewestSnapshot, writeSnapshot, writeSnapshotAsync, type FaultyFs, type WalRecord } from '../wal';
+import { deleteAllSnapshots, faultyFs, fsError, realFs, RecordEncoder, WalWriter, recoverWal, readNewestSnapshot, writeSnapshot, writeSnapshotAsync, type FaultyFs, type RecoveryProgress, type WalRecord } from '../wal';
+import { RECOVERY_PROGRESS_INTERVAL_MS, RECOVERY_PROGRESS_RECORDS_STRIDE } from '../limits';
 import type { ShardState } from './state';
 import { restoreSnapshot, SnapshotJob } from './snapshot_job';
 import type { DedupeLog } from './dedupe_log';
@@ -39,6 +40,8 @@ export class ShardStore {
   /** Start LSN of a snapshot being written (async). */
   #pendingSnapshotLsn = 0;
   #slowSync = false;
+  /** A background fdatasync failure not yet reported in a batch result (readiness: ShardBatchResult.walError). */
+  pendingSyncError: string | null = null;
   /** Bumped by truncateAll: a snapshot write that started before a reset must not survive it. */
   #resetGeneration = 0;
   /** Test hook only (SERVICE_FAULT_WAL_FILE); null in production. */
@@ -61,6 +64,7 @@ export class ShardStore {
     mkdirSync(snapDir, { recursive: true });
     const history = new Map<number, RegistryState>(init.history.map((s) => [s.version, s]));
     let snapshotLsn = 0;
+    log.info({ kind: 'shard.recovery_started', shard: init.shardId });
     const snap = readNewestSnapshot(snapDir);
     if (snap !== null) {
       for (const path of snap.skipped) log.warn({ kind: 'wal.snapshot_skipped', path });
@@ -71,10 +75,21 @@ export class ShardStore {
     const snapshotCreatedMs = snap === null ? 0 : snap.meta.createdAtMs;
     let records = 0;
     const bad: BadRecords = { count: 0, firstLsn: 0, lastLsn: 0 };
+    // Progress at least every RECOVERY_PROGRESS_INTERVAL_MS: a long replay (48 s for
+    // 10M events) must not look like a hang. The clock is read once per stride.
+    const progress: RecoveryProgress = { bytesTotal: 0, bytesRead: 0 };
+    let nextReportMs = Date.now() + RECOVERY_PROGRESS_INTERVAL_MS;
     const report = recoverWal(walDir, snapshotLsn, (r: WalRecord) => {
       records++;
       replay(state, dedupe, history, r, log, bad);
-    });
+      if (records % RECOVERY_PROGRESS_RECORDS_STRIDE === 0 && Date.now() >= nextReportMs) {
+        nextReportMs = Date.now() + RECOVERY_PROGRESS_INTERVAL_MS;
+        log.info({
+          kind: 'shard.recovery_progress', shard: init.shardId, records, bytes: progress.bytesRead, bytes_total: progress.bytesTotal,
+          percent: progress.bytesTotal === 0 ? 100 : Math.floor((progress.bytesRead / progress.bytesTotal) * 1000) / 10, elapsed_ms: Date.now() - t0,
+        });
+      }
+    }, { progress });
     // One line for all undecodable rows: a damaged WAL must not flood the log.
     if (bad.count > 0) log.warn({ kind: 'wal.bad_rows', shard: init.shardId, count: bad.count, first_lsn: bad.firstLsn, last_lsn: bad.lastLsn });
     for (const entry of report.log) log.warn({ ...entry, kind: `wal.${entry.kind}` });
@@ -136,6 +151,7 @@ export class ShardStore {
     this.#wal.syncAsync((err) => {
       if (err !== null) {
         this.walStats.syncErrors++;
+        this.pendingSyncError = `fdatasync failed: ${String(err)}`;
         this.log.error({ kind: 'wal.sync_failed', shard: this.init.shardId, err });
         return;
       }

@@ -30,6 +30,7 @@ export {
   type RecoverOptions,
   type RecoveryCase,
   type RecoveryLogEntry,
+  type RecoveryProgress,
   type RecoveryReport,
 } from './recover';
 export {

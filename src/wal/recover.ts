@@ -225,8 +225,17 @@ export interface RecoveryReport {
   log: RecoveryLogEntry[];
 }
 
+/** Filled in as recovery goes, for progress lines (the caller reads it from onRecord). */
+export interface RecoveryProgress {
+  /** Bytes of the segments that will be read (skipped ones excluded). */
+  bytesTotal: number;
+  /** Bytes of those segments read so far (at the end of the last record handed out). */
+  bytesRead: number;
+}
+
 export interface RecoverOptions {
   fs?: FsLike;
+  progress?: RecoveryProgress;
   /** Truncate the torn tail of the tail segment (default true). wal_check passes false. */
   repair?: boolean;
 }
@@ -255,17 +264,24 @@ export function recoverWal(dir: string, afterLsn: number, onRecord: (r: WalRecor
   const files = listing.files;
   report.segments = files.length;
   const tailIndex = tailSegmentIndex(fs, dir, files);
+  // Names are first lsns and lsns only grow, so every record of segment i is < the next one's name.
+  const skipped = (i: number): boolean => i < tailIndex && (i + 1 < files.length ? files[i + 1].lsn : Infinity) - 1 <= afterLsn;
+  const progress = opts.progress ?? { bytesTotal: 0, bytesRead: 0 };
+  progress.bytesTotal = 0;
+  progress.bytesRead = 0;
+  for (let i = 0; i < files.length; i++) if (!skipped(i)) progress.bytesTotal += Math.max(0, fileSizeOrMissing(fs, join(dir, files[i].name)));
   let newestNonEmptyLsn = -1;
+  let bytesBefore = 0;
   for (let i = 0; i < files.length; i++) {
-    const nextFirstLsn = i + 1 < files.length ? files[i + 1].lsn : Infinity;
-    // Names are first lsns and lsns only grow, so every record of segment i is < nextFirstLsn.
-    if (i < tailIndex && nextFirstLsn - 1 <= afterLsn) {
+    if (skipped(i)) {
       report.segmentsSkipped++;
       continue;
     }
     const buf = fs.readFileSync(join(dir, files[i].name));
     const lsnFloor = Math.max(report.lastLsn, files[i].lsn - 1);
-    const tailAt = replaySegment(buf, files[i].name, lsnFloor, afterLsn, report, onRecord);
+    const tailAt = replaySegment(buf, files[i].name, lsnFloor, afterLsn, report, onRecord, progress, bytesBefore);
+    bytesBefore += buf.length;
+    progress.bytesRead = bytesBefore;
     if (tailAt >= 0) handleTail(fs, dir, files[i].name, buf.length, tailAt, i === tailIndex, repair, report);
     const sizeAfter = tailAt >= 0 && i === tailIndex && repair ? tailAt : buf.length;
     if (sizeAfter > 0) newestNonEmptyLsn = files[i].lsn;
@@ -290,6 +306,8 @@ function replaySegment(
   afterLsn: number,
   report: RecoveryReport,
   onRecord: (r: WalRecord) => void,
+  progress: RecoveryProgress,
+  bytesBefore: number,
 ): number {
   const probe = new FrameProbe();
   let lsnFloor = lsnFloorStart;
@@ -313,6 +331,7 @@ function replaySegment(
       if (probe.lsn > report.lastLsn) report.lastLsn = probe.lsn;
       if (probe.lsn > afterLsn) {
         report.records++;
+        progress.bytesRead = bytesBefore + probe.next;
         onRecord(decodeWalRecord(buf, o + FRAME_HEADER_BYTES, probe.next));
       }
     } else {

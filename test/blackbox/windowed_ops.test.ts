@@ -1,6 +1,6 @@
 /**
- * The windowed forms of the change-over-time ops, the point ops and the count
- * tables (issue 14 item 2) over real sockets, once over HTTP and once over framed TCP: register each op lifetime,
+ * The windowed forms of the change-over-time ops, the point ops, the count
+ * tables and geo_distance (issue 14 item 2) over real sockets, once over HTTP and once over framed TCP: register each op lifetime,
  * with a long window ("1h": equals the lifetime value while every event is
  * inside it) and with a short one ("3s"), push a first batch, wait past the short
  * window, push a second batch, get: the short-window features see only the second
@@ -32,7 +32,21 @@ const LIST_OPS: Record<string, Record<string, unknown>> = {
   histogram: { buckets: [0, 20, 100] },
   event_type_mix: {},
 };
-const ALL = [...OPS, 'inter_arrival_stats', 'burst_count', ...Object.keys(LIST_OPS), 'hour_of_day_histogram'];
+const ALL = [...OPS, 'inter_arrival_stats', 'burst_count', ...Object.keys(LIST_OPS), 'hour_of_day_histogram', 'geo_distance'];
+
+/** Each value is also pushed as a point (lat, lon) = (48 + v/1000, 2 + v/1000). */
+const point = (v: number): [number, number] => [48 + v / 1000, 2 + v / 1000];
+/** Σ haversine km (R = 6371) between consecutive points of the values. */
+function pathKm(vs: number[]): number {
+  const r = Math.PI / 180;
+  let d = 0;
+  for (let i = 1; i < vs.length; i++) {
+    const [a, b] = [point(vs[i - 1]), point(vs[i])];
+    const h = Math.sin(((b[0] - a[0]) * r) / 2) ** 2 + Math.cos(a[0] * r) * Math.cos(b[0] * r) * Math.sin(((b[1] - a[1]) * r) / 2) ** 2;
+    d += 2 * 6371 * Math.asin(Math.min(1, Math.sqrt(h)));
+  }
+  return d;
+}
 
 function features(): Record<string, unknown> {
   const agg: Record<string, unknown> = {};
@@ -42,6 +56,7 @@ function features(): Record<string, unknown> {
     agg['inter_arrival_stats' + suffix] = { op: 'inter_arrival_stats', params: w };
     for (const [name, params] of Object.entries(LIST_OPS)) agg[name + suffix] = { op: name.replace(/^first_3$/, 'first_n').replace(/^last_3$/, 'last_n'), params: { field: 'v', ...params, ...w } };
     agg['hour_of_day_histogram' + suffix] = { op: 'hour_of_day_histogram', params: w };
+    agg['geo_distance' + suffix] = { op: 'geo_distance', params: w };
     // sub_window must lie inside the window and be at least window / 1024. A slot counts
     // while it overlaps the window, so the short one uses slots well under WAIT_MS - SHORT_MS.
     agg['burst_count' + suffix] = { op: 'burst_count', params: { sub_window: suffix === '_3s' ? '200ms' : '10s', ...w } };
@@ -50,7 +65,7 @@ function features(): Record<string, unknown> {
 }
 
 const NODES = [
-  { kind: 'event', name: 'M', schema: { fields: { k: 'str', v: 'f64' }, optional_fields: [] } },
+  { kind: 'event', name: 'M', schema: { fields: { k: 'str', v: 'f64', lat: 'f64', lon: 'f64' }, optional_fields: [] } },
   { kind: 'table', name: 'MT', upstreams: ['M'], key: ['k'], agg: features() },
 ];
 
@@ -65,7 +80,8 @@ interface Transport {
 function httpTransport(srv: TestServer): Transport {
   return {
     async push(k, v) {
-      const r = await post(srv.base, '/push', { event: 'M', data: { k, v } });
+      const [lat, lon] = point(v);
+      const r = await post(srv.base, '/push', { event: 'M', data: { k, v, lat, lon } });
       assert.equal(r.status, 200, r.text);
     },
     async get(k) {
@@ -79,7 +95,8 @@ function httpTransport(srv: TestServer): Transport {
 function tcpTransport(tcp: TcpClient): Transport {
   return {
     async push(k, v) {
-      const r = await tcp.request(OP_PUSH, { event: 'M', data: { k, v } });
+      const [lat, lon] = point(v);
+      const r = await tcp.request(OP_PUSH, { event: 'M', data: { k, v, lat, lon } });
       assert.equal(typeof r.json.ack_lsn, 'number', r.text);
     },
     async get(k) {
@@ -143,6 +160,7 @@ async function scenario(tr: Transport, k: string): Promise<Record<string, any>> 
   const all = [...A, ...B];
   assert.deepEqual(pick(row, ''), listValues(all));
   assert.equal(hourTotal(row.hour_of_day_histogram), all.length);
+  assert.ok(close(row.geo_distance, pathKm(all)), `geo_distance ${row.geo_distance}`);
   // Value-only answers are known exactly.
   assert.equal(row.value_change_count, naive.valueChanges(asEvs(all)));
   assert.equal(row.delta_from_prev, B[B.length - 1] - B[B.length - 2]);
@@ -163,6 +181,7 @@ async function scenario(tr: Transport, k: string): Promise<Record<string, any>> 
     assert.ok(row.burst_count_3s >= 1 && row.burst_count_3s <= B.length);
     assert.deepEqual(pick(row, '_3s'), listValues(B));
     assert.equal(hourTotal(row.hour_of_day_histogram_3s), B.length);
+    assert.ok(close(row.geo_distance_3s, pathKm(B)), `geo_distance_3s ${row.geo_distance_3s}`);
   }
   // Past the short window nothing is left in it; the lifetime and 1h forms are unchanged.
   await new Promise((r) => setTimeout(r, WAIT_MS));
@@ -173,6 +192,7 @@ async function scenario(tr: Transport, k: string): Promise<Record<string, any>> 
   );
   assert.deepEqual(pick(idle, '_3s'), { ...listValues([]), event_type_mix: {} });
   assert.equal(hourTotal(idle.hour_of_day_histogram_3s), 0);
+  assert.equal(idle.geo_distance_3s, 0);
   for (const op of ALL) {
     assert.deepEqual([idle[op], idle[op + '_1h']], [row[op], row[op + '_1h']], `${op} lifetime / 1h unchanged while idle`);
   }

@@ -44,6 +44,22 @@ export interface TestServer {
   cleanup(): void;
 }
 
+/** Calls `fn` with each JSON line of a child's stdout (log lines); other lines are skipped. */
+export function onJsonLines(stream: NodeJS.ReadableStream, fn: (line: Record<string, any>) => void): void {
+  let buf = '';
+  stream.on('data', (d: Buffer) => {
+    buf += d.toString();
+    let nl;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      let j: Record<string, any>;
+      try { j = JSON.parse(line) as Record<string, any>; } catch { continue; /* not JSON */ }
+      fn(j);
+    }
+  });
+}
+
 export function tempDataDir(): string {
   return mkdtempSync(join(tmpdir(), 'streamfeat-test-'));
 }
@@ -68,23 +84,13 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
   const bound: Record<string, string> = {};
   const want = (opts.admin ? 3 : 2) + (opts.extraBound ?? 0);
   await new Promise<void>((resolve, reject) => {
-    let buf = '';
     const timer = setTimeout(() => reject(new Error(`server did not bind in time; stderr: ${stderr}`)), 30_000);
     proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited (${code}) before binding; stderr: ${stderr}`)); });
-    proc.stdout!.on('data', (d: Buffer) => {
-      buf += d.toString();
-      let nl;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        try {
-          const j = JSON.parse(line);
-          logs.push(j);
-          if (typeof j.kind === 'string' && j.kind.endsWith('_bound')) {
-            bound[j.kind] = j.addr;
-            if (Object.keys(bound).length === want) { clearTimeout(timer); resolve(); }
-          }
-        } catch { /* not JSON */ }
+    onJsonLines(proc.stdout!, (j) => {
+      logs.push(j);
+      if (typeof j.kind === 'string' && j.kind.endsWith('_bound')) {
+        bound[j.kind] = j.addr as string;
+        if (Object.keys(bound).length === want) { clearTimeout(timer); resolve(); }
       }
     });
   });

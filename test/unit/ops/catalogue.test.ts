@@ -91,8 +91,7 @@ test('malformed windows give aggregation_invalid_window', () => {
 test('lifetime-only ops reject a finite window (aggregation_invalid_window) but accept "forever"', () => {
   const lifetime = ['first_seen', 'last_seen', 'age', 'has_seen', 'time_since',
     'time_since_last_n', 'streak', 'max_streak', 'negative_streak',
-    'seasonal_deviation', 'reservoir_sample', 'geo_velocity', 'geo_distance', 'geo_spread',
-    'distance_from_home', 'ewma', 'ema', 'ewvar', 'ew_zscore', 'decayed_sum', 'decayed_count'];
+    'seasonal_deviation', 'reservoir_sample', 'distance_from_home', 'ewma', 'ema', 'ewvar', 'ew_zscore', 'decayed_sum', 'decayed_count'];
   for (const op of lifetime) {
     const spec = minimalSpec(op);
     rejects({ op, params: { ...spec.params, window: '1h' } }, 'aggregation_invalid_window', 'nodes[3].agg.feat.params.window');

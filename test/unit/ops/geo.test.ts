@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { JsonValue, Row } from '../../../src/types';
-import { BASE_T, compile, expectClose, runOpCases, type Ev, type Rng } from './harness';
+import { BASE_T, close, compile, expectClose, runOpCases, windowCheck, type Ev, type Rng, type WindowSpec } from './harness';
 
 const R = 6371;
 const rad = Math.PI / 180;
@@ -16,12 +16,13 @@ function hav(a: [number, number], b: [number, number]): number {
 const row = (rng: Rng): Row => {
   if (rng.chance(0.05)) return { la: null, lo: 10 };
   if (rng.chance(0.03)) return { la: 95, lo: 10 }; // invalid latitude: skipped
+  if (rng.chance(0.03)) return { la: 48, lo: 181 }; // invalid longitude: skipped
   return { la: 48 + rng.next() * 2 - 1, lo: 2 + rng.next() * 2 - 1 };
 };
 const FIELDS = { la: 'f64', lo: 'f64' } as const;
 const pts = (evs: readonly Ev[]): Array<{ p: [number, number]; t: number }> =>
   evs
-    .filter((e) => e.match && typeof e.row.la === 'number' && Math.abs(e.row.la) <= 90)
+    .filter((e) => e.match && typeof e.row.la === 'number' && Math.abs(e.row.la) <= 90 && typeof e.row.lo === 'number' && Math.abs(e.row.lo) <= 180)
     .map((e) => ({ p: [e.row.la as number, e.row.lo as number], t: e.t }));
 
 function cases(op: string, extra: Record<string, unknown>, naive: (evs: readonly Ev[]) => JsonValue): void {
@@ -37,20 +38,20 @@ function cases(op: string, extra: Record<string, unknown>, naive: (evs: readonly
   });
 }
 
-cases('geo_distance', {}, (evs) => {
+function distance(evs: readonly Ev[]): JsonValue {
   const p = pts(evs);
   let d = 0;
   for (let i = 1; i < p.length; i++) d += hav(p[i - 1].p, p[i].p);
   return d;
-});
-cases('geo_velocity', {}, (evs) => {
+}
+function velocity(evs: readonly Ev[]): JsonValue {
   const p = pts(evs);
   if (p.length === 0) return null;
   let v = 0;
   for (let i = 1; i < p.length; i++) if (p[i].t > p[i - 1].t) v = Math.max(v, hav(p[i - 1].p, p[i].p) / ((p[i].t - p[i - 1].t) / 3_600_000));
   return v;
-});
-cases('geo_spread', {}, (evs) => {
+}
+function spread(evs: readonly Ev[]): JsonValue {
   const p = pts(evs);
   if (p.length < 2) return null;
   const n = p.length;
@@ -60,7 +61,36 @@ cases('geo_spread', {}, (evs) => {
   const vLon = p.reduce((a, q) => a + (q.p[1] - mLon) ** 2, 0) / n;
   const kx = 111.32 * Math.cos(mLat * rad);
   return Math.sqrt(vLat * 111.32 ** 2 + vLon * kx * kx);
-});
+}
+const PATH_OPS: Array<[string, (evs: readonly Ev[]) => JsonValue]> = [['geo_distance', distance], ['geo_velocity', velocity], ['geo_spread', spread]];
+for (const [op, naive] of PATH_OPS) cases(op, {}, naive);
+
+// Windowed: the lifetime answer over the points of the window (exact while <= 64 points
+// fell in W + bucketMs, else a suffix reaching at most ceil(W/128) before the window).
+for (const [op, naive] of PATH_OPS) {
+  for (const windowMs of [10_000, 1_000, 3_600_000]) {
+    test(`${op} window=${windowMs}ms matches a naive recomputation of the window`, () => {
+      const spec: WindowSpec = {
+        windowMs,
+        buckets: 128,
+        ringMax: 64,
+        relevant: (e) => pts([e]).length === 1,
+        agg: naive,
+        eqExact: (x, y) => close(x, y, 1e-9),
+        eqBucketed: (x, y) => close(x, y, 1e-9),
+      };
+      runOpCases({
+        name: `${op}/${windowMs}`,
+        spec: { op, params: { lat_field: 'la', lon_field: 'lo', window: `${windowMs}ms` } },
+        fields: FIELDS,
+        row,
+        windowMs,
+        matchRate: 0.9,
+        check: (v, evs, now) => windowCheck(spec, v, evs, now),
+      });
+    });
+  }
+}
 for (const samples of [1, 5, 100]) {
   cases('distance_from_home', { samples }, (evs) => {
     const p = pts(evs).slice(-samples);

@@ -42,7 +42,8 @@ const EMPTY: Record<string, JsonValue> = {
 
 const WINDOWABLE = new Set(['count', 'sum', 'mean', 'min', 'max', 'var', 'std', 'ratio', 'n_unique', 'quantile', 'top_k', 'entropy', 'z_score', 'burst_count',
   'twa', 'rate_of_change', 'inter_arrival_stats', 'delta_from_prev', 'trend', 'trend_residual', 'outlier_count', 'value_change_count',
-  'first', 'last', 'first_n', 'last_n', 'most_recent_n', 'lag', 'histogram', 'hour_of_day_histogram', 'dow_hour_histogram', 'event_type_mix']);
+  'first', 'last', 'first_n', 'last_n', 'most_recent_n', 'lag', 'histogram', 'hour_of_day_histogram', 'dow_hour_histogram', 'event_type_mix',
+  'geo_velocity', 'geo_distance', 'geo_spread']);
 
 test('every op reads its documented empty value before any event', () => {
   for (const op of OP_NAMES) {

@@ -23,7 +23,7 @@ const TABLE = {
   },
 };
 const V1: RegistryState = { version: 1, nodes: [EVENT, TABLE] };
-/** The windowed change-over-time forms (their ring + bucket state must round-trip too). */
+/** Windowed change-over-time, point, count-table and geo forms (their ring + bucket state must round-trip too). */
 const W = { field: 'x', window: '10s' };
 const WINDOWED_TABLE = {
   ...TABLE,
@@ -37,6 +37,10 @@ const WINDOWED_TABLE = {
     changes: { op: 'value_change_count', params: W },
     outliers: { op: 'outlier_count', params: { ...W, sigma: 1 } },
     bursts: { op: 'burst_count', params: { sub_window: '100ms', window: '10s' } },
+    lastN: { op: 'last_n', params: { ...W, n: 3 } },
+    mix: { op: 'event_type_mix', params: W },
+    // x in 0..100 as both coordinates: points with x > 90 are skipped (invalid latitude).
+    path: { op: 'geo_distance', params: { lat_field: 'x', lon_field: 'x', window: '10s' } },
   },
 };
 const VW: RegistryState = { version: 1, nodes: [EVENT, WINDOWED_TABLE] };
@@ -57,7 +61,7 @@ function rows(s: ShardState, keys: string[], now: number): string[] {
 // The windowed registry uses few keys, so entities hold more than 64 events per
 // window (the bucketed regime) when the snapshot is taken.
 for (const [seed, reg, nKeys] of [[1, V1, 3000], [2, V1, 3000], [3, V1, 3000], [4, VW, 40], [5, VW, 400]] as const) {
-  test(`a snapshot taken in slices while pushes continue restores exactly (seed ${seed}${reg === VW ? ', windowed change-over-time ops' : ''})`, () => {
+  test(`a snapshot taken in slices while pushes continue restores exactly (seed ${seed}${reg === VW ? ', windowed ops' : ''})`, () => {
     const rnd = prng(seed);
     const keys = Array.from({ length: nKeys }, (_, i) => `k${i}`);
     const live = shard(reg);

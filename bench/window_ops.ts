@@ -1,0 +1,108 @@
+/**
+ * Cost of the windowed forms added in issue 14 item 2 next to their lifetime
+ * forms, on the op states directly (no server): ns per update and per read of
+ * a busy entity (events every 5 ms over a 5-minute window: 60,000 events in
+ * the window, so the bucketed regime), and retained bytes per entity for a
+ * quiet entity (3 events) and for the busy one.
+ *
+ * Run:  node --expose-gc dist/bench/window_ops.js [events]
+ * Default 200,000 events per op (the window slides over 1000 s of them).
+ */
+import { compileAgg } from '../src/ops/catalogue';
+import type { OpFactory, OpState } from '../src/ops/op';
+import type { FieldMap, Row } from '../src/types';
+
+const BASE_T = 1_700_000_000_000;
+const STEP_MS = 5;
+const QUIET_ENTITIES = 20_000;
+const BUSY_ENTITIES = 20;
+const FIELDS: FieldMap = { x: 'f64', s: 'str', lat: 'f64', lon: 'f64' };
+
+const OPS: Array<[string, Record<string, unknown>]> = [
+  ['trend', { field: 'x' }],
+  ['twa', { field: 'x' }],
+  ['inter_arrival_stats', {}],
+  ['value_change_count', { field: 's' }],
+  ['rate_of_change', { field: 'x' }],
+  ['outlier_count', { field: 'x' }],
+  ['last_n', { field: 's', n: 5 }],
+  ['event_type_mix', { field: 's' }],
+  ['hour_of_day_histogram', {}],
+  ['geo_distance', {}],
+];
+
+function gc(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
+function heap(): number {
+  gc();
+  const m = process.memoryUsage();
+  return m.heapUsed + m.arrayBuffers;
+}
+
+function rowAt(i: number): Row {
+  return { x: Math.sin(i / 50) * 100 + (i % 97 === 0 ? 900 : 0), s: `c${i % 7}`, lat: 48 + (i % 100) / 1000, lon: 2 + (i % 50) / 1000 };
+}
+
+function compile(op: string, params: Record<string, unknown>): OpFactory {
+  return compileAgg({ op, params }, { fields: FIELDS, path: 'bench', memoryGovEnforce: true });
+}
+
+function feed(f: OpFactory, st: OpState, i: number): void {
+  const row = rowAt(i);
+  st.update(f.field === null ? undefined : row[f.field], BASE_T + i * STEP_MS, row);
+}
+
+/** ns per update and per read over `events` events (a read every 100 events). */
+function speed(f: OpFactory, events: number): { upd: number; read: number } {
+  const rows = Array.from({ length: 1000 }, (_, i) => rowAt(i));
+  const st = f.create();
+  let t0 = process.hrtime.bigint();
+  for (let i = 0; i < events; i++) {
+    const row = rows[i % 1000];
+    st.update(f.field === null ? undefined : row[f.field], BASE_T + i * STEP_MS, row);
+  }
+  const upd = Number(process.hrtime.bigint() - t0) / events;
+  const reads = Math.floor(events / 100);
+  let sink = 0;
+  t0 = process.hrtime.bigint();
+  for (let r = 0; r < reads; r++) if (st.read(BASE_T + events * STEP_MS + r) !== undefined) sink++;
+  const read = Number(process.hrtime.bigint() - t0) / reads;
+  if (sink < 0) console.log(sink);
+  return { upd, read };
+}
+
+/** Retained bytes per entity after `events` events each. */
+function bytesPer(f: OpFactory, entities: number, events: number): number {
+  const before = heap();
+  const held: OpState[] = [];
+  for (let e = 0; e < entities; e++) {
+    const st = f.create();
+    for (let i = 0; i < events; i++) feed(f, st, e * 7 + i);
+    held.push(st);
+  }
+  const after = heap();
+  if (held.length !== entities) throw new Error('unreachable');
+  return (after - before) / entities;
+}
+
+function main(): void {
+  const events = Number(process.argv[2] ?? 200_000);
+  const busyEvents = (5 * 60_000) / STEP_MS + 1000;
+  console.log(`events per op: ${events}; busy entity: an event every ${STEP_MS} ms, window 5m (${(5 * 60_000) / STEP_MS} events in it)`);
+  console.log('| op | form | update ns | read ns (busy) | B/entity, 3 events | B/entity, busy |');
+  console.log('|---|---|---|---|---|---|');
+  for (const [op, params] of OPS) {
+    for (const [form, p] of [['lifetime', params], ['window 5m', { ...params, window: '5m' }]] as const) {
+      const f = compile(op, p);
+      speed(f, Math.min(events, 20_000)); // warm-up
+      const s = speed(f, events);
+      const quiet = bytesPer(f, QUIET_ENTITIES, 3);
+      const busy = bytesPer(f, BUSY_ENTITIES, busyEvents);
+      console.log(`| ${op} | ${form} | ${s.upd.toFixed(0)} | ${s.read.toFixed(0)} | ${quiet.toFixed(0)} | ${busy.toFixed(0)} |`);
+    }
+  }
+}
+
+main();
