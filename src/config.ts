@@ -16,7 +16,7 @@ import { resolve } from 'node:path';
 import Ajv, { type ErrorObject } from 'ajv';
 import { type CommandSpec, type OptionSpec, parseCommand, UsageError } from './cli_args';
 import {
-  BATCH_GET_ENTRIES_MAX_DEFAULT, CLUSTER_CHECKPOINT_INTERVAL_MS_DEFAULT, CLUSTER_PARTITIONS_DEFAULT, CLUSTER_PARTITIONS_MAX, SHARDS_MAX,
+  BATCH_GET_ENTRIES_MAX_DEFAULT, CLUSTER_CHECKPOINT_INTERVAL_MS_DEFAULT, CLUSTER_PARTITIONS_DEFAULT, CLUSTER_PARTITIONS_MAX, DEDUPE_ENTRIES_MAX, SHARDS_MAX,
   SHUTDOWN_DEADLINE_MS, TCP_CONNECTIONS_MAX_DEFAULT, TCP_FRAME_BYTES_MAX_DEFAULT, TCP_FRAME_TIMEOUT_MS_DEFAULT, TCP_IDLE_TIMEOUT_MS_DEFAULT,
 } from './limits';
 
@@ -157,6 +157,7 @@ const SETTINGS = {
   shutdownTimeoutMs: duration({ key: 'shutdown-timeout', env: 'SERVICE_SHUTDOWN_TIMEOUT', help: 'graceful stop deadline; past it: log server.stop_deadline, exit 1' }, `${SHUTDOWN_DEADLINE_MS / 1000}s`),
   snapshotIntervalMs: duration({ key: 'snapshot-interval', env: 'SERVICE_SNAPSHOT_INTERVAL', help: 'periodic snapshots (0 disables)' }, DEFAULTS.snapshotInterval),
   batchGetEntriesMax: int({ key: 'max-batch-get', env: 'SERVICE_MAX_BATCH_GET', help: 'entries per /batch_get' }, 1, null, BATCH_GET_ENTRIES_MAX_DEFAULT),
+  dedupeEntriesMax: int({ key: 'dedupe-entries-max', env: 'SERVICE_DEDUPE_ENTRIES_MAX', help: 'live dedupe entries; past it dedupe_capacity_exceeded (docs/limits.md)' }, 1, null, DEDUPE_ENTRIES_MAX),
   tcpFrameBytesMax: int({ key: 'tcp-max-frame-bytes', env: 'SERVICE_TCP_MAX_FRAME_BYTES', help: 'TCP frame payload bytes' }, 1, null, TCP_FRAME_BYTES_MAX_DEFAULT),
   tcpFrameTimeoutMs: duration({ key: 'tcp-frame-timeout', env: 'SERVICE_TCP_FRAME_TIMEOUT', help: 'a TCP frame must arrive whole within this, else frame_error and close' }, `${TCP_FRAME_TIMEOUT_MS_DEFAULT / 1000}s`),
   tcpIdleTimeoutMs: duration({ key: 'tcp-idle-timeout', env: 'SERVICE_TCP_IDLE_TIMEOUT', help: 'close TCP connections idle this long (0 = never)' }, String(TCP_IDLE_TIMEOUT_MS_DEFAULT)),

@@ -27,6 +27,7 @@ export const ERRORS = {
   schema_mismatch: e(400, 'value cannot be coerced to the declared type'),
   validation_failed: e(400, 'a validator of the event rejected the payload'),
   dedupe_replay: e(200, 'not an error: a dedupe match returns the prior ack'),
+  dedupe_capacity_exceeded: e(503, 'the dedupe store is full; retry once older entries expire'),
   // Get and batch_get.
   unknown_table: e(404, 'table is not registered'),
   key_not_found: e(404, 'reserved: a cold key returns {}'),
@@ -35,6 +36,7 @@ export const ERRORS = {
   feature_not_in_table: e(400, 'feature belongs to another table'),
   feature_not_found: e(400, 'feature is not registered'),
   batch_too_large: e(400, 'batch is over the batch_get limit'),
+  response_too_large: e(400, 'the answer is over the response size limit; ask for fewer entries or features'),
   // Register.
   invalid_registration: e(400, 'registration payload is structurally invalid'),
   schema_invalid: e(400, 'node violates its JSON schema'),
@@ -67,6 +69,7 @@ export const ERRORS = {
   feature_removed_no_joins_v0: e(400, 'joins are not supported in v0'),
   feature_removed_no_unions_v0: e(400, 'unions are not supported in v0'),
   session_windows_not_supported_in_v0: e(400, 'session windows are not supported in v0'),
+  registry_too_large: e(400, 'the registry would exceed a size limit (nodes, features, expressions or derivation depth)'),
   force_required: e(409, 'destructive change requires force=true'),
   registration_conflict: e(409, 'change cannot be applied, even with force'),
   unsupported_media_type: e(415, 'Content-Type must be application/json'),

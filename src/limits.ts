@@ -65,16 +65,72 @@ export const AUTH_TOKEN_BYTES_MIN = 16;
 
 /** Register payload limits. */
 export const REGISTER_NODES_MAX = 1_000;
+/** Node, field, feature and column names (schema_invalid). */
 export const NAME_LENGTH_MAX = 128;
 export const SCHEMA_FIELDS_MAX = 1_000;
 export const EXPRESSION_LENGTH_MAX = 4_096;
 export const EXPRESSION_DEPTH_MAX = 256;
+/**
+ * Nesting depth of a parsed JSON request, checked iteratively. A parsed value is
+ * copied to another thread by structured clone, which recurses: a payload nested
+ * thousands deep would overflow the stack there (invalid_registration).
+ */
+export const JSON_DEPTH_MAX = 64;
+
+/**
+ * Size of the whole registry (registry_too_large). Compiling costs time on every
+ * thread and every entity of a table carries one state per feature, so these bound
+ * register time and per-entity memory; docs/limits.md says why each default.
+ */
+export const REGISTRY_NODES_MAX = 10_000;
+/** Features (aggregations) of one table: one op state each, per entity. */
+export const TABLE_FEATURES_MAX = 1_000;
+/** Features over all tables. */
+export const REGISTRY_FEATURES_MAX = 100_000;
+/** Expressions over the registry: validators, filters, with_columns columns, where clauses. */
+export const REGISTRY_EXPRESSIONS_MAX = 20_000;
+/** Derivation nodes between a source event and the deepest node fed by it. */
+export const DERIVATION_DEPTH_MAX = 256;
+/** Key columns of a table. */
+export const KEY_FIELDS_MAX = 16;
+
+/** Per-entity and per-value bounds. */
+/** Canonical entity key, UTF-8 bytes: push -> invalid_event, get -> key_parse_failure. */
+export const KEY_BYTES_MAX = 1_024;
+/**
+ * A pushed str or bytes value, UTF-8 bytes (invalid_event). Stored strings
+ * (last_n, top_k, string min/max, categories...) are pushed values or derived from
+ * them, so this bounds each stored string; a derived concatenation longer than this
+ * evaluates to null.
+ */
+export const STRING_VALUE_BYTES_MAX = 4_096;
+/** JSON answer of one get or batch_get, bytes (response_too_large). */
+export const RESPONSE_BYTES_MAX = 32 * 1024 * 1024;
+
+/** Op bounds beyond spec 2.3 (aggregation_invalid_param unless noted). */
+/** entropy / event_type_mix category caps. */
+export const CATEGORIES_MAX = 4096;
+/** histogram edge count cap. */
+export const HISTOGRAM_EDGES_MAX = 1024;
+/** burst_count: window / sub_window slots per entity. */
+export const BURST_SLOTS_MAX = 1024;
+/** bloom_member: largest expected-count parameter accepted. */
+export const BLOOM_CAPACITY_MAX = 10_000_000;
+/** bloom_member: largest filter, 2^26 bits = 8 MiB per entity: beyond that a per-entity filter is a mistake. */
+export const BLOOM_BITS_MAX = 1 << 26;
+/**
+ * bloom_member: smallest fpr (invalid_bloom_fpr). Probes per insert grow with
+ * -log2(fpr); 1e-9 is 30 probes, below it the cost is CPU for no measurable gain.
+ */
+export const BLOOM_FPR_MIN = 1e-9;
 
 /** Op bounds of spec 2.3. */
 export const TOP_K_K_MAX = 1024;
 export const TOP_K_K_DEFAULT = 10;
 /** first_n / last_n / lag / most_recent_n bound `n`. */
 export const BUFFER_N_MAX = 1024;
+/** reservoir_sample / distance_from_home sample caps. */
+export const SAMPLES_MAX = BUFFER_N_MAX;
 
 /** Batches handed to one shard's thread and not yet answered (front/channel.ts). */
 export const SHARD_BATCHES_IN_FLIGHT_MAX = 4;
@@ -106,7 +162,11 @@ export const RECOVERY_PROGRESS_RECORDS_STRIDE = 1_024;
 /** After a shard's WAL append fails, /ready says wal_unavailable this long unless a later append succeeds (lifecycle.ts). */
 export const WAL_UNAVAILABLE_READY_HOLD_MS = 5_000;
 
-/** Default duration of dedupe memory when dedupe_key is set without a window (never: window is required). */
+/**
+ * Dedupe entries held by the front (all events). When full, a push that needs a
+ * new entry gets dedupe_capacity_exceeded (503, retryable once entries expire):
+ * never silently undeduplicated.
+ */
 export const DEDUPE_ENTRIES_MAX = 10_000_000;
 
 // ---- cluster mode (src/cluster/, docs/cluster.md) ------------------------------------
@@ -158,6 +218,11 @@ assert(TCP_FRAME_BYTES_MAX_DEFAULT >= HTTP_BODY_BYTES_MAX, 'a push that fits HTT
 assert(BATCH_GET_ENTRIES_MAX_DEFAULT > 0);
 assert(HTTP_TIMEOUT_SWEEP_MS < HTTP_HEADER_TIMEOUT_MS && HTTP_HEADER_TIMEOUT_MS <= HTTP_BODY_TIMEOUT_MS);
 assert(TOP_K_K_DEFAULT <= TOP_K_K_MAX);
+assert(REGISTER_NODES_MAX <= REGISTRY_NODES_MAX);
+assert(TABLE_FEATURES_MAX <= REGISTRY_FEATURES_MAX);
+assert(KEY_BYTES_MAX <= STRING_VALUE_BYTES_MAX, 'a one-field key is a pushed value');
+assert(RESPONSE_BYTES_MAX >= 4 * STRING_VALUE_BYTES_MAX * BUFFER_N_MAX, 'one stored buffer of strings fits an answer');
+assert(BLOOM_FPR_MIN > 0 && BLOOM_FPR_MIN < 1);
 
 /** Admin: how often the front asks every shard and the coordinator for their figures (admin/stats.ts). */
 export const STATS_INTERVAL_MS = 1_000;

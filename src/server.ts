@@ -163,7 +163,7 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
   const lastLsn = Math.max(0, ...hellos.map((h) => h.lastLsn));
   const metrics = new Metrics();
   const front = new Front(
-    { testMode: config.testMode, auth, memoryGovEnforce: config.memoryGovEnforce, batchGetEntriesMax: config.batchGetEntriesMax },
+    { testMode: config.testMode, auth, memoryGovEnforce: config.memoryGovEnforce, batchGetEntriesMax: config.batchGetEntriesMax, dedupeEntriesMax: config.dedupeEntriesMax },
     coordinator, shardPools, first.state, lastLsn, metrics, log,
   );
   for (const h of hellos) front.loadDedupe(h.dedupe);

@@ -20,6 +20,10 @@ export class Metrics {
   resetTotal = 0;
   tcpConnections = 0;
   httpRequestsTotal = 0;
+  /** Requests answered internal_error because completing them threw (front/channel.ts). */
+  completionErrorsTotal = 0;
+  /** Pushes refused because the dedupe store was full (dedupe_capacity_exceeded). */
+  dedupeFullTotal = 0;
   readonly errors = new Map<string, number>();
   /** Request arrival to the answer written, seconds; indexed by Reply.transport. */
   readonly pushLatency = perTransport();

@@ -53,6 +53,8 @@ export function renderMetrics(ctx: AdminContext): string {
   p.single('streamfeat_register_total', 'counter', 'Successful registrations (including dry runs).', m.registerTotal);
   p.single('streamfeat_reset_total', 'counter', 'Successful resets.', m.resetTotal);
   p.single('streamfeat_http_requests_total', 'counter', 'HTTP requests with a body received on the data plane.', m.httpRequestsTotal);
+  p.single('streamfeat_completion_errors_total', 'counter', 'Requests answered internal_error because completing them threw.', m.completionErrorsTotal);
+  p.single('streamfeat_dedupe_full_total', 'counter', 'Pushes refused with dedupe_capacity_exceeded (the dedupe store was full).', m.dedupeFullTotal);
   p.family('streamfeat_errors_total', 'counter', 'Error responses by code (docs/errors.md).');
   for (const [code, n] of [...m.errors].sort()) p.sample('streamfeat_errors_total', { code }, n);
   const latency = (name: string, help: string, hs: ReadonlyArray<{ data(): HistogramData }>): void => {

@@ -222,6 +222,7 @@ export function register(current: RegistryState, payload: unknown, opts: Registe
   const compiled = compileRegistry({ version, nodes: nextNodes }, {
     memoryGovEnforce: opts.memoryGovEnforce,
     pushValidators: true,
+    enforceLimits: true,
     pathOf: (name) => (payloadIndex.has(name) ? `nodes[${payloadIndex.get(name)}]` : `registry.${name}`),
   });
 

@@ -185,6 +185,10 @@ class Gen {
   private genArith(e: Extract<TExpr, { kind: 'arith' }>): string {
     const a = this.gen(e.left);
     const b = this.gen(e.right);
+    if (e.mode === 'concat') {
+      this.helpers.add('concatStr');
+      return this.assign(`concatStr(${a}, ${b})`);
+    }
     if (e.mode !== 'int') return this.assign(nullOr(`${a} ${e.op} ${b}`, a, b));
     const v = this.tmp();
     // i64: `+ 0` turns -0 into 0; +,-,* saturate at the i64 (safe-integer) range,

@@ -5,6 +5,8 @@
  * compiled expression (see compile.ts), not looked up per row.
  */
 
+import { STRING_VALUE_BYTES_MAX } from '../limits';
+
 /** i64 values are JS numbers, so the i64 range is the safe-integer range. */
 export const I64_MAX = Number.MAX_SAFE_INTEGER;
 export const I64_MIN = -Number.MAX_SAFE_INTEGER;
@@ -106,8 +108,24 @@ export function parseRfc3339(text: string): number | null {
   return t.getTime() - offsetMin * 60_000;
 }
 
+/**
+ * str + str. A result over STRING_VALUE_BYTES_MAX is null, like any other value
+ * with no representation: pushed strings are capped at that size, and without
+ * this a derivation chain that doubles a column per step would grow a stored
+ * string exponentially.
+ */
+export function concatStr(a: string | null, b: string | null): string | null {
+  if (a === null || b === null) return null;
+  const units = a.length + b.length;
+  if (units * 3 <= STRING_VALUE_BYTES_MAX) return a + b;
+  if (units > STRING_VALUE_BYTES_MAX) return null;
+  const s = a + b;
+  return Buffer.byteLength(s) > STRING_VALUE_BYTES_MAX ? null : s;
+}
+
 /** Everything compiled code may call, by the name it uses. */
 export const HELPERS = {
+  concatStr,
   castStrToInt,
   castStrToFloat,
   castFloatToInt,

@@ -8,6 +8,7 @@ import { isFieldType, type FieldMap, type FieldType } from '../types';
 import type { ArithMode, CastTarget, CmpMode, CmpOp, Expr, ExprType, LitExpr, TExpr } from './ast';
 import { exprError } from './error';
 import { parseRfc3339 } from './runtime';
+import { NAME_LENGTH_MAX } from '../limits';
 
 export interface Checked {
   readonly expr: TExpr;
@@ -272,13 +273,24 @@ function checkCoalesce(e: Expr, args: TExpr[]): TExpr {
   return { kind: 'coalesce', type, args: live };
 }
 
-/** Closest declared field within edit distance 2, for "did you mean". */
-function nearestName(name: string, candidates: string[]): string | null {
+/** Largest edit distance a "did you mean" hint accepts. */
+const HINT_DISTANCE_MAX = 2;
+
+/**
+ * Closest declared field within edit distance 2, for "did you mean". Bounded
+ * cost: names longer than NAME_LENGTH_MAX + 2 cannot be near a valid name and get
+ * no hint, candidates whose length differs by more than the best distance so far
+ * are skipped, and the distance is computed in a band (O(length), not O(length²)),
+ * so a register full of long unknown names costs microseconds per reference.
+ */
+export function nearestName(name: string, candidates: readonly string[]): string | null {
+  if (name.length > NAME_LENGTH_MAX + HINT_DISTANCE_MAX) return null;
+  const lower = name.toLowerCase();
   let best: string | null = null;
-  let bestD = 3;
+  let bestD = HINT_DISTANCE_MAX + 1;
   for (const c of candidates) {
     if (Math.abs(c.length - name.length) >= bestD) continue;
-    const d = editDistance(name.toLowerCase(), c.toLowerCase());
+    const d = boundedEditDistance(lower, c.toLowerCase(), bestD - 1);
     if (d < bestD) {
       bestD = d;
       best = c;
@@ -287,14 +299,34 @@ function nearestName(name: string, candidates: string[]): string | null {
   return best;
 }
 
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+/**
+ * Levenshtein distance of a and b if it is at most `max`, else max + 1. Only the
+ * diagonal band |i - j| <= max can hold a distance <= max, so each row computes
+ * 2 * max + 1 cells.
+ */
+export function boundedEditDistance(a: string, b: string, max: number): number {
+  if (Math.abs(a.length - b.length) > max) return max + 1;
+  const big = max + 1;
+  let prev = new Array<number>(b.length + 1);
+  let cur = new Array<number>(b.length + 1);
+  for (let j = 0; j <= b.length; j++) prev[j] = j <= max ? j : big;
   for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    for (let j = 1; j <= b.length; j++) {
-      cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    const lo = Math.max(1, i - max);
+    const hi = Math.min(b.length, i + max);
+    cur[0] = i <= max ? i : big;
+    if (lo > 1) cur[lo - 1] = big;
+    let rowMin = cur[0];
+    for (let j = lo; j <= hi; j++) {
+      const sub = prev[j - 1] + (a.charCodeAt(i - 1) === b.charCodeAt(j - 1) ? 0 : 1);
+      const del = j <= i - 1 + max ? prev[j] + 1 : big;
+      const ins = j - 1 >= lo - 1 ? cur[j - 1] + 1 : big;
+      const v = Math.min(sub, del, ins, big);
+      cur[j] = v;
+      if (v < rowMin) rowMin = v;
     }
-    prev = cur;
+    if (hi < b.length) cur[hi + 1] = big;
+    if (rowMin > max) return big;
+    const t = prev; prev = cur; cur = t;
   }
-  return prev[b.length];
+  return Math.min(prev[b.length], big);
 }

@@ -10,10 +10,16 @@
 import type Piscina from 'piscina';
 import { SHARD_BATCHES_IN_FLIGHT_MAX } from '../limits';
 import type { ErrorPayload, ItemOut, ShardBatchResult, ShardItem } from '../protocol/messages';
+import type { Reply } from './reply';
 
 export interface Sink {
   done(out: ItemOut, tag: number): void;
+  /** The request this sink answers, if any: a completion that throws answers it internal_error. */
+  readonly reply?: Reply;
 }
+
+/** Told when a sink throws while completing: it logs, counts and answers that one request. */
+export type SinkFailed = (sink: Sink, err: unknown) => void;
 
 export class ShardChannel {
   #items: ShardItem[] = [];
@@ -28,7 +34,12 @@ export class ShardChannel {
   walError: string | null = null;
   walErrorAtMs = 0;
 
-  constructor(readonly shardId: number, readonly pool: Piscina, private readonly onFailure: (err: unknown) => void) {}
+  constructor(
+    readonly shardId: number,
+    readonly pool: Pick<Piscina, 'run'>,
+    private readonly onFailure: (err: unknown) => void,
+    private readonly onSinkFailed: SinkFailed,
+  ) {}
 
   enqueue(item: ShardItem, sink: Sink, tag: number): void {
     this.#items.push(item);
@@ -88,10 +99,22 @@ export class ShardChannel {
     this.walErrorAtMs = Date.now();
   }
 
+  /**
+   * Runs inside a promise callback: anything thrown here would be an unhandled
+   * rejection and end the process. So each sink completes on its own, and a sink
+   * that throws costs only its own request (internal_error), never the batch or
+   * the server.
+   */
   #complete(sinks: Sink[], tags: number[], outs: ShardBatchResult['outs'], sentAt: number): void {
     this.#inFlight--;
     this.batchSeconds += (performance.now() - sentAt) / 1000;
-    for (let i = 0; i < sinks.length; i++) sinks[i].done(outs[i], tags[i]);
+    for (let i = 0; i < sinks.length; i++) {
+      try {
+        sinks[i].done(outs[i], tags[i]);
+      } catch (err) {
+        try { this.onSinkFailed(sinks[i], err); } catch { /* the handler logs; nothing more can be done here */ }
+      }
+    }
     this.flush();
   }
 }

@@ -19,6 +19,8 @@ export class DedupeStore {
   readonly #byEvent = new Map<string, Map<string, DedupeEntry>>();
   #size = 0;
 
+  constructor(readonly capacity: number = DEDUPE_ENTRIES_MAX) {}
+
   lookup(event: string, value: string, now: number): DedupeEntry | null {
     const m = this.#byEvent.get(event);
     if (m === undefined) return null;
@@ -28,8 +30,9 @@ export class DedupeStore {
     return e;
   }
 
+  /** Null when the store is full: the caller refuses the push (dedupe_capacity_exceeded). */
   insert(event: string, value: string, expiresMs: number): DedupeEntry | null {
-    if (this.#size >= DEDUPE_ENTRIES_MAX) return null;
+    if (this.#size >= this.capacity) return null;
     let m = this.#byEvent.get(event);
     if (m === undefined) { m = new Map(); this.#byEvent.set(event, m); }
     const e = new DedupeEntry(expiresMs);

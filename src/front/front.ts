@@ -24,6 +24,7 @@ import { ackBody, PushCtx, type PushDone } from './push';
 import type { Reply } from './reply';
 import type { Auth } from './auth';
 import { JSON_DEPTH_MAX, jsonDepthExceeds, jsonTextDepthExceeds } from '../util/json_depth';
+import { DEDUPE_ENTRIES_MAX, KEY_BYTES_MAX } from '../limits';
 import { VERSION } from '../version';
 
 /** `"server_version":"x.y.z"` of the ping answer, built once. */
@@ -51,16 +52,20 @@ export interface FrontOptions {
   auth: Auth | null;
   memoryGovEnforce: boolean;
   batchGetEntriesMax: number;
+  dedupeEntriesMax?: number;
 }
 
 export class Front implements PushDone {
   registry: CompiledRegistry;
   readonly channels: ShardChannel[];
-  readonly dedupe = new DedupeStore();
+  readonly dedupe: DedupeStore;
   nextLsn: number;
   /** Cluster mode's log sink, read router and registry path (src/cluster/); null on a single node. */
   cluster: ClusterHooks | null = null;
   #lastT = 0;
+  /** batch_get response budget groups (GetItem.g). */
+  #batchSeq = 0;
+  #dedupeFullLoggedMs = 0;
   #flushScheduled = false;
   readonly #flushAll = (): void => {
     this.#flushScheduled = false;
@@ -76,8 +81,9 @@ export class Front implements PushDone {
     readonly metrics: Metrics,
     readonly log: Logger,
   ) {
+    this.dedupe = new DedupeStore(opts.dedupeEntriesMax ?? DEDUPE_ENTRIES_MAX);
     this.registry = compileRegistry(initial, { memoryGovEnforce: opts.memoryGovEnforce, pushValidators: true });
-    this.channels = shardPools.map((p, i) => new ShardChannel(i, p, (err) => this.#shardFailed(i, err)));
+    this.channels = shardPools.map((p, i) => new ShardChannel(i, p, (err) => this.#shardFailed(i, err), (sink, err) => this.#sinkFailed(sink, err)));
     this.nextLsn = lastLsn + 1;
   }
 
@@ -92,6 +98,28 @@ export class Front implements PushDone {
     const ignore: Sink = { done: () => {} };
     this.channels[shard].enqueueFirst({ k: ITEM_INSTALL, lsn: this.nextLsn++, state: this.registry.state, renames: [] }, ignore, 0);
     this.#schedule();
+  }
+
+  /**
+   * A completion threw (a bug, or a resource error such as an oversized string):
+   * that request gets internal_error, the error is logged with its stack and
+   * counted; every other request of the batch, and the server, carry on.
+   */
+  #sinkFailed(sink: Sink, err: unknown): void {
+    this.metrics.completionErrorsTotal++;
+    this.log.error({ kind: 'front.completion_failed', msg: 'a request failed while its answer was completed', err: String((err as Error)?.stack ?? err) });
+    if (sink.reply !== undefined) {
+      this.fail(sink.reply, { code: 'internal_error', detail: { message: 'internal error while completing this request', reason: String((err as Error)?.message ?? err) } });
+    }
+  }
+
+  /** Runs a coordinator answer handler: a throw there would be an unhandled rejection (the process ends). */
+  #guarded(reply: Reply, fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.#sinkFailed({ done: () => {}, reply }, err);
+    }
   }
 
   get version(): number {
@@ -192,6 +220,25 @@ export class Front implements PushDone {
       this.#failErr(reply, err);
       return;
     }
+    // Keys of every table the push feeds: routing (several shards) and the key
+    // size limit, checked before anything is recorded for this push.
+    const n = this.channels.length;
+    let mask = 0;
+    const feeds = plan.feeds;
+    if (feeds.length > 0) {
+      const rows = plan.feedRows(row);
+      for (let i = 0; i < feeds.length; i++) {
+        const r = rows[i];
+        if (r === null) continue;
+        const key = feeds[i].key(r);
+        if (key === null) continue;
+        if (key.length * 3 > KEY_BYTES_MAX && Buffer.byteLength(key) > KEY_BYTES_MAX) {
+          this.#failWith(reply, 'invalid_event', { message: `the key of table ${feeds[i].table.name} would be ${Buffer.byteLength(key)} bytes; a key is at most ${KEY_BYTES_MAX} bytes (KEY_BYTES_MAX)`, path: `fields.${feeds[i].table.keyFields.join(',')}` });
+          return;
+        }
+        if (n > 1) mask |= 1 << shardOf(key, n);
+      }
+    }
     let dedupe = null;
     let dedupeValue = '';
     const now = Date.now();
@@ -202,6 +249,11 @@ export class Front implements PushDone {
         const prior = this.dedupe.lookup(plan.name, dedupeValue, now);
         if (prior !== null) { this.#replay(prior, reply); return; }
         dedupe = this.dedupe.insert(plan.name, dedupeValue, now + plan.dedupeWindowMs);
+        if (dedupe === null) {
+          this.dedupe.sweep(now); // expired entries leave once a second; make room now if any did
+          dedupe = this.dedupe.insert(plan.name, dedupeValue, now + plan.dedupeWindowMs);
+          if (dedupe === null) { this.#dedupeFull(reply, now); return; }
+        }
       }
     }
     const t = now > this.#lastT ? now : this.#lastT;
@@ -211,18 +263,6 @@ export class Front implements PushDone {
       return;
     }
     const lsn = this.nextLsn++;
-    const n = this.channels.length;
-    let mask = 0;
-    if (n > 1) {
-      const feeds = plan.feeds;
-      for (let i = 0; i < feeds.length; i++) {
-        const feed = feeds[i];
-        const r = feed.chain === null ? row : feed.chain(row);
-        if (r === null) continue;
-        const key = feed.key(r);
-        if (key !== null) mask |= 1 << shardOf(key, n);
-      }
-    }
     // Every acknowledged push is logged by at least one shard.
     if (mask === 0) mask = 1 << (n > 1 ? lsn % n : 0);
     let targets = 0;
@@ -250,6 +290,20 @@ export class Front implements PushDone {
       ctx.dedupe.waiters = null;
     }
     ctx.reply.ok(ackBody(ctx.lsn, ctx.version, false));
+  }
+
+  /**
+   * The dedupe store is full (DEDUPE_ENTRIES_MAX live entries): accepting the push
+   * would store it without the protection its event asked for, so it is refused
+   * with a retryable code. Logged at most once a second; counted always.
+   */
+  #dedupeFull(reply: Reply, now: number): void {
+    this.metrics.dedupeFullTotal++;
+    if (now - this.#dedupeFullLoggedMs >= 1000) {
+      this.#dedupeFullLoggedMs = now;
+      this.log.warn({ kind: 'front.dedupe_full', msg: 'dedupe store full; pushes that need a dedupe entry are refused until entries expire', entries: this.dedupe.size, limit: this.dedupe.capacity });
+    }
+    this.#failWith(reply, 'dedupe_capacity_exceeded', { message: `the dedupe store holds ${this.dedupe.size} entries (DEDUPE_ENTRIES_MAX); retry once older entries expire`, path: 'data' });
   }
 
   #replay(entry: import('./dedupe').DedupeEntry, reply: Reply): void {
@@ -351,6 +405,8 @@ export class Front implements PushDone {
     const pending = valid.filter((v) => v !== null).length;
     const ctx = new BatchCtx(reply, parts, this, pending, startMs);
     if (pending === 0) { ctx.finish(); return; }
+    const group = this.#batchSeq++;
+    for (const v of valid) if (v !== null) v.item.g = group;
     if (this.cluster !== null) {
       const cluster = this.cluster;
       valid.forEach((v, i) => { if (v !== null) cluster.read(v.item, ctx, i); });
@@ -377,12 +433,12 @@ export class Front implements PushDone {
     }
     if (this.cluster !== null) { this.cluster.register(payload, reply); return; }
     this.coordinator.run({ kind: 'register', payload }).then(
-      (res: CoordinatorResult) => {
+      (res: CoordinatorResult) => this.#guarded(reply, () => {
         if (!res.ok) { this.fail(reply, res.error); return; }
         if (res.changed) this.install(res.state, res.renames);
         this.metrics.registerTotal++;
         reply.ok(JSON.stringify(res.body));
-      },
+      }),
       (err: unknown) => this.#failErr(reply, err),
     );
   }
@@ -407,14 +463,14 @@ export class Front implements PushDone {
     }
     if (this.cluster !== null) { this.cluster.reset(reply); return; }
     this.coordinator.run({ kind: 'reset' }).then(
-      (res: CoordinatorResult) => {
+      (res: CoordinatorResult) => this.#guarded(reply, () => {
         if (!res.ok) { this.fail(reply, res.error); return; }
         this.resetLocal(res.state, (err) => {
           if (err !== null) { this.fail(reply, err); return; }
           this.metrics.resetTotal++;
           reply.ok(JSON.stringify(res.body));
         });
-      },
+      }),
       (err: unknown) => this.#failErr(reply, err),
     );
   }

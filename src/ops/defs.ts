@@ -5,7 +5,7 @@
  * The semantics of each op live in its family file; docs/ops.md has the table.
  */
 import { SfError } from '../errors';
-import { BUFFER_N_MAX, TOP_K_K_DEFAULT, TOP_K_K_MAX } from '../limits';
+import { BUFFER_N_MAX, CATEGORIES_MAX, HISTOGRAM_EDGES_MAX, SAMPLES_MAX, TOP_K_K_DEFAULT, TOP_K_K_MAX } from '../limits';
 import type { FieldType } from '../types';
 import { HistogramCfg, HistogramState, MixCfg, MixState, ReservoirState, SeasonalState, TimeHistogramState } from './buffer';
 import { DecayedState, EwOut, EwState, TwaAgg } from './decay';
@@ -70,14 +70,9 @@ const MOTION_BUCKETS_PER_WINDOW = 128;
 /** Buckets per window for the point-list ops (up to n values per bucket) and the count
  * tables (a cell map per bucket): the sketch ops' 64, for the same reason. */
 const LIST_BUCKETS_PER_WINDOW = 64;
-/** entropy / event_type_mix category caps. */
-export const CATEGORIES_MAX = 4096;
+export { CATEGORIES_MAX, HISTOGRAM_EDGES_MAX, SAMPLES_MAX };
 const ENTROPY_CATEGORIES_DEFAULT = 1024;
 const MIX_CATEGORIES_DEFAULT = 256;
-/** histogram edge count cap. */
-export const HISTOGRAM_EDGES_MAX = 1024;
-/** reservoir_sample / distance_from_home sample caps. */
-export const SAMPLES_MAX = BUFFER_N_MAX;
 const HOME_SAMPLES_DEFAULT = 100;
 const OUTLIER_SIGMA_DEFAULT = 3;
 const QUANTILE_Q_DEFAULT = 0.5;

@@ -416,7 +416,7 @@ export class ValueChangeAgg implements WindowAgg<ChangeAcc> {
  * counts of non-empty slots live in a ring of at most window / sub_window + 1
  * entries ([slot, count] pairs), bounded at register time (BURST_SLOTS_MAX).
  */
-export const BURST_SLOTS_MAX = 1024;
+export { BURST_SLOTS_MAX } from '../limits';
 
 const EMPTY: number[] = [];
 

@@ -73,6 +73,11 @@ export interface GetItem {
   /** Canonical key (registry/key.ts). */
   key: string;
   features: string[] | null;
+  /**
+   * Response budget group: gets of one batch_get share RESPONSE_BYTES_MAX within a
+   * shard batch, so a huge batch is cut short on the shard before its rows are built.
+   */
+  g?: number;
 }
 
 export interface InstallItem {

@@ -15,20 +15,27 @@ import type { OpFactory } from '../ops/op';
 import { compileExpression, compilePredicate } from '../expr';
 import { SfError } from '../errors';
 import type { FieldMap, FieldType, Row, Value } from '../types';
-import { compileChain, composeSteps, type RowFn } from './chain';
+import { compileChain, type RowFn } from './chain';
 import { makeKeyFn, type KeyFn } from './key';
 import type { NodeDef, RegistryState, TableNodeDef } from './model';
 import { parseNode } from './node_parse';
 import { PushValidator } from './push_validator';
 import { combineErrors } from './register_errors';
+import { checkRegistryLimits } from './registry_limits';
 import { withPath } from './with_path';
 
 export interface CompileOptions {
   memoryGovEnforce: boolean;
-  /** Build ajv push validators (the front and the coordinator need them; shards do not). */
+  /** Build push validators (the front and the coordinator need them; shards do not). */
   pushValidators: boolean;
   /** Error path prefix of a node (the coordinator maps names to payload indexes). */
   pathOf?: (name: string, index: number) => string;
+  /**
+   * Check the registry size limits (registry_limits.ts). The coordinator does, so a
+   * registry over them is never accepted; other threads compile what it accepted
+   * (and what an older version persisted) without re-judging it.
+   */
+  enforceLimits?: boolean;
 }
 
 export class FeaturePlan {
@@ -62,12 +69,29 @@ export class TablePlan {
   }
 }
 
+/**
+ * A table fed by an event: `from` is the derived row it starts from (an index into
+ * the event's `derivs`; 0 is the pushed row) and `chain` the table's own ops.
+ */
 export class TableFeed {
-  constructor(readonly table: TablePlan, readonly chain: RowFn | null, readonly key: KeyFn) {}
+  constructor(readonly table: TablePlan, readonly from: number, readonly chain: RowFn | null, readonly key: KeyFn) {}
+}
+
+/** A derived event evaluated for a push: its own chain over the row of `parent` (an earlier index). */
+export class DerivStep {
+  constructor(readonly chain: RowFn | null, readonly parent: number) {}
 }
 
 export class EventPlan {
   feeds: TableFeed[] = [];
+  /**
+   * Derived events below this one that feed a table, in topological order, [0] =
+   * this event. A push evaluates each once and every feed starts from its row, so
+   * a chain of depth d feeding d tables costs O(d) steps per push, not O(d²).
+   */
+  derivs: DerivStep[] = [new DerivStep(null, -1)];
+  readonly #derivRows: Array<Row | null> = [];
+  readonly #feedRows: Array<Row | null> = [];
   /** Fields whose pushed strings are normalised to epoch ms (row_text.ts). */
   readonly datetimeFields: readonly string[];
   constructor(
@@ -83,6 +107,31 @@ export class EventPlan {
     readonly derived: boolean,
   ) {
     this.datetimeFields = Object.keys(fields).filter((f) => fields[f] === 'datetime');
+  }
+
+  /**
+   * The row each feed receives (null: a filter dropped it), index for index with
+   * `feeds`. The returned array is reused by the next call on this thread.
+   */
+  feedRows(row: Row): ReadonlyArray<Row | null> {
+    const derivs = this.derivs;
+    const d = this.#derivRows;
+    d[0] = row;
+    for (let j = 1; j < derivs.length; j++) {
+      const p = d[derivs[j].parent];
+      const c = derivs[j].chain;
+      d[j] = p === null ? null : c === null ? p : c(p);
+    }
+    const feeds = this.feeds;
+    const out = this.#feedRows;
+    out.length = feeds.length;
+    for (let i = 0; i < feeds.length; i++) {
+      const p = d[feeds[i].from];
+      const c = feeds[i].chain;
+      out[i] = p === null ? null : c === null ? p : c(p);
+    }
+    d.fill(null); // rows are not kept past the push
+    return out;
   }
 }
 
@@ -203,14 +252,17 @@ export function compileRegistry(state: RegistryState, opts: CompileOptions): Com
   const tableChains = new Map<string, RowFn | null>();
   const errors: SfError[] = [];
   const notes: CompileNote[] = [];
-  state.nodes.forEach((raw, i) => {
-    let def: NodeDef;
+  const parsed: Array<NodeDef | null> = state.nodes.map((raw, i) => {
     try {
-      def = parseNode(raw, i);
+      return parseNode(raw, i);
     } catch (err) {
-      if (err instanceof SfError) { errors.push(err); return; }
+      if (err instanceof SfError) { errors.push(err); return null; }
       throw err;
     }
+  });
+  if (opts.enforceLimits === true && errors.length === 0) checkRegistryLimits(parsed as NodeDef[], pathOf);
+  parsed.forEach((def, i) => {
+    if (def === null) return;
     defs.set(def.name, def);
     const path = pathOf(def.name, i);
     try {
@@ -283,21 +335,42 @@ function checkDeclared(declared: FieldMap, produced: FieldMap, path: string, not
   }
 }
 
-/** For every table, a feed on its upstream and on each ancestor event, with the chains composed from there. */
+/**
+ * For every table, a feed on its upstream and on each ancestor event. Each event
+ * evaluates a derived event once per push (EventPlan.derivs) and a table starts
+ * from the row of its upstream: no composed chain repeats a shared prefix.
+ */
 function wireFeeds(defs: Map<string, NodeDef>, outs: Map<string, NodeOut>, events: Map<string, EventPlan>, tables: Map<string, TablePlan>, tableChains: Map<string, RowFn | null>): void {
+  const derivIndex = new Map<EventPlan, Map<string, number>>();
+  /** Index of derived event `name` in `ev.derivs`, adding it and its ancestors below `ev`. */
+  const indexIn = (ev: EventPlan, name: string): number => {
+    let m = derivIndex.get(ev);
+    if (m === undefined) { m = new Map([[ev.name, 0]]); derivIndex.set(ev, m); }
+    const path: string[] = [];
+    let cur = name;
+    while (!m.has(cur)) {
+      path.push(cur);
+      cur = (outs.get(cur)!.def as { upstream: string }).upstream;
+    }
+    let parent = m.get(cur)!;
+    for (let i = path.length - 1; i >= 0; i--) {
+      ev.derivs.push(new DerivStep(outs.get(path[i])!.chain, parent));
+      parent = ev.derivs.length - 1;
+      m.set(path[i], parent);
+    }
+    return parent;
+  };
   for (const [name, plan] of tables) {
     const def = defs.get(name) as TableNodeDef;
     const keyFn = makeKeyFn(def.key);
-    const steps: RowFn[] = [];
     const own = tableChains.get(name) ?? null;
-    if (own !== null) steps.push(own);
     let cur: string | null = def.upstream;
     while (cur !== null) {
       const out = outs.get(cur);
       if (out === undefined) break;
-      events.get(cur)?.feeds.push(new TableFeed(plan, composeSteps(steps), keyFn));
+      const ev = events.get(cur);
+      if (ev !== undefined) ev.feeds.push(new TableFeed(plan, indexIn(ev, def.upstream), own, keyFn));
       if (out.def.kind !== 'derived') break;
-      if (out.chain !== null) steps.unshift(out.chain);
       cur = out.def.upstream;
     }
   }

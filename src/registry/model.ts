@@ -3,6 +3,7 @@
  * node is kept as registered (GET /registry returns it); these typed views are
  * what the compiler (compile.ts) works from.
  */
+import { NAME_LENGTH_MAX } from '../limits';
 import type { FieldMap } from '../types';
 
 export type ChainOpDef =
@@ -70,8 +71,13 @@ export const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
  */
 const RESERVED_NAMES = new Set(Object.getOwnPropertyNames(Object.prototype));
 
+/**
+ * Every name is at most NAME_LENGTH_MAX characters: names are repeated in every
+ * answer row (`"name":`), in error messages and in "did you mean" hints, so an
+ * unbounded name makes every one of those unbounded.
+ */
 export function isValidName(name: string): boolean {
-  return NAME_PATTERN.test(name) && !RESERVED_NAMES.has(name);
+  return name.length <= NAME_LENGTH_MAX && NAME_PATTERN.test(name) && !RESERVED_NAMES.has(name);
 }
 
-export const NAME_RULE = `must match ${NAME_PATTERN.source} and not be a JavaScript Object.prototype property (__proto__, constructor, toString, ...)`;
+export const NAME_RULE = `must match ${NAME_PATTERN.source}, be at most ${NAME_LENGTH_MAX} characters (NAME_LENGTH_MAX) and not be a JavaScript Object.prototype property (__proto__, constructor, toString, ...)`;

@@ -17,6 +17,7 @@ import { asSfError, SfError } from '../errors';
 import { createLogger } from '../log';
 import { ITEM_EXPORT, ITEM_GET, ITEM_IMPORT, ITEM_INSPECT, ITEM_INSTALL, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, ITEM_STATS, type ErrorPayload, type InspectItem, type InspectResult, type ShardBatch, type ShardBatchResult, type ShardHello, type ShardInit, type ShardItem } from '../protocol/messages';
 import { COLD_SWEEP_INTERVAL_MS } from './cold';
+import { RESPONSE_BYTES_MAX } from '../limits';
 import { DedupeLog } from './dedupe_log';
 import type { SnapshotJob } from './snapshot_job';
 import { ShardState } from './state';
@@ -191,6 +192,9 @@ function runItems(items: ShardItem[], from: number, to: number, outs: ShardBatch
   crashIfAsked();
   const walErr = writeRun(items, from, to);
   const now = Date.now();
+  // Units of row text already built per batch_get (GetItem.g): its later gets
+  // answer response_too_large instead of building rows nobody can send.
+  let groupUnits: Map<number, number> | null = null;
   for (let i = from; i < to; i++) {
     const it = items[i];
     switch (it.k) {
@@ -204,9 +208,19 @@ function runItems(items: ShardItem[], from: number, to: number, outs: ShardBatch
           outs[i] = errorPayload(err);
         }
         break;
-      case ITEM_GET:
-        outs[i] = state.read(it.table, it.key, it.features, now);
+      case ITEM_GET: {
+        const used = it.g === undefined ? 0 : groupUnits?.get(it.g) ?? 0;
+        try {
+          const row = state.read(it.table, it.key, it.features, now, RESPONSE_BYTES_MAX - used);
+          if (it.g !== undefined) (groupUnits ??= new Map()).set(it.g, used + row.length);
+          outs[i] = row;
+        } catch (err) {
+          if (!(err instanceof SfError)) log.error({ kind: 'shard.read_failed', err: String((err as Error)?.stack ?? err) });
+          else if (it.g !== undefined && err.code === 'response_too_large') (groupUnits ??= new Map()).set(it.g, RESPONSE_BYTES_MAX);
+          outs[i] = errorPayload(err);
+        }
         break;
+      }
       case ITEM_STATS:
         outs[i] = JSON.stringify(shardStats());
         break;

@@ -14,6 +14,8 @@ import type { OpState } from '../ops/op';
 import type { Row } from '../types';
 import { COLD_SWEEP_ENTITIES_PER_TICK, SweepCursor, thaw } from './cold';
 import { jsonText } from './json_text';
+import { SfError } from '../errors';
+import { RESPONSE_BYTES_MAX } from '../limits';
 
 export class EntityRow {
   constructor(
@@ -190,9 +192,11 @@ export class ShardState {
     const { shardId, shardCount } = this.opts;
     const partitions = this.opts.partitions ?? 0;
     const feeds = plan.feeds;
+    if (feeds.length === 0) return;
+    const rows = plan.feedRows(row);
     for (let fi = 0; fi < feeds.length; fi++) {
       const feed = feeds[fi];
-      const r = feed.chain === null ? row : feed.chain(row);
+      const r = rows[fi];
       if (r === null) continue;
       const key = feed.key(r);
       if (key === null || (shardCount > 1 && shardOf(key, shardCount) !== shardId)) continue;
@@ -211,8 +215,12 @@ export class ShardState {
     }
   }
 
-  /** The row of `key` as JSON text: `{}` for a cold key. */
-  read(table: string, key: string, features: readonly string[] | null, now: number): string {
+  /**
+   * The row of `key` as JSON text: `{}` for a cold key. Throws response_too_large
+   * as soon as the text passes `budget` UTF-16 units (each feature's text is
+   * bounded, so the row never grows far past it).
+   */
+  read(table: string, key: string, features: readonly string[] | null, now: number, budget = RESPONSE_BYTES_MAX): string {
     const ts = this.#byName.get(table);
     if (ts === undefined) return '{}';
     const ent = ts.hot(key);
@@ -226,6 +234,7 @@ export class ShardState {
       for (let i = 0; i < feats.length; i++) {
         if (i > 0) out += ',';
         out += feats[i].jsonKey + jsonText(ent.states[i].read(t));
+        if (out.length > budget) overBudget();
       }
     } else {
       let first = true;
@@ -235,6 +244,7 @@ export class ShardState {
         if (!first) out += ',';
         first = false;
         out += feats[i].jsonKey + jsonText(ent.states[i].read(t));
+        if (out.length > budget) overBudget();
       }
     }
     return out + '}';
@@ -283,6 +293,10 @@ export class ShardState {
     }
     return frozen;
   }
+}
+
+function overBudget(): never {
+  throw new SfError('response_too_large', `the answer is over the ${RESPONSE_BYTES_MAX}-byte response limit (RESPONSE_BYTES_MAX); ask for fewer entries or features`);
 }
 
 function applyFeatures(plan: TablePlan, states: OpState[], r: Row, t: number): void {

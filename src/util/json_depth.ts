@@ -4,8 +4,11 @@
  * deep would overflow the stack there. Register payloads are checked first.
  * Request bodies are also checked as text before JSON.parse (jsonTextDepthExceeds),
  * so a body a million levels deep costs one linear scan, not a parse (issue 11, finding 7).
+ * The limit itself is in limits.ts.
  */
-export const JSON_DEPTH_MAX = 64;
+import { JSON_DEPTH_MAX } from '../limits';
+
+export { JSON_DEPTH_MAX };
 
 export function jsonDepthExceeds(v: unknown, max: number = JSON_DEPTH_MAX): boolean {
   const stack: Array<[unknown, number]> = [[v, 1]];

@@ -25,15 +25,13 @@
  */
 import { strict as assert } from 'node:assert';
 import { SfError } from '../../errors';
+import { BLOOM_BITS_MAX, BLOOM_CAPACITY_MAX, BLOOM_FPR_MIN } from '../../limits';
 import { fmix32, hashHi, hashLo, hashValue } from './hash';
 import { HashList, TYPED_ARRAY_OVERHEAD_BYTES, objectBytes } from './hash_list';
 
 export const BLOOM_CAPACITY_DEFAULT = 1024;
 export const BLOOM_FPR_DEFAULT = 0.01;
-/** Largest expected-count parameter accepted. */
-export const BLOOM_CAPACITY_MAX = 10_000_000;
-/** Largest filter accepted, 2^26 bits = 8 MiB per entity: beyond that a per-entity filter is a mistake. */
-export const BLOOM_BITS_MAX = 1 << 26;
+export { BLOOM_BITS_MAX, BLOOM_CAPACITY_MAX, BLOOM_FPR_MIN };
 const SAVE_VERSION = 1;
 
 /** The shape of a filter, computed once per feature and shared by its entities. */
@@ -54,8 +52,8 @@ export interface BloomGeometry {
  * integer in [1, BLOOM_CAPACITY_MAX] or a filter above BLOOM_BITS_MAX bits.
  */
 export function bloomGeometry(capacity: number, fpr: number): BloomGeometry {
-  if (typeof fpr !== 'number' || !(fpr > 0 && fpr < 1)) {
-    throw new SfError('invalid_bloom_fpr', `fpr must be in (0,1), got ${String(fpr)}`);
+  if (typeof fpr !== 'number' || !(fpr >= BLOOM_FPR_MIN && fpr < 1)) {
+    throw new SfError('invalid_bloom_fpr', `fpr must be in [${BLOOM_FPR_MIN}, 1), got ${String(fpr)}`);
   }
   if (!Number.isInteger(capacity) || capacity < 1 || capacity > BLOOM_CAPACITY_MAX) {
     throw new SfError(

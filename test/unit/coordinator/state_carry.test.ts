@@ -257,11 +257,13 @@ class World {
     if (this.compiled === null || this.compiled.version !== this.state.version) this.compiled = compileRegistry(this.state, OPTS);
     const reg = this.compiled;
     const plan = reg.tables.get(table.name)!;
-    const feed = reg.events.get(this.model.event)!.feeds.find((f) => f.table.name === table.name)!;
+    const ev = reg.events.get(this.model.event)!;
+    const fi = ev.feeds.findIndex((f) => f.table.name === table.name);
+    const feed = ev.feeds[fi];
     const from = this.tableEpoch.get(table.name)!;
     const hits: Array<{ r: Row; t: number; i: number }> = [];
     for (let i = from; i < this.events.length; i++) {
-      const r = feed.chain === null ? this.events[i].row : feed.chain(this.events[i].row);
+      const r = ev.feedRows(this.events[i].row)[fi];
       if (r !== null && feed.key(r) === key) hits.push({ r, t: this.events[i].t, i });
     }
     if (hits.length === 0) return {};
