@@ -70,6 +70,8 @@ export const NAME_LENGTH_MAX = 128;
 export const SCHEMA_FIELDS_MAX = 1_000;
 export const EXPRESSION_LENGTH_MAX = 4_096;
 export const EXPRESSION_DEPTH_MAX = 256;
+/** Compiled expressions kept per thread for re-registration (expr/compile.ts); least recently used leave first. */
+export const EXPRESSION_CACHE_ENTRIES = 20_000;
 /**
  * Nesting depth of a parsed JSON request, checked iteratively. A parsed value is
  * copied to another thread by structured clone, which recurses: a payload nested

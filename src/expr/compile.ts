@@ -28,6 +28,7 @@
 import type { FieldType, Row, Value } from '../types';
 import type { TExpr } from './ast';
 import { HELPERS, I64_MAX, type HelperName } from './runtime';
+import { EXPRESSION_CACHE_ENTRIES } from '../limits';
 
 /** `in` lists longer than this use a Set built once; shorter ones an `===` chain. */
 const IN_CHAIN_MAX = 8;
@@ -87,10 +88,21 @@ function nullOr(js: string, ...atoms: string[]): string {
   return test === '' ? js : `${test} ? null : ${js}`;
 }
 
+type Factory = (h: typeof HELPERS, c: unknown[]) => unknown;
+
+/**
+ * Generated source -> compiled factory, least recently used first. Every thread
+ * compiles the whole registry on each register, and `new Function` is most of
+ * an expression's compile cost: re-registering unchanged nodes (the common case)
+ * then costs a type check and a string per expression. Constants travel in `C`,
+ * so a factory is shared safely between registry versions.
+ */
+const FACTORIES = new Map<string, Factory>();
+
 class Gen {
   private readonly out: string[];
   private vars: number;
-  /** Constants (Sets of `in` lists) passed to the factory as C[i]. */
+  /** Constants (literals, Sets of `in` lists) passed to the factory as C[i]. */
   private readonly consts: unknown[];
   private readonly helpers: Set<HelperName>;
 
@@ -110,7 +122,12 @@ class Gen {
     const source =
       `"use strict";\n${helperDecls}${constDecls}const MAX = ${I64_MAX}, MIN = ${-I64_MAX};\n` +
       `return function sf_expr(r) {\n${decls}${this.out.join('\n')}\n  return ${ret};\n};`;
-    const factory = new Function('H', 'C', source) as (h: typeof HELPERS, c: unknown[]) => unknown;
+    let factory = FACTORIES.get(source);
+    if (factory === undefined) {
+      factory = new Function('H', 'C', source) as Factory;
+      if (FACTORIES.size >= EXPRESSION_CACHE_ENTRIES) FACTORIES.delete(FACTORIES.keys().next().value as string);
+    } else FACTORIES.delete(source); // re-inserted below: most recently used last
+    FACTORIES.set(source, factory);
     return factory(HELPERS, this.consts);
   }
 
@@ -129,6 +146,12 @@ class Gen {
   private gen(e: TExpr): string {
     switch (e.kind) {
       case 'lit':
+        // Numbers and strings travel in C (not in the source): expressions that
+        // differ only in their constants share one compiled factory (FACTORIES).
+        if (typeof e.value === 'number' || typeof e.value === 'string') {
+          this.consts.push(e.value);
+          return `c${this.consts.length - 1}`;
+        }
         return lit(e.value);
       case 'field': {
         const v = this.tmp();

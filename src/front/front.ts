@@ -82,7 +82,7 @@ export class Front implements PushDone {
     readonly log: Logger,
   ) {
     this.dedupe = new DedupeStore(opts.dedupeEntriesMax ?? DEDUPE_ENTRIES_MAX);
-    this.registry = compileRegistry(initial, { memoryGovEnforce: opts.memoryGovEnforce, pushValidators: true });
+    this.registry = compileRegistry(initial, { memoryGovEnforce: opts.memoryGovEnforce, pushValidators: true, features: false });
     this.channels = shardPools.map((p, i) => new ShardChannel(i, p, (err) => this.#shardFailed(i, err), (sink, err) => this.#sinkFailed(sink, err)));
     this.nextLsn = lastLsn + 1;
   }
@@ -354,6 +354,9 @@ export class Front implements PushDone {
     }
     // `entity_id`: the peer's deprecated name for `key` (peer-facts 5.5).
     const key = parseWireKey('key' in body ? body.key : body.entity_id, table.keyFields, table.keyTypes, `${path}${path ? '.' : ''}key`);
+    if (key.length * 3 > KEY_BYTES_MAX && Buffer.byteLength(key) > KEY_BYTES_MAX) {
+      throw new SfError('key_parse_failure', `the key is ${Buffer.byteLength(key)} bytes; a key is at most ${KEY_BYTES_MAX} bytes (KEY_BYTES_MAX)`, { path: `${path}${path ? '.' : ''}key` });
+    }
     return { item: { k: ITEM_GET, table: table.name, key, features }, shard: shardOf(key, this.channels.length) };
   }
 
@@ -445,7 +448,7 @@ export class Front implements PushDone {
 
   /** Makes a new registry visible: pushes validated from now on use it, and every shard installs it before them. */
   install(state: RegistryState, renames: Array<[string, string]>): void {
-    this.registry = compileRegistry(state, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: true });
+    this.registry = compileRegistry(state, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: true, features: false });
     const ignore: Sink = { done: (out) => { if (out !== null && typeof out === 'object') this.log.error({ kind: 'shard.install_failed', out }); } };
     const item = { k: ITEM_INSTALL, lsn: this.nextLsn++, state, renames } as const;
     for (const ch of this.channels) ch.enqueue(item, ignore, 0);
@@ -477,7 +480,7 @@ export class Front implements PushDone {
 
   /** Installs `state` and clears every shard and the dedupe store; `done` when all shards have. */
   resetLocal(state: RegistryState, done: (err: ErrorPayload | null) => void): void {
-    this.registry = compileRegistry(state, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: true });
+    this.registry = compileRegistry(state, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: true, features: false });
     const sink = new CountdownSink(this.channels.length, (err) => {
       if (err === null) this.dedupe.clear();
       done(err);

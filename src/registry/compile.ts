@@ -36,7 +36,22 @@ export interface CompileOptions {
    * (and what an older version persisted) without re-judging it.
    */
   enforceLimits?: boolean;
+  /**
+   * Compile each feature's op, where and signature (default true). The front only
+   * routes pushes and checks gets (feature names, keys), so it skips them: a
+   * register then costs the front thread its chains and validators, not one
+   * predicate per feature of the whole registry (shards and the coordinator,
+   * which do compile features, run off the front thread).
+   */
+  features?: boolean;
 }
+
+/** Stands in for an op on threads that compile feature names only (the front); never called there. */
+const NAME_ONLY: OpFactory = {
+  op: 'name_only', field: null, wantsMiss: false,
+  create() { throw new Error('feature ops are not compiled on this thread'); },
+  load() { throw new Error('feature ops are not compiled on this thread'); },
+};
 
 export class FeaturePlan {
   /** `"name":` as JSON text, for writing rows without building objects. */
@@ -223,6 +238,10 @@ function compileTable(def: TableNodeDef, up: NodeOut, index: number, path: strin
   sigOut.sig = keySignature;
   const errors: SfError[] = [];
   const features: FeaturePlan[] = [];
+  if (opts.features === false) {
+    for (const [name] of def.agg) features.push(new FeaturePlan(name, features.length, NAME_ONLY, null, null, ''));
+    return { plan: new TablePlan(def.name, index, def.key, keyTypes, features, keySignature), chain: chain.fn };
+  }
   for (const [name, spec] of def.agg) {
     const fpath = `${path}.agg.${name}`;
     try {

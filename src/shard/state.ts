@@ -225,6 +225,7 @@ export class ShardState {
     if (ts === undefined) return '{}';
     const ent = ts.hot(key);
     if (ent === undefined) return '{}';
+    if (budget <= 0) overBudget();
     const t = now > this.lastT ? now : this.lastT;
     // The row is written as JSON text directly (no intermediate object): `"name":`
     // prefixes are built once per registry version (FeaturePlan.jsonKey).
