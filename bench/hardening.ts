@@ -1,0 +1,170 @@
+/**
+ * Issue 11 findings 1, 2, 3, 4 and 8, measured against any build of the server:
+ *
+ *   node dist/bench/hardening.js [--cli path/to/dist/src/cli.js]
+ *
+ * Starts `serve --memory-only --test-mode --shards 2` on free 127.0.0.1 ports and
+ * prints one line per finding: whether the server survived finding 1, register
+ * times (2, 8), RSS growth over 120 dry runs (3), the slowest /ping during a
+ * register (4, 8) and the server's CPU per push through a 150-deep chain (8).
+ * Run it with the --cli of a build before the fix for the baseline.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+const args = process.argv.slice(2);
+const cli = args.includes('--cli') ? args[args.indexOf('--cli') + 1] : join(__dirname, '..', 'src', 'cli.js');
+
+interface Srv { proc: ChildProcess; base: string }
+
+async function start(): Promise<Srv> {
+  const proc = spawn(process.execPath, [cli, 'serve', '--memory-only', '--test-mode', '--shards', '2', '--http-addr', '127.0.0.1:0', '--tcp-addr', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  proc.stderr!.resume();
+  const rl = createInterface({ input: proc.stdout! });
+  const addr = await new Promise<string>((resolve, reject) => {
+    rl.on('line', (l) => {
+      try {
+        const j = JSON.parse(l) as { kind?: string; addr?: string };
+        if (j.kind === 'server.http_bound' && j.addr !== undefined) resolve(j.addr);
+      } catch { /* not JSON */ }
+    });
+    proc.on('exit', () => reject(new Error('server exited before binding')));
+  });
+  return { proc, base: `http://${addr}` };
+}
+
+async function post(s: Srv, path: string, body: unknown): Promise<{ status: number; text: string }> {
+  const res = await fetch(s.base + path, { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  return { status: res.status, text: await res.text() };
+}
+
+function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m === null ? 0 : Number(m[1]) / 1024;
+}
+
+/** utime + stime of the process, ms. */
+function cpuMs(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
+}
+
+async function slowestPing<T>(s: Srv, work: () => Promise<T>): Promise<{ result: T; ms: number; workMs: number }> {
+  let done = false;
+  let slowest = 0;
+  const pinger = (async () => {
+    while (!done) {
+      const t0 = performance.now();
+      try { await post(s, '/ping', ''); } catch { return; }
+      slowest = Math.max(slowest, performance.now() - t0);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  })();
+  const t0 = performance.now();
+  const result = await work();
+  const workMs = performance.now() - t0;
+  done = true;
+  await pinger;
+  return { result, ms: slowest, workMs };
+}
+
+const line = (s: string): void => { process.stdout.write(`${s}\n`); };
+
+async function finding1(s: Srv): Promise<void> {
+  const name = 'f'.repeat(60_000);
+  const r = await post(s, '/register', { nodes: [
+    { kind: 'event', name: 'Big', schema: { fields: { user: 'str' } } },
+    { kind: 'table', name: 'BigT', upstreams: ['Big'], key: ['user'], agg: { [name]: { op: 'count' } } },
+  ] });
+  if (r.status !== 200) { line(`finding 1: register of a 60,000-char feature name -> ${r.status} ${r.text.slice(0, 120)}`); return; }
+  await post(s, '/push', { event: 'Big', data: { user: 'u' } });
+  let answer = '';
+  try {
+    const b = await post(s, '/batch_get', { requests: Array.from({ length: 10_000 }, () => ({ table: 'BigT', key: 'u' })) });
+    answer = `${b.status} ${b.text.length} bytes`;
+  } catch (err) { answer = String(err); }
+  await new Promise((r) => setTimeout(r, 500));
+  line(`finding 1: batch_get 10,000 entries -> ${answer}; server ${s.proc.exitCode === null ? 'alive' : `EXITED (code ${s.proc.exitCode})`}`);
+}
+
+async function finding2(s: Srv): Promise<void> {
+  // Five 4,000-char names were refused outright after the fix; the longest allowed names show the hint cost.
+  const before = await post(s, '/register', { nodes: [
+    { kind: 'event', name: 'H', schema: { fields: Object.fromEntries(Array.from({ length: 5 }, (_, i) => [`${'a'.repeat(4000)}${i}`, 'str'])) } },
+    { kind: 'table', name: 'HT', upstreams: ['H'], key: [`${'a'.repeat(4000)}0`], agg: { c: { op: 'count', params: { where: `${'a'.repeat(3990)}zz == 'x'` } } } },
+  ] });
+  const t0 = performance.now();
+  const r = await post(s, '/register', { nodes: [
+    { kind: 'event', name: 'H', schema: { fields: Object.fromEntries(Array.from({ length: 5 }, (_, i) => [`${'a'.repeat(4000)}${i}`, 'str'])) } },
+    { kind: 'table', name: 'HT', upstreams: ['H'], key: [`${'a'.repeat(4000)}0`], agg: { c: { op: 'count', params: { where: `${'a'.repeat(3990)}zz == 'x'` } } } },
+  ] });
+  const ms = performance.now() - t0;
+  line(`finding 2: register of five 4,000-char fields + unknown where field: ${ms.toFixed(0)} ms -> ${r.status} ${JSON.parse(r.text).error?.code ?? ''} (first call ${before.status})`);
+  const fields = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`${'b'.repeat(124)}${String(i).padStart(4, '0')}`, 'str']));
+  const t1 = performance.now();
+  const r2 = await post(s, '/register', { nodes: [
+    { kind: 'event', name: 'H2', schema: { fields } },
+    { kind: 'table', name: 'HT2', upstreams: ['H2'], key: [Object.keys(fields)[0]], agg: Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`c${i}`, { op: 'count', params: { where: `${'b'.repeat(128)} == 'x'` } }])) },
+  ] });
+  line(`finding 2: register of 1,000 128-char fields + 200 where clauses naming an unknown 128-char field: ${(performance.now() - t1).toFixed(0)} ms -> ${r2.status}`);
+}
+
+async function finding3(s: Srv): Promise<void> {
+  const fields = Object.fromEntries(Array.from({ length: 999 }, (_, i) => [`field_${i}`, i % 3 === 0 ? 'bytes' : i % 3 === 1 ? 'f64' : 'str']));
+  const dry = (i: number) => post(s, '/register', { dry_run: true, nodes: [{ kind: 'event', name: 'Wide', schema: { fields: { ...fields, [`extra_${i}`]: 'i64' } } }] });
+  for (let i = 0; i < 5; i++) await dry(i);
+  const r0 = rssMb(s.proc.pid!);
+  const t0 = performance.now();
+  for (let i = 5; i < 125; i++) await dry(i);
+  const ms = performance.now() - t0;
+  line(`finding 3: 120 dry-run registers of a 1,000-field event: RSS ${r0.toFixed(0)} -> ${rssMb(s.proc.pid!).toFixed(0)} MB, ${(ms / 120).toFixed(1)} ms per register`);
+}
+
+async function finding4(s: Srv): Promise<void> {
+  const nodes: unknown[] = [{ kind: 'event', name: 'Ev', schema: { fields: { user: 'str', a: 'f64', b: 'f64', s: 'str' } } }];
+  for (let t = 0; t < 40; t++) {
+    const agg = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`f${t}_${i}`, { op: 'sum', params: { field: 'a', window: '1h', where: `a * ${i} + b > ${t} and s != 'q${i}' or lower(s) == 'z'` } }]));
+    nodes.push({ kind: 'derivation', name: `D${t}`, output_kind: 'event', upstreams: ['Ev'], ops: [{ op: 'with_columns', exprs: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`x${i}`, `a * ${i} + b`])) }] });
+    nodes.push({ kind: 'table', name: `T${t}`, upstreams: [`D${t}`], key: ['user'], agg });
+  }
+  const first = await slowestPing(s, () => post(s, '/register', { nodes }));
+  line(`finding 4: register of 40 tables x 100 where-features + 800 with_columns: ${first.workMs.toFixed(0)} ms, slowest concurrent /ping ${first.ms.toFixed(0)} ms (${first.result.status})`);
+  nodes.push({ kind: 'table', name: 'Extra', upstreams: ['Ev'], key: ['user'], agg: { c: { op: 'count' } } });
+  const again = await slowestPing(s, () => post(s, '/register', { nodes }));
+  line(`finding 4: re-register of the same registry + one table: ${again.workMs.toFixed(0)} ms, slowest concurrent /ping ${again.ms.toFixed(0)} ms (${again.result.status})`);
+}
+
+async function finding8(s: Srv): Promise<void> {
+  const nodes: unknown[] = [{ kind: 'event', name: 'Root', schema: { fields: { user: 'str', c0: 'i64' } } }];
+  for (let i = 1; i <= 150; i++) {
+    nodes.push({ kind: 'derivation', name: `D${i}`, output_kind: 'event', upstreams: [i === 1 ? 'Root' : `D${i - 1}`], ops: [{ op: 'with_columns', exprs: { [`c${i}`]: `c${i - 1} + 1` } }] });
+    nodes.push({ kind: 'table', name: `T${i}`, upstreams: [`D${i}`], key: ['user'], agg: { s: { op: 'sum', params: { field: `c${i}`, window: '1h' } } } });
+  }
+  const reg = await slowestPing(s, () => post(s, '/register', { nodes }));
+  line(`finding 8: register of a 150-deep chain feeding 150 tables: ${reg.workMs.toFixed(0)} ms, slowest concurrent /ping ${reg.ms.toFixed(0)} ms (${reg.result.status})`);
+  for (let i = 0; i < 50; i++) await post(s, '/push', { event: 'Root', data: { user: `u${i}`, c0: 1 } });
+  const n = 2000;
+  const c0 = cpuMs(s.proc.pid!);
+  const t0 = performance.now();
+  for (let i = 0; i < n; i += 50) await Promise.all(Array.from({ length: 50 }, (_, j) => post(s, '/push', { event: 'Root', data: { user: `u${(i + j) % 100}`, c0: 1 } })));
+  const cpu = cpuMs(s.proc.pid!) - c0;
+  line(`finding 8: ${n} pushes through the chain: server CPU ${(cpu / n).toFixed(2)} ms per push, ${(n / ((performance.now() - t0) / 1000)).toFixed(0)} pushes/s`);
+}
+
+async function main(): Promise<void> {
+  line(`server: ${cli}`);
+  for (const f of [finding1, finding2, finding3, finding4, finding8]) {
+    const s = await start();
+    try {
+      await f(s);
+    } catch (err) {
+      line(`${f.name}: failed: ${String(err)}`);
+    } finally {
+      s.proc.kill('SIGKILL');
+    }
+  }
+}
+
+void main();
