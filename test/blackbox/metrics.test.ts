@@ -62,6 +62,7 @@ const FAMILIES: Record<string, string> = {
   streamfeat_push_total: 'counter', streamfeat_push_replay_total: 'counter', streamfeat_get_total: 'counter', streamfeat_batch_get_total: 'counter',
   streamfeat_batch_get_entries_total: 'counter', streamfeat_register_total: 'counter', streamfeat_reset_total: 'counter',
   streamfeat_http_requests_total: 'counter', streamfeat_errors_total: 'counter',
+  streamfeat_completion_errors_total: 'counter', streamfeat_dedupe_full_total: 'counter',
   streamfeat_push_latency_seconds: 'histogram', streamfeat_get_latency_seconds: 'histogram', streamfeat_batch_get_latency_seconds: 'histogram',
   streamfeat_tcp_connections: 'gauge', streamfeat_uptime_seconds: 'gauge', streamfeat_registry_version: 'gauge', streamfeat_registry_nodes: 'gauge',
   streamfeat_dedupe_entries: 'gauge', streamfeat_shards: 'gauge',

@@ -28,7 +28,7 @@ test('a sink that throws answers through onSinkFailed; the other sinks of the ba
   const failed: Array<{ sink: Sink; err: unknown }> = [];
   const ch = new ShardChannel(0, pool as never, () => assert.fail('no shard failure'), (sink, err) => failed.push({ sink, err }));
   const got: string[] = [];
-  const reply = { ok: () => {}, error: () => {} };
+  const reply = { ok: () => {}, error: () => {}, transport: 0 } as never;
   const bad: Sink = { reply, done: () => { throw new RangeError('Invalid string length'); } };
   const good = (name: string): Sink => ({ done: (out) => { got.push(`${name}:${String(out)}`); } });
   ch.enqueue(item, good('a'), 0);

@@ -111,7 +111,7 @@ test('a derived event is evaluated once per push, whatever the number of tables 
   const nodes: Array<Record<string, unknown>> = [{ kind: 'event', name: 'R', schema: { fields: { user: 'str', c0: 'i64' } } }];
   for (let i = 1; i <= depth; i++) {
     nodes.push({ kind: 'derivation', name: `D${i}`, output_kind: 'event', upstreams: [i === 1 ? 'R' : `D${i - 1}`], ops: [{ op: 'with_columns', exprs: { [`c${i}`]: `c${i - 1} + 1` } }] });
-    nodes.push({ kind: 'table', name: `T${i}`, upstreams: [`D${i}`], key: ['user'], agg: { s: { op: 'sum', params: { field: `c${i}` } } } });
+    nodes.push({ kind: 'table', name: `T${i}`, upstreams: [`D${i}`], key: ['user'], agg: { s: { op: 'sum', params: { field: `c${i}`, window: '1h' } } } });
   }
   const reg = compileRegistry({ version: 1, nodes }, { memoryGovEnforce: false, pushValidators: false });
   const root = reg.events.get('R')!;
