@@ -41,11 +41,11 @@ export class Ingest {
     // partition -> key hashes of that partition (deduplicated; feeds are few).
     const parts = new Map<number, number[]>();
     const feeds = a.plan.feeds;
+    const rows = feeds.length === 0 ? [] : a.plan.feedRows(a.row);
     for (let i = 0; i < feeds.length; i++) {
-      const feed = feeds[i];
-      const r = feed.chain === null ? a.row : feed.chain(a.row);
+      const r = rows[i];
       if (r === null) continue;
-      const key = feed.key(r);
+      const key = feeds[i].key(r);
       if (key === null) continue;
       const h = hashKey(key);
       const p = partitionOfHash(h, P);
