@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { CLI, post, startServer, type TestServer } from '../harness/server';
 import { TcpClient, type TcpReply } from '../harness/tcp';
 import { encodeFrame, OP_ERROR_RESPONSE, OP_PING, OP_PUSH } from '../../src/protocol/frame';
+import { SCHEMA_FIELDS_MAX, STRING_VALUE_BYTES_MAX } from '../../src/limits';
 
 const MIB = 1024 * 1024;
 /** Far above a /ping on an idle server (~1 ms) and far below the 300 ms the issue allows, with room for a loaded CI box. */
@@ -18,8 +19,12 @@ const PING_BUDGET_MS = 250;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+const PADS = Array.from({ length: SCHEMA_FIELDS_MAX - 1 }, (_, i) => `pad${i}`);
+
 const NODES = [
-  { kind: 'event', name: 'Txn', schema: { fields: { user: 'str', pad: 'str' }, optional_fields: ['pad'] } },
+  // Optional pad fields: a push near the 4 MiB frame limit with every value within
+  // STRING_VALUE_BYTES_MAX (docs/limits.md).
+  { kind: 'event', name: 'Txn', schema: { fields: { user: 'str', ...Object.fromEntries(PADS.map((p) => [p, 'str'])) }, optional_fields: PADS } },
   { kind: 'table', name: 'UserT', upstreams: ['Txn'], key: ['user'], agg: { cnt: { op: 'count' } } },
 ];
 
@@ -109,9 +114,9 @@ describe('frames: trickled, incomplete, and the connection cap', () => {
 
   test('a 4 MiB push frame trickled in 4 KiB chunks is served, and /ping stays fast meanwhile', async () => {
     // A valid push padded to ~4 MiB: the frame is assembled from ~1000 reads.
-    const pad = 'x'.repeat(4 * MIB - 200);
-    const frame = encodeFrame(OP_PUSH, JSON.stringify({ event: 'Txn', data: { user: 'big', pad } }));
-    assert.ok(frame.length > 4 * MIB - 300);
+    const pad = 'x'.repeat(STRING_VALUE_BYTES_MAX);
+    const frame = encodeFrame(OP_PUSH, JSON.stringify({ event: 'Txn', data: { user: 'big', ...Object.fromEntries(PADS.map((p) => [p, pad])) } }));
+    assert.ok(frame.length > 3.9 * MIB && frame.length < 4 * MIB, String(frame.length));
     const c = await TcpClient.connect(srv.tcpPort);
     // 1.5 s frame timeout: the whole frame must arrive faster, so pause only every 16 chunks.
     const replies = await responsiveDuring(srv, async () => {
