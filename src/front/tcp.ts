@@ -61,6 +61,16 @@ class TcpConn {
   #frameTimer: NodeJS.Timeout | null = null;
   /** With auth on, nothing but OP_AUTH is served until the token was presented. */
   #authed: boolean;
+  /**
+   * A reset or register in progress on this connection: frames decoded after it wait in
+   * #held until it is answered, so a request pipelined behind it sees its effects (without
+   * this, a push sent right behind a reset was validated and acked under the old registry
+   * and then wiped by the reset; found by the fuzz suite).
+   */
+  #barrier: Slot | null = null;
+  /** Frames behind the barrier, each with its reply slot already in the FIFO. */
+  readonly #held: Array<{ frame: Frame; slot: Slot }> = [];
+  #releasing = false;
 
   constructor(readonly socket: net.Socket, readonly front: Front, readonly opts: TcpOptions) {
     this.#decoder = new FrameDecoder(opts.frameBytesMax);
@@ -179,6 +189,12 @@ class TcpConn {
     }
     const slot = new Slot(this, frame.op);
     this.#queue.push(slot);
+    if (this.#barrier !== null) { this.#held.push({ frame, slot }); return; }
+    this.#run(frame, slot);
+  }
+
+  /** Answers one frame into its slot. */
+  #run(frame: Frame, slot: Slot): void {
     const front = this.front;
     if (frame.contentType === CT_MSGPACK) {
       front.metrics.error('unsupported_content_type');
@@ -198,7 +214,7 @@ class TcpConn {
       return;
     }
     if (op === OP_PING) { front.ping(slot); return; }
-    if (op === OP_RESET) { front.reset(slot); return; }
+    if (op === OP_RESET) { this.#barrier = slot; front.reset(slot); return; }
     if (op !== OP_PUSH && op !== OP_GET && op !== OP_BATCH_GET && op !== OP_REGISTER) {
       front.metrics.error('unknown_op');
       slot.error('unknown_op', { message: `opcode 0x${op.toString(16).padStart(4, '0')} is not in the dispatch table`, extra: { op } });
@@ -212,7 +228,7 @@ class TcpConn {
       if (op === OP_PUSH) front.push(body, text, slot);
       else if (op === OP_GET) front.get(body, slot);
       else if (op === OP_BATCH_GET) front.batchGet(body, slot);
-      else front.register(body, slot);
+      else { this.#barrier = slot; front.register(body, slot); }
     } catch (err) {
       front.log.error({ kind: 'server.internal_error', err });
       if (slot.bytes === null) slot.error('internal_error', { reason: String(err) });
@@ -237,12 +253,33 @@ class TcpConn {
       slot.ok('{"ok":true}');
       return;
     }
-    this.#queue.pop();
+    this.#queue.splice(this.#queue.indexOf(slot), 1);
     this.#fatal('unauthorized', { message: 'the AUTH frame does not carry this server\'s token' });
+  }
+
+  /** Dispatches, in order, the frames held behind a reset/register that has been answered. */
+  #release(): void {
+    if (this.#releasing) return; // a held frame answered at once re-enters drain(); the outer loop goes on
+    this.#releasing = true;
+    this.#barrier = null;
+    while (this.#held.length > 0) {
+      // #dispatch may set a new barrier (a held reset/register); TS cannot see that.
+      const b = this.#barrier as Slot | null;
+      if (b !== null) {
+        if (b.bytes === null) break; // it is still running: wait for its answer
+        this.#barrier = null;
+      }
+      const h = this.#held.shift()!;
+      this.#run(h.frame, h.slot);
+    }
+    const b = this.#barrier as Slot | null;
+    if (b !== null && b.bytes !== null) this.#barrier = null;
+    this.#releasing = false;
   }
 
   /** Writes every completed reply at the head of the FIFO. */
   drain(): void {
+    if (this.#barrier !== null && this.#barrier.bytes !== null) this.#release();
     const q = this.#queue;
     let n = 0;
     while (n < q.length && q[n].bytes !== null) n++;

@@ -348,12 +348,10 @@ export class Fuzzer {
         continue;
       }
       if (f.op === OP_PUSH && j?.ack_lsn !== undefined) {
-        // Known issue (reported with issue 11): a push pipelined behind a reset on the same
-        // connection is validated and applied before the reset runs (its ack carries the
-        // pre-reset registry_version), so the reset wipes it although it was acked after.
-        // The shadow follows the server's order, told by registry_version; the count shows it.
+        // A push pipelined behind a reset on the same connection waits for it (tcp.ts holds
+        // frames behind a reset/register), so its ack can never carry the pre-reset version.
         if (resetVersion !== null && typeof j.registry_version === 'number' && j.registry_version < resetVersion) {
-          this.#count(this.report.outcomes, 'tcp:push_overtook_pipelined_reset');
+          this.#fail({ kind: 'bad_answer', index, detail: `push ${i} pipelined behind a reset was acked under the pre-reset registry_version ${j.registry_version}`, input: describeInput(inp) });
         } else {
           this.#acked(index, inp, f.payload, null, j);
         }
