@@ -70,6 +70,12 @@ export const NAME_LENGTH_MAX = 128;
 export const SCHEMA_FIELDS_MAX = 1_000;
 export const EXPRESSION_LENGTH_MAX = 4_096;
 export const EXPRESSION_DEPTH_MAX = 256;
+/**
+ * "Did you mean" hints: edit-distance cells per thread and second (about 20 ms of
+ * CPU). Past it, unknown_field_reference goes out without a hint, so a register
+ * full of unknown names against 1,000 similar long field names stays cheap.
+ */
+export const HINT_CELLS_PER_SECOND = 4_000_000;
 /** Compiled expressions kept per thread for re-registration (expr/compile.ts); least recently used leave first. */
 export const EXPRESSION_CACHE_ENTRIES = 20_000;
 /**

@@ -8,7 +8,7 @@ import { isFieldType, type FieldMap, type FieldType } from '../types';
 import type { ArithMode, CastTarget, CmpMode, CmpOp, Expr, ExprType, LitExpr, TExpr } from './ast';
 import { exprError } from './error';
 import { parseRfc3339 } from './runtime';
-import { NAME_LENGTH_MAX } from '../limits';
+import { HINT_CELLS_PER_SECOND, NAME_LENGTH_MAX } from '../limits';
 
 export interface Checked {
   readonly expr: TExpr;
@@ -275,6 +275,9 @@ function checkCoalesce(e: Expr, args: TExpr[]): TExpr {
 
 /** Largest edit distance a "did you mean" hint accepts. */
 const HINT_DISTANCE_MAX = 2;
+/** Distance cells computed for hints in the current one-second window of this thread. */
+let hintCells = 0;
+let hintWindowStartMs = 0;
 
 /**
  * Closest declared field within edit distance 2, for "did you mean". Bounded
@@ -285,11 +288,17 @@ const HINT_DISTANCE_MAX = 2;
  */
 export function nearestName(name: string, candidates: readonly string[]): string | null {
   if (name.length > NAME_LENGTH_MAX + HINT_DISTANCE_MAX) return null;
+  const now = Date.now();
+  if (now - hintWindowStartMs >= 1000) { hintWindowStartMs = now; hintCells = 0; }
   const lower = name.toLowerCase();
   let best: string | null = null;
   let bestD = HINT_DISTANCE_MAX + 1;
   for (const c of candidates) {
     if (Math.abs(c.length - name.length) >= bestD) continue;
+    // Many unknown references against many similar long names still add up: past
+    // the budget the error goes out without a hint (hints are a courtesy).
+    hintCells += name.length * (2 * HINT_DISTANCE_MAX + 1);
+    if (hintCells > HINT_CELLS_PER_SECOND) return null;
     const d = boundedEditDistance(lower, c.toLowerCase(), bestD - 1);
     if (d < bestD) {
       bestD = d;
