@@ -50,6 +50,20 @@ export const enum GeoOut {
 }
 
 /** geo_velocity and geo_distance: the previous point and a running max / sum. */
+
+/** Running moments of a point set (Welford, per axis): the lifetime geo_spread state and its window accumulator share it. */
+interface PointMoments { n: number; mLat: number; sLat: number; mLon: number; sLon: number }
+
+function addPoint(m: PointMoments, lat: number, lon: number): void {
+  m.n++;
+  const dLat = lat - m.mLat;
+  m.mLat += dLat / m.n;
+  m.sLat += dLat * (lat - m.mLat);
+  const dLon = lon - m.mLon;
+  m.mLon += dLon / m.n;
+  m.sLon += dLon * (lon - m.mLon);
+}
+
 export class GeoPathState implements StoredState {
   readonly out: GeoOut;
   readonly lonField: string;
@@ -130,15 +144,7 @@ export class GeoSpreadState implements StoredState {
   update(x: Value | undefined, _t: number, row: Row): void {
     const lon = row[this.lonField];
     if (!validPoint(x, lon)) return;
-    const la = x as number;
-    const lo = lon as number;
-    this.n++;
-    const dLat = la - this.mLat;
-    this.mLat += dLat / this.n;
-    this.sLat += dLat * (la - this.mLat);
-    const dLon = lo - this.mLon;
-    this.mLon += dLon / this.n;
-    this.sLon += dLon * (lo - this.mLon);
+    addPoint(this, x as number, lon as number);
   }
   miss(_t: number): void {}
   read(_now: number): JsonValue {
@@ -352,14 +358,7 @@ export class GeoSpreadAgg extends GeoPointAgg implements WindowAgg<SpreadAcc> {
     return a;
   }
   add(a: SpreadAcc, v: string | number | boolean, _t: number, lon: number): SpreadAcc {
-    const lat = v as number;
-    a.n++;
-    const dLat = lat - a.mLat;
-    a.mLat += dLat / a.n;
-    a.sLat += dLat * (lat - a.mLat);
-    const dLon = lon - a.mLon;
-    a.mLon += dLon / a.n;
-    a.sLon += dLon * (lon - a.mLon);
+    addPoint(a, v as number, lon);
     return a;
   }
   merge(into: SpreadAcc, from: SpreadAcc): SpreadAcc {
