@@ -295,9 +295,11 @@ test('reset truncates the WAL; a failed truncation is wal_truncate_failed', asyn
 });
 
 test('--wal-sync=always: a sync past the timeout is wal_sync_timeout', async () => {
+  // The timeout is generous so that a real fdatasync on a loaded CI box stays under it;
+  // SLOW_SYNC makes the injected sync take twice the timeout.
   const dataDir = tempDataDir();
   const fault = join(dataDir, 'fault');
-  const srv = await startServer({ dataDir, env: { SERVICE_FAULT_WAL_FILE: fault }, args: ['--wal-sync', 'always', '--wal-sync-timeout-ms', '20', '--snapshot-interval', '0'] });
+  const srv = await startServer({ dataDir, env: { SERVICE_FAULT_WAL_FILE: fault }, args: ['--wal-sync', 'always', '--wal-sync-timeout-ms', '250', '--snapshot-interval', '0'] });
   try {
     await post(srv.base, '/register', { nodes: NODES });
     assert.equal((await post(srv.base, '/push', { event: 'Hit', data: { user: 'user0', v: 1 } })).status, 200);

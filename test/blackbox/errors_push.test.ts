@@ -218,7 +218,7 @@ test('concurrent pushes of one dedupe value: exactly one is novel, all share its
 });
 
 test('dedupe memory lasts dedupe_window: after it the same value is a novel push', async () => {
-  const ev = { kind: 'event', name: 'Short', schema: { fields: { id: 'str', user: 'str' }, optional_fields: [] }, dedupe_key: 'id', dedupe_window_ms: 300 };
+  const ev = { kind: 'event', name: 'Short', schema: { fields: { id: 'str', user: 'str' }, optional_fields: [] }, dedupe_key: 'id', dedupe_window_ms: 1500 };
   const r = await post(srv.base, '/register', { nodes: [ev] });
   assert.equal(r.status, 200, r.text);
   version = r.json.registry_version;
@@ -227,7 +227,8 @@ test('dedupe memory lasts dedupe_window: after it the same value is a novel push
   const b = await push(body);
   assert.equal(b.json.idempotent_replay, true);
   assert.equal(b.json.ack_lsn, a.json.ack_lsn);
-  await new Promise((res) => setTimeout(res, 450));
+  // The window (1.5 s) is long enough that the replay above lands inside it on a loaded box.
+  await new Promise((res) => setTimeout(res, 1700));
   const c = await push(body);
   assert.equal(c.json.idempotent_replay, false, 'the window has passed');
   assert.ok(c.json.ack_lsn > a.json.ack_lsn);

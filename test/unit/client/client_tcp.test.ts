@@ -146,7 +146,8 @@ test('timeout destroys the connection (its late reply must not answer the next c
 
 test('a queued request times out while waiting for a connection', async () => {
   const srv = await startFakeTcp(() => ({ hang: true }));
-  const c = new Client(srv.url, { poolSize: 1, timeoutMs: 80, retry: false });
+  // 400 ms: the first request must reach the fake server before it times out, even on a loaded box.
+  const c = new Client(srv.url, { poolSize: 1, timeoutMs: 400, retry: false });
   try {
     const [a, b] = await Promise.allSettled([c.get('T', 1), c.get('T', 2)]);
     assert.equal(a.status, 'rejected');
