@@ -1,7 +1,7 @@
 /**
  * Issue 11 findings 1, 2, 3, 4 and 8, measured against any build of the server:
  *
- *   node dist/bench/hardening.js [--cli path/to/dist/src/cli.js]
+ *   node dist/bench/hardening.js [--cli path/to/dist/src/cli.js] [--only finding4,finding8]
  *
  * Starts `serve --memory-only --test-mode --shards 2` on free 127.0.0.1 ports and
  * prints one line per finding: whether the server survived finding 1, register
@@ -155,7 +155,9 @@ async function finding8(s: Srv): Promise<void> {
 
 async function main(): Promise<void> {
   line(`server: ${cli}`);
+  const only = args.includes('--only') ? args[args.indexOf('--only') + 1].split(',') : null;
   for (const f of [finding1, finding2, finding3, finding4, finding8]) {
+    if (only !== null && !only.includes(f.name)) continue;
     const s = await start();
     try {
       await f(s);
