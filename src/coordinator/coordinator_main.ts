@@ -10,6 +10,7 @@ import { mkdirSync } from 'node:fs';
 import { asSfError, SfError } from '../errors';
 import { createLogger } from '../log';
 import { EMPTY_REGISTRY, type RegistryState } from '../registry/model';
+import type { CompiledRegistry } from '../registry/compile';
 import type { CoordinatorInit, CoordinatorResult, CoordinatorStats, CoordinatorTask } from '../protocol/messages';
 import { RegistryLog } from '../wal';
 import { register } from './register';
@@ -22,6 +23,8 @@ const sampler = new ThreadSampler('coordinator');
 let state: RegistryState = EMPTY_REGISTRY;
 /** Every version since the last reset: shards replay WAL records under the version they were validated with. */
 let history: RegistryState[] = [];
+/** The current state compiled: a register compiles only the nodes it changes (compile.ts `previous`). */
+let compiled: CompiledRegistry | null = null;
 let registryLog: RegistryLog | null = null;
 
 if (!init.memoryOnly) {
@@ -55,10 +58,11 @@ export default function handle(task: CoordinatorTask): CoordinatorResult | Coord
       case 'state':
         return { ok: true, state, history, body: null, renames: [], changed: false };
       case 'register': {
-        const out = register(state, task.payload, { memoryGovEnforce: init.memoryGovEnforce });
+        const out = register(state, task.payload, { memoryGovEnforce: init.memoryGovEnforce, previous: compiled });
         if (out.next === null) return ok(out.body, [], false);
         persist(out.next);
         state = out.next;
+        compiled = out.compiled;
         history.push(state);
         log.info({ kind: 'registry.registered', registry_version: state.version, added: out.body.added, changed: out.body.changed });
         return ok(out.body, out.renames, true);
@@ -66,7 +70,8 @@ export default function handle(task: CoordinatorTask): CoordinatorResult | Coord
       case 'register_on': {
         // Cluster mode: the registry lives in a JetStream KV bucket; the caller
         // compare-and-sets `next` there (src/cluster/registry.ts).
-        const out = register(task.base, task.payload, { memoryGovEnforce: init.memoryGovEnforce });
+        const out = register(task.base, task.payload, { memoryGovEnforce: init.memoryGovEnforce, previous: compiled });
+        if (out.next !== null) compiled = out.compiled;
         return { ok: true, state: out.next ?? task.base, history: [], body: out.body, renames: out.renames, changed: out.next !== null };
       }
       case 'reset': {
@@ -80,6 +85,7 @@ export default function handle(task: CoordinatorTask): CoordinatorResult | Coord
         }
         state = next;
         history = [next];
+        compiled = null;
         log.info({ kind: 'registry.reset', registry_version: state.version });
         return ok({ status: 'ok', reset: true, registry_version: state.version }, [], true);
       }

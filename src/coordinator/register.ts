@@ -14,7 +14,7 @@
  */
 import { SfError } from '../errors';
 import { REGISTER_NODES_MAX } from '../limits';
-import { compileRegistry } from '../registry/compile';
+import { compileRegistry, type CompiledRegistry } from '../registry/compile';
 import type { NodeDef, RegistryState } from '../registry/model';
 import { parseNode, upstreamOf } from '../registry/node_parse';
 import { combineErrors } from '../registry/register_errors';
@@ -31,10 +31,14 @@ export interface RegisterOutcome {
   body: Record<string, unknown>;
   /** Old name -> new name for renamed nodes (shards move state along). */
   renames: Array<[string, string]>;
+  /** The merged state compiled (`next`'s, or the dry run's): the caller's `previous` for the next register. */
+  compiled: CompiledRegistry;
 }
 
 export interface RegisterOptions {
   memoryGovEnforce: boolean;
+  /** What this thread compiled last: unchanged nodes are not compiled again (compile.ts). */
+  previous?: CompiledRegistry | null;
 }
 
 function parsePayload(payload: unknown): { nodes: unknown[]; force: boolean; dryRun: boolean } {
@@ -223,6 +227,7 @@ export function register(current: RegistryState, payload: unknown, opts: Registe
     memoryGovEnforce: opts.memoryGovEnforce,
     pushValidators: true,
     enforceLimits: true,
+    previous: opts.previous ?? null,
     pathOf: (name) => (payloadIndex.has(name) ? `nodes[${payloadIndex.get(name)}]` : `registry.${name}`),
   });
 
@@ -243,12 +248,14 @@ export function register(current: RegistryState, payload: unknown, opts: Registe
     return {
       next: null,
       renames,
+      compiled,
       body: { status: 'ok', dry_run: true, would_apply: sortedDiff.destructive.length === 0 || force, registry_version: current.version, diff: sortedDiff, ...extra },
     };
   }
   return {
     next: { version, nodes: nextNodes },
     renames,
+    compiled,
     // already_present and registered_descriptors: the peer's names (peer-facts 5.3), for its clients.
     body: {
       status: 'ok', registry_version: version, added, changed, unchanged, diff: sortedDiff, ...extra,

@@ -448,7 +448,8 @@ export class Front implements PushDone {
 
   /** Makes a new registry visible: pushes validated from now on use it, and every shard installs it before them. */
   install(state: RegistryState, renames: Array<[string, string]>): void {
-    this.registry = compileRegistry(state, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: true, features: false });
+    // Incremental: only changed nodes (and their dependents) are compiled again.
+    this.registry = compileRegistry(state, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: true, features: false, previous: this.registry });
     const ignore: Sink = { done: (out) => { if (out !== null && typeof out === 'object') this.log.error({ kind: 'shard.install_failed', out }); } };
     const item = { k: ITEM_INSTALL, lsn: this.nextLsn++, state, renames } as const;
     for (const ch of this.channels) ch.enqueue(item, ignore, 0);

@@ -8,6 +8,18 @@
  *     └─ feeds: TableFeed[]  = (table, composed chain from this event, key fn)
  *   TablePlan
  *     └─ features: FeaturePlan[] = (op factory, where, field accessor, signature)
+ *
+ * Incremental: a register usually changes a few nodes of a large registry, and
+ * compiling every expression, predicate, validator and op again stalled the
+ * front thread (and each shard) for 100+ ms per register (issue 11 finding 4).
+ * Each node's compiled artefacts (NodeArtefact) are kept on the CompiledRegistry
+ * under a key hashing the node's JSON and its upstream's key, so the key covers
+ * everything upstream that shapes the node. The next compile on the same thread
+ * (`previous`) reuses every artefact whose key is unchanged and compiles only
+ * changed nodes and their dependents. Artefacts are immutable (functions,
+ * validators, FeaturePlans), so versions share them safely; what is mutable or
+ * positional is rebuilt every time: EventPlans (feeds, per-thread scratch rows)
+ * and a TablePlan whose index moved.
  */
 import { createHash } from 'node:crypto';
 import { compileAgg, aggSignature } from '../ops';
@@ -15,7 +27,7 @@ import type { OpFactory } from '../ops/op';
 import { compileExpression, compilePredicate } from '../expr';
 import { SfError } from '../errors';
 import type { FieldMap, FieldType, Row, Value } from '../types';
-import { compileChain, type RowFn } from './chain';
+import { compileChain, type CompiledChain, type RowFn } from './chain';
 import { makeKeyFn, type KeyFn } from './key';
 import type { NodeDef, RegistryState, TableNodeDef } from './model';
 import { parseNode } from './node_parse';
@@ -44,6 +56,12 @@ export interface CompileOptions {
    * which do compile features, run off the front thread).
    */
   features?: boolean;
+  /**
+   * The registry this thread compiled last: unchanged nodes reuse its artefacts.
+   * Only artefacts are taken from it (never the registry itself), so holding the
+   * new version does not keep older ones alive.
+   */
+  previous?: CompiledRegistry | null;
 }
 
 /** Stands in for an op on threads that compile feature names only (the front); never called there. */
@@ -71,6 +89,11 @@ export class FeaturePlan {
 
 export class TablePlan {
   readonly featureIndex: Map<string, number>;
+  /** The same plan at another position (a reused table whose index moved). */
+  at(index: number): TablePlan {
+    return index === this.index ? this : new TablePlan(this.name, index, this.keyFields, this.keyTypes, this.features, this.keySignature);
+  }
+
   constructor(
     readonly name: string,
     readonly index: number,
@@ -172,17 +195,44 @@ export class CompiledRegistry {
     readonly tables: ReadonlyMap<string, TablePlan>,
     /** Feature name -> tables that have it (feature_not_in_table vs feature_not_found). */
     readonly featureTables: ReadonlyMap<string, readonly string[]>,
+    /** Node name -> what compiling it produced, for the next compile on this thread. */
+    readonly artefacts: ReadonlyMap<string, NodeArtefact>,
+    /** The options the artefacts were compiled under (optionsKey). */
+    readonly optionsKey: string,
   ) {}
 }
 
-interface NodeOut {
-  def: NodeDef;
-  fields: FieldMap;
-  optional: string[];
+/**
+ * Everything compiling one node produced. Immutable, and a function of `key` and
+ * the compile options only, so a later compile reuses it whole.
+ */
+export interface NodeArtefact {
+  /** Hash of the node's JSON and its upstream's key (null for a source event). */
+  readonly key: string;
+  readonly def: NodeDef;
+  /** Schema of the rows this node outputs (events: as declared). */
+  readonly fields: FieldMap;
+  readonly optional: string[];
   /** Own chain (derived events and tables). */
-  chain: RowFn | null;
+  readonly chain: RowFn | null;
   /** Stable description of everything that shapes rows reaching this node. */
-  sig: string;
+  readonly sig: string;
+  /** Push validator (events and derived events, on threads that build them). */
+  readonly validator: PushValidator | null;
+  /** Notes, with paths relative to the node's path (re-prefixed per compile: indexes move). */
+  readonly notes: readonly CompileNote[];
+  readonly table: { readonly plan: TablePlan; readonly keyFn: KeyFn } | null;
+}
+
+/** What the artefacts depend on besides the node: compiles under other options never share them. */
+function optionsKey(opts: CompileOptions): string {
+  return JSON.stringify([opts.memoryGovEnforce, opts.pushValidators, opts.features !== false]);
+}
+
+/** Upstream name as written in the raw node (parse checks it; used only to chain keys). */
+function rawUpstream(raw: Record<string, unknown>): string | null {
+  const ups = raw.upstreams;
+  return Array.isArray(ups) && typeof ups[0] === 'string' ? ups[0] : null;
 }
 
 /**
@@ -224,7 +274,7 @@ function readTypes(agg: string, whereSrc: string | null, field: string | null, f
   return [...cols].filter((c) => c in fields).sort().map((c) => [c, fields[c]]);
 }
 
-function compileTable(def: TableNodeDef, up: NodeOut, index: number, path: string, opts: CompileOptions, sigOut: { sig: string }): { plan: TablePlan; chain: RowFn | null } {
+function compileTable(def: TableNodeDef, up: NodeArtefact, index: number, path: string, opts: CompileOptions, sigOut: { sig: string }): { plan: TablePlan; chain: CompiledChain } {
   const chain = compileChain(def.ops, up.fields, up.optional, path);
   const keyTypes: FieldType[] = def.key.map((k) => {
     const t = chain.fields[k];
@@ -240,7 +290,7 @@ function compileTable(def: TableNodeDef, up: NodeOut, index: number, path: strin
   const features: FeaturePlan[] = [];
   if (opts.features === false) {
     for (const [name] of def.agg) features.push(new FeaturePlan(name, features.length, NAME_ONLY, null, null, ''));
-    return { plan: new TablePlan(def.name, index, def.key, keyTypes, features, keySignature), chain: chain.fn };
+    return { plan: new TablePlan(def.name, index, def.key, keyTypes, features, keySignature), chain };
   }
   for (const [name, spec] of def.agg) {
     const fpath = `${path}.agg.${name}`;
@@ -258,20 +308,30 @@ function compileTable(def: TableNodeDef, up: NodeOut, index: number, path: strin
     }
   }
   if (errors.length > 0) throw combineErrors(errors);
-  return { plan: new TablePlan(def.name, index, def.key, keyTypes, features, keySignature), chain: chain.fn };
+  return { plan: new TablePlan(def.name, index, def.key, keyTypes, features, keySignature), chain };
 }
 
 /** Compiles the whole state. Throws one SfError (with an `errors` list when there are several failures). */
 export function compileRegistry(state: RegistryState, opts: CompileOptions): CompiledRegistry {
   const pathOf = opts.pathOf ?? ((_n: string, i: number) => `nodes[${i}]`);
-  const outs = new Map<string, NodeOut>();
+  const optKey = optionsKey(opts);
+  const reusable = opts.previous !== undefined && opts.previous !== null && opts.previous.optionsKey === optKey ? opts.previous.artefacts : null;
+  const outs = new Map<string, NodeArtefact>();
   const defs = new Map<string, NodeDef>();
   const events = new Map<string, EventPlan>();
   const tables = new Map<string, TablePlan>();
-  const tableChains = new Map<string, RowFn | null>();
   const errors: SfError[] = [];
   const notes: CompileNote[] = [];
+  const keys = new Map<string, string>();
+  const reused: Array<NodeArtefact | null> = [];
   const parsed: Array<NodeDef | null> = state.nodes.map((raw, i) => {
+    const up = rawUpstream(raw);
+    const key = sha(JSON.stringify([up === null ? null : keys.get(up) ?? null, raw]));
+    const name = typeof raw.name === 'string' ? raw.name : '';
+    keys.set(name, key);
+    const prior = reusable?.get(name);
+    reused.push(prior !== undefined && prior.key === key ? prior : null);
+    if (reused[i] !== null) return reused[i]!.def;
     try {
       return parseNode(raw, i);
     } catch (err) {
@@ -284,15 +344,27 @@ export function compileRegistry(state: RegistryState, opts: CompileOptions): Com
     if (def === null) return;
     defs.set(def.name, def);
     const path = pathOf(def.name, i);
+    const prior = reused[i];
+    if (prior !== null) {
+      // Unchanged node and upstream: same artefacts; only positions are this compile's.
+      outs.set(def.name, prior);
+      for (const n of prior.notes) notes.push({ ...n, path: path + n.path });
+      if (prior.table !== null) tables.set(def.name, prior.table.plan.at(tables.size));
+      else events.set(def.name, eventPlan(prior, events.size));
+      return;
+    }
+    const key = keys.get(def.name)!;
     try {
       if (def.kind === 'event') {
         const validator = opts.pushValidators ? new PushValidator(def.fields, def.optional, def.validators, path) : null;
         if (!opts.pushValidators) def.validators.forEach((src, j) => withPath(`${path}.validators[${j}]`, () => compilePredicate(src, def.fields)));
-        events.set(def.name, new EventPlan(def.name, events.size, def.fields, def.optional, validator, def.dedupeKey, def.dedupeWindowMs, def.coldAfterMs, false));
-        outs.set(def.name, { def, fields: def.fields, optional: def.optional, chain: null, sig: eventSignature(def.name) });
+        const art: NodeArtefact = { key, def, fields: def.fields, optional: def.optional, chain: null, sig: eventSignature(def.name), validator, notes: [], table: null };
+        events.set(def.name, eventPlan(art, events.size));
+        outs.set(def.name, art);
         return;
       }
-      const up = outs.get(def.upstream);
+      const found = outs.get(def.upstream);
+      const up = found === undefined || found.table !== null ? undefined : found;
       if (up === undefined) {
         if (tables.has(def.upstream) || defs.get(def.upstream)?.kind === 'table') {
           throw new SfError('aggregation_on_table_not_supported', `upstream ${JSON.stringify(def.upstream)} is a table; aggregating a table is not supported in v0`, { path: `${path}.upstreams[0]` });
@@ -301,16 +373,19 @@ export function compileRegistry(state: RegistryState, opts: CompileOptions): Com
       }
       if (def.kind === 'derived') {
         const chain = compileChain(def.ops, up.fields, up.optional, path);
-        if (def.declaredFields !== null) checkDeclared(def.declaredFields, chain.fields, path, notes);
+        const own: CompileNote[] = [];
+        if (def.declaredFields !== null) checkDeclared(def.declaredFields, chain.fields, path, own);
+        notes.push(...own);
         const validator = opts.pushValidators ? new PushValidator(chain.fields, chain.optional, [], path) : null;
-        events.set(def.name, new EventPlan(def.name, events.size, chain.fields, chain.optional, validator, null, 0, null, true));
-        outs.set(def.name, { def, fields: chain.fields, optional: chain.optional, chain: chain.fn, sig: sha(JSON.stringify([up.sig, def.ops])) });
+        const art: NodeArtefact = { key, def, fields: chain.fields, optional: chain.optional, chain: chain.fn, sig: sha(JSON.stringify([up.sig, def.ops])), validator, notes: own.map((n) => ({ ...n, path: n.path.slice(path.length) })), table: null };
+        events.set(def.name, eventPlan(art, events.size));
+        outs.set(def.name, art);
         return;
       }
       const sigOut = { sig: '' };
       const { plan, chain } = compileTable(def, up, tables.size, path, opts, sigOut);
       tables.set(def.name, plan);
-      tableChains.set(def.name, chain);
+      outs.set(def.name, { key, def, fields: chain.fields, optional: chain.optional, chain: chain.fn, sig: sigOut.sig, validator: null, notes: [], table: { plan, keyFn: makeKeyFn(def.key) } });
     } catch (err) {
       if (!(err instanceof SfError)) throw err;
       if (err.detail.errors !== undefined) {
@@ -319,12 +394,26 @@ export function compileRegistry(state: RegistryState, opts: CompileOptions): Com
     }
   });
   if (errors.length > 0) throw combineErrors(errors);
-  wireFeeds(defs, outs, events, tables, tableChains);
+  wireFeeds(outs, events, tables);
   const featureTables = new Map<string, string[]>();
-  for (const t of tables.values()) for (const f of t.features) featureTables.set(f.name, [...(featureTables.get(f.name) ?? []), t.name]);
-  const compiled = new CompiledRegistry(state.version, state, defs, events, tables, featureTables);
+  for (const t of tables.values()) {
+    for (const f of t.features) {
+      const had = featureTables.get(f.name);
+      if (had === undefined) featureTables.set(f.name, [t.name]);
+      else had.push(t.name);
+    }
+  }
+  const compiled = new CompiledRegistry(state.version, state, defs, events, tables, featureTables, outs, optKey);
   compiled.notes = notes;
   return compiled;
+}
+
+/** A fresh EventPlan (its feeds and scratch rows belong to one version) over a node's artefacts. */
+function eventPlan(a: NodeArtefact, index: number): EventPlan {
+  const d = a.def;
+  return d.kind === 'event'
+    ? new EventPlan(d.name, index, d.fields, d.optional, a.validator, d.dedupeKey, d.dedupeWindowMs, d.coldAfterMs, false)
+    : new EventPlan(d.name, index, a.fields, a.optional, a.validator, null, 0, null, true);
 }
 
 /**
@@ -359,7 +448,7 @@ function checkDeclared(declared: FieldMap, produced: FieldMap, path: string, not
  * evaluates a derived event once per push (EventPlan.derivs) and a table starts
  * from the row of its upstream: no composed chain repeats a shared prefix.
  */
-function wireFeeds(defs: Map<string, NodeDef>, outs: Map<string, NodeOut>, events: Map<string, EventPlan>, tables: Map<string, TablePlan>, tableChains: Map<string, RowFn | null>): void {
+function wireFeeds(outs: Map<string, NodeArtefact>, events: Map<string, EventPlan>, tables: Map<string, TablePlan>): void {
   const derivIndex = new Map<EventPlan, Map<string, number>>();
   /** Index of derived event `name` in `ev.derivs`, adding it and its ancestors below `ev`. */
   const indexIn = (ev: EventPlan, name: string): number => {
@@ -380,9 +469,10 @@ function wireFeeds(defs: Map<string, NodeDef>, outs: Map<string, NodeOut>, event
     return parent;
   };
   for (const [name, plan] of tables) {
-    const def = defs.get(name) as TableNodeDef;
-    const keyFn = makeKeyFn(def.key);
-    const own = tableChains.get(name) ?? null;
+    const art = outs.get(name)!;
+    const def = art.def as TableNodeDef;
+    const keyFn = art.table!.keyFn;
+    const own = art.chain;
     let cur: string | null = def.upstream;
     while (cur !== null) {
       const out = outs.get(cur);

@@ -111,9 +111,10 @@ export class ShardState {
    */
   install(state: RegistryState, renames: ReadonlyArray<[string, string]> = []): void {
     if (this.registry !== null && this.registry.version === state.version) return;
-    const opts = { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: false };
-    const next = compileRegistry(state, opts);
     const prev = this.registry;
+    // Incremental: unchanged nodes reuse the previous version's compiled artefacts.
+    const opts = { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: false, previous: prev };
+    const next = compileRegistry(state, opts);
     const moved = new Map(renamesBetween(prev === null ? null : prev.state, state));
     for (const [from, to] of renames) if (!moved.has(from)) moved.set(from, to);
     let ref: CompiledRegistry | null = prev;
