@@ -54,6 +54,8 @@ const PORT = '(?:6553[0-5]|655[0-2]\\d|65[0-4]\\d\\d|6[0-4]\\d{3}|[1-5]\\d{4}|\\
 /** "host:port", "[v6]:port", ":port" or "port"; port 0 = any free port. */
 const ADDR_RE = new RegExp(`^(?:\\[?([^\\]]*?)\\]?:)?(${PORT})$`);
 const DURATION_RE = /^(\d+)(ms|s|m|h|d)?$/;
+/** DURATION_RE without zero (leading zeros allowed: "030s" is 30 s). */
+const POSITIVE_DURATION_RE = /^0*([1-9]\d*)(ms|s|m|h|d)?$/;
 const DURATION_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -96,12 +98,20 @@ function oneOf<T extends string>(b: Base, values: readonly T[], def: T, value = 
   };
 }
 
-/** Milliseconds as an integer, or the window grammar: 500ms, 30s, 5m, 1h, 1d. */
-function duration(b: Base, def: string): Setting<number> {
+/**
+ * Milliseconds as an integer, or the window grammar: 500ms, 30s, 5m, 1h, 1d.
+ * `zero` says what 0 means; null = 0 makes no sense for this setting (a frame
+ * timeout of 0 would close every connection at its first byte, a shutdown
+ * deadline of 0 would fail every stop), so 0 is refused like any bad value.
+ */
+function duration(b: Base, def: string, zero: string | null): Setting<number> {
   return {
     flag: true, ...b, value: 'DUR',
-    schema: { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'string', pattern: DURATION_RE.source }] },
-    expect: 'a duration like 30s, 5m or 60000 (ms)', default: def, defaultText: def, fromString: same,
+    schema: zero === null
+      ? { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'string', pattern: POSITIVE_DURATION_RE.source }] }
+      : { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'string', pattern: DURATION_RE.source }] },
+    expect: zero === null ? 'a positive duration like 30s, 5m or 60000 (ms)' : `a duration like 30s, 5m or 60000 (ms); 0 ${zero}`,
+    default: def, defaultText: def, fromString: same,
     convert: (v) => {
       if (typeof v === 'number') return v;
       const m = DURATION_RE.exec(v as string)!;
@@ -154,13 +164,13 @@ const SETTINGS = {
   walSyncTimeoutMs: int({ key: 'wal-sync-timeout-ms', env: 'SERVICE_WAL_SYNC_TIMEOUT_MS', help: 'always mode: wal_sync_timeout past this' }, 1, null, DEFAULTS.walSyncTimeoutMs),
   walSyncIntervalMs: int({ key: 'wal-sync-interval-ms', env: 'SERVICE_WAL_SYNC_INTERVAL_MS', help: 'batch mode: fdatasync cadence' }, 1, null, DEFAULTS.walSyncIntervalMs),
   walSegmentBytesMax: int({ key: 'wal-segment-bytes', env: 'SERVICE_WAL_SEGMENT_BYTES', help: 'WAL segment size before rolling to the next' }, 1, null, DEFAULTS.walSegmentBytesMax),
-  shutdownTimeoutMs: duration({ key: 'shutdown-timeout', env: 'SERVICE_SHUTDOWN_TIMEOUT', help: 'graceful stop deadline; past it: log server.stop_deadline, exit 1' }, `${SHUTDOWN_DEADLINE_MS / 1000}s`),
-  snapshotIntervalMs: duration({ key: 'snapshot-interval', env: 'SERVICE_SNAPSHOT_INTERVAL', help: 'periodic snapshots (0 disables)' }, DEFAULTS.snapshotInterval),
+  shutdownTimeoutMs: duration({ key: 'shutdown-timeout', env: 'SERVICE_SHUTDOWN_TIMEOUT', help: 'graceful stop deadline; past it: log server.stop_deadline, exit 1' }, `${SHUTDOWN_DEADLINE_MS / 1000}s`, null),
+  snapshotIntervalMs: duration({ key: 'snapshot-interval', env: 'SERVICE_SNAPSHOT_INTERVAL', help: 'periodic snapshots (0 disables)' }, DEFAULTS.snapshotInterval, 'disables'),
   batchGetEntriesMax: int({ key: 'max-batch-get', env: 'SERVICE_MAX_BATCH_GET', help: 'entries per /batch_get' }, 1, null, BATCH_GET_ENTRIES_MAX_DEFAULT),
   dedupeEntriesMax: int({ key: 'dedupe-entries-max', env: 'SERVICE_DEDUPE_ENTRIES_MAX', help: 'live dedupe entries; past it dedupe_capacity_exceeded (docs/limits.md)' }, 1, null, DEDUPE_ENTRIES_MAX),
   tcpFrameBytesMax: int({ key: 'tcp-max-frame-bytes', env: 'SERVICE_TCP_MAX_FRAME_BYTES', help: 'TCP frame payload bytes' }, 1, null, TCP_FRAME_BYTES_MAX_DEFAULT),
-  tcpFrameTimeoutMs: duration({ key: 'tcp-frame-timeout', env: 'SERVICE_TCP_FRAME_TIMEOUT', help: 'a TCP frame must arrive whole within this, else frame_error and close' }, `${TCP_FRAME_TIMEOUT_MS_DEFAULT / 1000}s`),
-  tcpIdleTimeoutMs: duration({ key: 'tcp-idle-timeout', env: 'SERVICE_TCP_IDLE_TIMEOUT', help: 'close TCP connections idle this long (0 = never)' }, String(TCP_IDLE_TIMEOUT_MS_DEFAULT)),
+  tcpFrameTimeoutMs: duration({ key: 'tcp-frame-timeout', env: 'SERVICE_TCP_FRAME_TIMEOUT', help: 'a TCP frame must arrive whole within this, else frame_error and close' }, `${TCP_FRAME_TIMEOUT_MS_DEFAULT / 1000}s`, null),
+  tcpIdleTimeoutMs: duration({ key: 'tcp-idle-timeout', env: 'SERVICE_TCP_IDLE_TIMEOUT', help: 'close TCP connections idle this long (0 = never)' }, String(TCP_IDLE_TIMEOUT_MS_DEFAULT), 'means never'),
   tcpConnectionsMax: int({ key: 'tcp-connections-max', env: 'SERVICE_TCP_CONNECTIONS_MAX', help: 'open TCP connections; one more gets too_many_connections' }, 1, null, TCP_CONNECTIONS_MAX_DEFAULT),
   authTokenFile: path({ key: 'auth-token-file', env: 'SERVICE_AUTH_TOKEN_FILE', help: 'require this shared token: HTTP Authorization: Bearer, TCP AUTH frame (docs/security.md)' }, null),
   memoryGovEnforce: bool({ key: 'memory-gov-enforce', env: 'SERVICE_MEMORY_GOV_ENFORCE', flag: false, help: 'false skips the lifetime-memory check of register (not for production)' }, true),
@@ -170,7 +180,7 @@ const SETTINGS = {
   nodeId: text({ key: 'node-id', env: 'SERVICE_NODE_ID', value: 'ID', help: "cluster mode: this node's unique name" }, /^[A-Za-z0-9_-]{1,64}$/, '1-64 of [A-Za-z0-9_-]'),
   partitions: int({ key: 'partitions', env: 'SERVICE_PARTITIONS', help: 'cluster mode: partitions of the cluster (fixed per cluster)' }, 1, CLUSTER_PARTITIONS_MAX, CLUSTER_PARTITIONS_DEFAULT),
   peerAddr: addr({ key: 'peer-addr', env: 'SERVICE_PEER_ADDR', help: 'cluster mode: listener for reads forwarded by other nodes' }, '127.0.0.1:0'),
-  checkpointIntervalMs: duration({ key: 'checkpoint-interval', env: 'SERVICE_CHECKPOINT_INTERVAL', help: 'cluster mode: partition checkpoints into the object store (0 disables)' }, DEFAULTS.checkpointInterval),
+  checkpointIntervalMs: duration({ key: 'checkpoint-interval', env: 'SERVICE_CHECKPOINT_INTERVAL', help: 'cluster mode: partition checkpoints into the object store (0 disables)' }, DEFAULTS.checkpointInterval, 'disables'),
   /** Test hook: while this file exists, its content (ENOSPC, EIO, TRUNCATE, CRASH) is injected as a WAL fault. */
   faultFile: path({ key: 'fault-wal-file', env: 'SERVICE_FAULT_WAL_FILE', flag: false, help: 'test hook: WAL fault injected while this file exists' }, null),
 } satisfies Record<string, Setting<unknown>>;

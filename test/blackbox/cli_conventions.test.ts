@@ -75,12 +75,24 @@ test('cli: bad values and unknown options exit 2 with one line and no stack', ()
     writeFileSync(join(dir, 'unknown.json'), '{"shards": 1, "bogus": true}');
     writeFileSync(join(dir, 'badtype.json'), '{"shards": "two"}');
     writeFileSync(join(dir, 'broken.json'), '{"shards": ');
+    writeFileSync(join(dir, 'zero_timeout.json'), '{"tcp-frame-timeout": 0}');
     const cases: Array<[string[], Record<string, string>, RegExp]> = [
       [['serve', '--log-level', 'loud'], {}, /--log-level must be one of .*info.*got "loud"/],
       [['serve', '--shards', '0'], {}, /--shards must be an integer from 1 to/],
       [['serve', '--http-addr', 'nowhere'], {}, /--http-addr must be HOST:PORT/],
       [['serve', '--tcp-addr', '127.0.0.1:70000'], {}, /--tcp-addr must be HOST:PORT/],
       [['serve', '--snapshot-interval', '5y'], {}, /--snapshot-interval must be a duration/],
+      [['serve', '--tcp-frame-timeout', '0'], {}, /--tcp-frame-timeout must be a positive duration/],
+      [['serve', '--tcp-frame-timeout', '0s'], {}, /--tcp-frame-timeout must be a positive duration/],
+      [['serve'], { SERVICE_TCP_FRAME_TIMEOUT: '-5s' }, /SERVICE_TCP_FRAME_TIMEOUT must be a positive duration/],
+      [['serve', '--shutdown-timeout', '0ms'], {}, /--shutdown-timeout must be a positive duration/],
+      [['serve', '--wal-sync-timeout-ms', '0'], {}, /--wal-sync-timeout-ms must be an integer >= 1/],
+      [['serve'], { SERVICE_WAL_SYNC_INTERVAL_MS: '-1' }, /SERVICE_WAL_SYNC_INTERVAL_MS must be an integer >= 1/],
+      [['serve', '--tcp-connections-max', '0'], {}, /--tcp-connections-max must be an integer >= 1/],
+      [['serve', '--max-batch-get', '0'], {}, /--max-batch-get must be an integer >= 1/],
+      [['serve'], { SERVICE_TCP_IDLE_TIMEOUT: '-1' }, /SERVICE_TCP_IDLE_TIMEOUT must be a duration .*0 means never/],
+      [['serve'], { SERVICE_TCP_FRAME_TIMEOUT: '0' }, /SERVICE_TCP_FRAME_TIMEOUT must be a positive duration/],
+      [['serve', '--config', join(dir, 'zero_timeout.json')], {}, /zero_timeout\.json: tcp-frame-timeout must be a positive duration/],
       [['serve', '--bogus'], {}, /unknown option --bogus/],
       [['--memory-only', '--frob'], {}, /unknown option --frob/],
       [['serve'], { SERVICE_LOG_LEVEL: 'loud' }, /SERVICE_LOG_LEVEL must be one of/],
@@ -109,6 +121,17 @@ test('cli: bad values and unknown options exit 2 with one line and no stack', ()
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('config: 0 is accepted where it has a meaning (snapshot/checkpoint interval: off, TCP idle timeout: never) and refused elsewhere', () => {
+  const c = resolveServerConfig({ 'snapshot-interval': '0', 'tcp-idle-timeout': '0s', 'tcp-frame-timeout': '250ms', 'shutdown-timeout': '030s' }, {});
+  assert.equal(c.snapshotIntervalMs, 0);
+  assert.equal(c.tcpIdleTimeoutMs, 0);
+  assert.equal(c.tcpFrameTimeoutMs, 250);
+  assert.equal(c.shutdownTimeoutMs, 30_000);
+  for (const key of ['tcp-frame-timeout', 'shutdown-timeout']) {
+    for (const v of ['0', '0s', '000ms']) assert.throws(() => resolveServerConfig({ [key]: v }, {}), new RegExp(`--${key} must be a positive duration`), `${key} ${v}`);
   }
 });
 
