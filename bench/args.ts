@@ -1,5 +1,5 @@
 /** Command-line options of `npm run bench -- <scenario> [options]`. */
-import { type CommandSpec, formatHelp, numberArg, numberListArg, oneOfArg, type OptionSpec, parseCommand, UsageError } from '../src/cli_args';
+import { type CommandSpec, EXIT_USAGE, formatHelp, numberArg, numberListArg, oneOfArg, type OptionSpec, parseCommand, UsageError } from '../src/cli_args';
 import { ENTITIES_DEFAULT, type KeyDist } from './keys';
 import { WORKLOADS } from './workloads';
 
@@ -136,4 +136,38 @@ export function parseArgs(argv: string[]): Parsed {
   if (opts.pushShare > 1) throw new UsageError('--push-share must be in [0, 1]');
   if (opts.badShare !== undefined && opts.badShare > 1) throw new UsageError('--bad-share must be in [0, 1]');
   return { scenario: p.help ? 'help' : (p.positionals[0] ?? 'help'), opts, given };
+}
+
+/** Command line of a baseline server (bench/baseline/*): where to listen, and uws_hop's per-item busy work. */
+export interface BaselineArgs {
+  host: string;
+  port: number;
+  /** Microseconds of busy work per item (uws_hop only; 0 elsewhere). */
+  workUs: number;
+}
+
+/**
+ * Parses `--http-addr|--tcp-addr HOST:PORT [--work-us N]` with the same parser as
+ * every other command line here (bench/procs.ts starts the baselines with these
+ * flags); a bad one prints one line and exits 2, like every command line here.
+ */
+export function parseBaselineArgs(program: string, addrFlag: 'http-addr' | 'tcp-addr', argv: readonly string[], workUs = false): BaselineArgs {
+  try {
+    return baselineArgs(program, addrFlag, argv, workUs);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    process.stderr.write(`${program}: ${err.message}\n`);
+    process.exit(EXIT_USAGE);
+  }
+}
+
+function baselineArgs(program: string, addrFlag: 'http-addr' | 'tcp-addr', argv: readonly string[], workUs: boolean): BaselineArgs {
+  const options: OptionSpec[] = [{ name: addrFlag, type: 'string', value: 'HOST:PORT', help: 'listen address (port 0 = any free port)' }];
+  if (workUs) options.push({ name: 'work-us', type: 'string', value: 'N', help: 'busy work per item, microseconds', default: '0' });
+  const p = parseCommand(program, { name: '', args: [], summary: 'A baseline server of the bench.', options }, argv);
+  const addr = p.values[addrFlag];
+  const m = typeof addr === 'string' ? /^(.+):(\d+)$/.exec(addr) : null;
+  if (m === null) throw new UsageError(`--${addrFlag} HOST:PORT is required`);
+  const w = p.values['work-us'];
+  return { host: m[1], port: numberArg(`--${addrFlag}`, m[2], 0), workUs: typeof w === 'string' ? numberArg('--work-us', w, 0, false) : 0 };
 }

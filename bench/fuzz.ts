@@ -7,7 +7,7 @@
  * counts, outcomes and every crash/hang/wrong answer with the seed and index that
  * replay it (`--seed S --only I`). Exit code 1 when anything failed.
  */
-import { type CommandSpec, EXIT_USAGE, formatHelp, numberArg, numberListArg, parseCommand, stringValue, UsageError } from '../src/cli_args';
+import { type CommandSpec, EXIT_USAGE, exitQuietlyOnEpipe, formatHelp, numberArg, numberListArg, parseCommand, stringValue, UsageError } from '../src/cli_args';
 import { startServer } from '../test/harness/server';
 import { formatReport, runFuzz } from '../test/fuzz/engine';
 
@@ -58,6 +58,10 @@ async function main(): Promise<void> {
     return;
   }
   const srv = await startServer({ memoryOnly: !a.dataDir, shards: a.shards });
+  // `npm run fuzz | head`: the reader going away ends the run quietly, and the server with it.
+  process.on('exit', () => { if (srv.proc.exitCode === null) srv.proc.kill('SIGKILL'); });
+  exitQuietlyOnEpipe(process.stdout);
+  exitQuietlyOnEpipe(process.stderr);
   let stderr = '';
   srv.proc.stderr!.on('data', (d) => { stderr += d; });
   console.log(`fuzz: seed ${a.seed}, ${a.seconds} s, concurrency ${a.concurrency}, server pid ${srv.proc.pid} (${a.shards} shards, ${a.dataDir ? 'data dir ' + srv.dataDir : 'memory only'})`);

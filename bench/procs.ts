@@ -45,6 +45,8 @@ export interface Target {
   pid: number;
   httpPort: number | null;
   tcpPort: number | null;
+  /** The admin sidecar's port, when the target was started with one. */
+  adminPort: number | null;
   /** Last lines of stdout+stderr, for error messages. */
   tail(): string;
   exited(): boolean;
@@ -58,6 +60,8 @@ export interface ServerOptions {
   /** Omitted = the server's default ('batch'). */
   walSync?: string;
   extraArgs?: string[];
+  /** Also bind the admin sidecar (on a free port): for runs that read per-thread figures from /api/stats. */
+  admin?: boolean;
 }
 
 export function startServer(o: ServerOptions): Promise<Target> {
@@ -67,7 +71,12 @@ export function startServer(o: ServerOptions): Promise<Target> {
   if (o.memoryOnly) args.push('--memory-only');
   if (o.walSync !== undefined) args.push('--wal-sync', o.walSync);
   if (o.extraArgs) args.push(...o.extraArgs);
-  return launch('streamfeat', args, ['server.http_bound', 'server.tcp_bound'], () => rmSync(dataDir, { recursive: true, force: true }));
+  const want = ['server.http_bound', 'server.tcp_bound'];
+  if (o.admin === true) {
+    args.push('--admin-addr', '127.0.0.1:0');
+    want.push('server.admin_bound');
+  }
+  return launch('streamfeat', args, want, () => rmSync(dataDir, { recursive: true, force: true }));
 }
 
 export function startUwsBare(): Promise<Target> {
@@ -149,11 +158,13 @@ async function launch(kind: TargetKind, args: string[], want: string[], cleanup:
   }
   const http = bound.get('server.http_bound');
   const tcp = bound.get('server.tcp_bound');
+  const admin = bound.get('server.admin_bound');
   return {
     kind,
     pid: proc.pid!,
     httpPort: http === undefined ? null : portOf(http),
     tcpPort: tcp === undefined ? null : portOf(tcp),
+    adminPort: admin === undefined ? null : portOf(admin),
     tail: () => tail.join('\n'),
     exited: () => proc.exitCode !== null || proc.signalCode !== null,
     async stop() {

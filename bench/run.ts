@@ -5,6 +5,7 @@
  * every scenario for a second with tiny loads and exits non-zero if any broke.
  * See bench/README.md.
  */
+import { exitQuietlyOnEpipe } from '../src/cli_args';
 import { ALL_DURATION_S, ALL_WARMUP_S, DEFAULTS, parseArgs, USAGE, type Opts, type Parsed } from './args';
 import { killAllTargets } from './procs';
 import { appendMarkdown, formatBlock, formatSummary, type ScenarioResult } from './report';
@@ -144,6 +145,9 @@ async function main(): Promise<number> {
 }
 
 process.on('exit', killAllTargets);
+// `npm run bench -- list | head`: the reader going away ends the run quietly (the servers die with it).
+exitQuietlyOnEpipe(process.stdout);
+exitQuietlyOnEpipe(process.stderr);
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   process.on(sig, () => {
     killAllTargets();

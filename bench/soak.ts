@@ -106,6 +106,33 @@ function rssBytes(pid: number): number | null {
   }
 }
 
+/** V8 heap used per thread (front, coordinator, shard-N) and the stored entities, from the admin sidecar. */
+interface ThreadHeaps {
+  heapUsed: Record<string, number>;
+  entities: number;
+}
+
+async function threadHeaps(adminPort: number): Promise<ThreadHeaps | null> {
+  try {
+    const r = await fetch(`http://127.0.0.1:${adminPort}/api/stats`);
+    const j = await r.json() as { threads: Array<{ thread: string; heap_used_bytes: number }>; entities: number };
+    return { heapUsed: Object.fromEntries(j.threads.map((x) => [x.thread, x.heap_used_bytes])), entities: j.entities };
+  } catch {
+    return null;
+  }
+}
+
+function formatHeaps(h: ThreadHeaps): string {
+  return Object.entries(h.heapUsed).map(([k, v]) => `${k} ${(v / 1048576).toFixed(1)}`).join(', ');
+}
+
+/** The sample taken nearest to `at` seconds. */
+function nearest<T>(xs: Array<[number, T]>, at: number): T | null {
+  let best: [number, T] | null = null;
+  for (const x of xs) if (best === null || Math.abs(x[0] - at) < Math.abs(best[0] - at)) best = x;
+  return best === null ? null : best[1];
+}
+
 /** Least-squares slope of (t seconds, bytes) in MB per minute. */
 function slopeMbPerMin(xs: Array<[number, number]>): number {
   const n = xs.length;
@@ -128,7 +155,7 @@ export async function runSoak(s: SoakOptions, log: (line: string) => void): Prom
   const need = 2 * s.connections + FD_SLACK;
   const limit = fdLimit();
   if (limit < need) throw new Error(`soak: ${s.connections} connections need about ${need} file descriptors here and in the server; the limit is ${limit}. Run \`ulimit -n ${Math.max(4096, need)}\` first.`);
-  const t = await startServer({ shards: s.shards, memoryOnly: s.memoryOnly });
+  const t = await startServer({ shards: s.shards, memoryOnly: s.memoryOnly, admin: true });
   try {
     const reg = await fetch(`http://127.0.0.1:${t.httpPort}/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ nodes: NODES }) });
     if (reg.status !== 200) throw new Error(`soak: register failed: ${await reg.text()}`);
@@ -234,11 +261,22 @@ export async function runSoak(s: SoakOptions, log: (line: string) => void): Prom
       if (b !== null) rss.push([(performance.now() - t0) / 1000, b]);
     };
     sampleRss();
+    const threads: Array<[number, ThreadHeaps]> = [];
+    const sampleThreads = async (): Promise<ThreadHeaps | null> => {
+      const at = (performance.now() - t0) / 1000;
+      const h = await threadHeaps(t.adminPort!);
+      if (h !== null) threads.push([at, h]);
+      return h;
+    };
+    await sampleThreads();
+    let ticks = 0;
     const rssTimer = setInterval(() => {
       sampleRss();
       const last = rss[rss.length - 1];
-      if (last !== undefined && Math.round(last[0]) % 10 === 0) {
-        log(`  ${last[0].toFixed(0)} s: rss ${(last[1] / 1048576).toFixed(0)} MiB, good ok ${c.goodOk}, good errors ${c.goodErr}, bad ${c.bad}, drops ${c.drops}`);
+      if (++ticks % 10 === 0 && last !== undefined) {
+        void sampleThreads().then((h) => {
+          log(`  ${last[0].toFixed(0)} s: rss ${(last[1] / 1048576).toFixed(0)} MiB, heap used ${h === null ? '?' : formatHeaps(h)}, entities ${h?.entities ?? '?'}, good ok ${c.goodOk}, good errors ${c.goodErr}, bad ${c.bad}, drops ${c.drops}`);
+        });
       }
     }, RSS_SAMPLE_MS);
     const end = t0 + s.durationS * 1000;
@@ -253,6 +291,7 @@ export async function runSoak(s: SoakOptions, log: (line: string) => void): Prom
     });
     clearInterval(rssTimer);
     sampleRss();
+    await sampleThreads();
     // Let the requests in flight finish (their answers still count), then close.
     const drainUntil = performance.now() + 10_000;
     while (states.some((st) => st.conn.busy && !st.conn.dead) && performance.now() < drainUntil) await new Promise((res) => setTimeout(res, 20));
@@ -268,6 +307,10 @@ export async function runSoak(s: SoakOptions, log: (line: string) => void): Prom
     const rssStart = rss[0]?.[1] ?? 0;
     const rssPeak = Math.max(...rss.map(([, b]) => b));
     const rssEnd = rss[rss.length - 1]?.[1] ?? 0;
+    const rssMid = nearest(rss, elapsedS / 2) ?? 0;
+    const heapStart = threads[0]?.[1] ?? null;
+    const heapMid = nearest(threads, elapsedS / 2);
+    const heapEnd = threads[threads.length - 1]?.[1] ?? null;
     const slope = slopeMbPerMin(second);
     const lat = hist.summary();
     const kinds: Measured['kinds'] = {};
@@ -288,7 +331,7 @@ export async function runSoak(s: SoakOptions, log: (line: string) => void): Prom
       serverPeakRssBytes: peakRssBytes(t.pid),
       extra: {
         good_sent: c.good, good_errors: c.goodErr, bad_sent: c.bad, bad_coded: c.badCoded, bad_accepted: c.badAccepted, bad_uncoded: c.badUncoded,
-        conn_drops: c.drops, stuck_requests: stuck, rss_start_mib: mb(rssStart), rss_peak_mib: mb(rssPeak), rss_end_mib: mb(rssEnd),
+        conn_drops: c.drops, stuck_requests: stuck, rss_start_mib: mb(rssStart), rss_mid_mib: mb(rssMid), rss_peak_mib: mb(rssPeak), rss_end_mib: mb(rssEnd),
         rss_slope_mb_per_min_2nd_half: Math.round(slope * 100) / 100,
       },
     };
@@ -297,7 +340,7 @@ export async function runSoak(s: SoakOptions, log: (line: string) => void): Prom
       { name: 'no error on a good input', pass: c.goodErr === 0, detail: `${c.goodErr} of ${c.good}` },
       { name: 'every bad input coded', pass: c.badAccepted === 0 && c.badUncoded === 0 && c.badCoded > 0, detail: `${c.badCoded} coded, ${c.badAccepted} accepted, ${c.badUncoded} uncoded of ${c.bad}` },
       { name: 'no dropped connection or stuck request', pass: c.drops === 0 && stuck === 0, detail: `${c.drops} drops, ${stuck} stuck` },
-      { name: 'RSS flat', pass: slope <= RSS_SLOPE_MAX_MB_PER_MIN, detail: `start ${mb(rssStart)} MiB, peak ${mb(rssPeak)} MiB, end ${mb(rssEnd)} MiB; second-half slope ${slope.toFixed(2)} MB/min (max ${RSS_SLOPE_MAX_MB_PER_MIN})` },
+      { name: 'RSS flat', pass: slope <= RSS_SLOPE_MAX_MB_PER_MIN, detail: `start ${mb(rssStart)} MiB, middle ${mb(rssMid)} MiB, peak ${mb(rssPeak)} MiB, end ${mb(rssEnd)} MiB; second-half slope ${slope.toFixed(2)} MB/min (max ${RSS_SLOPE_MAX_MB_PER_MIN})` },
     ];
     return {
       scenario: 'soak',
@@ -312,7 +355,10 @@ export async function runSoak(s: SoakOptions, log: (line: string) => void): Prom
       ratioKind: 'throughput',
       ratio: null,
       targets,
-      notes: [`bad inputs by kind: ${Object.entries(badByName).map(([k, v]) => `${k}=${v}`).join(' ')}`],
+      notes: [
+        `V8 heap used per thread (MiB) at start / middle / end: ${heapStart === null ? '?' : formatHeaps(heapStart)} / ${heapMid === null ? '?' : formatHeaps(heapMid)} / ${heapEnd === null ? '?' : formatHeaps(heapEnd)}`,
+        `entities at start / middle / end: ${heapStart?.entities ?? '?'} / ${heapMid?.entities ?? '?'} / ${heapEnd?.entities ?? '?'} (key space ${ENTITIES})`,
+        `bad inputs by kind: ${Object.entries(badByName).map(([k, v]) => `${k}=${v}`).join(' ')}`],
     };
   } finally {
     await t.stop();

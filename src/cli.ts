@@ -8,7 +8,7 @@
  *
  * To add a command: one entry in COMMANDS.
  */
-import { type CliCommand, EXIT_OK, EXIT_USAGE, processIo, runCli } from './cli_args';
+import { type CliCommand, EXIT_OK, EXIT_USAGE, exitQuietlyOnEpipe, processIo, runCli } from './cli_args';
 
 const PROGRAM = 'streamfeat';
 
@@ -39,18 +39,6 @@ async function overview(): Promise<string> {
     '',
     `${PROGRAM} help COMMAND (or ${PROGRAM} COMMAND --help) for its options; ${PROGRAM} --version`,
   ].join('\n');
-}
-
-/**
- * A reader that goes away (`streamfeat registry | head -c1`) ends our output, not
- * our command: exit quietly (0) instead of printing an EPIPE stack. The server
- * logs through its own destinations (src/log.ts), which ignore EPIPE and keep serving.
- */
-function exitQuietlyOnEpipe(stream: NodeJS.WriteStream): void {
-  stream.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code === 'EPIPE') process.exit(0);
-    throw err;
-  });
 }
 
 async function main(argv: string[]): Promise<number> {

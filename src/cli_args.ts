@@ -171,3 +171,16 @@ export function oneOfArg<T extends string>(flag: string, raw: string | undefined
   }
   return raw as T;
 }
+
+/**
+ * A reader that goes away (`streamfeat registry | head -c1`, `npm run bench -- list | head`)
+ * ends our output, not our command: exit quietly (0) instead of printing an EPIPE stack.
+ * Exiting runs the process's 'exit' handlers (the bench kills the servers it started there).
+ * The server logs through its own destinations (src/log.ts), which ignore EPIPE and keep serving.
+ */
+export function exitQuietlyOnEpipe(stream: NodeJS.WriteStream): void {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
+}

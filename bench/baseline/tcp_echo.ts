@@ -10,9 +10,9 @@
 import net from 'node:net';
 import { encodeFrame, FrameDecoder, OP_ERROR_RESPONSE } from '../../src/protocol/frame';
 import { TCP_FRAME_BYTES_MAX_DEFAULT } from '../../src/limits';
-import { parseAddr } from './addr';
+import { parseBaselineArgs } from '../args';
 
-const { host, port } = parseAddr(process.argv, '--tcp-addr');
+const { host, port } = parseBaselineArgs('tcp_echo', 'tcp-addr', process.argv.slice(2));
 let seq = 0;
 
 const server = net.createServer((socket) => {

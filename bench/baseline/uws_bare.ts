@@ -8,10 +8,10 @@
  * Usage: node uws_bare.js --http-addr 127.0.0.1:0   (logs server.http_bound)
  */
 import uWS from 'uWebSockets.js';
-import { parseAddr } from './addr';
+import { parseBaselineArgs } from '../args';
 import { listenAndAnnounce, readBody } from './uws_common';
 
-const { host, port } = parseAddr(process.argv, '--http-addr');
+const { host, port } = parseBaselineArgs('uws_bare', 'http-addr', process.argv.slice(2));
 let seq = 0;
 
 const app = uWS.App();

@@ -22,19 +22,10 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import uWS from 'uWebSockets.js';
 import { SHARD_BATCHES_IN_FLIGHT_MAX } from '../../src/limits';
-import { parseAddr } from './addr';
+import { parseBaselineArgs } from '../args';
 import { listenAndAnnounce, readBody } from './uws_common';
 
-const { host, port } = parseAddr(process.argv, '--http-addr');
-const workUs = parseWorkUs(process.argv);
-
-function parseWorkUs(argv: string[]): number {
-  const i = argv.indexOf('--work-us');
-  if (i < 0) return 0;
-  const n = Number(argv[i + 1]);
-  if (argv[i + 1] === undefined || !Number.isFinite(n) || n < 0) throw new Error(`--work-us needs a number >= 0, got ${argv[i + 1] ?? '(nothing)'}`);
-  return n;
-}
+const { host, port, workUs } = parseBaselineArgs('uws_hop', 'http-addr', process.argv.slice(2), true);
 
 /** One request waiting for its answer. One shape for every request (monomorphic). */
 class Waiting {

@@ -19,10 +19,10 @@ const NODES = [
 /** How long a server that must refuse to start may take to say so (boot is ~1 s; the box may be loaded). */
 const REFUSE_WITHIN_MS = 30_000;
 
-/** Runs the CLI to its exit; returns the code and stderr. */
-function runToExit(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stderr: string; stdout: string }> {
+/** Runs the CLI (or `cmd`) to its exit; returns the code and stderr. */
+function runToExit(args: string[], env: Record<string, string> = {}, cmd: [string, ...string[]] = [process.execPath, CLI]): Promise<{ code: number | null; stderr: string; stdout: string }> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(cmd[0], [...cmd.slice(1), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     let stdout = '';
     p.stderr.on('data', (d) => { stderr += d; });
@@ -155,5 +155,14 @@ describe('the CLI and a reader that goes away', () => {
       });
       assert.equal(r.stderr, '', 'nothing on stderr');
     }
+  });
+  test('`npm run bench -- list | true` and a baseline with a bad flag: no EPIPE stack, one line, exit 2', async () => {
+    // `true` exits without reading: every write of the bench runner hits a closed pipe.
+    const bench = join(__dirname, '..', '..', 'bench');
+    const r = await runToExit(['-c', `"${process.execPath}" "${join(bench, 'run.js')}" list | true; exit 0`], {}, ['sh']);
+    assert.equal(r.stderr, '', 'nothing on stderr');
+    const b = await runToExit(['--tcp-addr', 'nowhere'], {}, [process.execPath, join(bench, 'baseline', 'tcp_echo.js')]);
+    assert.equal(b.code, 2);
+    assert.equal(b.stderr, 'tcp_echo: --tcp-addr HOST:PORT is required\n');
   });
 });
