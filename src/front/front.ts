@@ -36,11 +36,15 @@ type Obj = Record<string, unknown>;
 export type BodyRoute = 'push' | 'get' | 'batch_get' | 'register';
 
 /**
- * The code a body nested deeper than JSON_DEPTH_MAX gets before it is parsed, for the
- * routes whose valid bodies are shallow; get and batch_get bodies are parsed and their
- * keys judged part by part (key_parse_failure with a path, docs/errors.md).
+ * The code a body nested deeper than JSON_DEPTH_MAX gets before it is parsed. Every
+ * valid body is shallow (a batch_get with composite keys is 4 levels), so the route's
+ * shape error fits: for get and batch_get that is unsupported_request_shape for the
+ * whole request (no per-entry answer: the text is refused before it is an entry
+ * list); a key part nested within the limit is still key_parse_failure with its path.
  */
-const TOO_DEEP: Partial<Record<BodyRoute, ErrorCode>> = { push: 'invalid_event', register: 'invalid_registration' };
+const TOO_DEEP: Record<BodyRoute, ErrorCode> = {
+  push: 'invalid_event', register: 'invalid_registration', get: 'unsupported_request_shape', batch_get: 'unsupported_request_shape',
+};
 
 /** Top-level keys of a push envelope; `body` is the peer's TCP name for `data` (docs/wire.md). */
 const PUSH_ENVELOPE_KEYS = new Set(['event', 'data', 'body']);
@@ -156,16 +160,15 @@ export class Front implements PushDone {
   // ---- request bodies ---------------------------------------------------------------
 
   /**
-   * Parses the JSON body of a request for `route`, for both transports. A push or
-   * register body nested deeper than JSON_DEPTH_MAX is refused from its text before
-   * JSON.parse (a push a million levels deep cost ~330 ms of front CPU to parse);
+   * Parses the JSON body of a request for `route`, for both transports. A body nested
+   * deeper than JSON_DEPTH_MAX is refused from its text before JSON.parse (a push or
+   * get a million levels deep cost ~330 ms of front CPU to parse);
    * invalid JSON gets invalid_json_body. Returns undefined after answering the error.
    */
   parseBody(text: string, route: BodyRoute, reply: Reply): unknown {
     const withVersion = route === 'push' || route === 'register'; // get-family errors carry no registry_version
-    const tooDeep = TOO_DEEP[route];
-    if (tooDeep !== undefined && jsonTextDepthExceeds(text)) {
-      this.#failWith(reply, tooDeep, { message: `request body is nested deeper than ${JSON_DEPTH_MAX} levels`, path: '' }, withVersion);
+    if (jsonTextDepthExceeds(text)) {
+      this.#failWith(reply, TOO_DEEP[route], { message: `request body is nested deeper than ${JSON_DEPTH_MAX} levels`, path: '' }, withVersion);
       return undefined;
     }
     try {
