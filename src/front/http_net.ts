@@ -10,7 +10,10 @@
  * the connection's FIFO when its head is read, and responses are written
  * strictly in request order as slots complete (as the TCP path does), those
  * that complete together (one read, one shard batch) in one write. Routes are
- * http_routes.ts, shared with uWS.
+ * http_routes.ts, shared with uWS. A reset or register is a barrier on its
+ * connection (as in tcp.ts): requests read behind it run only once it is
+ * answered, so a push pipelined right behind a reset is judged under the registry
+ * the reset leaves, never acked under the old one and then wiped.
  *
  * Closes the connection after answering: a malformed head, a head over
  * HTTP_HEADER_BYTES_MAX, a body over HTTP_BODY_BYTES_MAX, a malformed chunk,
@@ -72,6 +75,14 @@ class NetReply extends HttpReply {
   }
 }
 
+/** A request read behind a reset/register still running (NetConn.#held). */
+interface HeldRequest {
+  route: Route;
+  body: string;
+  slot: NetReply;
+  contentType: string;
+}
+
 class NetConn {
   /** Unparsed bytes are #buf[#off..]; only a partial head or chunk line is ever carried over to the next read. */
   #buf: Buffer = EMPTY;
@@ -98,6 +109,11 @@ class NetConn {
   #pausedForDepth = false;
   #pausedForWrite = false;
   #paused = false;
+  /** A reset or register of this connection not answered yet: the requests read behind it wait in #held. */
+  #barrier: NetReply | null = null;
+  /** Requests read behind the barrier, each with its slot already in the FIFO (so the depth limit counts them). */
+  readonly #held: HeldRequest[] = [];
+  #releasing = false;
 
   constructor(readonly socket: net.Socket, readonly front: Front) {
     socket.setNoDelay(true);
@@ -252,7 +268,27 @@ class NetConn {
     if (this.#lastRequest) this.#closing = true;
     if (route === null) return;
     const body = parts.length === 0 ? '' : parts.length === 1 ? parts[0].toString('utf8') : Buffer.concat(parts).toString('utf8');
-    runRoute(this.front, route, body, slot, this.#contentType);
+    if (this.#barrier !== null) this.#held.push({ route, body, slot, contentType: this.#contentType });
+    else this.#run(route, body, slot, this.#contentType);
+  }
+
+  #run(route: Route, body: string, slot: NetReply, contentType: string): void {
+    if (route.barrier === true) this.#barrier = slot;
+    runRoute(this.front, route, body, slot, contentType);
+  }
+
+  /** Runs, in order, the requests held behind a barrier that has been answered, up to the next barrier still running. */
+  #release(): void {
+    if (this.#releasing) return; // a held request answered at once re-enters drain(); the outer loop goes on
+    this.#releasing = true;
+    while (this.#barrier !== null && this.#barrier.answered) {
+      this.#barrier = null;
+      while (this.#barrier === null && this.#held.length > 0) {
+        const h = this.#held.shift()!;
+        this.#run(h.route, h.body, h.slot, h.contentType);
+      }
+    }
+    this.#releasing = false;
   }
 
   /** Answers the request being read (or a new slot if it has its answer) with `answer`, then closes. */
@@ -302,6 +338,7 @@ class NetConn {
 
   /** Writes every completed response at the head of the FIFO, in one write. */
   drain(): void {
+    if (this.#barrier !== null && this.#barrier.answered) this.#release();
     const q = this.#queue;
     const socket = this.socket;
     let n = 0;

@@ -51,6 +51,12 @@ export interface Route {
   readonly method: string;
   /** GET /registry ignores its body; the uWS engine then answers without reading it. */
   readonly readsBody: boolean;
+  /**
+   * Reset and register change the registry every later request is judged under: an
+   * engine that pipelines (http_net.ts) runs the requests behind one only once it is
+   * answered, as tcp.ts does for frames.
+   */
+  readonly barrier?: boolean;
   run(front: Front, body: string, reply: HttpReply, contentType: string): void;
 }
 
@@ -72,10 +78,11 @@ const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
   ['/get', jsonRoute('get', (front, v, reply) => front.get(v, reply))],
   ['/batch_get', jsonRoute('batch_get', (front, v, reply) => front.batchGet(v, reply))],
   ['/ping', { method: 'POST', readsBody: true, run: (front, _b, reply) => front.ping(reply) }],
-  ['/reset', { method: 'POST', readsBody: true, run: (front, _b, reply) => front.reset(reply) }],
+  ['/reset', { method: 'POST', readsBody: true, barrier: true, run: (front, _b, reply) => front.reset(reply) }],
   ['/register', {
     method: 'POST',
     readsBody: true,
+    barrier: true,
     run(front, body, reply, contentType) {
       const ct = contentType.split(';')[0].trim().toLowerCase();
       if (ct !== 'application/json') {
