@@ -106,24 +106,26 @@ function rssBytes(pid: number): number | null {
   }
 }
 
-/** V8 heap used per thread (front, coordinator, shard-N) and the stored entities, from the admin sidecar. */
+/** V8 heap per thread (front, coordinator, shard-N): used, reserved (total) and external (Buffers), and the stored entities, from the admin sidecar. */
 interface ThreadHeaps {
-  heapUsed: Record<string, number>;
+  heap: Record<string, { used: number; total: number; external: number }>;
   entities: number;
 }
 
 async function threadHeaps(adminPort: number): Promise<ThreadHeaps | null> {
   try {
     const r = await fetch(`http://127.0.0.1:${adminPort}/api/stats`);
-    const j = await r.json() as { threads: Array<{ thread: string; heap_used_bytes: number }>; entities: number };
-    return { heapUsed: Object.fromEntries(j.threads.map((x) => [x.thread, x.heap_used_bytes])), entities: j.entities };
+    const j = await r.json() as { threads: Array<{ thread: string; heap_used_bytes: number; heap_total_bytes: number; external_bytes: number }>; entities: number };
+    return { heap: Object.fromEntries(j.threads.map((x) => [x.thread, { used: x.heap_used_bytes, total: x.heap_total_bytes, external: x.external_bytes }])), entities: j.entities };
   } catch {
     return null;
   }
 }
 
+/** `thread used/total+external` in MiB per thread. */
 function formatHeaps(h: ThreadHeaps): string {
-  return Object.entries(h.heapUsed).map(([k, v]) => `${k} ${(v / 1048576).toFixed(1)}`).join(', ');
+  const m = (b: number): string => (b / 1048576).toFixed(1);
+  return Object.entries(h.heap).map(([k, v]) => `${k} ${m(v.used)}/${m(v.total)}+${m(v.external)}`).join(', ');
 }
 
 /** The sample taken nearest to `at` seconds. */
@@ -275,7 +277,7 @@ export async function runSoak(s: SoakOptions, log: (line: string) => void): Prom
       const last = rss[rss.length - 1];
       if (++ticks % 10 === 0 && last !== undefined) {
         void sampleThreads().then((h) => {
-          log(`  ${last[0].toFixed(0)} s: rss ${(last[1] / 1048576).toFixed(0)} MiB, heap used ${h === null ? '?' : formatHeaps(h)}, entities ${h?.entities ?? '?'}, good ok ${c.goodOk}, good errors ${c.goodErr}, bad ${c.bad}, drops ${c.drops}`);
+          log(`  ${last[0].toFixed(0)} s: rss ${(last[1] / 1048576).toFixed(0)} MiB, V8 heap used/total+external MiB ${h === null ? '?' : formatHeaps(h)}, entities ${h?.entities ?? '?'}, good ok ${c.goodOk}, good errors ${c.goodErr}, bad ${c.bad}, drops ${c.drops}`);
         });
       }
     }, RSS_SAMPLE_MS);
@@ -356,7 +358,7 @@ export async function runSoak(s: SoakOptions, log: (line: string) => void): Prom
       ratio: null,
       targets,
       notes: [
-        `V8 heap used per thread (MiB) at start / middle / end: ${heapStart === null ? '?' : formatHeaps(heapStart)} / ${heapMid === null ? '?' : formatHeaps(heapMid)} / ${heapEnd === null ? '?' : formatHeaps(heapEnd)}`,
+        `V8 heap per thread, used/total+external MiB, at start / middle / end: ${heapStart === null ? '?' : formatHeaps(heapStart)} / ${heapMid === null ? '?' : formatHeaps(heapMid)} / ${heapEnd === null ? '?' : formatHeaps(heapEnd)}`,
         `entities at start / middle / end: ${heapStart?.entities ?? '?'} / ${heapMid?.entities ?? '?'} / ${heapEnd?.entities ?? '?'} (key space ${ENTITIES})`,
         `bad inputs by kind: ${Object.entries(badByName).map(([k, v]) => `${k}=${v}`).join(' ')}`],
     };
