@@ -6,7 +6,9 @@
  * Starts `serve --memory-only --test-mode --shards 2` on free 127.0.0.1 ports and
  * prints one line per finding: whether the server survived finding 1, register
  * times (2, 8), RSS growth over 120 dry runs (3), the slowest /ping during a
- * register (4, 8) and the server's CPU per push through a 150-deep chain (8).
+ * register (4, 8), with the slowest /push during re-registers and the same loops'
+ * noise floor without a register (4), and the server's CPU per push through a
+ * 150-deep chain (8).
  * Run it with the --cli of a build before the fix for the baseline.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -51,24 +53,33 @@ function cpuMs(pid: number): number {
   return (Number(f[11]) + Number(f[12])) * 10;
 }
 
-async function slowestPing<T>(s: Srv, work: () => Promise<T>): Promise<{ result: T; ms: number; workMs: number }> {
+/**
+ * Runs `work` while a /ping loop (every 10 ms) and, with `push`, a /push loop run
+ * beside it; returns the slowest ping and push seen while `work` ran.
+ */
+async function slowestPing<T>(s: Srv, work: () => Promise<T>, push: unknown = null): Promise<{ result: T; ms: number; pushMs: number; workMs: number }> {
   let done = false;
   let slowest = 0;
-  const pinger = (async () => {
+  let slowestPush = 0;
+  const loop = async (path: string, body: unknown, record: (ms: number) => void): Promise<void> => {
     while (!done) {
       const t0 = performance.now();
-      try { await post(s, '/ping', ''); } catch { return; }
-      slowest = Math.max(slowest, performance.now() - t0);
+      try { await post(s, path, body); } catch { return; }
+      record(performance.now() - t0);
       await new Promise((r) => setTimeout(r, 10));
     }
-  })();
+  };
+  const loops = [loop('/ping', '', (ms) => { slowest = Math.max(slowest, ms); })];
+  if (push !== null) loops.push(loop('/push', push, (ms) => { slowestPush = Math.max(slowestPush, ms); }));
   const t0 = performance.now();
   const result = await work();
   const workMs = performance.now() - t0;
   done = true;
-  await pinger;
-  return { result, ms: slowest, workMs };
+  await Promise.all(loops);
+  return { result, ms: slowest, pushMs: slowestPush, workMs };
 }
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const line = (s: string): void => { process.stdout.write(`${s}\n`); };
 
@@ -129,11 +140,21 @@ async function finding4(s: Srv): Promise<void> {
     nodes.push({ kind: 'derivation', name: `D${t}`, output_kind: 'event', upstreams: ['Ev'], ops: [{ op: 'with_columns', exprs: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`x${i}`, `a * ${i} + b`])) }] });
     nodes.push({ kind: 'table', name: `T${t}`, upstreams: [`D${t}`], key: ['user'], agg });
   }
-  const first = await slowestPing(s, () => post(s, '/register', { nodes }));
-  line(`finding 4: register of 40 tables x 100 where-features + 800 with_columns: ${first.workMs.toFixed(0)} ms, slowest concurrent /ping ${first.ms.toFixed(0)} ms (${first.result.status})`);
-  nodes.push({ kind: 'table', name: 'Extra', upstreams: ['Ev'], key: ['user'], agg: { c: { op: 'count' } } });
-  const again = await slowestPing(s, () => post(s, '/register', { nodes }));
-  line(`finding 4: re-register of the same registry + one table: ${again.workMs.toFixed(0)} ms, slowest concurrent /ping ${again.ms.toFixed(0)} ms (${again.result.status})`);
+  const push = { event: 'Ev', data: { user: 'u1', a: 1, b: 2, s: 'x' } };
+  // The noise floor of this run: the same loops with no register.
+  const idle = await slowestPing(s, () => new Promise((r) => setTimeout(r, 1000)), push);
+  line(`finding 4: no register (1 s): slowest /ping ${idle.ms.toFixed(0)} ms, slowest /push ${idle.pushMs.toFixed(0)} ms`);
+  const first = await slowestPing(s, () => post(s, '/register', { nodes }), push);
+  line(`finding 4: register of 40 tables x 100 where-features + 800 with_columns: ${first.workMs.toFixed(0)} ms, slowest concurrent /ping ${first.ms.toFixed(0)} ms, /push ${first.pushMs.toFixed(0)} ms (${first.result.status})`);
+  const runs: Array<{ ms: number; pushMs: number; workMs: number }> = [];
+  for (let k = 0; k < 7; k++) {
+    nodes.push({ kind: 'table', name: `Extra${k}`, upstreams: ['Ev'], key: ['user'], agg: { c: { op: 'count', params: { window: 'forever' } } } });
+    const again = await slowestPing(s, () => post(s, '/register', { nodes }), push);
+    if (again.result.status !== 200) throw new Error(`re-register: ${again.result.status} ${again.result.text.slice(0, 200)}`);
+    runs.push(again);
+  }
+  const f = (xs: number[]): string => `median ${median(xs).toFixed(0)} / max ${Math.max(...xs).toFixed(0)} ms`;
+  line(`finding 4: 7 re-registers of the same registry + one more table each: register ${f(runs.map((r) => r.workMs))}, slowest concurrent /ping ${f(runs.map((r) => r.ms))}, /push ${f(runs.map((r) => r.pushMs))}`);
 }
 
 async function finding8(s: Srv): Promise<void> {
@@ -143,6 +164,7 @@ async function finding8(s: Srv): Promise<void> {
     nodes.push({ kind: 'table', name: `T${i}`, upstreams: [`D${i}`], key: ['user'], agg: { s: { op: 'sum', params: { field: `c${i}`, window: '1h' } } } });
   }
   const reg = await slowestPing(s, () => post(s, '/register', { nodes }));
+  if (reg.result.status !== 200) throw new Error(`register: ${reg.result.status} ${reg.result.text.slice(0, 200)}`);
   line(`finding 8: register of a 150-deep chain feeding 150 tables: ${reg.workMs.toFixed(0)} ms, slowest concurrent /ping ${reg.ms.toFixed(0)} ms (${reg.result.status})`);
   for (let i = 0; i < 50; i++) await post(s, '/push', { event: 'Root', data: { user: `u${i}`, c0: 1 } });
   const n = 2000;

@@ -91,6 +91,16 @@ export const JSON_DEPTH_MAX = 64;
  * register time and per-entity memory; docs/limits.md says why each default.
  */
 export const REGISTRY_NODES_MAX = 10_000;
+/**
+ * A register compiles its new version in slices of at most this much time per
+ * event-loop turn, on the front and on every shard (registry/compile.ts
+ * SlicedCompile), and swaps it in whole once every thread has it: requests are
+ * served between slices, so a register of any size delays a ping, push or get
+ * by about one slice (issue 11 finding 4 asked for at most ~10 ms).
+ */
+export const REGISTRY_COMPILE_SLICE_MS = 4;
+/** How often the front asks a shard whether its sliced compile of the next version is done. */
+export const REGISTRY_PREPARE_POLL_MS = 2;
 /** Features (aggregations) of one table: one op state each, per entity. */
 export const TABLE_FEATURES_MAX = 1_000;
 /** Features over all tables. */

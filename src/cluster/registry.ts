@@ -79,8 +79,12 @@ export class ClusterRegistry {
       return;
     }
     if (v.state.version > this.front.version) {
-      this.front.install(v.state, v.renames);
-      this.feeder.versionInstalled();
+      // The front compiles the version in slices first (front.ts install): told once it is in place.
+      this.front.install(v.state, v.renames, () => {
+        this.feeder.versionInstalled();
+        done?.();
+      });
+      return;
     }
     done?.();
   }
@@ -117,7 +121,7 @@ export class ClusterRegistry {
       if (res.changed) {
         const next: RegistryValue = { state: res.state, renames: res.renames, epoch: value.epoch, purgedSeq: value.purgedSeq };
         if (!(await this.#cas(revision, next))) continue; // another node changed it first: run again on its value
-        this.#adopt(next);
+        await new Promise<void>((installed) => this.#adopt(next, installed));
         this.log.info({ kind: 'registry.registered', registry_version: res.state.version });
       }
       this.front.metrics.registerTotal++;

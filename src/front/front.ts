@@ -12,10 +12,10 @@ import type Piscina from 'piscina';
 import { asSfError, SfError, type ErrorCode, type ErrorDetail } from '../errors';
 import type { Logger } from '../log';
 import type { Metrics } from '../admin/metrics';
-import { compileRegistry, type CompiledRegistry, type TablePlan } from '../registry/compile';
+import { compileRegistry, SlicedCompile, type CompiledRegistry, type TablePlan } from '../registry/compile';
 import { parseWireKey, shardOf } from '../registry/key';
 import type { RegistryState } from '../registry/model';
-import { ITEM_GET, ITEM_INSTALL, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, type CoordinatorResult, type ErrorPayload, type GetItem, type ShardItem } from '../protocol/messages';
+import { ITEM_GET, ITEM_INSTALL, ITEM_PREPARE, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, PREPARE_PENDING, type CoordinatorResult, type ErrorPayload, type GetItem, type ShardItem } from '../protocol/messages';
 import { ShardChannel, type Sink } from './channel';
 import type { ClusterHooks } from './cluster_hooks';
 import { BatchCtx, CountdownSink, GetCtx } from './sinks';
@@ -24,7 +24,7 @@ import { ackBody, PushCtx, type PushDone } from './push';
 import type { Reply } from './reply';
 import type { Auth } from './auth';
 import { JSON_DEPTH_MAX, jsonDepthExceeds, jsonTextDepthExceeds } from '../util/json_depth';
-import { DEDUPE_ENTRIES_MAX, KEY_BYTES_MAX } from '../limits';
+import { DEDUPE_ENTRIES_MAX, KEY_BYTES_MAX, REGISTRY_COMPILE_SLICE_MS, REGISTRY_PREPARE_POLL_MS } from '../limits';
 import { VERSION } from '../version';
 
 /** `"server_version":"x.y.z"` of the ping answer, built once. */
@@ -441,23 +441,99 @@ export class Front implements PushDone {
     this.coordinator.run({ kind: 'register', payload }).then(
       (res: CoordinatorResult) => this.#guarded(reply, () => {
         if (!res.ok) { this.fail(reply, res.error); return; }
-        if (res.changed) this.install(res.state, res.renames);
-        this.metrics.registerTotal++;
-        reply.ok(JSON.stringify(res.body));
+        const answer = (): void => {
+          this.metrics.registerTotal++;
+          reply.ok(JSON.stringify(res.body));
+        };
+        // Answered once the new version is in place: pushes sent after the answer use it.
+        if (res.changed) this.install(res.state, res.renames, (err) => this.#guarded(reply, () => (err === null ? answer() : this.fail(reply, err))));
+        else answer();
       }),
       (err: unknown) => this.#failErr(reply, err),
     );
   }
 
-  /** Makes a new registry visible: pushes validated from now on use it, and every shard installs it before them. */
-  install(state: RegistryState, renames: Array<[string, string]>): void {
-    // Incremental: only changed nodes (and their dependents) are compiled again.
-    this.registry = compileRegistry(state, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: true, features: false, previous: this.registry });
-    const ignore: Sink = { done: (out) => { if (out !== null && typeof out === 'object') this.log.error({ kind: 'shard.install_failed', out }); } };
-    const item = { k: ITEM_INSTALL, lsn: this.nextLsn++, state, renames } as const;
-    for (const ch of this.channels) ch.enqueue(item, ignore, 0);
-    this.#schedule();
-    this.log.info({ kind: 'registry.installed', registry_version: state.version });
+  /**
+   * Makes a new registry visible: pushes validated from now on use it, and every
+   * shard installs it before them. The version is compiled first, in slices
+   * (REGISTRY_COMPILE_SLICE_MS) on the front and, through PREPARE items, on every
+   * shard between its batches, while everyone keeps serving the current version;
+   * then it is swapped in at once everywhere (the INSTALL items find it compiled).
+   * So a register of any size delays a request by about one slice, not by the
+   * compile (issue 11 finding 4). `done` when the front has swapped.
+   */
+  install(state: RegistryState, renames: Array<[string, string]>, done: (err: ErrorPayload | null) => void = () => {}): void {
+    this.#serially((next) => {
+      if (state.version <= this.registry.version) { next(); done(null); return; } // already in place
+      // Incremental: only changed nodes (and their dependents) are compiled again.
+      const job = new SlicedCompile(state, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: true, features: false, previous: this.registry });
+      let waiting = this.channels.length + 1;
+      const ready = (): void => {
+        if (--waiting > 0) return;
+        let err: ErrorPayload | null = null;
+        try {
+          this.registry = job.finish();
+          const ignore: Sink = { done: (out) => { if (out !== null && typeof out === 'object') this.log.error({ kind: 'shard.install_failed', out }); } };
+          const item = { k: ITEM_INSTALL, lsn: this.nextLsn++, state, renames } as const;
+          for (const ch of this.channels) ch.enqueue(item, ignore, 0);
+          this.#schedule();
+          this.log.info({ kind: 'registry.installed', registry_version: state.version });
+        } catch (e) {
+          // The coordinator compiled this state already: a failure here is a bug.
+          this.log.error({ kind: 'registry.install_failed', registry_version: state.version, err: String((e as Error)?.stack ?? e) });
+          const sf = asSfError(e);
+          err = { code: sf.code, detail: sf.detail };
+        }
+        next();
+        done(err);
+      };
+      const stepFront = (): void => {
+        if (job.step(REGISTRY_COMPILE_SLICE_MS)) ready();
+        else setImmediate(stepFront);
+      };
+      for (const ch of this.channels) this.#prepareOn(ch, state, ready);
+      this.#schedule();
+      stepFront();
+    });
+  }
+
+  /** PREPARE on one shard, asked again every REGISTRY_PREPARE_POLL_MS until its compile is done. */
+  #prepareOn(ch: ShardChannel, state: RegistryState, ready: () => void): void {
+    const sink: Sink = {
+      done: (out) => {
+        // null: compiled; an error (the thread died): its INSTALL compiles and reports.
+        if (out !== PREPARE_PENDING) { ready(); return; }
+        setTimeout(() => {
+          ch.enqueue({ k: ITEM_PREPARE, version: state.version, state: null }, sink, 0);
+          this.#schedule();
+        }, REGISTRY_PREPARE_POLL_MS);
+      },
+    };
+    ch.enqueue({ k: ITEM_PREPARE, version: state.version, state }, sink, 0);
+  }
+
+  /** Registry changes (installs, resets) run one at a time, in the order they were asked. */
+  #registryQueue: Array<(next: () => void) => void> = [];
+  #registryBusy = false;
+
+  #serially(op: (next: () => void) => void): void {
+    this.#registryQueue.push(op);
+    if (!this.#registryBusy) this.#nextRegistryOp();
+  }
+
+  #nextRegistryOp(): void {
+    const op = this.#registryQueue.shift();
+    if (op === undefined) { this.#registryBusy = false; return; }
+    this.#registryBusy = true;
+    let called = false;
+    const next = (): void => { if (!called) { called = true; this.#nextRegistryOp(); } };
+    try {
+      op(next);
+    } catch (err) {
+      // Ops answer their own errors; a throw is a bug and must not stop later registry changes.
+      this.log.error({ kind: 'registry.op_failed', err: String((err as Error)?.stack ?? err) });
+      next();
+    }
   }
 
   reset(reply: Reply): void {
@@ -484,14 +560,27 @@ export class Front implements PushDone {
 
   /** Installs `state` and clears every shard and the dedupe store; `done` when all shards have. */
   resetLocal(state: RegistryState, done: (err: ErrorPayload | null) => void): void {
-    this.registry = compileRegistry(state, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: true, features: false });
-    const sink = new CountdownSink(this.channels.length, (err) => {
-      if (err === null) this.dedupe.clear();
-      done(err);
+    // In turn with installs: an install still compiling must not land after this reset.
+    this.#serially((next) => {
+      let reg: CompiledRegistry;
+      try {
+        reg = compileRegistry(state, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: true, features: false });
+      } catch (e) {
+        next();
+        const sf = asSfError(e);
+        done({ code: sf.code, detail: sf.detail });
+        return;
+      }
+      this.registry = reg;
+      const sink = new CountdownSink(this.channels.length, (err) => {
+        if (err === null) this.dedupe.clear();
+        done(err);
+      });
+      const item = { k: ITEM_RESET, lsn: this.nextLsn++, state } as const;
+      for (const ch of this.channels) ch.enqueue(item, sink, 0);
+      this.#schedule();
+      next();
     });
-    const item = { k: ITEM_RESET, lsn: this.nextLsn++, state } as const;
-    for (const ch of this.channels) ch.enqueue(item, sink, 0);
-    this.#schedule();
   }
 
   /**

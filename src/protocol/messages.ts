@@ -51,6 +51,7 @@ export const ITEM_STATS = 6;
 export const ITEM_INSPECT = 7;
 export const ITEM_EXPORT = 8;
 export const ITEM_IMPORT = 9;
+export const ITEM_PREPARE = 10;
 
 export interface PushItem {
   k: typeof ITEM_PUSH;
@@ -87,6 +88,21 @@ export interface InstallItem {
   state: RegistryState;
   renames: Array<[string, string]>;
 }
+
+/**
+ * Compile `state` ahead of its install, in slices between batches (registry/compile.ts
+ * SlicedCompile). Answers null once the compiled version is ready (the INSTALL that
+ * follows then swaps it in without compiling), or PREPARE_PENDING: the front asks
+ * again with `state` null (the version only: the state is not copied again).
+ * Not logged: the INSTALL is what the WAL records.
+ */
+export interface PrepareItem {
+  k: typeof ITEM_PREPARE;
+  version: number;
+  state: RegistryState | null;
+}
+
+export const PREPARE_PENDING = 'pending';
 
 export interface ResetItem {
   k: typeof ITEM_RESET;
@@ -145,7 +161,7 @@ export interface ImportItem {
   parts: Uint8Array[];
 }
 
-export type ShardItem = PushItem | GetItem | InstallItem | ResetItem | SnapshotItem | StatsItem | InspectItem | ExportItem | ImportItem;
+export type ShardItem = PushItem | GetItem | InstallItem | PrepareItem | ResetItem | SnapshotItem | StatsItem | InspectItem | ExportItem | ImportItem;
 
 export interface ShardBatch {
   items: ShardItem[];

@@ -274,7 +274,8 @@ function readTypes(agg: string, whereSrc: string | null, field: string | null, f
   return [...cols].filter((c) => c in fields).sort().map((c) => [c, fields[c]]);
 }
 
-function compileTable(def: TableNodeDef, up: NodeArtefact, index: number, path: string, opts: CompileOptions, sigOut: { sig: string }): { plan: TablePlan; chain: CompiledChain } {
+/** Yields after each feature: a 100-feature table is many slices, not one. */
+function* compileTable(def: TableNodeDef, up: NodeArtefact, index: number, path: string, opts: CompileOptions, sigOut: { sig: string }): Generator<void, { plan: TablePlan; chain: CompiledChain }> {
   const chain = compileChain(def.ops, up.fields, up.optional, path);
   const keyTypes: FieldType[] = def.key.map((k) => {
     const t = chain.fields[k];
@@ -306,6 +307,7 @@ function compileTable(def: TableNodeDef, up: NodeArtefact, index: number, path: 
       if (!(err instanceof SfError)) throw err;
       errors.push(err);
     }
+    yield;
   }
   if (errors.length > 0) throw combineErrors(errors);
   return { plan: new TablePlan(def.name, index, def.key, keyTypes, features, keySignature), chain };
@@ -313,6 +315,62 @@ function compileTable(def: TableNodeDef, up: NodeArtefact, index: number, path: 
 
 /** Compiles the whole state. Throws one SfError (with an `errors` list when there are several failures). */
 export function compileRegistry(state: RegistryState, opts: CompileOptions): CompiledRegistry {
+  const steps = compileSteps(state, opts);
+  for (;;) {
+    const r = steps.next();
+    if (r.done === true) return r.value;
+  }
+}
+
+/**
+ * compileRegistry in slices, for threads that must keep serving while a large
+ * registry compiles (the front between requests, a shard between batches):
+ * `step(ms)` compiles for about `ms` and returns true once `result` is set. A
+ * compile error is thrown by the step that meets it. One unit of work is a node
+ * or a feature, so a slice overruns its budget by at most one of them.
+ */
+export class SlicedCompile {
+  readonly #steps: Generator<void, CompiledRegistry>;
+  #result: CompiledRegistry | null = null;
+  #failed = false;
+  #error: unknown = null;
+
+  constructor(readonly state: RegistryState, opts: CompileOptions) {
+    this.#steps = compileSteps(state, opts);
+  }
+
+  /** Compiled, or failed (finish() then throws the error). */
+  get done(): boolean {
+    return this.#result !== null || this.#failed;
+  }
+
+  /** Compiles for about `budgetMs`; true once done. */
+  step(budgetMs: number): boolean {
+    if (this.done) return true;
+    const end = performance.now() + budgetMs;
+    try {
+      for (;;) {
+        const r = this.#steps.next();
+        if (r.done === true) { this.#result = r.value; return true; }
+        if (performance.now() >= end) return false;
+      }
+    } catch (err) {
+      this.#failed = true;
+      this.#error = err;
+      return true;
+    }
+  }
+
+  /** The compiled registry, compiling what is left at once; throws the compile's error. */
+  finish(): CompiledRegistry {
+    this.step(Infinity);
+    if (this.#result === null) throw this.#error;
+    return this.#result;
+  }
+}
+
+/** The compile, yielding after each node and feature (SlicedCompile). */
+function* compileSteps(state: RegistryState, opts: CompileOptions): Generator<void, CompiledRegistry> {
   const pathOf = opts.pathOf ?? ((_n: string, i: number) => `nodes[${i}]`);
   const optKey = optionsKey(opts);
   const reusable = opts.previous !== undefined && opts.previous !== null && opts.previous.optionsKey === optKey ? opts.previous.artefacts : null;
@@ -324,24 +382,29 @@ export function compileRegistry(state: RegistryState, opts: CompileOptions): Com
   const notes: CompileNote[] = [];
   const keys = new Map<string, string>();
   const reused: Array<NodeArtefact | null> = [];
-  const parsed: Array<NodeDef | null> = state.nodes.map((raw, i) => {
+  const parsed: Array<NodeDef | null> = [];
+  for (let i = 0; i < state.nodes.length; i++) {
+    const raw = state.nodes[i];
     const up = rawUpstream(raw);
     const key = sha(JSON.stringify([up === null ? null : keys.get(up) ?? null, raw]));
     const name = typeof raw.name === 'string' ? raw.name : '';
     keys.set(name, key);
     const prior = reusable?.get(name);
     reused.push(prior !== undefined && prior.key === key ? prior : null);
-    if (reused[i] !== null) return reused[i]!.def;
+    if (reused[i] !== null) { parsed.push(reused[i]!.def); continue; }
     try {
-      return parseNode(raw, i);
+      parsed.push(parseNode(raw, i));
     } catch (err) {
-      if (err instanceof SfError) { errors.push(err); return null; }
-      throw err;
+      if (!(err instanceof SfError)) throw err;
+      errors.push(err);
+      parsed.push(null);
     }
-  });
+    yield;
+  }
   if (opts.enforceLimits === true && errors.length === 0) checkRegistryLimits(parsed as NodeDef[], pathOf);
-  parsed.forEach((def, i) => {
-    if (def === null) return;
+  for (let i = 0; i < parsed.length; i++) {
+    const def = parsed[i];
+    if (def === null) continue;
     defs.set(def.name, def);
     const path = pathOf(def.name, i);
     const prior = reused[i];
@@ -351,7 +414,7 @@ export function compileRegistry(state: RegistryState, opts: CompileOptions): Com
       for (const n of prior.notes) notes.push({ ...n, path: path + n.path });
       if (prior.table !== null) tables.set(def.name, prior.table.plan.at(tables.size));
       else events.set(def.name, eventPlan(prior, events.size));
-      return;
+      continue;
     }
     const key = keys.get(def.name)!;
     try {
@@ -361,7 +424,8 @@ export function compileRegistry(state: RegistryState, opts: CompileOptions): Com
         const art: NodeArtefact = { key, def, fields: def.fields, optional: def.optional, chain: null, sig: eventSignature(def.name), validator, notes: [], table: null };
         events.set(def.name, eventPlan(art, events.size));
         outs.set(def.name, art);
-        return;
+        yield;
+        continue;
       }
       const found = outs.get(def.upstream);
       const up = found === undefined || found.table !== null ? undefined : found;
@@ -380,10 +444,11 @@ export function compileRegistry(state: RegistryState, opts: CompileOptions): Com
         const art: NodeArtefact = { key, def, fields: chain.fields, optional: chain.optional, chain: chain.fn, sig: sha(JSON.stringify([up.sig, def.ops])), validator, notes: own.map((n) => ({ ...n, path: n.path.slice(path.length) })), table: null };
         events.set(def.name, eventPlan(art, events.size));
         outs.set(def.name, art);
-        return;
+        yield;
+        continue;
       }
       const sigOut = { sig: '' };
-      const { plan, chain } = compileTable(def, up, tables.size, path, opts, sigOut);
+      const { plan, chain } = yield* compileTable(def, up, tables.size, path, opts, sigOut);
       tables.set(def.name, plan);
       outs.set(def.name, { key, def, fields: chain.fields, optional: chain.optional, chain: chain.fn, sig: sigOut.sig, validator: null, notes: [], table: { plan, keyFn: makeKeyFn(def.key) } });
     } catch (err) {
@@ -392,7 +457,7 @@ export function compileRegistry(state: RegistryState, opts: CompileOptions): Com
         for (const item of err.detail.errors) errors.push(new SfError(err.code, item.message, { path: item.path }));
       } else errors.push(err);
     }
-  });
+  }
   if (errors.length > 0) throw combineErrors(errors);
   wireFeeds(outs, events, tables);
   const featureTables = new Map<string, string[]>();

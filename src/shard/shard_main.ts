@@ -15,9 +15,9 @@ import { scanRegistryLog } from '../wal';
 import type { RegistryState } from '../registry/model';
 import { asSfError, SfError } from '../errors';
 import { createLogger } from '../log';
-import { ITEM_EXPORT, ITEM_GET, ITEM_IMPORT, ITEM_INSPECT, ITEM_INSTALL, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, ITEM_STATS, type ErrorPayload, type InspectItem, type InspectResult, type ShardBatch, type ShardBatchResult, type ShardHello, type ShardInit, type ShardItem } from '../protocol/messages';
+import { ITEM_EXPORT, ITEM_GET, ITEM_IMPORT, ITEM_INSPECT, ITEM_INSTALL, ITEM_PREPARE, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, ITEM_STATS, PREPARE_PENDING, type ErrorPayload, type InspectItem, type InspectResult, type ShardBatch, type ShardBatchResult, type ShardHello, type ShardInit, type ShardItem } from '../protocol/messages';
 import { COLD_SWEEP_INTERVAL_MS } from './cold';
-import { RESPONSE_BYTES_MAX } from '../limits';
+import { REGISTRY_COMPILE_SLICE_MS, RESPONSE_BYTES_MAX } from '../limits';
 import { DedupeLog } from './dedupe_log';
 import type { SnapshotJob } from './snapshot_job';
 import { ShardState } from './state';
@@ -91,6 +91,27 @@ setInterval(() => {
   const frozen = state.sweepCold(Date.now());
   if (frozen > 0) log.info({ kind: 'shard.cold_evicted', shard: init.shardId, frozen, cold: state.coldCount() });
 }, COLD_SWEEP_INTERVAL_MS).unref();
+
+// ---- the next registry version, compiled in slices between batches ---------------
+
+let prepareScheduled = false;
+
+/** PREPARE: one slice now (a small registry is ready at once), the rest between batches. */
+function prepare(version: number, next: RegistryState | null): boolean {
+  const job = next !== null ? state.prepare(next) : state.preparing(version);
+  if (job === null) return true; // superseded (or this thread was replaced): the INSTALL compiles
+  if (job.step(REGISTRY_COMPILE_SLICE_MS)) return true;
+  if (!prepareScheduled) { prepareScheduled = true; setImmediate(() => stepPrepare(version)); }
+  return false;
+}
+
+function stepPrepare(version: number): void {
+  prepareScheduled = false;
+  const job = state.preparing(version);
+  if (job === null || job.step(REGISTRY_COMPILE_SLICE_MS)) return;
+  prepareScheduled = true;
+  setImmediate(() => stepPrepare(version));
+}
 
 function dropJob(): void {
   if (job !== null) store?.snapshotAbandoned(false);
@@ -240,6 +261,9 @@ function runItems(items: ShardItem[], from: number, to: number, outs: ShardBatch
           log.error({ kind: 'shard.partition_import_failed', shard: init.shardId, partition: it.p, err: String(err) });
           outs[i] = errorPayload(err);
         }
+        break;
+      case ITEM_PREPARE:
+        outs[i] = prepare(it.version, it.state) ? null : PREPARE_PENDING;
         break;
       case ITEM_INSTALL:
         dropJob(); // the layout a running snapshot captured is gone: start over next time

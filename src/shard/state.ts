@@ -4,7 +4,7 @@
  * are synchronous; the registry plans are swapped whole on install.
  */
 import { strict as assert } from 'node:assert';
-import { compileRegistry, type CompiledRegistry, type EventPlan, type TablePlan } from '../registry/compile';
+import { compileRegistry, SlicedCompile, type CompiledRegistry, type EventPlan, type TablePlan } from '../registry/compile';
 import { rowFromEnvelope } from '../registry/row_text';
 import type { DedupeLog } from './dedupe_log';
 import { partitionOf, shardOf } from '../registry/key';
@@ -114,7 +114,11 @@ export class ShardState {
     const prev = this.registry;
     // Incremental: unchanged nodes reuse the previous version's compiled artefacts.
     const opts = { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: false, previous: prev };
-    const next = compileRegistry(state, opts);
+    const prepared = this.#prepared;
+    this.#prepared = null;
+    const next = prepared !== null && prepared.state.version === state.version && prepared.state.nodes.length === state.nodes.length
+      ? prepared.finish()
+      : compileRegistry(state, opts);
     const moved = new Map(renamesBetween(prev === null ? null : prev.state, state));
     for (const [from, to] of renames) if (!moved.has(from)) moved.set(from, to);
     let ref: CompiledRegistry | null = prev;
@@ -141,8 +145,28 @@ export class ShardState {
     for (const t of tables) this.#byName.set(t.plan.name, t);
   }
 
+  /**
+   * The version a PREPARE started compiling in slices between batches (shard_main.ts),
+   * swapped in by the INSTALL of that version without compiling again.
+   */
+  #prepared: SlicedCompile | null = null;
+
+  /** The sliced compile of `state` (started now unless already under way or done). */
+  prepare(state: RegistryState): SlicedCompile {
+    if (this.#prepared === null || this.#prepared.state.version !== state.version) {
+      this.#prepared = new SlicedCompile(state, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: false, previous: this.registry });
+    }
+    return this.#prepared;
+  }
+
+  /** The compile a PREPARE of `version` started, if it is the current one. */
+  preparing(version: number): SlicedCompile | null {
+    return this.#prepared !== null && this.#prepared.state.version === version ? this.#prepared : null;
+  }
+
   /** Clears every aggregate and installs `state` (normally empty). */
   reset(state: RegistryState): void {
+    this.#prepared = null;
     this.registry = null;
     this.tables = [];
     this.#byName.clear();

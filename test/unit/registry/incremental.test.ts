@@ -6,7 +6,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { compileRegistry, type CompileOptions, type CompiledRegistry } from '../../../src/registry/compile';
+import { compileRegistry, SlicedCompile, type CompileOptions, type CompiledRegistry } from '../../../src/registry/compile';
+import { ShardState } from '../../../src/shard/state';
 import { register } from '../../../src/coordinator/register';
 import { EMPTY_REGISTRY } from '../../../src/registry/model';
 
@@ -88,4 +89,38 @@ test('notes of a reused node carry the path of the register that reports them', 
   const again = register(first.next!, { nodes: [d, table('T', 'E', 'a')] }, { memoryGovEnforce: false, previous: first.compiled });
   assert.equal(again.compiled.artefacts.get('D'), first.compiled.artefacts.get('D'));
   assert.deepEqual((again.body.warnings as Array<{ path: string }>).map((w) => w.path), ['nodes[0].schema.b']);
+});
+
+test('a sliced compile yields between nodes and features and ends with what one compile builds; its errors come out of finish()', () => {
+  const nodes: Node[] = [ev];
+  for (let t = 0; t < 5; t++) nodes.push(table(`T${t}`, 'E', 'a'));
+  const sliced = new SlicedCompile({ version: 1, nodes }, SHARD);
+  let slices = 0;
+  while (!sliced.step(0)) slices++;
+  // A zero budget stops after every unit: nodes (6) + features (2 per table) + more.
+  assert.ok(slices >= 6 + 10, `${slices} slices`);
+  assert.equal(sliced.done, true);
+  const whole = compile(nodes, SHARD, null);
+  const got = sliced.finish();
+  assert.deepEqual([...got.tables.values()].map((t) => [t.name, t.index, t.keySignature, t.features.map((f) => f.signature)]),
+    [...whole.tables.values()].map((t) => [t.name, t.index, t.keySignature, t.features.map((f) => f.signature)]));
+  const bad = new SlicedCompile({ version: 2, nodes: [ev, table('Bad', 'E', 'nope')] }, SHARD);
+  assert.equal(bad.step(1000), true, 'a failed compile is done');
+  assert.throws(() => bad.finish(), (err: Error & { code?: string }) => typeof err.code === 'string');
+});
+
+test('a shard swaps in the version it prepared in slices, and compiles itself when none was prepared', () => {
+  const shard = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: false });
+  shard.install({ version: 1, nodes: [ev, table('T1', 'E', 'a')] });
+  const v2 = { version: 2, nodes: [ev, table('T1', 'E', 'a'), table('T2', 'E', 'a')] };
+  const job = shard.prepare(v2);
+  assert.equal(shard.prepare(v2), job, 'a second PREPARE continues the same compile');
+  while (!job.step(0));
+  shard.install(v2);
+  assert.equal(shard.registry, job.finish());
+  assert.equal(shard.preparing(2), null);
+  const v3 = { version: 3, nodes: v2.nodes };
+  shard.install(v3);
+  assert.equal(shard.registry!.version, 3);
+  assert.equal(shard.registry!.tables.get('T2'), job.finish().tables.get('T2'), 'incremental without a prepare too');
 });
