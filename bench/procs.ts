@@ -62,11 +62,13 @@ export interface ServerOptions {
   extraArgs?: string[];
   /** Also bind the admin sidecar (on a free port): for runs that read per-thread figures from /api/stats. */
   admin?: boolean;
+  /** Another build's dist/src/cli.js (a before/after run); default this build's. */
+  cli?: string;
 }
 
 export function startServer(o: ServerOptions): Promise<Target> {
   const dataDir = mkdtempSync(join(tmpdir(), 'streamfeat-bench-'));
-  const args = [SERVER_CLI, 'serve', '--http-addr', '127.0.0.1:0', '--tcp-addr', '127.0.0.1:0', '--data-dir', dataDir];
+  const args = [o.cli ?? SERVER_CLI, 'serve', '--http-addr', '127.0.0.1:0', '--tcp-addr', '127.0.0.1:0', '--data-dir', dataDir];
   if (o.shards !== undefined) args.push('--shards', String(o.shards));
   if (o.memoryOnly) args.push('--memory-only');
   if (o.walSync !== undefined) args.push('--wal-sync', o.walSync);

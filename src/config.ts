@@ -120,6 +120,25 @@ function duration(b: Base, def: string, zero: string | null): Setting<number> {
   };
 }
 
+/** No `i` flag: the pattern also goes into the JSON Schema (ajv), which has no flags. */
+const SIZE_RE = /^(\d+)\s*(?:([kKmMgGtT])(?:[iI]?[bB])?|[bB])?$/;
+const SIZE_SHIFT: Record<string, number> = { k: 10, m: 20, g: 30, t: 40 };
+
+/** Bytes as an integer, or with a unit: 512MB, 2GiB, 1g (K/M/G/T are powers of 1024 either way). */
+function size(b: Base, def: number): Setting<number> {
+  return {
+    flag: true, ...b, value: 'BYTES',
+    schema: { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'string', pattern: SIZE_RE.source }] },
+    expect: 'a size like 512MB, 2GiB or 1073741824 (bytes)', default: def, defaultText: def === 0 ? 'off' : String(def),
+    fromString: (raw) => (/^\d+$/.test(raw.trim()) ? Number(raw.trim()) : raw.trim()),
+    convert: (v) => {
+      if (typeof v === 'number') return v;
+      const m = SIZE_RE.exec(v as string)!;
+      return Number(m[1]) * 2 ** (m[2] === undefined ? 0 : SIZE_SHIFT[m[2].toLowerCase()]);
+    },
+  };
+}
+
 /** Free text matching `pattern`; unset (null) unless given. */
 function text(b: Base & { value: string }, pattern: RegExp, expect: string): Setting<string | null> {
   return {
@@ -156,6 +175,7 @@ const SETTINGS = {
   adminAddr: addr({ key: 'admin-addr', env: 'SERVICE_ADMIN_ADDR', help: 'admin sidecar: /health /ready /metrics /registry' }, null),
   dataDir: path({ key: 'data-dir', env: 'SERVICE_DATA_DIR', help: 'WAL segments, snapshots, registry log' }, DEFAULTS.dataDir),
   memoryOnly: bool({ key: 'memory-only', env: 'SERVICE_MEMORY_ONLY', help: 'no WAL, no snapshots, no recovery' }, false),
+  memoryLimitBytes: size({ key: 'memory-limit', env: 'SERVICE_MEMORY_LIMIT', help: 'entity memory of all shards (split evenly); past it the least recently pushed go to the cold store, or with --memory-only new entities are refused (docs/operations.md)' }, 0),
   testMode: bool({ key: 'test-mode', env: 'SERVICE_TEST_MODE', help: 'enable /reset (decided at boot)' }, false),
   shards: int({ key: 'shards', env: 'SERVICE_SHARDS', help: 'shard worker threads (a data dir keeps its count)' }, 1, SHARDS_MAX,
     () => Math.max(1, availableParallelism() - 1), 'cores-1 (min 1)'),

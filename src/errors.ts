@@ -28,6 +28,7 @@ export const ERRORS = {
   validation_failed: e(400, 'a validator of the event rejected the payload'),
   dedupe_replay: e(200, 'not an error: a dedupe match returns the prior ack'),
   dedupe_capacity_exceeded: e(503, 'the dedupe store is full; retry once older entries expire'),
+  memory_limit_exceeded: e(503, 'the shard is over --memory-limit without a disk to evict to (--memory-only): new entities are refused; existing ones keep updating'),
   // Get and batch_get.
   unknown_table: e(404, 'table is not registered'),
   key_not_found: e(404, 'reserved: a cold key returns {}'),

@@ -254,3 +254,29 @@ export const TABLE_MEMORY_SAMPLE_ENTITIES = 16;
 export const ADMIN_INSPECT_TIMEOUT_MS = 5_000;
 /** Admin: per-second rates kept for the dashboard's throughput chart (two minutes). */
 export const STATS_HISTORY_INTERVALS = 120;
+
+/** Cold store (shard/cold_files.ts): bytes per segment file before the next one starts. */
+export const COLD_SEGMENT_BYTES = 8 * 1024 * 1024;
+/** Cold store: queued frozen entities are written once this many bytes wait (and at the end of every sweep). */
+export const COLD_FLUSH_BYTES = 1024 * 1024;
+/** Cold store: bytes read per chunk when scanning segments (snapshots, compaction). */
+export const COLD_READ_CHUNK_BYTES = 1024 * 1024;
+/** Cold store: a closed segment with less than this fraction of live bytes is compacted (its live records move on). */
+export const COLD_COMPACT_LIVE_RATIO = 0.5;
+/** Cold store: segment bytes compaction reads per sweep tick (bounds the stall it adds between batches). */
+export const COLD_COMPACT_BYTES_PER_TICK = 2 * 1024 * 1024;
+/** Cold index (shard/key_index.ts): initial slots (a power of two). */
+export const COLD_INDEX_SLOTS_MIN = 1024;
+/** Cold index: slots used at most before it doubles. */
+export const COLD_INDEX_LOAD_MAX = 0.75;
+/** --memory-limit: how often the shard measures its memory and evicts when over. */
+export const MEMORY_CHECK_INTERVAL_MS = 1_000;
+/** --memory-limit: hot entities examined per table and tick to pick the least recently pushed to evict. */
+export const MEMORY_EVICT_SCAN_ENTITIES = 20_000;
+/** --memory-limit: at most this fraction of the examined entities is evicted per tick (the measured heap lags evictions until the next GC). */
+export const MEMORY_EVICT_FRACTION_MAX = 0.5;
+/** --memory-limit: eviction aims this far under the limit, so it does not run again at once. */
+export const MEMORY_EVICT_TARGET_RATIO = 0.9;
+
+assert((COLD_INDEX_SLOTS_MIN & (COLD_INDEX_SLOTS_MIN - 1)) === 0, 'cold index slots are a power of two');
+assert(KEY_BYTES_MAX < 65_536, 'a cold record stores the key length in 16 bits');

@@ -145,6 +145,7 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
   for (let i = 0; i < config.shards; i++) {
     const init: ShardInit = {
       shardId: i, shardCount: config.shards, dataDir: config.dataDir, memoryOnly: config.memoryOnly,
+      memoryLimitBytes: Math.floor(config.memoryLimitBytes / config.shards),
       memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel, walSync: config.walSync,
       walSyncTimeoutMs: config.walSyncTimeoutMs, walSyncIntervalMs: config.walSyncIntervalMs,
       walSegmentBytesMax: config.walSegmentBytesMax, faultFile: config.faultFile, history: first.history, current: first.state,

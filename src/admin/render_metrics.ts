@@ -98,8 +98,25 @@ export function renderMetrics(ctx: AdminContext): string {
     for (const [i, s] of known) for (const t of s.tables) p.sample(name, { shard: i, table: t.table }, pick(t));
   };
   perTable('streamfeat_entities', 'Entities held (hot and cold), by shard and table.', (t) => t.hot + t.cold);
-  perTable('streamfeat_cold_entities', 'Entities frozen after cold_after (included in streamfeat_entities), by shard and table.', (t) => t.cold);
+  perTable('streamfeat_cold_entities', 'Entities in the cold store (idle past cold_after or evicted by --memory-limit; included in streamfeat_entities), by shard and table.', (t) => t.cold);
   perTable('streamfeat_table_state_bytes', 'Estimated bytes of entity state (sampled serialized size x entities), by shard and table.', (t) => t.bytes);
+
+  // Cold store and --memory-limit (shard/cold_files.ts, shard_main.ts); disk figures are 0 in memory-only mode.
+  const cold = bySeries(known.map(([i, s]): [number, ShardStats['cold']] => [i, s.cold]));
+  cold('streamfeat_cold_frozen_total', 'counter', 'Idle entities (past cold_after) frozen into the cold store.', (c) => c.frozen);
+  cold('streamfeat_cold_dropped_total', 'counter', 'Idle or evicted entities dropped instead of stored because every feature was empty.', (c) => c.dropped);
+  cold('streamfeat_cold_evicted_total', 'counter', 'Entities frozen into the cold store because the shard was over --memory-limit.', (c) => c.evicted);
+  cold('streamfeat_cold_thawed_total', 'counter', 'Cold entities brought back to memory by a push or read.', (c) => c.thawed);
+  cold('streamfeat_cold_store_bytes', 'gauge', 'Bytes of the shard\'s on-disk cold store segment files.', (c) => c.diskBytes);
+  cold('streamfeat_cold_store_live_bytes', 'gauge', 'Bytes of live records in the on-disk cold store (the rest is reclaimed by compaction).', (c) => c.liveBytes);
+  cold('streamfeat_cold_store_segments', 'gauge', 'Segment files of the on-disk cold store.', (c) => c.segments);
+  cold('streamfeat_cold_store_write_errors_total', 'counter', 'Cold store writes that failed (their entities stayed in memory).', (c) => c.writeErrors);
+  cold('streamfeat_cold_store_corrupt_total', 'counter', 'Cold store records whose checksum did not match.', (c) => c.corrupt);
+  cold('streamfeat_cold_store_compactions_total', 'counter', 'Cold store segments compacted (live records moved, file deleted).', (c) => c.compactedSegments);
+  cold('streamfeat_cold_memory_bytes', 'gauge', 'Bytes cold entities keep in memory: the on-disk store\'s index, or the frozen buffers in memory-only mode.', (c) => c.memoryBytes);
+  cold('streamfeat_memory_limit_bytes', 'gauge', 'The shard\'s share of --memory-limit (0: no limit).', (c) => c.memoryLimitBytes);
+  cold('streamfeat_shard_memory_bytes', 'gauge', 'The shard\'s measured memory, compared with its limit: heap in use (garbage included until the next GC) plus external buffers.', (c) => c.measuredBytes);
+  cold('streamfeat_memory_refused_total', 'counter', 'Pushes refused with memory_limit_exceeded (memory-only mode over --memory-limit).', (c) => c.refused);
 
   if (!ctx.memoryOnly) {
     const wals: Array<[number, ShardWalStats]> = known.flatMap(([i, s]): Array<[number, ShardWalStats]> => (s.wal === null ? [] : [[i, s.wal]]));

@@ -300,6 +300,20 @@ export class NumWindowState implements StoredState {
     }
   }
 
+  /** Every raw event and bucket has left the window by `t` (and so for any later time): a fresh state. */
+  emptyAt(t: number): boolean {
+    const c = this.cfg;
+    if (!(c.windowMs > 0)) return false;
+    const cutoff = t - c.windowMs;
+    if (this.len > 0) {
+      const mask = (c.stride === 1 ? this.buf.length : this.buf.length >> 1) - 1;
+      if (this.buf[((this.head + this.len - 1) & mask) * c.stride] > cutoff) return false;
+    }
+    // A bucket not yet expired could still be merged into a later read (the straddling bucket).
+    const b = this.b;
+    return b === null || b.len === 0 || (b.bk[newestSlot(b, c.bStride)] + 1) * c.bucketMs <= cutoff;
+  }
+
   /** Folds the live events at `now` into `f` (buckets first: they hold the older events). */
   fold(now: number, f: Fold): void {
     const c = this.cfg;

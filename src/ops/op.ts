@@ -22,6 +22,14 @@ export interface OpState {
   read(now: number): JsonValue;
   /** Plain structured-cloneable data (numbers, strings, arrays, typed arrays, plain objects). */
   save(): unknown;
+  /**
+   * True when, from time `t` on, this state is indistinguishable from a fresh one
+   * (every read at now >= t and every later update gives what a fresh state would):
+   * e.g. a sliding window whose events and buckets have all left it. An idle entity
+   * whose every state says so is dropped instead of stored cold (shard/state.ts).
+   * Absent = never (lifetime states, states that remember a previous value).
+   */
+  emptyAt?(t: number): boolean;
 }
 
 export interface OpFactory {

@@ -302,6 +302,16 @@ export class ValWindowState<A> implements StoredState {
     return this.cfg.agg.result(this.accumulate(now));
   }
 
+  /** Every raw value and bucket has left the window by `t` (and so for any later time): a fresh state. */
+  emptyAt(t: number): boolean {
+    const c = this.cfg;
+    if (!(c.windowMs > 0)) return false;
+    const cutoff = t - c.windowMs;
+    if (this.len > 0 && this.ts[(this.head + this.len - 1) & (this.ts.length - 1)] > cutoff) return false;
+    const b = this.b;
+    return b === null || b.len === 0 || (b.epochs[b.newest()] + 1) * c.bucketMs <= cutoff;
+  }
+
   save(): unknown {
     const mask = this.ts.length - 1;
     const ts: number[] = [];

@@ -190,6 +190,8 @@ export interface ShardInit {
   shardCount: number;
   dataDir: string;
   memoryOnly: boolean;
+  /** This shard's share of --memory-limit in bytes (0: no limit). */
+  memoryLimitBytes: number;
   memoryGovEnforce: boolean;
   logLevel: string;
   walSync: 'batch' | 'always';

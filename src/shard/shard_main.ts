@@ -16,14 +16,16 @@ import type { RegistryState } from '../registry/model';
 import { asSfError, SfError } from '../errors';
 import { createLogger } from '../log';
 import { ITEM_EXPORT, ITEM_GET, ITEM_IMPORT, ITEM_INSPECT, ITEM_INSTALL, ITEM_PREPARE, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, ITEM_STATS, PREPARE_PENDING, type ErrorPayload, type InspectItem, type InspectResult, type ShardBatch, type ShardBatchResult, type ShardHello, type ShardInit, type ShardItem } from '../protocol/messages';
-import { COLD_SWEEP_INTERVAL_MS } from './cold';
-import { REGISTRY_COMPILE_SLICE_MS, RESPONSE_BYTES_MAX } from '../limits';
+import { getHeapStatistics } from 'node:v8';
+import { COLD_SWEEP_INTERVAL_MS, COLD_SWEEP_SLICE_MS } from './cold';
+import { ColdFiles } from './cold_files';
+import { COLD_COMPACT_BYTES_PER_TICK, MEMORY_CHECK_INTERVAL_MS, MEMORY_EVICT_FRACTION_MAX, MEMORY_EVICT_TARGET_RATIO, REGISTRY_COMPILE_SLICE_MS, RESPONSE_BYTES_MAX } from '../limits';
 import { DedupeLog } from './dedupe_log';
 import type { SnapshotJob } from './snapshot_job';
 import { ShardState } from './state';
 import { ShardStore } from './store';
 import { ThreadSampler } from '../admin/thread_stats';
-import { snapshotView, tableStats, type ShardStats } from './shard_stats';
+import { coldView, snapshotView, tableStats, type ShardStats } from './shard_stats';
 import { exportPartition, importPartition } from './partition_io';
 
 const init = workerData as ShardInit;
@@ -32,7 +34,10 @@ const init = workerData as ShardInit;
 // any version reaches a shard) has every version; read it without modifying it.
 refreshRegistry(init);
 const log = createLogger(init.logLevel, { thread: `shard-${init.shardId}` });
-const state = new ShardState({ shardId: init.shardId, shardCount: init.shardCount, memoryGovEnforce: init.memoryGovEnforce, partitions: init.partitions });
+// Disk mode: cold entities leave memory for <data>/shard-<i>/cold/ (a cache of the
+// WAL and snapshots, emptied here before recovery refills it from the snapshot).
+const coldFiles = init.memoryOnly ? null : ColdFiles.open(join(init.dataDir, `shard-${init.shardId}`, 'cold'), log);
+const state = new ShardState({ shardId: init.shardId, shardCount: init.shardCount, memoryGovEnforce: init.memoryGovEnforce, partitions: init.partitions, coldFiles });
 const dedupe = new DedupeLog();
 let store: ShardStore | null = null;
 let recovered = { lastLsn: 0, records: 0, ms: 0 };
@@ -85,11 +90,62 @@ function stepSnapshotJob(): void {
     .finally(() => { snapshotWriting = false; });
 }
 
-setInterval(() => {
-  // Sweeping moves entities between maps; a running snapshot iterates them, so it waits.
+let sweepQueued = false;
+
+/**
+ * One sweep slice (COLD_SWEEP_SLICE_MS). Out of time with work left, the next
+ * slice follows at once (setImmediate: batches that arrived meanwhile run first),
+ * so sweeping keeps up with key churn using the time the shard has to spare.
+ */
+function sweepSlice(): void {
   if (job !== null) return;
-  const frozen = state.sweepCold(Date.now());
-  if (frozen > 0) log.info({ kind: 'shard.cold_evicted', shard: init.shardId, frozen, cold: state.coldCount() });
+  const deadline = performance.now() + COLD_SWEEP_SLICE_MS;
+  state.sweepCold(Date.now(), undefined, deadline);
+  if (performance.now() < deadline || sweepQueued) return;
+  sweepQueued = true;
+  setImmediate(() => { sweepQueued = false; sweepSlice(); });
+}
+
+/** The shard's memory as measured: its isolate's heap in use (garbage included until the next GC) plus external buffers. */
+function measureMemory(): number {
+  const h = getHeapStatistics();
+  return h.used_heap_size + h.external_memory;
+}
+
+let measuredBytes = measureMemory();
+let measuredAtMs = 0;
+/** Sweep counters at the last shard.cold_evicted line (one line a second at most). */
+let logged = { frozen: 0, dropped: 0, evicted: 0, atMs: 0 };
+
+setInterval(() => {
+  const now = Date.now();
+  const limit = init.memoryLimitBytes;
+  // The heap figure moves slowly (and only drops at a GC): measured and acted on once a second.
+  const check = now - measuredAtMs >= MEMORY_CHECK_INTERVAL_MS;
+  if (check) {
+    measuredBytes = measureMemory();
+    measuredAtMs = now;
+  }
+  const over = limit > 0 && measuredBytes > limit;
+  // Without a disk (and outside cluster mode, whose log is applied as written) new entities are refused while over.
+  state.refuseNew = over && init.memoryOnly && init.partitions === 0;
+  // Sweeping moves entities between maps and compaction moves records; a running snapshot iterates them, so both wait.
+  if (job !== null) return;
+  const c = state.counters;
+  sweepSlice();
+  if (over && check) {
+    // Evict the share that brings the shard under MEMORY_EVICT_TARGET_RATIO of its limit; the heap figure
+    // only drops at the next GC, so at most MEMORY_EVICT_FRACTION_MAX per tick.
+    state.evictColdest(Math.min(MEMORY_EVICT_FRACTION_MAX, (measuredBytes - limit * MEMORY_EVICT_TARGET_RATIO) / measuredBytes), now);
+  }
+  if (check) coldFiles?.compactStep(COLD_COMPACT_BYTES_PER_TICK);
+  const frozen = c.frozen - logged.frozen;
+  const dropped = c.dropped - logged.dropped;
+  const evicted = c.evicted - logged.evicted;
+  if (frozen + dropped + evicted > 0 && now - logged.atMs >= MEMORY_CHECK_INTERVAL_MS) {
+    logged = { frozen: c.frozen, dropped: c.dropped, evicted: c.evicted, atMs: now };
+    log.info({ kind: 'shard.cold_evicted', shard: init.shardId, frozen, dropped, evicted, cold: state.coldCount(), measured_bytes: measuredBytes, limit_bytes: limit });
+  }
 }, COLD_SWEEP_INTERVAL_MS).unref();
 
 // ---- the next registry version, compiled in slices between batches ---------------
@@ -129,6 +185,7 @@ function shardStats(): ShardStats {
     tables: tableStats(state),
     wal: store === null ? null : store.walView(),
     snapshot: store === null ? null : snapshotView(store.snapshotStats),
+    cold: coldView(state, coldFiles, init.memoryLimitBytes, measuredBytes),
   };
 }
 
@@ -225,7 +282,8 @@ function runItems(items: ShardItem[], from: number, to: number, outs: ShardBatch
           applyPush(it.e, it.j, it.t, it.lsn, it.v, it.p ?? -1);
           outs[i] = null;
         } catch (err) {
-          log.error({ kind: 'shard.apply_failed', err });
+          // A coded refusal (memory_limit_exceeded) is an answer, not a failure to log.
+          if (!(err instanceof SfError)) log.error({ kind: 'shard.apply_failed', err });
           outs[i] = errorPayload(err);
         }
         break;
@@ -340,5 +398,5 @@ export default function handle(task: ShardBatch | { hello: true }): ShardBatchRe
 }
 
 process.on('exit', () => {
-  try { store?.syncIfDirty(); store?.close(); } catch { /* exiting */ }
+  try { store?.syncIfDirty(); store?.close(); coldFiles?.close(); } catch { /* exiting */ }
 });

@@ -9,6 +9,7 @@ import { Histogram, type HistogramData } from '../admin/histogram';
 import type { ThreadStats } from '../admin/thread_stats';
 import { TABLE_MEMORY_SAMPLE_ENTITIES } from '../limits';
 import type { ShardState, TableState } from './state';
+import type { ColdFiles } from './cold_files';
 
 export class WalStats {
   appends = 0;
@@ -66,13 +67,47 @@ export interface ShardStats {
   /** null in memory-only mode. */
   wal: ShardWalStats | null;
   snapshot: { lastSuccessMs: number; lastDurationS: number; lastBytes: number; lastEntities: number; written: number; failures: number; running: boolean } | null;
+  cold: ShardColdStats;
+}
+
+/** Cold store and memory-limit figures of a shard (counters since boot). */
+export interface ShardColdStats {
+  frozen: number;
+  dropped: number;
+  evicted: number;
+  thawed: number;
+  refused: number;
+  /** On-disk cold store (0 in memory-only mode): bytes in segment files, of which live. */
+  diskBytes: number;
+  liveBytes: number;
+  segments: number;
+  /** Bytes the cold store keeps in memory (the index, or frozen buffers without disk). */
+  memoryBytes: number;
+  writeErrors: number;
+  corrupt: number;
+  compactedSegments: number;
+  /** The shard's share of --memory-limit (0: none) and its last measured memory (heap used + external). */
+  memoryLimitBytes: number;
+  measuredBytes: number;
+}
+
+export function coldView(state: ShardState, files: ColdFiles | null, memoryLimitBytes: number, measuredBytes: number): ShardColdStats {
+  const c = state.counters;
+  let memoryBytes = 0;
+  for (const ts of state.tables) memoryBytes += ts.cold.memoryBytes();
+  return {
+    frozen: c.frozen, dropped: c.dropped, evicted: c.evicted, thawed: c.thawed, refused: c.refused,
+    diskBytes: files === null ? 0 : files.diskBytes, liveBytes: files === null ? 0 : files.liveBytes, segments: files === null ? 0 : files.segments,
+    memoryBytes, writeErrors: files === null ? 0 : files.stats.writeErrors, corrupt: files === null ? 0 : files.stats.corrupt,
+    compactedSegments: files === null ? 0 : files.stats.compactedSegments, memoryLimitBytes, measuredBytes,
+  };
 }
 
 /**
  * Estimated bytes a table's entities hold: the mean v8-serialized size of up to
  * TABLE_MEMORY_SAMPLE_ENTITIES hot entities (their op states as a snapshot or a
- * cold freeze stores them, plus the key) times the hot count, plus the same for
- * cold buffers. Live objects on the heap take more than their serialized form;
+ * cold freeze stores them, plus the key) times the hot count, plus what the cold
+ * store keeps in memory (frozen buffers, or the on-disk store's index). Live objects on the heap take more than their serialized form;
  * the shard's measured heap is in `runtime` — this number says which table
  * holds the state, not the exact heap bytes.
  */
@@ -89,15 +124,8 @@ export function estimateTableBytes(ts: TableState): number {
     }
     bytes += (sum / n) * ts.rows.size;
   }
-  if (ts.cold.size > 0) {
-    let n = 0;
-    let sum = 0;
-    for (const [key, buf] of ts.cold) {
-      sum += buf.length + key.length * 2;
-      if (++n >= TABLE_MEMORY_SAMPLE_ENTITIES) break;
-    }
-    bytes += (sum / n) * ts.cold.size;
-  }
+  // Cold entities: what they keep in memory (frozen buffers in memory-only mode; the index on disk).
+  bytes += ts.cold.memoryBytes();
   return Math.round(bytes);
 }
 

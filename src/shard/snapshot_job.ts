@@ -9,8 +9,9 @@
  * recovery replays the WAL from the start LSN skipping, per entity, records with
  * lsn <= lastLsn (state.ts apply).
  *
- * Order of capture: frozen (cold) entities first, then hot ones. With cold sweeps
- * paused during a job, an entity that moves cold -> hot (a thaw) is appended to the
+ * Order of capture: frozen (cold) entities first (read back from the cold store:
+ * the on-disk store is a cache the snapshot must cover), then hot ones. With cold
+ * sweeps, memory-limit evictions and cold-store compaction paused during a job, an entity that moves cold -> hot (a thaw) is appended to the
  * hot map and captured there; a key captured twice keeps its later copy on restore.
  * An install or reset aborts the job (the layout it captured is gone).
  *
@@ -204,6 +205,7 @@ export function restoreSnapshot(
       ts.rows.set(key, new EntityRow(states, ch.lastTs[e], ch.lastLsns[e]));
     }
   }
+  state.flushCold();
   if (end === null) throw new Error('snapshot body has no end chunk');
   if (end.appliedLsn > state.appliedLsn) state.appliedLsn = end.appliedLsn;
   if (end.lastT > state.lastT) state.lastT = end.lastT;

@@ -12,10 +12,12 @@ import { renamesBetween, underNewNames } from '../coordinator/renames';
 import type { RegistryState } from '../registry/model';
 import type { OpState } from '../ops/op';
 import type { Row } from '../types';
-import { COLD_SWEEP_ENTITIES_PER_TICK, SweepCursor, thaw } from './cold';
+import { COLD_SWEEP_ENTITIES_PER_TICK, freeze, SweepCursor, thaw } from './cold';
+import { MemColdStore, type ColdStore } from './cold_store';
+import type { ColdFiles } from './cold_files';
 import { jsonText } from './json_text';
 import { SfError } from '../errors';
-import { RESPONSE_BYTES_MAX } from '../limits';
+import { MEMORY_EVICT_SCAN_ENTITIES, RESPONSE_BYTES_MAX } from '../limits';
 
 export class EntityRow {
   constructor(
@@ -31,28 +33,65 @@ export class EntityRow {
   ) {}
 }
 
+/** Cold-store counters of a shard (/metrics via shard_stats.ts). */
+export class ColdCounters {
+  /** Idle entities frozen into the cold store (cold_after). */
+  frozen = 0;
+  /** Idle or evicted entities dropped because every feature was back to empty. */
+  dropped = 0;
+  /** Entities frozen because the shard was over --memory-limit. */
+  evicted = 0;
+  /** Cold entities brought back by a push or read. */
+  thawed = 0;
+  /** Pushes refused with memory_limit_exceeded (memory-only mode). */
+  refused = 0;
+}
+
 export class TableState {
   readonly cursor = new SweepCursor();
+  /** Memory-limit eviction's own cursor (it looks at every entity, not only idle ones). */
+  readonly lruCursor = new SweepCursor();
   constructor(
     public plan: TablePlan,
     readonly rows: Map<string, EntityRow>,
     /** `cold_after` of the table's root event, or null (never evicted). */
     public coldAfterMs: number | null = null,
-    /** Entities idle past `cold_after`, frozen (cold.ts); thawed by the next push or read. */
-    readonly cold: Map<string, Buffer> = new Map(),
+    /** Entities idle past `cold_after` (or evicted by --memory-limit), frozen (cold.ts); thawed by the next push or read. */
+    readonly cold: ColdStore = new MemColdStore(),
+    readonly counters: ColdCounters = new ColdCounters(),
   ) {}
 
-  /** The hot row of `key`, thawing it from the cold map if it is there. */
+  /** The hot row of `key`, thawing it from the cold store if it is there. */
   hot(key: string): EntityRow | undefined {
     const ent = this.rows.get(key);
     if (ent !== undefined || this.cold.size === 0) return ent;
-    const buf = this.cold.get(key);
+    const buf = this.cold.take(key);
     if (buf === undefined) return undefined;
     const th = thaw(buf, this.plan);
     const row = new EntityRow(th.states, th.lastT, th.lastLsn);
-    this.cold.delete(key);
     this.rows.set(key, row);
+    this.counters.thawed++;
     return row;
+  }
+
+  /** Whether `key` exists, hot or cold (without thawing it). */
+  holds(key: string): boolean {
+    return this.rows.has(key) || (this.cold.size > 0 && this.cold.has(key));
+  }
+
+  /**
+   * Takes an entity out of hot memory: dropped when every feature is empty from
+   * `t` on (a later get of the key answers `{}`, as for a key never pushed; docs/durability.md),
+   * else frozen into the cold store. Returns true when dropped.
+   */
+  evict(key: string, ent: EntityRow, t: number): boolean {
+    this.rows.delete(key);
+    if (isEmptyAt(ent.states, t)) {
+      this.counters.dropped++;
+      return true;
+    }
+    this.cold.set(key, freeze(ent));
+    return false;
   }
 
   /** Thaws every cold entity (before its feature layout changes). */
@@ -74,12 +113,23 @@ function freshStates(plan: TablePlan): OpState[] {
   return out;
 }
 
+/** Every state of an entity is empty from `t` on (OpState.emptyAt); false when one cannot say. */
+function isEmptyAt(states: OpState[], t: number): boolean {
+  for (let i = 0; i < states.length; i++) {
+    const s = states[i];
+    if (s.emptyAt === undefined || !s.emptyAt(t)) return false;
+  }
+  return true;
+}
+
 export interface ShardOptions {
   shardId: number;
   shardCount: number;
   memoryGovEnforce: boolean;
   /** Cluster mode: partitions of the cluster (a pushed event is applied only to keys of its message's partition); 0 = single node. */
   partitions?: number;
+  /** The shard's on-disk cold store; absent or null: cold entities stay in memory, frozen (memory-only mode). */
+  coldFiles?: ColdFiles | null;
 }
 
 export class ShardState {
@@ -91,6 +141,13 @@ export class ShardState {
   lastT = 0;
   /** Highest LSN applied (snapshots cover up to here). */
   appliedLsn = 0;
+  readonly counters = new ColdCounters();
+  /**
+   * Memory-only mode over --memory-limit (shard_main.ts sets it each tick): a push
+   * that would create an entity is refused with memory_limit_exceeded; existing
+   * entities keep updating.
+   */
+  refuseNew = false;
 
   constructor(readonly opts: ShardOptions) {
     assert(opts.shardId >= 0 && opts.shardId < opts.shardCount);
@@ -135,10 +192,11 @@ export class ShardState {
       const old = this.#byName.get(renamedTo.get(plan.name) ?? plan.name);
       const oldRef = ref === null ? undefined : ref === prev ? old?.plan : ref.tables.get(plan.name);
       tables.push(old === undefined || oldRef === undefined || oldRef.keySignature !== plan.keySignature
-        ? new TableState(plan, new Map())
+        ? new TableState(plan, new Map(), null, this.#newCold(), this.counters)
         : carryOver(old, plan, oldRef));
     }
     for (const t of tables) t.coldAfterMs = coldAfterOf(next, t.plan.name);
+    this.#disposeCold(this.tables, tables);
     this.registry = next;
     this.tables = tables;
     this.#byName.clear();
@@ -164,9 +222,26 @@ export class ShardState {
     return this.#prepared !== null && this.#prepared.state.version === version ? this.#prepared : null;
   }
 
+  #newCold(): ColdStore {
+    const files = this.opts.coldFiles ?? null;
+    return files === null ? new MemColdStore() : files.newStore();
+  }
+
+  /** Cold stores of `before` that no table of `after` kept: their entries are gone. */
+  #disposeCold(before: readonly TableState[], after: readonly TableState[]): void {
+    const kept = new Set(after.map((t) => t.cold));
+    for (const t of before) {
+      if (kept.has(t.cold)) continue;
+      t.cold.clear();
+      this.opts.coldFiles?.forget(t.cold as import('./cold_files').DiskColdStore);
+    }
+  }
+
   /** Clears every aggregate and installs `state` (normally empty). */
   reset(state: RegistryState): void {
     this.#prepared = null;
+    this.#disposeCold(this.tables, []);
+    this.opts.coldFiles?.clear();
     this.registry = null;
     this.tables = [];
     this.#byName.clear();
@@ -219,6 +294,7 @@ export class ShardState {
     const feeds = plan.feeds;
     if (feeds.length === 0) return;
     const rows = plan.feedRows(row);
+    if (this.refuseNew) this.#refuseIfNew(plan, rows, partition);
     for (let fi = 0; fi < feeds.length; fi++) {
       const feed = feeds[fi];
       const r = rows[fi];
@@ -241,7 +317,28 @@ export class ShardState {
   }
 
   /**
-   * The row of `key` as JSON text: `{}` for a cold key. Throws response_too_large
+   * Over --memory-limit in memory-only mode: throws memory_limit_exceeded when any
+   * entity this push reaches on this shard is new, before anything is applied.
+   */
+  #refuseIfNew(plan: EventPlan, rows: ReturnType<EventPlan['feedRows']>, partition: number): void {
+    const { shardId, shardCount } = this.opts;
+    const partitions = this.opts.partitions ?? 0;
+    const feeds = plan.feeds;
+    for (let fi = 0; fi < feeds.length; fi++) {
+      const r = rows[fi];
+      if (r === null) continue;
+      const key = feeds[fi].key(r);
+      if (key === null || (shardCount > 1 && shardOf(key, shardCount) !== shardId)) continue;
+      if (partition >= 0 && partitionOf(key, partitions) !== partition) continue;
+      const ts = this.tables[feeds[fi].table.index];
+      if (ts.holds(key)) continue;
+      this.counters.refused++;
+      throw new SfError('memory_limit_exceeded', `shard ${shardId} is over --memory-limit and runs without disk (--memory-only): new entities are refused until memory is freed; pushes to existing entities keep working`);
+    }
+  }
+
+  /**
+   * The row of `key` as JSON text: `{}` for a key never pushed, or dropped once cold and empty. Throws response_too_large
    * as soon as the text passes `budget` UTF-16 units (each feature's text is
    * bounded, so the row never grows far past it).
    */
@@ -310,14 +407,55 @@ export class ShardState {
     return n;
   }
 
-  /** Freezes entities idle past their table's cold_after; bounded work per call. Returns entities frozen. */
-  sweepCold(now: number, budget = COLD_SWEEP_ENTITIES_PER_TICK): number {
-    let frozen = 0;
+  /**
+   * Takes entities idle past their table's cold_after out of hot memory (frozen
+   * into the cold store, or dropped when empty); bounded work per call. Returns
+   * entities taken out (frozen + dropped).
+   */
+  sweepCold(now: number, budget = COLD_SWEEP_ENTITIES_PER_TICK, deadline = Number.POSITIVE_INFINITY): number {
+    // Emptiness at the time a read now would use: reads never go back before it.
+    const t = now > this.lastT ? now : this.lastT;
+    let out = 0;
     for (const ts of this.tables) {
       if (ts.coldAfterMs === null || ts.rows.size === 0) continue;
-      frozen += ts.cursor.sweep(ts.rows, ts.cold, now - ts.coldAfterMs, budget);
+      out += ts.cursor.sweep(ts.rows, now - ts.coldAfterMs, budget, (key, ent) => {
+        if (!ts.evict(key, ent as EntityRow, t)) this.counters.frozen++;
+      }, deadline);
     }
-    return frozen;
+    this.flushCold();
+    return out;
+  }
+
+  /**
+   * --memory-limit: takes about `fraction` of the hot entities out of memory, the
+   * least recently pushed first (approximately: the oldest `fraction` of the next
+   * MEMORY_EVICT_SCAN_ENTITIES of each table, a resumable scan). Returns entities taken out.
+   */
+  evictColdest(fraction: number, now: number, scan = MEMORY_EVICT_SCAN_ENTITIES): number {
+    const t = now > this.lastT ? now : this.lastT;
+    let out = 0;
+    for (const ts of this.tables) {
+      if (ts.rows.size === 0) continue;
+      const seen: Array<[number, string]> = [];
+      ts.lruCursor.sweep(ts.rows, Number.POSITIVE_INFINITY, Math.min(scan, ts.rows.size), (key, ent) => { seen.push([ent.lastT, key]); });
+      // The sweep only listed them (nothing removed yet): evict the oldest share.
+      seen.sort((a, b) => a[0] - b[0]);
+      const n = Math.ceil(seen.length * fraction);
+      for (let i = 0; i < n; i++) {
+        const key = seen[i][1];
+        const ent = ts.rows.get(key);
+        if (ent === undefined) continue;
+        if (!ts.evict(key, ent, t)) this.counters.evicted++;
+        out++;
+      }
+    }
+    this.flushCold();
+    return out;
+  }
+
+  /** Writes frozen entities queued for the disk cold store (no-op in memory). */
+  flushCold(): void {
+    this.opts.coldFiles?.flush();
   }
 }
 
@@ -348,11 +486,11 @@ function carryOver(old: TableState, plan: TablePlan, ref: TablePlan): TableState
   });
   const identity = map.length === old.plan.features.length && map.every((j, i) => j === i);
   // Frozen entities keep the old feature layout: identical layouts keep them frozen.
-  if (identity) return new TableState(plan, old.rows, null, old.cold);
+  if (identity) return new TableState(plan, old.rows, null, old.cold, old.counters);
   old.thawAll();
   for (const ent of old.rows.values()) {
     const prev = ent.states;
     ent.states = map.map((j, i) => (j >= 0 ? prev[j] : plan.features[i].factory.create()));
   }
-  return new TableState(plan, old.rows);
+  return new TableState(plan, old.rows, null, old.cold, old.counters);
 }
