@@ -56,6 +56,38 @@ function buildRow(props: ReadonlyArray<[string, string]>, after: readonly string
   return (new Function('F', src) as (f: readonly unknown[]) => RowFn)(fns);
 }
 
+/**
+ * Consecutive with_columns ops (the peer's cast and fillna are with_columns too)
+ * run as ONE generated step: one copy of the row for the run, not one per op.
+ */
+interface ColumnsGroup {
+  /** Schema before the first op of the run. */
+  inFields: FieldMap;
+  /** Assignments in order (a column set again by a later op appears again). */
+  cols: string[];
+  fns: Array<(r: Row) => unknown>;
+}
+
+function addColumns(op: Extract<ChainOpDef, { op: 'with_columns' }>, fields: FieldMap, optional: Set<string>, path: string, group: ColumnsGroup): void {
+  for (const [col, src] of op.exprs) {
+    if (!isValidName(col)) throw new SfError('schema_invalid', `column name ${NAME_RULE}`, { path: `${path}.exprs.${col}` });
+    const ce = withPath(`${path}.exprs.${col}`, () => compileExpression(src, fields));
+    fields[col] = (ce.type === 'null' ? 'str' : ce.type) as FieldType;
+    optional.add(col);
+    group.cols.push(col);
+    group.fns.push(ce.fn);
+  }
+}
+
+function columnsStep(group: ColumnsGroup): RowFn {
+  // The input columns, then each new column (a placeholder until its expression
+  // has run: an expression reads the row with the assignments before it done).
+  const out = Object.keys(group.inFields).map((c): [string, string] => [c, `r[${q(c)}]`]);
+  const added = new Set<string>();
+  for (const c of group.cols) if (!(c in group.inFields) && !added.has(c)) { added.add(c); out.push([c, 'undefined']); }
+  return buildRow(out, group.cols.map((c, i) => `o[${q(c)}] = F[${i}](o);`), group.fns);
+}
+
 function stepFor(op: ChainOpDef, fields: FieldMap, optional: Set<string>, path: string): RowFn {
   // Columns of the input row, in schema order (the step's generated literal copies these).
   const inFields = copyFields(fields);
@@ -66,21 +98,9 @@ function stepFor(op: ChainOpDef, fields: FieldMap, optional: Set<string>, path: 
       return (r) => (pred(r) ? r : null);
     }
     case 'with_columns': {
-      const cols: string[] = [];
-      const fns: Array<(r: Row) => unknown> = [];
-      for (const [col, src] of op.exprs) {
-        if (!isValidName(col)) throw new SfError('schema_invalid', `column name ${NAME_RULE}`, { path: `${path}.exprs.${col}` });
-        const ce = withPath(`${path}.exprs.${col}`, () => compileExpression(src, fields));
-        fields[col] = (ce.type === 'null' ? 'str' : ce.type) as FieldType;
-        optional.add(col);
-        cols.push(col);
-        fns.push(ce.fn);
-      }
-      // The input columns, then each new column (a placeholder until its
-      // expression has run: expression i reads the row with columns < i set).
-      const out = inNames.map((c): [string, string] => [c, `r[${q(c)}]`]);
-      for (const c of cols) if (!(c in inFields)) out.push([c, 'undefined']);
-      return buildRow(out, cols.map((c, i) => `o[${q(c)}] = F[${i}](o);`), fns);
+      const group: ColumnsGroup = { inFields, cols: [], fns: [] };
+      addColumns(op, fields, optional, path, group);
+      return columnsStep(group);
     }
     case 'select': {
       for (const f of op.fields) requireField(fields, f, `${path}.fields`, 'select');
@@ -119,7 +139,18 @@ export function compileChain(ops: readonly ChainOpDef[], inFields: FieldMap, inO
   const fields = copyFields(inFields);
   const optional = new Set(inOptional);
   const steps: RowFn[] = [];
-  ops.forEach((op, j) => steps.push(stepFor(op, fields, optional, `${pathPrefix}.ops[${j}]`)));
+  let group: ColumnsGroup | null = null;
+  ops.forEach((op, j) => {
+    const path = `${pathPrefix}.ops[${j}]`;
+    if (op.op === 'with_columns') {
+      group ??= { inFields: copyFields(fields), cols: [], fns: [] };
+      addColumns(op, fields, optional, path, group);
+      return;
+    }
+    if (group !== null) { steps.push(columnsStep(group)); group = null; }
+    steps.push(stepFor(op, fields, optional, path));
+  });
+  if (group !== null) steps.push(columnsStep(group));
   return { fn: composeSteps(steps), fields, optional: [...optional] };
 }
 

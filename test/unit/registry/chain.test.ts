@@ -25,6 +25,20 @@ test('with_columns adds, overwrites and reads columns of the same step in order'
   assert.notEqual(out, input);
 });
 
+test('consecutive with_columns ops run as one step with the same result as one after another', () => {
+  const c = compileChain([
+    { op: 'with_columns', exprs: [['b', 'a + 1']] },
+    { op: 'with_columns', exprs: [['a', 'b * 2'], ['c', 'a + b']] },
+    { op: 'with_columns', exprs: [['b', 'cast(b, str)']] },
+    { op: 'filter', expr: 'c > 0' },
+    { op: 'with_columns', exprs: [['d', 'c - a']] },
+  ], fields({ a: 'i64' }), [], 'n');
+  assert.deepEqual({ ...c.fields }, { a: 'i64', b: 'str', c: 'i64', d: 'i64' });
+  // b = 3, a = 6, c = 6 + 3 = 9, b = "3", then d = 9 - 6.
+  assert.deepEqual(present(c.fn!({ a: 2 })), { a: 6, b: '3', c: 9, d: 3 });
+  assert.equal(c.fn!({ a: -5 }), null);
+});
+
 test('select, drop and rename keep exactly their columns; absent optional columns stay absent', () => {
   const f = fields({ a: 'i64', b: 'str', c: 'f64', d: 'bool' });
   const sel = compileChain([{ op: 'select', fields: ['c', 'a'] }], f, ['b'], 'n');
