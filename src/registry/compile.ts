@@ -459,7 +459,7 @@ function* compileSteps(state: RegistryState, opts: CompileOptions): Generator<vo
     }
   }
   if (errors.length > 0) throw combineErrors(errors);
-  wireFeeds(outs, events, tables);
+  yield* wireFeeds(outs, events, tables);
   const featureTables = new Map<string, string[]>();
   for (const t of tables.values()) {
     for (const f of t.features) {
@@ -513,7 +513,7 @@ function checkDeclared(declared: FieldMap, produced: FieldMap, path: string, not
  * evaluates a derived event once per push (EventPlan.derivs) and a table starts
  * from the row of its upstream: no composed chain repeats a shared prefix.
  */
-function wireFeeds(outs: Map<string, NodeArtefact>, events: Map<string, EventPlan>, tables: Map<string, TablePlan>): void {
+function* wireFeeds(outs: Map<string, NodeArtefact>, events: Map<string, EventPlan>, tables: Map<string, TablePlan>): Generator<void, void> {
   const derivIndex = new Map<EventPlan, Map<string, number>>();
   /** Index of derived event `name` in `ev.derivs`, adding it and its ancestors below `ev`. */
   const indexIn = (ev: EventPlan, name: string): number => {
@@ -547,5 +547,6 @@ function wireFeeds(outs: Map<string, NodeArtefact>, events: Map<string, EventPla
       if (out.def.kind !== 'derived') break;
       cur = out.def.upstream;
     }
+    yield; // a table below a deep chain gets one feed per ancestor event
   }
 }
