@@ -1,14 +1,15 @@
 /**
  * Issue 11 findings 1, 2, 3, 4 and 8, measured against any build of the server:
  *
- *   node dist/bench/hardening.js [--cli path/to/dist/src/cli.js] [--only finding4,finding8]
+ *   node dist/bench/hardening.js [--cli path/to/dist/src/cli.js] [--only compile,finding4,finding8]
  *
  * Starts `serve --memory-only --test-mode --shards 2` on free 127.0.0.1 ports and
  * prints one line per finding: whether the server survived finding 1, register
  * times (2, 8), RSS growth over 120 dry runs (3), the slowest /ping during a
  * register (4, 8), with the slowest /push during re-registers and the same loops'
  * noise floor without a register (4), and the server's CPU per push through a
- * 150-deep chain (8).
+ * 150-deep chain (8). `compile` (in-process, this build only) prints what
+ * compiling the finding 4 and 8 registries costs a front and a shard thread.
  * Run it with the --cli of a build before the fix for the baseline.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -47,9 +48,9 @@ function rssMb(pid: number): number {
   return m === null ? 0 : Number(m[1]) / 1024;
 }
 
-/** utime + stime of the process, ms. */
-function cpuMs(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+/** utime + stime of the process (or, with `tid`, of that thread), ms. */
+function cpuMs(pid: number, tid: number | null = null): number {
+  const f = readFileSync(tid === null ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(f[11]) + Number(f[12])) * 10;
 }
 
@@ -133,13 +134,72 @@ async function finding3(s: Srv): Promise<void> {
   line(`finding 3: 120 dry-run registers of a 1,000-field event: RSS ${r0.toFixed(0)} -> ${rssMb(s.proc.pid!).toFixed(0)} MB, ${(ms / 120).toFixed(1)} ms per register`);
 }
 
-async function finding4(s: Srv): Promise<void> {
-  const nodes: unknown[] = [{ kind: 'event', name: 'Ev', schema: { fields: { user: 'str', a: 'f64', b: 'f64', s: 'str' } } }];
+type Nodes = Array<Record<string, unknown>>;
+
+/** Finding 4's registry: 40 tables x 100 where-features, 40 derived events x 20 with_columns. */
+function expressionHeavy(): Nodes {
+  const nodes: Nodes = [{ kind: 'event', name: 'Ev', schema: { fields: { user: 'str', a: 'f64', b: 'f64', s: 'str' } } }];
   for (let t = 0; t < 40; t++) {
     const agg = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`f${t}_${i}`, { op: 'sum', params: { field: 'a', window: '1h', where: `a * ${i} + b > ${t} and s != 'q${i}' or lower(s) == 'z'` } }]));
     nodes.push({ kind: 'derivation', name: `D${t}`, output_kind: 'event', upstreams: ['Ev'], ops: [{ op: 'with_columns', exprs: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`x${i}`, `a * ${i} + b`])) }] });
     nodes.push({ kind: 'table', name: `T${t}`, upstreams: [`D${t}`], key: ['user'], agg });
   }
+  return nodes;
+}
+
+/** Finding 8's registry: a 150-deep with_columns chain, each level feeding a table. */
+function deepChain(): Nodes {
+  const nodes: Nodes = [{ kind: 'event', name: 'Root', schema: { fields: { user: 'str', c0: 'i64' } } }];
+  for (let i = 1; i <= 150; i++) {
+    nodes.push({ kind: 'derivation', name: `D${i}`, output_kind: 'event', upstreams: [i === 1 ? 'Root' : `D${i - 1}`], ops: [{ op: 'with_columns', exprs: { [`c${i}`]: `c${i - 1} + 1` } }] });
+    nodes.push({ kind: 'table', name: `T${i}`, upstreams: [`D${i}`], key: ['user'], agg: { s: { op: 'sum', params: { field: `c${i}`, window: '1h' } } } });
+  }
+  return nodes;
+}
+
+/**
+ * In-process, this thread's CPU time (so a loaded machine inflates it far less
+ * than wall time): what compiling each registry costs a thread, whole and
+ * incrementally, and the longest slice of a sliced compile (what a request can
+ * wait behind). Uses this build's compiler (not --cli).
+ */
+async function compileCost(): Promise<void> {
+  const { compileRegistry, SlicedCompile } = await import('../src/registry/compile');
+  const REGISTRY_COMPILE_SLICE_MS = (await import('../src/limits')).REGISTRY_COMPILE_SLICE_MS;
+  // This thread's run time in ns (Linux schedstat): V8's helper threads (GC, compiler) are not counted.
+  const cpu = (): number => Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6;
+  const threads = { front: { memoryGovEnforce: false, pushValidators: true, features: false }, shard: { memoryGovEnforce: false, pushValidators: false } } as const;
+  for (const [label, make] of [['finding 4 registry', expressionHeavy], ['finding 8 registry', deepChain]] as const) {
+    for (const [thread, opts] of Object.entries(threads)) {
+      const nodes = make();
+      const whole: number[] = [];
+      const again: number[] = [];
+      const longest: number[] = [];
+      for (let k = 0; k < 5; k++) {
+        let c = cpu();
+        const first = compileRegistry({ version: 1, nodes }, opts);
+        whole.push(cpu() - c);
+        c = cpu();
+        compileRegistry({ version: 2, nodes: [...nodes, { kind: 'table', name: 'Extra', upstreams: [String(nodes[0].name)], key: ['user'], agg: { n: { op: 'count', params: { window: 'forever' } } } }] }, { ...opts, previous: first });
+        again.push(cpu() - c);
+        const job = new SlicedCompile({ version: 3, nodes }, opts);
+        let slowest = 0;
+        for (;;) {
+          c = cpu();
+          const done = job.step(REGISTRY_COMPILE_SLICE_MS);
+          slowest = Math.max(slowest, cpu() - c);
+          if (done) break;
+          await new Promise((r) => setImmediate(r));
+        }
+        longest.push(slowest);
+      }
+      line(`compile, ${label}, ${thread} thread (CPU, median of 5): whole ${median(whole).toFixed(0)} ms, again with one table more ${median(again).toFixed(1)} ms, longest ${REGISTRY_COMPILE_SLICE_MS} ms slice ${median(longest).toFixed(1)} ms`);
+    }
+  }
+}
+
+async function finding4(s: Srv): Promise<void> {
+  const nodes = expressionHeavy();
   const push = { event: 'Ev', data: { user: 'u1', a: 1, b: 2, s: 'x' } };
   // The noise floor of this run: the same loops with no register.
   const idle = await slowestPing(s, () => new Promise((r) => setTimeout(r, 1000)), push);
@@ -158,26 +218,25 @@ async function finding4(s: Srv): Promise<void> {
 }
 
 async function finding8(s: Srv): Promise<void> {
-  const nodes: unknown[] = [{ kind: 'event', name: 'Root', schema: { fields: { user: 'str', c0: 'i64' } } }];
-  for (let i = 1; i <= 150; i++) {
-    nodes.push({ kind: 'derivation', name: `D${i}`, output_kind: 'event', upstreams: [i === 1 ? 'Root' : `D${i - 1}`], ops: [{ op: 'with_columns', exprs: { [`c${i}`]: `c${i - 1} + 1` } }] });
-    nodes.push({ kind: 'table', name: `T${i}`, upstreams: [`D${i}`], key: ['user'], agg: { s: { op: 'sum', params: { field: `c${i}`, window: '1h' } } } });
-  }
+  const nodes = deepChain();
   const reg = await slowestPing(s, () => post(s, '/register', { nodes }));
   if (reg.result.status !== 200) throw new Error(`register: ${reg.result.status} ${reg.result.text.slice(0, 200)}`);
   line(`finding 8: register of a 150-deep chain feeding 150 tables: ${reg.workMs.toFixed(0)} ms, slowest concurrent /ping ${reg.ms.toFixed(0)} ms (${reg.result.status})`);
   for (let i = 0; i < 50; i++) await post(s, '/push', { event: 'Root', data: { user: `u${i}`, c0: 1 } });
   const n = 2000;
   const c0 = cpuMs(s.proc.pid!);
+  const f0 = cpuMs(s.proc.pid!, s.proc.pid!);
   const t0 = performance.now();
   for (let i = 0; i < n; i += 50) await Promise.all(Array.from({ length: 50 }, (_, j) => post(s, '/push', { event: 'Root', data: { user: `u${(i + j) % 100}`, c0: 1 } })));
   const cpu = cpuMs(s.proc.pid!) - c0;
-  line(`finding 8: ${n} pushes through the chain: server CPU ${(cpu / n).toFixed(2)} ms per push, ${(n / ((performance.now() - t0) / 1000)).toFixed(0)} pushes/s`);
+  const front = cpuMs(s.proc.pid!, s.proc.pid!) - f0;
+  line(`finding 8: ${n} pushes through the chain: server CPU ${(cpu / n).toFixed(2)} ms per push (front thread ${(front / n).toFixed(2)}, shards and the rest ${((cpu - front) / n).toFixed(2)}), ${(n / ((performance.now() - t0) / 1000)).toFixed(0)} pushes/s`);
 }
 
 async function main(): Promise<void> {
   line(`server: ${cli}`);
   const only = args.includes('--only') ? args[args.indexOf('--only') + 1].split(',') : null;
+  if (only === null || only.includes('compile')) await compileCost();
   for (const f of [finding1, finding2, finding3, finding4, finding8]) {
     if (only !== null && !only.includes(f.name)) continue;
     const s = await start();
