@@ -1,28 +1,38 @@
 /**
- * Memory per entity of the aggregation states, the way a shard holds them:
- * Map<entity key, OpState[]> with one state per feature of the table.
+ * Memory per entity of the aggregation state, measured through the real shard
+ * state (src/shard/state.ts ShardState): a registry with one event and one table
+ * keyed by user, pushes applied with ShardState.apply exactly as a shard applies
+ * them (WAL and transport aside).
  *
  * Table (10 features): count, sum, mean, min, max, std, n_unique, quantile,
  * top_k over a 5-minute window, and last_n (n = 5; lifetime by nature, bounded
  * by n). Each entity receives a few events (EVENTS_PER_ENTITY) spread over a
- * minute. Heap is measured as heapUsed + arrayBuffers after a forced GC, before
- * and after loading.
+ * minute.
  *
- * Run:  node --expose-gc --max-old-space-size=8192 dist/bench/memory.js [entities] [events]
- * Defaults: 1,000,000 entities, 3 events each. A second pass measures each
- * feature alone on 100,000 entities to split the total per feature.
+ * Reported per entity, growth from before loading to after (both after a forced GC):
+ *   rss   process resident set size (what the machine pays)
+ *   heap  heapUsed + arrayBuffers (what V8 and typed arrays hold)
+ * A second pass loads each feature alone into a table on PER_FEATURE_ENTITIES
+ * entities (heap only; RSS is too coarse at that size) and subtracts a table
+ * whose one feature is a lifetime count (the entity index and key).
+ *
+ * Run:  node --expose-gc dist/bench/memory.js [entities] [events]
+ * Defaults: 200,000 entities, 3 events each.
  */
-import { compileAgg } from '../src/ops/catalogue';
-import type { OpFactory, OpState } from '../src/ops/op';
-import type { FieldMap, Row } from '../src/types';
+import { ShardState } from '../src/shard/state';
+import type { RegistryState } from '../src/registry/model';
+import type { Row } from '../src/types';
 
-const ENTITIES_DEFAULT = 1_000_000;
+const ENTITIES_DEFAULT = 200_000;
 const EVENTS_PER_ENTITY_DEFAULT = 3;
-const PER_FEATURE_ENTITIES = 100_000;
+const PER_FEATURE_ENTITIES = 50_000;
 const BASE_T = 1_700_000_000_000;
 const WINDOW = '5m';
 
-const FIELDS: FieldMap = { user: 'str', amount: 'f64', merchant: 'str', country: 'str' };
+const EVENT = {
+  kind: 'event', name: 'Tx',
+  schema: { fields: { user: 'str', amount: 'f64', merchant: 'str', country: 'str' }, optional_fields: [] },
+};
 
 const FEATURES: Array<[string, unknown]> = [
   ['count', { op: 'count', params: { window: WINDOW } }],
@@ -36,6 +46,13 @@ const FEATURES: Array<[string, unknown]> = [
   ['top_k', { op: 'top_k', params: { field: 'country', k: 3, window: WINDOW } }],
   ['last_n', { op: 'last_n', params: { field: 'merchant', n: 5 } }],
 ];
+/** The per-feature baseline table: the entity index and key with one small lifetime feature. */
+const BARE: Array<[string, unknown]> = [['n', { op: 'count', params: {} }]];
+
+function registry(features: Array<[string, unknown]>): RegistryState {
+  const table = { kind: 'table', name: 'Users', upstreams: ['Tx'], key: ['user'], agg: Object.fromEntries(features) };
+  return { version: 1, nodes: [EVENT, table] };
+}
 
 function gc(): void {
   const g = (globalThis as { gc?: () => void }).gc;
@@ -44,14 +61,10 @@ function gc(): void {
   g();
 }
 
-function heapBytes(): number {
+function usage(): { rss: number; heap: number } {
   gc();
   const m = process.memoryUsage();
-  return m.heapUsed + m.arrayBuffers;
-}
-
-function compileAll(features: Array<[string, unknown]>): OpFactory[] {
-  return features.map(([name, spec]) => compileAgg(spec, { fields: FIELDS, path: `agg.${name}`, memoryGovEnforce: true }));
+  return { rss: m.rss, heap: m.heapUsed + m.arrayBuffers };
 }
 
 /** A deterministic row for entity e, event j (amounts vary, merchants repeat sometimes). */
@@ -64,51 +77,40 @@ function rowFor(e: number, j: number): Row {
   };
 }
 
-/** Loads `entities` entities and returns the bytes they retain (and a checksum of reads). */
-function load(factories: OpFactory[], entities: number, events: number): { bytes: number; checksum: number; ms: number } {
-  const before = heapBytes();
+interface Loaded { rss: number; heap: number; checksum: number; ms: number }
+
+/** Loads `entities` entities into a fresh shard state; returns the bytes they retain (and a checksum of reads). */
+function load(features: Array<[string, unknown]>, entities: number, events: number): Loaded {
+  const state = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  state.install(registry(features));
+  const before = usage();
   const started = process.hrtime.bigint();
-  const table = new Map<string, OpState[]>();
-  for (let e = 0; e < entities; e++) {
-    const states: OpState[] = new Array(factories.length);
-    for (let i = 0; i < factories.length; i++) states[i] = factories[i].create();
-    table.set(`u${e}`, states);
-    for (let j = 0; j < events; j++) {
-      const row = rowFor(e, j);
-      const t = BASE_T + e + j * 20_000;
-      for (let i = 0; i < factories.length; i++) {
-        const f = factories[i];
-        states[i].update(f.field === null ? undefined : row[f.field], t, row);
-      }
-    }
+  let lsn = 0;
+  // Events interleave across entities as a live stream does (time moves forward for all).
+  for (let j = 0; j < events; j++) {
+    for (let e = 0; e < entities; e++) state.apply('Tx', rowFor(e, j), BASE_T + j * 20_000 + Math.floor(e / 1000), ++lsn);
   }
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
-  const bytes = heapBytes() - before;
-  // Read a sample so the work cannot be optimized away, and keep `table` alive until here.
+  const after = usage();
+  // Read a sample so the work cannot be optimized away, and keep `state` alive until here.
   let checksum = 0;
-  for (let e = 0; e < entities; e += Math.max(1, Math.floor(entities / 1000))) {
-    const states = table.get(`u${e}`) as OpState[];
-    checksum += JSON.stringify(states.map((s) => s.read(BASE_T + entities + events * 20_000))).length;
-  }
-  return { bytes, checksum, ms };
+  const now = BASE_T + events * 20_000 + entities;
+  for (let e = 0; e < entities; e += Math.max(1, Math.floor(entities / 1000))) checksum += state.read('Users', `u${e}`, null, now).length;
+  return { rss: after.rss - before.rss, heap: after.heap - before.heap, checksum, ms };
 }
 
 function main(): void {
   const entities = Number(process.argv[2] ?? ENTITIES_DEFAULT);
   const events = Number(process.argv[3] ?? EVENTS_PER_ENTITY_DEFAULT);
-  console.log(`node ${process.version}, ${entities} entities x ${FEATURES.length} features, ${events} events per entity, window ${WINDOW}`);
-
-  const all = load(compileAll(FEATURES), entities, events);
-  const perEntity = all.bytes / entities;
-  console.log(`table: ${(all.bytes / 2 ** 20).toFixed(1)} MiB retained, ${perEntity.toFixed(0)} B per entity, ${(perEntity / FEATURES.length).toFixed(0)} B per feature (avg), load ${(all.ms / 1000).toFixed(1)} s, checksum ${all.checksum}`);
-
-  // Per feature: the same load with one feature; subtract the bare Map + key + array cost.
-  const bare = load([], PER_FEATURE_ENTITIES, 0).bytes / PER_FEATURE_ENTITIES;
-  console.log(`per feature (${PER_FEATURE_ENTITIES} entities each; Map entry + key + states array alone = ${bare.toFixed(0)} B/entity):`);
+  console.log(`node ${process.version}, ${entities} entities x ${FEATURES.length} features, ${events} events per entity, window ${WINDOW}, through ShardState.apply`);
+  const all = load(FEATURES, entities, events);
+  console.log(`table: rss +${(all.rss / 2 ** 20).toFixed(1)} MiB = ${(all.rss / entities).toFixed(0)} B per entity; heap +${(all.heap / 2 ** 20).toFixed(1)} MiB = ${(all.heap / entities).toFixed(0)} B per entity; load ${(all.ms / 1000).toFixed(1)} s; checksum ${all.checksum}`);
+  gc();
+  const bare = load(BARE, PER_FEATURE_ENTITIES, events).heap / PER_FEATURE_ENTITIES;
+  console.log(`per feature (heap, ${PER_FEATURE_ENTITIES} entities each, minus a one-feature table [lifetime count: index + key] = ${bare.toFixed(0)} B/entity):`);
   for (const feature of FEATURES) {
-    const one = load(compileAll([feature]), PER_FEATURE_ENTITIES, events);
-    const b = one.bytes / PER_FEATURE_ENTITIES - bare;
-    console.log(`  ${feature[0].padEnd(10)} ${b.toFixed(0).padStart(5)} B per entity`);
+    const one = load([feature], PER_FEATURE_ENTITIES, events);
+    console.log(`  ${feature[0].padEnd(10)} ${(one.heap / PER_FEATURE_ENTITIES - bare).toFixed(0).padStart(5)} B per entity`);
   }
 }
 

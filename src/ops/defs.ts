@@ -22,7 +22,8 @@ import {
   TrendAgg,
   ValueChangeAgg,
 } from './motion';
-import { CountLife, ExtremeLife, MomentOut, MomentsLife, RatioLife, StrExtremeLife, SumLife } from './num_life';
+import { CountFixed, ExtremeFixed, MomentOut, MomentsFixed, RatioFixed, StrExtremeLife, SumFixed } from './num_life';
+import { FixedState, type FixedOp } from './fixed';
 import { Input, NumKind, NumWindowCfg, NumWindowState } from './num_window';
 import type { ParamReader } from './params';
 import { FirstNState, FirstState, LastNState, LastState, PointAgg, PointOut } from './point';
@@ -86,6 +87,11 @@ function f(name: string, field: string | null, make: () => StoredState, wantsMis
   return new Factory(name, field, wantsMiss, make);
 }
 
+/** A lifetime op of a fixed number of doubles (fixed.ts): a slab row per entity in the shard. */
+function fixed(name: string, field: string | null, op: FixedOp, wantsMiss = false): Factory {
+  return new Factory(name, field, wantsMiss, () => new FixedState(op), null, op);
+}
+
 /** The bound `key` of a buffer op (spec 2.4): required when memory governance is on. */
 function bound(c: BuildCtx, op: string, keys: string[], max: number, ungoverned: number): number {
   const v = c.r.int(keys, 1, max, null);
@@ -100,13 +106,15 @@ function bound(c: BuildCtx, op: string, keys: string[], max: number, ungoverned:
 
 function numWindow(name: string, kind: NumKind, input: Input, field: string | null, c: BuildCtx, wantsMiss = false): Factory {
   const cfg = new NumWindowCfg(kind, input, c.windowMs);
-  return f(name, field, () => new NumWindowState(cfg), wantsMiss);
+  // ratio also counts misses (events failing its where): it keeps its own ring.
+  const shared = wantsMiss ? null : { num: cfg, val: null };
+  return new Factory(name, field, wantsMiss, () => new NumWindowState(cfg), shared);
 }
 
 function valOp<A>(name: string, field: string | null, agg: WindowAgg<A>, c: BuildCtx, buckets: number, numeric: boolean): Factory {
   if (c.windowMs === 0) return f(name, field, () => new ValLifeState(agg));
   const cfg = new ValWindowCfg(agg, c.windowMs, buckets, numeric);
-  return f(name, field, () => new ValWindowState(cfg));
+  return new Factory(name, field, false, () => new ValWindowState(cfg), { num: null, val: cfg as ValWindowCfg<unknown> });
 }
 
 function fieldOf(c: BuildCtx, types: readonly FieldType[]): string {
@@ -123,7 +131,7 @@ function countDef(): OpDef {
     defaults: {},
     build(c) {
       const field = c.r.raw('field') === null ? null : c.r.column(FIELD, ANY_TYPES, null);
-      if (c.windowMs === 0) return f('count', field, () => new CountLife(field !== null));
+      if (c.windowMs === 0) return fixed('count', field, new CountFixed(field !== null));
       return numWindow('count', NumKind.Count, field === null ? Input.Event : Input.Present, field, c);
     },
   };
@@ -137,7 +145,7 @@ function sumLikeDef(name: string, aliases: string[], kind: NumKind.Sum | NumKind
     defaults: {},
     build(c) {
       const field = fieldOf(c, NUMERIC_TYPES);
-      if (c.windowMs === 0) return f(name, field, () => new SumLife(kind === NumKind.Mean));
+      if (c.windowMs === 0) return fixed(name, field, new SumFixed(kind === NumKind.Mean));
       return numWindow(name, kind, Input.Number, field, c);
     },
   };
@@ -156,7 +164,7 @@ function extremeDef(name: 'min' | 'max'): OpDef {
         if (c.windowMs === 0) return f(name, field, () => new StrExtremeLife(isMax));
         return valOp(name, field, new StrExtremeAgg(isMax), c, STR_BUCKETS_PER_WINDOW, false);
       }
-      if (c.windowMs === 0) return f(name, field, () => new ExtremeLife(isMax));
+      if (c.windowMs === 0) return fixed(name, field, new ExtremeFixed(isMax));
       return numWindow(name, isMax ? NumKind.Max : NumKind.Min, Input.Number, field, c);
     },
   };
@@ -171,7 +179,7 @@ function momentDef(name: string, aliases: string[], rule: WindowRule, out: Momen
     defaults: {},
     build(c) {
       const field = fieldOf(c, NUMERIC_TYPES);
-      if (c.windowMs === 0) return f(name, field, () => new MomentsLife(out));
+      if (c.windowMs === 0) return fixed(name, field, new MomentsFixed(out));
       return numWindow(name, kind, Input.Number, field, c);
     },
   };
@@ -184,7 +192,7 @@ function ratioDef(): OpDef {
     window: 'optional',
     defaults: {},
     build(c) {
-      if (c.windowMs === 0) return f('ratio', null, () => new RatioLife(), true);
+      if (c.windowMs === 0) return fixed('ratio', null, new RatioFixed(), true);
       return numWindow('ratio', NumKind.Ratio, Input.Event, null, c, true);
     },
   };

@@ -4,6 +4,18 @@
  * `make` runs once per new entity (not per event), so a closure is fine here.
  */
 import type { OpFactory, OpState } from './op';
+import type { NumWindowCfg } from './num_window';
+import type { ValWindowCfg } from './val_window';
+import type { FixedOp } from './fixed';
+
+/**
+ * A sliding-window op whose raw events the shard may keep in a ring shared with
+ * the table's other windowed features (shard/ring_group.ts): the op is then its
+ * per-feature config (bucket part, fold, result), not a state object per entity.
+ * `num` for the numeric ops (num_window.ts), `val` for the accumulator ops
+ * (val_window.ts); null for every other op (one OpState per entity).
+ */
+export type SharedWindow = { num: NumWindowCfg; val: null } | { num: null; val: ValWindowCfg<unknown> };
 
 /** A state that can be refilled from its own save(). */
 export interface StoredState extends OpState {
@@ -14,13 +26,18 @@ export class Factory implements OpFactory {
   readonly op: string;
   readonly field: string | null;
   readonly wantsMiss: boolean;
+  readonly shared: SharedWindow | null;
+  /** A lifetime op of a fixed number of doubles (fixed.ts): a slab row per entity in the shard; null otherwise. */
+  readonly fixed: FixedOp | null;
   private readonly make: () => StoredState;
 
-  constructor(op: string, field: string | null, wantsMiss: boolean, make: () => StoredState) {
+  constructor(op: string, field: string | null, wantsMiss: boolean, make: () => StoredState, shared: SharedWindow | null = null, fixed: FixedOp | null = null) {
     this.op = op;
     this.field = field;
     this.wantsMiss = wantsMiss;
     this.make = make;
+    this.shared = shared;
+    this.fixed = fixed;
   }
 
   create(): OpState {

@@ -1,94 +1,82 @@
 /**
  * Lifetime (`window: "forever"`) states of the core ops: constant memory per
- * entity. One small class per shape, each field holding one kind of value for
- * its whole life (a double field never sees a string), so V8 keeps doubles in
- * mutable boxes and an update allocates nothing.
+ * entity, a fixed number of doubles. Each op is a FixedOp working on a row of a
+ * Float64Array: the shard keeps one slab per feature, a row per entity slot
+ * (shard/table_columns.ts), so these states are no objects there; FixedState
+ * wraps a row of its own for everything that wants an OpState. A row of zeros is
+ * the empty state. String min/max keeps a string: it stays a class.
  */
 import type { JsonValue, Row, Value } from '../types';
 import type { StoredState } from './factory';
+import type { FixedOp } from './fixed';
 import { isNum, jsonNum } from './values';
 import { zScore } from './num_window';
 
-/** count: every matching event, or (with `field`) every matching event with a present value. */
-export class CountLife implements StoredState {
-  readonly present: boolean;
-  n: number;
-  constructor(present: boolean) {
-    this.present = present;
-    this.n = 0;
-  }
-  update(x: Value | undefined, _t: number, _row: Row): void {
+/** count: every matching event, or (with `field`) every matching event with a present value. Row: [n]. */
+export class CountFixed implements FixedOp {
+  readonly width = 1;
+  constructor(readonly present: boolean) {}
+  update(a: Float64Array, at: number, x: Value | undefined): void {
     if (this.present && (x === null || x === undefined)) return;
-    this.n++;
+    a[at]++;
   }
-  miss(_t: number): void {}
-  read(_now: number): JsonValue {
-    return this.n;
+  miss(): void {}
+  read(a: Float64Array, at: number): JsonValue {
+    return a[at];
   }
-  save(): unknown {
-    return this.n;
+  save(a: Float64Array, at: number): unknown {
+    return a[at];
   }
-  restore(saved: unknown): void {
-    this.n = saved as number;
-  }
-}
-
-/** sum and mean: n and Σx in arrival order. */
-export class SumLife implements StoredState {
-  readonly mean: boolean;
-  n: number;
-  sum: number;
-  constructor(mean: boolean) {
-    this.mean = mean;
-    this.n = 0;
-    this.sum = 0;
-  }
-  update(x: Value | undefined, _t: number, _row: Row): void {
-    if (!isNum(x)) return;
-    this.n++;
-    this.sum += x;
-  }
-  miss(_t: number): void {}
-  read(_now: number): JsonValue {
-    if (this.n === 0) return null;
-    return jsonNum(this.mean ? this.sum / this.n : this.sum);
-  }
-  save(): unknown {
-    return [this.n, this.sum];
-  }
-  restore(saved: unknown): void {
-    const a = saved as number[];
-    this.n = a[0];
-    this.sum = a[1];
+  load(a: Float64Array, at: number, saved: unknown): void {
+    a[at] = saved as number;
   }
 }
 
-/** min / max over numbers (i64, f64, datetime): the first extreme value wins ties. */
-export class ExtremeLife implements StoredState {
-  readonly isMax: boolean;
-  n: number;
-  v: number;
-  constructor(isMax: boolean) {
-    this.isMax = isMax;
-    this.n = 0;
-    this.v = 0;
-  }
-  update(x: Value | undefined, _t: number, _row: Row): void {
+/** sum and mean: n and Σx in arrival order. Row: [n, sum]. */
+export class SumFixed implements FixedOp {
+  readonly width = 2;
+  constructor(readonly mean: boolean) {}
+  update(a: Float64Array, at: number, x: Value | undefined): void {
     if (!isNum(x)) return;
-    if (this.n === 0 || (this.isMax ? x > this.v : x < this.v)) this.v = x;
-    this.n++;
+    a[at]++;
+    a[at + 1] += x;
   }
-  miss(_t: number): void {}
-  read(_now: number): JsonValue {
-    return this.n === 0 ? null : this.v;
+  miss(): void {}
+  read(a: Float64Array, at: number): JsonValue {
+    const n = a[at];
+    if (n === 0) return null;
+    return jsonNum(this.mean ? a[at + 1] / n : a[at + 1]);
   }
-  save(): unknown {
-    return [this.n, this.v];
+  save(a: Float64Array, at: number): unknown {
+    return [a[at], a[at + 1]];
   }
-  restore(saved: unknown): void {
-    const a = saved as number[];
-    this.n = a[0];
-    this.v = a[1];
+  load(a: Float64Array, at: number, saved: unknown): void {
+    const s = saved as number[];
+    a[at] = s[0];
+    a[at + 1] = s[1];
+  }
+}
+
+/** min / max over numbers (i64, f64, datetime): the first extreme value wins ties. Row: [n, v]. */
+export class ExtremeFixed implements FixedOp {
+  readonly width = 2;
+  constructor(readonly isMax: boolean) {}
+  update(a: Float64Array, at: number, x: Value | undefined): void {
+    if (!isNum(x)) return;
+    if (a[at] === 0 || (this.isMax ? x > a[at + 1] : x < a[at + 1])) a[at + 1] = x;
+    a[at]++;
+  }
+  miss(): void {}
+  read(a: Float64Array, at: number): JsonValue {
+    return a[at] === 0 ? null : a[at + 1];
+  }
+  save(a: Float64Array, at: number): unknown {
+    return [a[at], a[at + 1]];
+  }
+  load(a: Float64Array, at: number, saved: unknown): void {
+    const s = saved as number[];
+    a[at] = s[0];
+    a[at + 1] = s[1];
   }
 }
 
@@ -122,71 +110,54 @@ export const enum MomentOut {
   ZScore = 2,
 }
 
-/** var / std / z_score: Welford's running mean and M2; sample variance (n - 1). */
-export class MomentsLife implements StoredState {
-  readonly out: MomentOut;
-  n: number;
-  mean: number;
-  m2: number;
-  last: number;
-  constructor(out: MomentOut) {
-    this.out = out;
-    this.n = 0;
-    this.mean = 0;
-    this.m2 = 0;
-    this.last = 0;
-  }
-  update(x: Value | undefined, _t: number, _row: Row): void {
+/** var / std / z_score: Welford's running mean and M2; sample variance (n - 1). Row: [n, mean, m2, last]. */
+export class MomentsFixed implements FixedOp {
+  readonly width = 4;
+  constructor(readonly out: MomentOut) {}
+  update(a: Float64Array, at: number, x: Value | undefined): void {
     if (!isNum(x)) return;
-    this.n++;
-    const d = x - this.mean;
-    this.mean += d / this.n;
-    this.m2 += d * (x - this.mean);
-    this.last = x;
+    const n = ++a[at];
+    const d = x - a[at + 1];
+    a[at + 1] += d / n;
+    a[at + 2] += d * (x - a[at + 1]);
+    a[at + 3] = x;
   }
-  miss(_t: number): void {}
-  read(_now: number): JsonValue {
-    if (this.out === MomentOut.ZScore) return zScore(this.n, this.mean, this.m2, this.last);
-    if (this.n < 2) return null;
-    const variance = Math.max(0, this.m2 / (this.n - 1));
+  miss(): void {}
+  read(a: Float64Array, at: number): JsonValue {
+    const n = a[at];
+    if (this.out === MomentOut.ZScore) return zScore(n, a[at + 1], a[at + 2], a[at + 3]);
+    if (n < 2) return null;
+    const variance = Math.max(0, a[at + 2] / (n - 1));
     return jsonNum(this.out === MomentOut.Var ? variance : Math.sqrt(variance));
   }
-  save(): unknown {
-    return [this.n, this.mean, this.m2, this.last];
+  save(a: Float64Array, at: number): unknown {
+    return [a[at], a[at + 1], a[at + 2], a[at + 3]];
   }
-  restore(saved: unknown): void {
-    const a = saved as number[];
-    this.n = a[0];
-    this.mean = a[1];
-    this.m2 = a[2];
-    this.last = a[3];
+  load(a: Float64Array, at: number, saved: unknown): void {
+    const s = saved as number[];
+    for (let i = 0; i < 4; i++) a[at + i] = s[i];
   }
 }
 
-/** ratio: matching events / every event that reached the feature (where gates the numerator). */
-export class RatioLife implements StoredState {
-  n: number;
-  matched: number;
-  constructor() {
-    this.n = 0;
-    this.matched = 0;
+/** ratio: matching events / every event that reached the feature (where gates the numerator). Row: [n, matched]. */
+export class RatioFixed implements FixedOp {
+  readonly width = 2;
+  update(a: Float64Array, at: number): void {
+    a[at]++;
+    a[at + 1]++;
   }
-  update(_x: Value | undefined, _t: number, _row: Row): void {
-    this.n++;
-    this.matched++;
+  miss(a: Float64Array, at: number): void {
+    a[at]++;
   }
-  miss(_t: number): void {
-    this.n++;
+  read(a: Float64Array, at: number): JsonValue {
+    return a[at] === 0 ? null : a[at + 1] / a[at];
   }
-  read(_now: number): JsonValue {
-    return this.n === 0 ? null : this.matched / this.n;
+  save(a: Float64Array, at: number): unknown {
+    return [a[at], a[at + 1]];
   }
-  save(): unknown {
-    return [this.n, this.matched];
-  }
-  restore(saved: unknown): void {
-    const a = saved as number[];
-    this.n = a[0];
-    this.matched = a[1];
+  load(a: Float64Array, at: number, saved: unknown): void {
+    const s = saved as number[];
+    a[at] = s[0];
+    a[at + 1] = s[1];
   }
 }

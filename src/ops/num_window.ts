@@ -108,7 +108,7 @@ function bucketStride(kind: NumKind): number {
 }
 
 /** Fold of the live part of a window, filled by NumWindowState.fold (one per cfg, reused). */
-class Fold {
+export class Fold {
   n = 0;
   sum = 0;
   ext = 0;
@@ -123,7 +123,7 @@ class Fold {
  * oldest at `head`. Allocated on the first eviction and dropped once every
  * bucket has expired, so a quiet entity pays nothing for it.
  */
-class NumBuckets {
+export class NumBuckets {
   bk: number[];
   head: number;
   len: number;
@@ -170,7 +170,7 @@ export class NumWindowState implements StoredState {
     const c = this.cfg;
     const cutoff = t - c.windowMs;
     this.expireRing(cutoff);
-    if (this.b !== null) this.expireBuckets(this.b, cutoff);
+    if (this.b !== null) this.b = numExpireBuckets(this.b, c, cutoff);
     const stride = c.stride;
     let cap = stride === 1 ? this.buf.length : this.buf.length >> 1;
     if (this.len === cap) {
@@ -194,27 +194,13 @@ export class NumWindowState implements StoredState {
     const stride = c.stride;
     const mask = (stride === 1 ? this.buf.length : this.buf.length >> 1) - 1;
     while (this.len > 0 && this.buf[this.head * stride] <= cutoff) {
-      const b = this.b;
-      if (b !== null) {
+      if (this.b !== null) {
         const i = this.head * stride;
-        const j = newestSlot(b, c.bStride);
-        if (b.bk[j] === Math.floor(this.buf[i] / c.bucketMs)) addToBucket(b.bk, j, c.kind, stride === 2 ? this.buf[i + 1] : 1);
+        numJoinNewest(this.b, c, this.buf[i], stride === 2 ? this.buf[i + 1] : 1);
       }
       this.head = (this.head + 1) & mask;
       this.len--;
     }
-  }
-
-  private expireBuckets(b: NumBuckets, cutoff: number): void {
-    const c = this.cfg;
-    const bs = c.bStride;
-    const slots = b.bk.length / bs;
-    while (b.len > 0 && (b.bk[b.head * bs] + 1) * c.bucketMs <= cutoff) {
-      b.head = b.head + 1 === slots ? 0 : b.head + 1;
-      b.len--;
-    }
-    // The entity calmed down: give the bucket memory back.
-    if (b.len === 0) this.b = null;
   }
 
   private growRing(cap: number): number {
@@ -239,65 +225,13 @@ export class NumWindowState implements StoredState {
     const v = stride === 2 ? this.buf[i + 1] : 1;
     this.head = (this.head + 1) & (RING_ENTRIES_MAX - 1);
     this.len--;
-    this.foldIntoBucket(Math.floor(t / this.cfg.bucketMs), v);
-  }
-
-  private foldIntoBucket(e: number, v: number): void {
-    const c = this.cfg;
-    const bs = c.bStride;
-    let b = this.b;
-    if (b === null) b = this.b = new NumBuckets(BUCKET_SLOTS_MIN, bs);
-    else {
-      const j = newestSlot(b, bs);
-      if (b.bk[j] === e) {
-        addToBucket(b.bk, j, c.kind, v);
-        return;
-      }
-    }
-    let slots = b.bk.length / bs;
-    if (b.len === slots) {
-      if (slots < c.bSlotsMax) slots = growBuckets(b, slots, bs, c.bSlotsMax);
-      else {
-        // Unreachable by the bound above (the oldest slot has expired); kept as a guard so
-        // memory can never grow past bSlotsMax.
-        b.head = b.head + 1 === slots ? 0 : b.head + 1;
-        b.len--;
-      }
-    }
-    const slot = b.head + b.len;
-    const j = (slot >= slots ? slot - slots : slot) * bs;
-    b.bk[j] = e;
-    initBucket(b.bk, j, c.kind, v);
-    b.len++;
+    this.b = numFoldIntoBucket(this.b, this.cfg, t, v);
   }
 
   read(now: number): JsonValue {
-    const c = this.cfg;
-    const f = FOLDS[c.kind];
+    const f = FOLDS[this.cfg.kind];
     this.fold(now, f);
-    switch (c.kind) {
-      case NumKind.Count:
-        return f.n;
-      case NumKind.Rate:
-        return f.n / (c.windowMs / 1000);
-      case NumKind.Sum:
-        return f.n === 0 ? null : jsonNum(f.sum);
-      case NumKind.Velocity:
-        return f.n === 0 ? 0 : jsonNum(f.sum / (c.windowMs / 1000));
-      case NumKind.Mean:
-        return f.n === 0 ? null : jsonNum(f.sum / f.n);
-      case NumKind.Min:
-      case NumKind.Max:
-        return f.n === 0 ? null : f.ext;
-      case NumKind.Var:
-        return f.n < 2 ? null : jsonNum(Math.max(0, f.m2 / (f.n - 1)));
-      case NumKind.Std:
-        return f.n < 2 ? null : jsonNum(Math.sqrt(Math.max(0, f.m2 / (f.n - 1))));
-      case NumKind.ZScore:
-        return zScore(f.n, f.mean, f.m2, f.last);
-      case NumKind.Ratio:
-        return f.n === 0 ? null : f.sum / f.n;
-    }
+    return numResult(this.cfg, f);
   }
 
   /** Every raw event and bucket has left the window by `t` (and so for any later time): a fresh state. */
@@ -309,9 +243,7 @@ export class NumWindowState implements StoredState {
       const mask = (c.stride === 1 ? this.buf.length : this.buf.length >> 1) - 1;
       if (this.buf[((this.head + this.len - 1) & mask) * c.stride] > cutoff) return false;
     }
-    // A bucket not yet expired could still be merged into a later read (the straddling bucket).
-    const b = this.b;
-    return b === null || b.len === 0 || (b.bk[newestSlot(b, c.bStride)] + 1) * c.bucketMs <= cutoff;
+    return this.b === null || numBucketsGoneAt(this.b, c, cutoff);
   }
 
   /** Folds the live events at `now` into `f` (buckets first: they hold the older events). */
@@ -322,16 +254,10 @@ export class NumWindowState implements StoredState {
     const mask = (stride === 1 ? this.buf.length : this.buf.length >> 1) - 1;
     let k = 0;
     while (k < this.len && this.buf[((this.head + k) & mask) * stride] <= cutoff) k++;
-    f.n = 0;
-    f.sum = 0;
-    f.mean = 0;
-    f.m2 = 0;
-    f.ext = 0;
-    f.last = 0;
-    f.exact = true;
+    resetFold(f);
     // Buckets hold only events older than every ring event: if the oldest ring event is
     // out of the window, so is every bucketed one.
-    if (k === 0 && this.len > 0 && this.b !== null) this.foldBuckets(this.b, cutoff, f);
+    if (k === 0 && this.len > 0 && this.b !== null) numFoldBuckets(this.b, c, cutoff, f);
     const kind = c.kind;
     for (; k < this.len; k++) {
       const i = ((this.head + k) & mask) * stride;
@@ -340,23 +266,8 @@ export class NumWindowState implements StoredState {
     }
   }
 
-  private foldBuckets(b: NumBuckets, cutoff: number, f: Fold): void {
-    const c = this.cfg;
-    const bs = c.bStride;
-    const slots = b.bk.length / bs;
-    const kind = c.kind;
-    for (let k = 0; k < b.len; k++) {
-      let s = b.head + k;
-      if (s >= slots) s -= slots;
-      const j = s * bs;
-      if ((b.bk[j] + 1) * c.bucketMs <= cutoff) continue;
-      f.exact = false;
-      mergeBucket(f, kind, b.bk, j);
-    }
-  }
-
   save(): unknown {
-    return [this.linearRing(), this.linearBuckets()];
+    return [this.linearRing(), numSaveBuckets(this.b, this.cfg)];
   }
 
   private linearRing(): number[] {
@@ -367,20 +278,6 @@ export class NumWindowState implements StoredState {
       const i = ((this.head + k) & mask) * stride;
       out.push(this.buf[i]);
       if (stride === 2) out.push(this.buf[i + 1]);
-    }
-    return out;
-  }
-
-  private linearBuckets(): number[] {
-    const out: number[] = [];
-    const b = this.b;
-    if (b === null) return out;
-    const bs = this.cfg.bStride;
-    const slots = b.bk.length / bs;
-    for (let k = 0; k < b.len; k++) {
-      let s = b.head + k;
-      if (s >= slots) s -= slots;
-      for (let f = 0; f < bs; f++) out.push(b.bk[s * bs + f]);
     }
     return out;
   }
@@ -397,16 +294,149 @@ export class NumWindowState implements StoredState {
       this.head = 0;
       this.len = len;
     }
-    const bLen = buckets.length / cfg.bStride;
-    if (bLen > 0) {
-      let slots = BUCKET_SLOTS_MIN;
-      while (slots < bLen) slots = Math.min(slots * 2, cfg.bSlotsMax);
-      const b = new NumBuckets(slots, cfg.bStride);
-      for (let i = 0; i < buckets.length; i++) b.bk[i] = buckets[i];
-      b.len = bLen;
-      this.b = b;
+    this.b = numLoadBuckets(buckets, cfg);
+  }
+}
+
+
+/** Resets a fold before folding a window into it. */
+export function resetFold(f: Fold): void {
+  f.n = 0;
+  f.sum = 0;
+  f.mean = 0;
+  f.m2 = 0;
+  f.ext = 0;
+  f.last = 0;
+  f.exact = true;
+}
+
+/** The feature value of a folded window. */
+export function numResult(c: NumWindowCfg, f: Fold): JsonValue {
+  switch (c.kind) {
+    case NumKind.Count:
+      return f.n;
+    case NumKind.Rate:
+      return f.n / (c.windowMs / 1000);
+    case NumKind.Sum:
+      return f.n === 0 ? null : jsonNum(f.sum);
+    case NumKind.Velocity:
+      return f.n === 0 ? 0 : jsonNum(f.sum / (c.windowMs / 1000));
+    case NumKind.Mean:
+      return f.n === 0 ? null : jsonNum(f.sum / f.n);
+    case NumKind.Min:
+    case NumKind.Max:
+      return f.n === 0 ? null : f.ext;
+    case NumKind.Var:
+      return f.n < 2 ? null : jsonNum(Math.max(0, f.m2 / (f.n - 1)));
+    case NumKind.Std:
+      return f.n < 2 ? null : jsonNum(Math.sqrt(Math.max(0, f.m2 / (f.n - 1))));
+    case NumKind.ZScore:
+      return zScore(f.n, f.mean, f.m2, f.last);
+    case NumKind.Ratio:
+      return f.n === 0 ? null : f.sum / f.n;
+  }
+}
+
+/**
+ * The bucket part of a window, shared by NumWindowState (its own ring) and the
+ * shard's shared rings (shard/ring_group.ts, one ring read by several features):
+ * the functions below take the buckets (null: none) and return them, since they
+ * are dropped once every bucket has expired.
+ */
+
+/** No bucket can reach a read whose window starts after `cutoff` (a bucket not yet expired could still be merged: the straddling one). */
+export function numBucketsGoneAt(b: NumBuckets, c: NumWindowCfg, cutoff: number): boolean {
+  return b.len === 0 || (b.bk[newestSlot(b, c.bStride)] + 1) * c.bucketMs <= cutoff;
+}
+
+/** Drops buckets that no read at or after `cutoff + window` can see; null once none is left. */
+export function numExpireBuckets(b: NumBuckets, c: NumWindowCfg, cutoff: number): NumBuckets | null {
+  const bs = c.bStride;
+  const slots = b.bk.length / bs;
+  while (b.len > 0 && (b.bk[b.head * bs] + 1) * c.bucketMs <= cutoff) {
+    b.head = b.head + 1 === slots ? 0 : b.head + 1;
+    b.len--;
+  }
+  // The entity calmed down: give the bucket memory back.
+  return b.len === 0 ? null : b;
+}
+
+/** An expiring raw event of the newest bucket's epoch joins it (keeps the bucketed part a suffix of the events). */
+export function numJoinNewest(b: NumBuckets, c: NumWindowCfg, t: number, v: number): void {
+  const j = newestSlot(b, c.bStride);
+  if (b.bk[j] === Math.floor(t / c.bucketMs)) addToBucket(b.bk, j, c.kind, v);
+}
+
+/** Folds a raw event pushed out of a full ring (still live) into its bucket. */
+export function numFoldIntoBucket(bIn: NumBuckets | null, c: NumWindowCfg, t: number, v: number): NumBuckets {
+  const e = Math.floor(t / c.bucketMs);
+  const bs = c.bStride;
+  let b = bIn;
+  if (b === null) b = new NumBuckets(BUCKET_SLOTS_MIN, bs);
+  else {
+    const j = newestSlot(b, bs);
+    if (b.bk[j] === e) {
+      addToBucket(b.bk, j, c.kind, v);
+      return b;
     }
   }
+  let slots = b.bk.length / bs;
+  if (b.len === slots) {
+    if (slots < c.bSlotsMax) slots = growBuckets(b, slots, bs, c.bSlotsMax);
+    else {
+      // Unreachable by the bound above (the oldest slot has expired); kept as a guard so
+      // memory can never grow past bSlotsMax.
+      b.head = b.head + 1 === slots ? 0 : b.head + 1;
+      b.len--;
+    }
+  }
+  const slot = b.head + b.len;
+  const j = (slot >= slots ? slot - slots : slot) * bs;
+  b.bk[j] = e;
+  initBucket(b.bk, j, c.kind, v);
+  b.len++;
+  return b;
+}
+
+/** Merges the buckets overlapping the window (ending after `cutoff`) into `f`. */
+export function numFoldBuckets(b: NumBuckets, c: NumWindowCfg, cutoff: number, f: Fold): void {
+  const bs = c.bStride;
+  const slots = b.bk.length / bs;
+  const kind = c.kind;
+  for (let k = 0; k < b.len; k++) {
+    let s = b.head + k;
+    if (s >= slots) s -= slots;
+    const j = s * bs;
+    if ((b.bk[j] + 1) * c.bucketMs <= cutoff) continue;
+    f.exact = false;
+    mergeBucket(f, kind, b.bk, j);
+  }
+}
+
+/** The buckets as saved (oldest first, bStride numbers each). */
+export function numSaveBuckets(b: NumBuckets | null, c: NumWindowCfg): number[] {
+  const out: number[] = [];
+  if (b === null) return out;
+  const bs = c.bStride;
+  const slots = b.bk.length / bs;
+  for (let k = 0; k < b.len; k++) {
+    let s = b.head + k;
+    if (s >= slots) s -= slots;
+    for (let f = 0; f < bs; f++) out.push(b.bk[s * bs + f]);
+  }
+  return out;
+}
+
+/** Inverse of numSaveBuckets. */
+export function numLoadBuckets(buckets: readonly number[], c: NumWindowCfg): NumBuckets | null {
+  const bLen = buckets.length / c.bStride;
+  if (bLen === 0) return null;
+  let slots = BUCKET_SLOTS_MIN;
+  while (slots < bLen) slots = Math.min(slots * 2, c.bSlotsMax);
+  const b = new NumBuckets(slots, c.bStride);
+  for (let i = 0; i < buckets.length; i++) b.bk[i] = buckets[i];
+  b.len = bLen;
+  return b;
 }
 
 /** Offset in bk of the newest bucket (b.len > 0). */
@@ -429,7 +459,7 @@ function growBuckets(b: NumBuckets, slots: number, bs: number, slotsMax: number)
   return next;
 }
 
-const FOLDS: Fold[] = [];
+export const FOLDS: Fold[] = [];
 for (let k = 0; k <= NumKind.Ratio; k++) FOLDS.push(new Fold());
 
 function initBucket(bk: number[], j: number, kind: NumKind, v: number): void {
@@ -485,7 +515,7 @@ function addToBucket(bk: number[], j: number, kind: NumKind, v: number): void {
 }
 
 /** Adds one raw value to the fold (Welford for the moments, in arrival order). */
-function foldValue(f: Fold, kind: NumKind, v: number): void {
+export function foldValue(f: Fold, kind: NumKind, v: number): void {
   switch (kind) {
     case NumKind.Min:
       if (f.n === 0 || v < f.ext) f.ext = v;

@@ -12,6 +12,8 @@
  * with the query time (>= every t passed to update so far).
  */
 import type { JsonValue, Row, Value } from '../types';
+import type { SharedWindow } from './factory';
+import type { FixedOp } from './fixed';
 
 export interface OpState {
   /** A matching event. `x` is row[field] (undefined when the op has no field). */
@@ -39,6 +41,10 @@ export interface OpFactory {
   readonly field: string | null;
   /** True when the op needs `miss` calls (ratio, streaks); lets the shard skip them otherwise. */
   readonly wantsMiss: boolean;
+  /** Set for a sliding-window op the shard can serve from a shared ring (ops/factory.ts); null otherwise. */
+  readonly shared?: SharedWindow | null;
+  /** Set for a lifetime op of a fixed number of doubles (ops/fixed.ts); null otherwise. */
+  readonly fixed?: FixedOp | null;
   create(): OpState;
   /** Inverse of OpState.save(). */
   load(saved: unknown): OpState;

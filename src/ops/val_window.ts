@@ -80,7 +80,7 @@ const EMPTY_T: number[] = [];
 const EMPTY_V: Array<string | number | boolean> = [];
 
 /** The buckets of one hot entity (allocated on the first eviction, dropped when all expire). */
-class ValBuckets<A> {
+export class ValBuckets<A> {
   epochs: number[];
   /** Null in free slots, so an unused slot holds no sketch. */
   accs: Array<A | null>;
@@ -181,27 +181,13 @@ export class ValWindowState<A> implements StoredState {
 
   /** Drops expired raw values; one of the newest bucket's epoch joins it (see num_window.ts). */
   private expire(cutoff: number): void {
-    const c = this.cfg;
     const mask = this.ts.length - 1;
-    const b = this.b;
     while (this.len > 0 && this.ts[this.head] <= cutoff) {
-      if (b !== null) {
-        const last = b.newest();
-        if (b.epochs[last] === Math.floor(this.ts[this.head] / c.bucketMs)) {
-          b.accs[last] = c.agg.add(b.accs[last] as A, this.vs[this.head], this.ts[this.head], this.auxAt(this.head));
-        }
-      }
+      if (this.b !== null) valJoinNewest(this.b, this.cfg, this.vs[this.head], this.ts[this.head], this.auxAt(this.head));
       this.head = (this.head + 1) & mask;
       this.len--;
     }
-    if (b === null) return;
-    const slots = b.epochs.length;
-    while (b.len > 0 && (b.epochs[b.head] + 1) * c.bucketMs <= cutoff) {
-      b.accs[b.head] = null;
-      b.head = b.head + 1 === slots ? 0 : b.head + 1;
-      b.len--;
-    }
-    if (b.len === 0) this.b = null;
+    if (this.b !== null) this.b = valExpireBuckets(this.b, this.cfg, cutoff);
   }
 
   private grow(cap: number): number {
@@ -228,35 +214,7 @@ export class ValWindowState<A> implements StoredState {
     const aux = this.auxAt(this.head);
     this.head = (this.head + 1) & (VAL_RING_ENTRIES_MAX - 1);
     this.len--;
-    this.foldIntoBucket(Math.floor(t / this.cfg.bucketMs), v, t, aux);
-  }
-
-  private foldIntoBucket(e: number, v: string | number | boolean, t: number, aux: number): void {
-    const c = this.cfg;
-    let b = this.b;
-    if (b === null) b = this.b = new ValBuckets<A>(BUCKET_SLOTS_MIN);
-    else {
-      const last = b.newest();
-      if (b.epochs[last] === e) {
-        b.accs[last] = c.agg.add(b.accs[last] as A, v, t, aux);
-        return;
-      }
-    }
-    if (b.len === b.epochs.length) {
-      if (b.epochs.length < c.bSlotsMax) b.grow(c.bSlotsMax);
-      else {
-        // Unreachable (the oldest slot has expired, see num_window.ts); bounds memory anyway.
-        b.accs[b.head] = null;
-        b.head = b.head + 1 === b.epochs.length ? 0 : b.head + 1;
-        b.len--;
-      }
-    }
-    const slots = b.epochs.length;
-    let s = b.head + b.len;
-    if (s >= slots) s -= slots;
-    b.epochs[s] = e;
-    b.accs[s] = c.agg.add(c.agg.empty(), v, t, aux);
-    b.len++;
+    this.b = valFoldIntoBucket(this.b, this.cfg, v, t, aux);
   }
 
   /** The accumulator of the live window at `now` (the cfg's scratch: consume it before the next read; the state is unchanged). */
@@ -266,35 +224,15 @@ export class ValWindowState<A> implements StoredState {
     const mask = this.ts.length - 1;
     let k = 0;
     while (k < this.len && this.ts[(this.head + k) & mask] <= cutoff) k++;
-    const scratch = c.scratch === null ? c.agg.empty() : c.agg.clear(c.scratch);
+    const scratch = valScratch(c);
     let acc = scratch;
-    const b = this.b;
     // Buckets only hold events older than the ring's: skip them when its oldest has expired.
-    if (k === 0 && this.len > 0 && b !== null) {
-      // Buckets are in epoch order: the ones overlapping the window are a suffix [j0, len).
-      let j0 = 0;
-      while (j0 < b.len && (b.epochs[b.slot(j0)] + 1) * c.bucketMs <= cutoff) j0++;
-      const newest = b.len - 1;
-      if (j0 < newest) {
-        const first = b.epochs[b.slot(j0)];
-        const last = b.epochs[b.slot(newest - 1)];
-        if (b.closed === null || b.closedFirst !== first || b.closedLast !== last) {
-          let m = c.agg.empty();
-          for (let j = j0; j < newest; j++) m = c.agg.merge(m, b.accs[b.slot(j)] as A);
-          b.closed = m;
-          b.closedFirst = first;
-          b.closedLast = last;
-        }
-        acc = c.agg.merge(acc, b.closed);
-      }
-      if (j0 <= newest) acc = c.agg.merge(acc, b.accs[b.slot(newest)] as A);
-    }
+    if (k === 0 && this.len > 0 && this.b !== null) acc = valMergeBuckets(this.b, c, cutoff, acc);
     for (; k < this.len; k++) {
       const i = (this.head + k) & mask;
       acc = c.agg.add(acc, this.vs[i], this.ts[i], this.auxAt(i));
     }
-    // Keep only an accumulator this read owns (never a bucket's or the closed-merge cache).
-    c.scratch = acc === scratch ? acc : null;
+    valKeepScratch(c, acc, scratch);
     return acc;
   }
 
@@ -308,8 +246,7 @@ export class ValWindowState<A> implements StoredState {
     if (!(c.windowMs > 0)) return false;
     const cutoff = t - c.windowMs;
     if (this.len > 0 && this.ts[(this.head + this.len - 1) & (this.ts.length - 1)] > cutoff) return false;
-    const b = this.b;
-    return b === null || b.len === 0 || (b.epochs[b.newest()] + 1) * c.bucketMs <= cutoff;
+    return this.b === null || valBucketsGoneAt(this.b, c, cutoff);
   }
 
   save(): unknown {
@@ -323,16 +260,7 @@ export class ValWindowState<A> implements StoredState {
       vs.push(this.vs[i]);
       if (this.cfg.auxField !== null) as.push(this.as[i]);
     }
-    const be: number[] = [];
-    const ba: unknown[] = [];
-    const b = this.b;
-    if (b !== null) {
-      for (let k = 0; k < b.len; k++) {
-        const s = (b.head + k) % b.epochs.length;
-        be.push(b.epochs[s]);
-        ba.push(this.cfg.agg.save(b.accs[s] as A));
-      }
-    }
+    const [be, ba] = valSaveBuckets(this.b, this.cfg);
     // The aux column only when the op has one: other ops keep their saved layout.
     return this.cfg.auxField === null ? [ts, vs, be, ba] : [ts, vs, be, ba, as];
   }
@@ -354,18 +282,127 @@ export class ValWindowState<A> implements StoredState {
       this.head = 0;
       this.len = ts.length;
     }
-    if (be.length > 0) {
-      let slots = BUCKET_SLOTS_MIN;
-      while (slots < be.length) slots = Math.min(slots * 2, c.bSlotsMax);
-      const b = new ValBuckets<A>(slots);
-      for (let k = 0; k < be.length; k++) {
-        b.epochs[k] = be[k];
-        b.accs[k] = c.agg.load(ba[k]);
-      }
-      b.len = be.length;
-      this.b = b;
+    this.b = valLoadBuckets(be, ba, c);
+  }
+}
+
+/*
+ * The bucket part of a value window, shared by ValWindowState (its own ring) and
+ * the shard's shared rings (shard/ring_group.ts): the functions take the buckets
+ * (null: none) and return them, since they are dropped once all have expired.
+ */
+
+/** An expiring raw value of the newest bucket's epoch joins it. */
+export function valJoinNewest<A>(b: ValBuckets<A>, c: ValWindowCfg<A>, v: string | number | boolean, t: number, aux: number): void {
+  const last = b.newest();
+  if (b.epochs[last] === Math.floor(t / c.bucketMs)) b.accs[last] = c.agg.add(b.accs[last] as A, v, t, aux);
+}
+
+/** No bucket can reach a read whose window starts after `cutoff` (see numBucketsGoneAt). */
+export function valBucketsGoneAt<A>(b: ValBuckets<A>, c: ValWindowCfg<A>, cutoff: number): boolean {
+  return b.len === 0 || (b.epochs[b.newest()] + 1) * c.bucketMs <= cutoff;
+}
+
+/** Drops expired buckets; null once none is left. */
+export function valExpireBuckets<A>(b: ValBuckets<A>, c: ValWindowCfg<A>, cutoff: number): ValBuckets<A> | null {
+  const slots = b.epochs.length;
+  while (b.len > 0 && (b.epochs[b.head] + 1) * c.bucketMs <= cutoff) {
+    b.accs[b.head] = null;
+    b.head = b.head + 1 === slots ? 0 : b.head + 1;
+    b.len--;
+  }
+  return b.len === 0 ? null : b;
+}
+
+/** Folds a raw value pushed out of a full ring (still live) into its bucket. */
+export function valFoldIntoBucket<A>(bIn: ValBuckets<A> | null, c: ValWindowCfg<A>, v: string | number | boolean, t: number, aux: number): ValBuckets<A> {
+  const e = Math.floor(t / c.bucketMs);
+  let b = bIn;
+  if (b === null) b = new ValBuckets<A>(BUCKET_SLOTS_MIN);
+  else {
+    const last = b.newest();
+    if (b.epochs[last] === e) {
+      b.accs[last] = c.agg.add(b.accs[last] as A, v, t, aux);
+      return b;
     }
   }
+  if (b.len === b.epochs.length) {
+    if (b.epochs.length < c.bSlotsMax) b.grow(c.bSlotsMax);
+    else {
+      // Unreachable (the oldest slot has expired, see num_window.ts); bounds memory anyway.
+      b.accs[b.head] = null;
+      b.head = b.head + 1 === b.epochs.length ? 0 : b.head + 1;
+      b.len--;
+    }
+  }
+  const slots = b.epochs.length;
+  let s = b.head + b.len;
+  if (s >= slots) s -= slots;
+  b.epochs[s] = e;
+  b.accs[s] = c.agg.add(c.agg.empty(), v, t, aux);
+  b.len++;
+  return b;
+}
+
+/** The cfg's reusable read accumulator, emptied. */
+export function valScratch<A>(c: ValWindowCfg<A>): A {
+  return c.scratch === null ? c.agg.empty() : c.agg.clear(c.scratch);
+}
+
+/** After a read: keep only an accumulator the read owns (never a bucket's or the closed-merge cache). */
+export function valKeepScratch<A>(c: ValWindowCfg<A>, acc: A, scratch: A): void {
+  c.scratch = acc === scratch ? acc : null;
+}
+
+/** Merges the buckets overlapping the window (ending after `cutoff`) into `acc`. */
+export function valMergeBuckets<A>(b: ValBuckets<A>, c: ValWindowCfg<A>, cutoff: number, accIn: A): A {
+  let acc = accIn;
+  // Buckets are in epoch order: the ones overlapping the window are a suffix [j0, len).
+  let j0 = 0;
+  while (j0 < b.len && (b.epochs[b.slot(j0)] + 1) * c.bucketMs <= cutoff) j0++;
+  const newest = b.len - 1;
+  if (j0 < newest) {
+    const first = b.epochs[b.slot(j0)];
+    const last = b.epochs[b.slot(newest - 1)];
+    if (b.closed === null || b.closedFirst !== first || b.closedLast !== last) {
+      let m = c.agg.empty();
+      for (let j = j0; j < newest; j++) m = c.agg.merge(m, b.accs[b.slot(j)] as A);
+      b.closed = m;
+      b.closedFirst = first;
+      b.closedLast = last;
+    }
+    acc = c.agg.merge(acc, b.closed);
+  }
+  if (j0 <= newest) acc = c.agg.merge(acc, b.accs[b.slot(newest)] as A);
+  return acc;
+}
+
+/** The buckets as saved: epochs and saved accumulators, oldest first. */
+export function valSaveBuckets<A>(b: ValBuckets<A> | null, c: ValWindowCfg<A>): [number[], unknown[]] {
+  const be: number[] = [];
+  const ba: unknown[] = [];
+  if (b !== null) {
+    for (let k = 0; k < b.len; k++) {
+      const s = (b.head + k) % b.epochs.length;
+      be.push(b.epochs[s]);
+      ba.push(c.agg.save(b.accs[s] as A));
+    }
+  }
+  return [be, ba];
+}
+
+/** Inverse of valSaveBuckets. */
+export function valLoadBuckets<A>(be: readonly number[], ba: readonly unknown[], c: ValWindowCfg<A>): ValBuckets<A> | null {
+  if (be.length === 0) return null;
+  let slots = BUCKET_SLOTS_MIN;
+  while (slots < be.length) slots = Math.min(slots * 2, c.bSlotsMax);
+  const b = new ValBuckets<A>(slots);
+  for (let k = 0; k < be.length; k++) {
+    b.epochs[k] = be[k];
+    b.accs[k] = c.agg.load(ba[k]);
+  }
+  b.len = be.length;
+  return b;
 }
 
 /** A lifetime (`forever`) state over the same accumulator: one accumulator, made on first use. */

@@ -3,7 +3,7 @@
  * threshold": an entity that has not received the event for this long is cold
  * and may leave hot memory).
  *
- * A cold entity leaves hot memory without losing anything: its op states are
+ * A cold entity leaves hot memory without losing anything: its slot's state is
  * saved and serialized into one compact Buffer (no per-object overhead), handed
  * to the table's cold store (cold_store.ts: on disk in the data dir, in memory in
  * memory-only mode), and thawed back into live states by the next push or read of
@@ -17,8 +17,8 @@
  * resuming where the previous tick stopped, so a shard never stalls on a large table.
  */
 import { deserialize, serialize } from 'node:v8';
-import type { TablePlan } from '../registry/compile';
-import type { OpState } from '../ops/op';
+import type { EntityIndex } from './entity_index';
+import type { EntitySave, TableColumns } from './table_columns';
 
 /** Entities examined per sweep tick, per shard (at most; COLD_SWEEP_SLICE_MS bounds the time). */
 export const COLD_SWEEP_ENTITIES_PER_TICK = 100_000;
@@ -33,53 +33,49 @@ export const COLD_SWEEP_INTERVAL_MS = 100;
 export const COLD_SWEEP_SLICE_MS = 5;
 const COLD_SWEEP_CLOCK_STRIDE = 256;
 
-export interface HotEntity {
-  states: OpState[];
-  lastT: number;
-  lastLsn: number;
-}
-
-export function freeze(ent: HotEntity): Buffer {
-  const saved = new Array(ent.states.length);
-  for (let i = 0; i < saved.length; i++) saved[i] = ent.states[i].save();
-  return serialize([ent.lastT, ent.lastLsn, saved]);
+/**
+ * The frozen encoding of the entity at `slot`: [lastT, lastLsn, EntitySave]
+ * (table_columns.ts: per ring group its entries and buckets, per other feature
+ * its OpState.save()), v8-serialized. Valid for the table layout it was frozen
+ * under: a layout change thaws every cold entity first (state.ts carryOver).
+ */
+export function freeze(cols: TableColumns, slot: number): Buffer {
+  const index = cols.index;
+  return serialize([index.lastT[slot], index.lastLsn[slot], cols.save(slot)]);
 }
 
 /** The parts of a frozen entity, without loading its states. */
-export function frozenParts(buf: Buffer): { lastT: number; lastLsn: number; saved: unknown[] } {
-  const [lastT, lastLsn, saved] = deserialize(buf) as [number, number, unknown[]];
+export function frozenParts(buf: Buffer): { lastT: number; lastLsn: number; saved: EntitySave } {
+  const [lastT, lastLsn, saved] = deserialize(buf) as [number, number, EntitySave];
   return { lastT, lastLsn, saved };
 }
 
-/** Live states from a frozen entity, for the plan it was frozen under. */
-export function thaw(buf: Buffer, plan: TablePlan): HotEntity {
+/** Makes a frozen entity hot again under `key`; returns its slot. */
+export function thaw(buf: Buffer, cols: TableColumns, key: string): number {
   const { lastT, lastLsn, saved } = frozenParts(buf);
-  const states = plan.features.map((f, i) => f.factory.load(saved[i]));
-  return { states, lastT, lastLsn };
+  return cols.addSaved(key, lastT, lastLsn, saved);
 }
 
-/** Resumable cursor over one table's hot map. */
+/** Resumable cursor over one table's slots. */
 export class SweepCursor {
-  #it: Iterator<[string, HotEntity]> | null = null;
-  #map: Map<string, HotEntity> | null = null;
+  #at = 0;
+  #index: EntityIndex | null = null;
 
   /**
    * Looks at up to `budget` entities, resuming where the last call stopped, and
-   * hands those idle since before `idleBeforeMs` to `evict` (which removes them
-   * from `rows`: deleting the current entry during Map iteration is safe in JS).
-   * Returns entities evicted.
+   * hands the slots of those idle since before `idleBeforeMs` to `evict` (which
+   * may release them: a released slot is reused only by a later add). Returns
+   * entities handed over.
    */
-  sweep(rows: Map<string, HotEntity>, idleBeforeMs: number, budget: number, evict: (key: string, ent: HotEntity) => void, deadline = Number.POSITIVE_INFINITY): number {
-    if (this.#map !== rows) { this.#map = rows; this.#it = null; }
+  sweep(index: EntityIndex, idleBeforeMs: number, budget: number, evict: (slot: number) => void, deadline = Number.POSITIVE_INFINITY): number {
+    if (this.#index !== index) { this.#index = index; this.#at = 0; }
     let evicted = 0;
     for (let n = 0; n < budget; n++) {
       if (n % COLD_SWEEP_CLOCK_STRIDE === COLD_SWEEP_CLOCK_STRIDE - 1 && performance.now() > deadline) break;
-      if (this.#it === null) this.#it = rows.entries();
-      const next = this.#it.next();
-      if (next.done) { this.#it = null; break; }
-      const [key, ent] = next.value;
-      if (ent.lastT >= idleBeforeMs) continue;
-      evict(key, ent);
+      if (this.#at >= index.high) { this.#at = 0; break; }
+      const slot = this.#at++;
+      if (index.keys[slot] === null || index.lastT[slot] >= idleBeforeMs) continue;
+      evict(slot);
       evicted++;
     }
     return evicted;

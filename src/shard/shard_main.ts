@@ -193,10 +193,13 @@ function shardStats(): ShardStats {
 function inspect(it: InspectItem, now: number): InspectResult {
   const ts = state.tableByName(it.table);
   const cold = ts !== undefined && ts.cold.has(it.key);
-  const ent = ts?.hot(it.key);
-  if (ent === undefined) return { shard: init.shardId, cold: false, lastPushMs: null, lastLsn: null, row: null };
+  const slot = ts === undefined ? -1 : ts.hot(it.key);
+  if (ts === undefined || slot < 0) return { shard: init.shardId, cold: false, lastPushMs: null, lastLsn: null, row: null };
+  const { lastT, lastLsn } = ts.cols.index;
+  const lastPushMs = lastT[slot];
+  const lastLsnOf = lastLsn[slot];
   const row = JSON.parse(state.read(it.table, it.key, null, now)) as Record<string, unknown>;
-  return { shard: init.shardId, cold, lastPushMs: ent.lastT, lastLsn: ent.lastLsn, row };
+  return { shard: init.shardId, cold, lastPushMs, lastLsn: lastLsnOf, row };
 }
 
 function refreshRegistry(i: ShardInit): void {

@@ -113,16 +113,17 @@ export function coldView(state: ShardState, files: ColdFiles | null, memoryLimit
  */
 export function estimateTableBytes(ts: TableState): number {
   let bytes = 0;
-  if (ts.rows.size > 0) {
+  const index = ts.cols.index;
+  if (ts.size > 0) {
     let n = 0;
     let sum = 0;
-    for (const [key, ent] of ts.rows) {
-      const saved = new Array(ent.states.length);
-      for (let i = 0; i < saved.length; i++) saved[i] = ent.states[i].save();
-      sum += serialize(saved).length + key.length * 2 + 16;
-      if (++n >= TABLE_MEMORY_SAMPLE_ENTITIES) break;
+    for (let slot = 0; slot < index.high && n < TABLE_MEMORY_SAMPLE_ENTITIES; slot++) {
+      const key = index.keys[slot];
+      if (key === null) continue;
+      sum += serialize(ts.cols.save(slot)).length + key.length * 2 + 16;
+      n++;
     }
-    bytes += (sum / n) * ts.rows.size;
+    bytes += (sum / n) * ts.size;
   }
   // Cold entities: what they keep in memory (frozen buffers in memory-only mode; the index on disk).
   bytes += ts.cold.memoryBytes();
@@ -130,7 +131,7 @@ export function estimateTableBytes(ts: TableState): number {
 }
 
 export function tableStats(state: ShardState): TableStats[] {
-  return state.tables.map((ts) => ({ table: ts.plan.name, hot: ts.rows.size, cold: ts.cold.size, bytes: estimateTableBytes(ts) }));
+  return state.tables.map((ts) => ({ table: ts.plan.name, hot: ts.size, cold: ts.cold.size, bytes: estimateTableBytes(ts) }));
 }
 
 export function snapshotView(s: SnapshotStats): NonNullable<ShardStats['snapshot']> {

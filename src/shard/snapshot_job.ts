@@ -24,9 +24,17 @@ import { deserialize, serialize } from 'node:v8';
 import type { RegistryState } from '../registry/model';
 import { frozenParts } from './cold';
 import type { DedupeEntry, DedupeLog } from './dedupe_log';
-import { EntityRow, type ShardState, type TableState } from './state';
+import type { ShardState, TableState } from './state';
+import { TableColumns, type EntitySave, type LayoutMeta } from './table_columns';
 
-export const SNAPSHOT_FORMAT = 2;
+/**
+ * 3: columnar entity state (table_columns.ts): per table its layout (ring groups),
+ *    per entity an EntitySave. 2 (before issue 12): per entity one save per feature;
+ *    it still loads, every feature as an object column (the layout of a table
+ *    without shared rings), exactly as it was saved.
+ */
+export const SNAPSHOT_FORMAT = 3;
+const SNAPSHOT_FORMATS_READ = [2, 3];
 /** Entities per chunk (one v8.serialize call): small enough that a chunk stays within a few ms. */
 const CHUNK_ENTITIES = 256;
 
@@ -36,7 +44,7 @@ interface SnapshotMeta {
   shardCount: number;
   registryVersion: number;
   startLsn: number;
-  tables: Array<{ name: string; keySignature: string; features: Array<[string, string]> }>;
+  tables: Array<{ name: string; keySignature: string; features: Array<[string, string]>; layout?: LayoutMeta }>;
 }
 
 interface EntityChunk {
@@ -44,8 +52,8 @@ interface EntityChunk {
   keys: string[];
   lastTs: number[];
   lastLsns: number[];
-  /** Hot entities: per entity, per feature OpState.save(). */
-  states: unknown[][] | null;
+  /** Hot entities: per entity its EntitySave (format 2: per feature OpState.save()). */
+  states: unknown[] | null;
   /** Cold entities: their frozen buffers, as is. */
   frozen: Buffer[] | null;
 }
@@ -66,7 +74,9 @@ export class SnapshotJob {
   #rawBytes = 0;
   #table = 0;
   #cold = true;
-  #it: Iterator<[string, EntityRow]> | Iterator<[string, Buffer]> | null = null;
+  #it: Iterator<[string, Buffer]> | null = null;
+  /** Next slot to capture of the current table (hot phase). */
+  #slot = 0;
   entities = 0;
   encodeMs = 0;
   /** Longest single step: the longest a batch waited behind this snapshot. */
@@ -82,7 +92,9 @@ export class SnapshotJob {
     const meta: SnapshotMeta = {
       format: SNAPSHOT_FORMAT, shardId: state.opts.shardId, shardCount: state.opts.shardCount,
       registryVersion: state.registryVersion, startLsn: this.startLsn,
-      tables: state.tables.map((ts) => ({ name: ts.plan.name, keySignature: ts.plan.keySignature, features: ts.plan.features.map((f) => [f.name, f.signature]) })),
+      tables: state.tables.map((ts) => ({
+        name: ts.plan.name, keySignature: ts.plan.keySignature, features: ts.plan.features.map((f) => [f.name, f.signature]), layout: ts.cols.layoutMeta(),
+      })),
     };
     this.#push(meta);
   }
@@ -112,35 +124,51 @@ export class SnapshotJob {
       return;
     }
     const ts = this.#tables[this.#table];
-    if (this.#it === null) this.#it = this.#cold ? ts.cold.entries() : ts.rows.entries();
     const keys: string[] = [];
     const lastTs: number[] = [];
     const lastLsns: number[] = [];
-    const states: unknown[][] = [];
+    const states: EntitySave[] = [];
     const frozen: Buffer[] = [];
-    while (keys.length < CHUNK_ENTITIES) {
-      const next = this.#it.next();
-      if (next.done) { this.#it = null; this.#table++; break; }
-      const [key, v] = next.value;
-      if (this.keep !== null && !this.keep(key)) continue;
-      keys.push(key);
-      if (this.#cold) {
-        const parts = frozenParts(v as Buffer);
-        lastTs.push(parts.lastT);
-        lastLsns.push(parts.lastLsn);
-        frozen.push(v as Buffer);
-      } else {
-        const ent = v as EntityRow;
-        lastTs.push(ent.lastT);
-        lastLsns.push(ent.lastLsn);
-        states.push(ent.states.map((s) => s.save()));
-      }
-    }
+    if (this.#cold) this.#coldChunk(ts, keys, lastTs, lastLsns, frozen);
+    else this.#hotChunk(ts, keys, lastTs, lastLsns, states);
     if (keys.length === 0) return;
     this.entities += keys.length;
     const t = this.#tables.indexOf(ts);
     const chunk: EntityChunk = { t, keys, lastTs, lastLsns, states: this.#cold ? null : states, frozen: this.#cold ? frozen : null };
     this.#push(chunk);
+  }
+
+  #coldChunk(ts: TableState, keys: string[], lastTs: number[], lastLsns: number[], frozen: Buffer[]): void {
+    if (this.#it === null) this.#it = ts.cold.entries();
+    while (keys.length < CHUNK_ENTITIES) {
+      const next = this.#it.next();
+      if (next.done) { this.#it = null; this.#table++; break; }
+      const [key, buf] = next.value;
+      if (this.keep !== null && !this.keep(key)) continue;
+      const parts = frozenParts(buf);
+      keys.push(key);
+      lastTs.push(parts.lastT);
+      lastLsns.push(parts.lastLsn);
+      frozen.push(buf);
+    }
+  }
+
+  /**
+   * Slots in order: a slot freed and reused after the cursor passed it holds an
+   * entity created after the job started (its pushes are all after startLsn).
+   */
+  #hotChunk(ts: TableState, keys: string[], lastTs: number[], lastLsns: number[], states: EntitySave[]): void {
+    const index = ts.cols.index;
+    while (keys.length < CHUNK_ENTITIES) {
+      if (this.#slot >= index.high) { this.#slot = 0; this.#table++; break; }
+      const slot = this.#slot++;
+      const key = index.keys[slot];
+      if (key === null || (this.keep !== null && !this.keep(key))) continue;
+      keys.push(key);
+      lastTs.push(index.lastT[slot]);
+      lastLsns.push(index.lastLsn[slot]);
+      states.push(ts.cols.save(slot));
+    }
   }
 
   /** The whole body, after the end chunk (dedupe entries and the LSN reached). */
@@ -171,17 +199,12 @@ export function restoreSnapshot(
 ): { startLsn: number; dedupe: DedupeEntry[]; entities: number } {
   const it = chunks(body);
   const meta = it.next().value as SnapshotMeta;
-  if (meta === undefined || meta.format !== SNAPSHOT_FORMAT) throw new Error(`unknown snapshot format ${meta?.format}`);
+  if (meta === undefined || !SNAPSHOT_FORMATS_READ.includes(meta.format)) {
+    throw new Error(`snapshot format ${String(meta?.format)} is not readable by this version (reads formats ${SNAPSHOT_FORMATS_READ.join(', ')})`);
+  }
   const reg = registryOf(meta.registryVersion);
   if (reg !== undefined) state.install(reg);
-  // Per snapshot table: the live table and, per live feature, the snapshot feature index (-1: start empty).
-  const targets = meta.tables.map((t) => {
-    const ts = state.tableByName(t.name);
-    if (ts === undefined || ts.plan.keySignature !== t.keySignature) return null;
-    const map = ts.plan.features.map((f) => t.features.findIndex(([n, sig]) => n === f.name && sig === f.signature));
-    const identity = map.length === t.features.length && map.every((j, i) => j === i);
-    return { ts, map, identity };
-  });
+  const targets = meta.tables.map((t) => targetOf(state, t, meta.format));
   let end: EndChunk | null = null;
   let entities = 0;
   for (const c of it) {
@@ -189,20 +212,11 @@ export function restoreSnapshot(
     const ch = c as EntityChunk;
     const target = targets[ch.t];
     if (target === null || target === undefined) continue;
-    const { ts, map, identity } = target;
     for (let e = 0; e < ch.keys.length; e++) {
       const key = ch.keys[e];
       if (keep !== null && !keep(key)) continue;
       entities++;
-      if (ch.frozen !== null && identity) {
-        ts.rows.delete(key);
-        ts.cold.set(key, ch.frozen[e]);
-        continue;
-      }
-      const saved = ch.frozen !== null ? frozenParts(ch.frozen[e]).saved : ch.states![e];
-      const states = ts.plan.features.map((f, i) => (map[i] >= 0 ? f.factory.load(saved[map[i]]) : f.factory.create()));
-      ts.cold.delete(key);
-      ts.rows.set(key, new EntityRow(states, ch.lastTs[e], ch.lastLsns[e]));
+      restoreEntity(target, key, ch, e);
     }
   }
   state.flushCold();
@@ -210,4 +224,54 @@ export function restoreSnapshot(
   if (end.appliedLsn > state.appliedLsn) state.appliedLsn = end.appliedLsn;
   if (end.lastT > state.lastT) state.lastT = end.lastT;
   return { startLsn: meta.startLsn, dedupe: end.dedupe, entities };
+}
+
+interface Target {
+  ts: TableState;
+  /** Saves load one to one (same layout): frozen buffers stay frozen. */
+  identity: boolean;
+  /** Format 2: a save is one state per feature. */
+  perFeature: boolean;
+  meta: LayoutMeta;
+  map: ReturnType<TableColumns['planLoad']>;
+}
+
+/**
+ * The live table a snapshot table restores into, and how its saves load. A live
+ * table with no entities (recovery) takes the snapshot's layout, so its saves
+ * load one to one; one with entities (a cluster import) keeps its own and maps
+ * each save (TableColumns.planLoad).
+ */
+function targetOf(state: ShardState, t: SnapshotMeta['tables'][number], format: number): Target | null {
+  const ts = state.tableByName(t.name);
+  if (ts === undefined || ts.plan.keySignature !== t.keySignature) return null;
+  const feats = ts.plan.features;
+  const liveOf = t.features.map(([n, sig]) => {
+    const i = ts.plan.featureIndex.get(n);
+    return i !== undefined && feats[i].signature === sig ? i : -1;
+  });
+  // Format 2 has no groups: every saved feature is an object state.
+  const meta: LayoutMeta = format === 2 || t.layout === undefined ? { groups: [] } : t.layout;
+  if (ts.size === 0 && ts.cold.size === 0) ts.replaceColumns(TableColumns.fromLayout(ts.plan, meta, liveOf));
+  const sameFeatures = liveOf.length === feats.length && liveOf.every((i, j) => i === j);
+  const identity = format !== 2 && sameFeatures && JSON.stringify(ts.cols.layoutMeta()) === JSON.stringify(meta);
+  if (!identity) ts.thawAll();
+  const map = ts.cols.planLoad(meta, liveOf);
+  return { ts, identity, perFeature: format === 2, meta, map };
+}
+
+function restoreEntity(target: Target, key: string, ch: EntityChunk, e: number): void {
+  const { ts, identity, perFeature, meta, map } = target;
+  if (ch.frozen !== null && identity) {
+    ts.cols.remove(key);
+    ts.cold.set(key, ch.frozen[e]);
+    return;
+  }
+  const saved = (ch.frozen !== null ? frozenParts(ch.frozen[e]).saved : ch.states![e]) as EntitySave | unknown[];
+  ts.cold.delete(key);
+  ts.cols.remove(key);
+  // Format 2 saved one state per feature: as an EntitySave of a layout without groups.
+  const save: EntitySave = perFeature ? [[], saved as unknown[]] : (saved as EntitySave);
+  if (identity) ts.cols.addSaved(key, ch.lastTs[e], ch.lastLsns[e], save);
+  else ts.cols.addMapped(key, ch.lastTs[e], ch.lastLsns[e], save, meta, map);
 }

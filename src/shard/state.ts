@@ -10,28 +10,14 @@ import type { DedupeLog } from './dedupe_log';
 import { partitionOf, shardOf } from '../registry/key';
 import { renamesBetween, underNewNames } from '../coordinator/renames';
 import type { RegistryState } from '../registry/model';
-import type { OpState } from '../ops/op';
 import type { Row } from '../types';
 import { COLD_SWEEP_ENTITIES_PER_TICK, freeze, SweepCursor, thaw } from './cold';
+import { TableColumns } from './table_columns';
 import { MemColdStore, type ColdStore } from './cold_store';
 import type { ColdFiles } from './cold_files';
 import { jsonText } from './json_text';
 import { SfError } from '../errors';
 import { MEMORY_EVICT_SCAN_ENTITIES, RESPONSE_BYTES_MAX } from '../limits';
-
-export class EntityRow {
-  constructor(
-    public states: OpState[],
-    /** Server time of the last push that reached this entity (cold eviction). */
-    public lastT: number,
-    /**
-     * LSN of the last push applied to this entity. Snapshots are fuzzy (written in
-     * slices between batches, snapshot_job.ts): replay after a snapshot skips the
-     * records an entity already reflects (lsn <= lastLsn), like a page LSN.
-     */
-    public lastLsn: number,
-  ) {}
-}
 
 /** Cold-store counters of a shard (/metrics via shard_stats.ts). */
 export class ColdCounters {
@@ -53,7 +39,15 @@ export class TableState {
   readonly lruCursor = new SweepCursor();
   constructor(
     public plan: TablePlan,
-    readonly rows: Map<string, EntityRow>,
+    /**
+     * The hot entities: key -> slot, and every feature's state by slot
+     * (table_columns.ts). Per slot, `lastT` is the server time of the last push
+     * that reached the entity (cold eviction) and `lastLsn` the LSN of the last
+     * push applied to it. Snapshots are fuzzy (written in slices between batches,
+     * snapshot_job.ts): replay after a snapshot skips the records an entity
+     * already reflects (lsn <= lastLsn), like a page LSN.
+     */
+    public cols: TableColumns,
     /** `cold_after` of the table's root event, or null (never evicted). */
     public coldAfterMs: number | null = null,
     /** Entities idle past `cold_after` (or evicted by --memory-limit), frozen (cold.ts); thawed by the next push or read. */
@@ -61,37 +55,48 @@ export class TableState {
     readonly counters: ColdCounters = new ColdCounters(),
   ) {}
 
-  /** The hot row of `key`, thawing it from the cold store if it is there. */
-  hot(key: string): EntityRow | undefined {
-    const ent = this.rows.get(key);
-    if (ent !== undefined || this.cold.size === 0) return ent;
+  /** Hot entities. */
+  get size(): number {
+    return this.cols.size;
+  }
+
+  /** The slot of `key`'s hot entity, thawing it from the cold store if it is there; -1 when it has none. */
+  hot(key: string): number {
+    const slot = this.cols.index.slotOf(key);
+    if (slot >= 0 || this.cold.size === 0) return slot;
     const buf = this.cold.take(key);
-    if (buf === undefined) return undefined;
-    const th = thaw(buf, this.plan);
-    const row = new EntityRow(th.states, th.lastT, th.lastLsn);
-    this.rows.set(key, row);
+    if (buf === undefined) return -1;
     this.counters.thawed++;
-    return row;
+    return thaw(buf, this.cols, key);
   }
 
   /** Whether `key` exists, hot or cold (without thawing it). */
   holds(key: string): boolean {
-    return this.rows.has(key) || (this.cold.size > 0 && this.cold.has(key));
+    return this.cols.index.slotOf(key) >= 0 || (this.cold.size > 0 && this.cold.has(key));
   }
 
   /**
-   * Takes an entity out of hot memory: dropped when every feature is empty from
-   * `t` on (a later get of the key answers `{}`, as for a key never pushed; docs/durability.md),
-   * else frozen into the cold store. Returns true when dropped.
+   * Takes the entity at `slot` out of hot memory: dropped when every feature is
+   * empty from `t` on (a later get of the key answers `{}`, as for a key never
+   * pushed; docs/durability.md), else frozen into the cold store. Returns true when dropped.
    */
-  evict(key: string, ent: EntityRow, t: number): boolean {
-    this.rows.delete(key);
-    if (isEmptyAt(ent.states, t)) {
+  evict(slot: number, t: number): boolean {
+    const key = this.cols.index.keys[slot] as string;
+    if (this.cols.emptyAt(slot, t)) {
+      this.cols.remove(key);
       this.counters.dropped++;
       return true;
     }
-    this.cold.set(key, freeze(ent));
+    this.cold.set(key, freeze(this.cols, slot));
+    this.cols.remove(key);
     return false;
+  }
+
+  /** Replaces the (empty) columns by another layout of the same plan (snapshot restore). */
+  replaceColumns(cols: TableColumns): void {
+    assert(this.cols.size === 0 && this.cold.size === 0, 'layout replaced under live entities');
+    assert(cols.plan === this.plan);
+    this.cols = cols;
   }
 
   /** Thaws every cold entity (before its feature layout changes). */
@@ -105,21 +110,6 @@ function coldAfterOf(reg: CompiledRegistry, table: string): number | null {
   let def = reg.defs.get(table);
   for (let hops = 0; def !== undefined && def.kind !== 'event' && hops < 1000; hops++) def = reg.defs.get(def.upstream);
   return def !== undefined && def.kind === 'event' ? def.coldAfterMs : null;
-}
-
-function freshStates(plan: TablePlan): OpState[] {
-  const out: OpState[] = new Array(plan.features.length);
-  for (let i = 0; i < out.length; i++) out[i] = plan.features[i].factory.create();
-  return out;
-}
-
-/** Every state of an entity is empty from `t` on (OpState.emptyAt); false when one cannot say. */
-function isEmptyAt(states: OpState[], t: number): boolean {
-  for (let i = 0; i < states.length; i++) {
-    const s = states[i];
-    if (s.emptyAt === undefined || !s.emptyAt(t)) return false;
-  }
-  return true;
 }
 
 export interface ShardOptions {
@@ -192,7 +182,7 @@ export class ShardState {
       const old = this.#byName.get(renamedTo.get(plan.name) ?? plan.name);
       const oldRef = ref === null ? undefined : ref === prev ? old?.plan : ref.tables.get(plan.name);
       tables.push(old === undefined || oldRef === undefined || oldRef.keySignature !== plan.keySignature
-        ? new TableState(plan, new Map(), null, this.#newCold(), this.counters)
+        ? new TableState(plan, new TableColumns(plan), null, this.#newCold(), this.counters)
         : carryOver(old, plan, oldRef));
     }
     for (const t of tables) t.coldAfterMs = coldAfterOf(next, t.plan.name);
@@ -303,16 +293,13 @@ export class ShardState {
       if (key === null || (shardCount > 1 && shardOf(key, shardCount) !== shardId)) continue;
       if (partition >= 0 && partitionOf(key, partitions) !== partition) continue;
       const ts = this.tables[feed.table.index];
-      let ent = ts.hot(key);
-      if (ent === undefined) {
-        ent = new EntityRow(freshStates(ts.plan), t, 0);
-        ts.rows.set(key, ent);
-      } else if (lsn <= ent.lastLsn) {
-        continue; // replay over a fuzzy snapshot: this entity already has the event
-      }
-      ent.lastT = t;
-      ent.lastLsn = lsn;
-      applyFeatures(ts.plan, ent.states, r, t);
+      let slot = ts.hot(key);
+      const index = ts.cols.index;
+      if (slot < 0) slot = ts.cols.add(key, t, 0);
+      else if (lsn <= index.lastLsn[slot]) continue; // replay over a fuzzy snapshot: this entity already has the event
+      index.lastT[slot] = t;
+      index.lastLsn[slot] = lsn;
+      applyFeatures(ts, slot, r, t);
     }
   }
 
@@ -345,18 +332,19 @@ export class ShardState {
   read(table: string, key: string, features: readonly string[] | null, now: number, budget = RESPONSE_BYTES_MAX): string {
     const ts = this.#byName.get(table);
     if (ts === undefined) return '{}';
-    const ent = ts.hot(key);
-    if (ent === undefined) return '{}';
+    const slot = ts.hot(key);
+    if (slot < 0) return '{}';
     if (budget <= 0) overBudget();
     const t = now > this.lastT ? now : this.lastT;
     // The row is written as JSON text directly (no intermediate object): `"name":`
     // prefixes are built once per registry version (FeaturePlan.jsonKey).
     const feats = ts.plan.features;
+    const cols = ts.cols;
     let out = '{';
     if (features === null) {
       for (let i = 0; i < feats.length; i++) {
         if (i > 0) out += ',';
-        out += feats[i].jsonKey + jsonText(ent.states[i].read(t));
+        out += feats[i].jsonKey + jsonText(cols.read(i, slot, t));
         if (out.length > budget) overBudget();
       }
     } else {
@@ -366,7 +354,7 @@ export class ShardState {
         if (i === undefined) continue;
         if (!first) out += ',';
         first = false;
-        out += feats[i].jsonKey + jsonText(ent.states[i].read(t));
+        out += feats[i].jsonKey + jsonText(cols.read(i, slot, t));
         if (out.length > budget) overBudget();
       }
     }
@@ -379,7 +367,7 @@ export class ShardState {
 
   entityCount(): number {
     let n = 0;
-    for (const t of this.tables) n += t.rows.size + t.cold.size;
+    for (const t of this.tables) n += t.size + t.cold.size;
     return n;
   }
 
@@ -401,7 +389,10 @@ export class ShardState {
     let n = 0;
     for (const ts of this.tables) {
       // Deleting the current entry during Map iteration is safe in JS.
-      for (const key of ts.rows.keys()) if (partitionOf(key, parts) === p) { ts.rows.delete(key); n++; }
+      for (const slot of ts.cols.index.liveSlots()) {
+        const key = ts.cols.index.keys[slot] as string;
+        if (partitionOf(key, parts) === p) { ts.cols.remove(key); n++; }
+      }
       for (const key of ts.cold.keys()) if (partitionOf(key, parts) === p) { ts.cold.delete(key); n++; }
     }
     return n;
@@ -417,9 +408,9 @@ export class ShardState {
     const t = now > this.lastT ? now : this.lastT;
     let out = 0;
     for (const ts of this.tables) {
-      if (ts.coldAfterMs === null || ts.rows.size === 0) continue;
-      out += ts.cursor.sweep(ts.rows, now - ts.coldAfterMs, budget, (key, ent) => {
-        if (!ts.evict(key, ent as EntityRow, t)) this.counters.frozen++;
+      if (ts.coldAfterMs === null || ts.size === 0) continue;
+      out += ts.cursor.sweep(ts.cols.index, now - ts.coldAfterMs, budget, (slot) => {
+        if (!ts.evict(slot, t)) this.counters.frozen++;
       }, deadline);
     }
     this.flushCold();
@@ -435,17 +426,15 @@ export class ShardState {
     const t = now > this.lastT ? now : this.lastT;
     let out = 0;
     for (const ts of this.tables) {
-      if (ts.rows.size === 0) continue;
-      const seen: Array<[number, string]> = [];
-      ts.lruCursor.sweep(ts.rows, Number.POSITIVE_INFINITY, Math.min(scan, ts.rows.size), (key, ent) => { seen.push([ent.lastT, key]); });
+      if (ts.size === 0) continue;
+      const index = ts.cols.index;
+      const seen: Array<[number, number]> = [];
+      ts.lruCursor.sweep(index, Number.POSITIVE_INFINITY, Math.min(scan, ts.size), (slot) => { seen.push([index.lastT[slot], slot]); });
       // The sweep only listed them (nothing removed yet): evict the oldest share.
       seen.sort((a, b) => a[0] - b[0]);
       const n = Math.ceil(seen.length * fraction);
       for (let i = 0; i < n; i++) {
-        const key = seen[i][1];
-        const ent = ts.rows.get(key);
-        if (ent === undefined) continue;
-        if (!ts.evict(key, ent, t)) this.counters.evicted++;
+        if (!ts.evict(seen[i][1], t)) this.counters.evicted++;
         out++;
       }
     }
@@ -463,14 +452,9 @@ function overBudget(): never {
   throw new SfError('response_too_large', `the answer is over the ${RESPONSE_BYTES_MAX}-byte response limit (RESPONSE_BYTES_MAX); ask for fewer entries or features`);
 }
 
-function applyFeatures(plan: TablePlan, states: OpState[], r: Row, t: number): void {
-  const feats = plan.features;
-  for (let i = 0; i < feats.length; i++) {
-    const f = feats[i];
-    const x = f.get === null ? undefined : f.get(r);
-    if (f.where === null || f.where(r)) states[i].update(x, t, r);
-    else if (f.factory.wantsMiss) states[i].miss(t);
-  }
+/** The feature-apply seam: one row that reached table `ts`, for the entity at `slot`. */
+function applyFeatures(ts: TableState, slot: number, r: Row, t: number): void {
+  ts.cols.apply(slot, r, t);
 }
 
 /**
@@ -486,11 +470,11 @@ function carryOver(old: TableState, plan: TablePlan, ref: TablePlan): TableState
   });
   const identity = map.length === old.plan.features.length && map.every((j, i) => j === i);
   // Frozen entities keep the old feature layout: identical layouts keep them frozen.
-  if (identity) return new TableState(plan, old.rows, null, old.cold, old.counters);
-  old.thawAll();
-  for (const ent of old.rows.values()) {
-    const prev = ent.states;
-    ent.states = map.map((j, i) => (j >= 0 ? prev[j] : plan.features[i].factory.create()));
+  if (identity) {
+    old.cols.plan = plan;
+    old.cols.rebind();
+    return new TableState(plan, old.cols, null, old.cold, old.counters);
   }
-  return new TableState(plan, old.rows, null, old.cold, old.counters);
+  old.thawAll();
+  return new TableState(plan, old.cols.carry(plan, map), null, old.cold, old.counters);
 }

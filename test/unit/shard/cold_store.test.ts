@@ -130,7 +130,7 @@ test('shard state: idle entities go to disk and read back exactly; empty ones ar
     assert.equal(out, 2000, 'every idle entity of both tables left hot memory');
     assert.equal(s.counters.dropped, 1000, 'the session rows (all windows empty) were dropped');
     assert.equal(s.counters.frozen, 1000, 'the totals rows were frozen to disk');
-    assert.equal(s.tableByName('Totals')!.rows.size, 0);
+    assert.equal(s.tableByName('Totals')!.size, 0);
     assert.equal(s.tableByName('Sessions')!.cold.size, 0, 'nothing of the dropped rows is kept');
     assert.ok(files.liveBytes > 0);
     assert.ok(s.tableByName('Totals')!.cold.memoryBytes() < 1000 * 64, `index ${s.tableByName('Totals')!.cold.memoryBytes()} B for 1000 cold entities`);
@@ -153,7 +153,7 @@ test('shard state: idle entities go to disk and read back exactly; empty ones ar
       const r = shardOn(files2);
       restoreSnapshot(r, body, (v) => (v === 1 ? REG : undefined));
       assert.equal(r.tableByName('Totals')!.cold.size, 1000);
-      assert.equal(r.tableByName('Totals')!.rows.size, 0);
+      assert.equal(r.tableByName('Totals')!.size, 0);
       assert.deepEqual(read(r, 'Totals', later), totalsBefore);
       files2.close();
     } finally {
@@ -176,8 +176,8 @@ test('memory-limit eviction takes the least recently pushed first; refuseNew ref
     assert.equal(out, 600);
     const totals = s.tableByName('Totals')!;
     assert.equal(totals.cold.size, 300);
-    for (let i = 0; i < 300; i++) assert.ok(!totals.rows.has(`s${i}`), `s${i} (oldest) evicted`);
-    for (let i = 300; i < 1000; i++) assert.ok(totals.rows.has(`s${i}`), `s${i} kept hot`);
+    for (let i = 0; i < 300; i++) assert.ok(totals.cols.index.slotOf(`s${i}`) < 0, `s${i} (oldest) evicted`);
+    for (let i = 300; i < 1000; i++) assert.ok(totals.cols.index.slotOf(`s${i}`) >= 0, `s${i} kept hot`);
     s.refuseNew = true;
     assert.throws(() => s.apply('S', { sid: 'new', x: 1 }, 30_000, 2000), (e: { code?: string }) => e.code === 'memory_limit_exceeded');
     assert.equal(s.read('Totals', 'new', null, 30_000), '{}', 'nothing of the refused push was applied');

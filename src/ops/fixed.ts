@@ -1,0 +1,42 @@
+/**
+ * Ops whose state is a fixed number of doubles (the lifetime core ops,
+ * num_life.ts): the shard keeps them as rows of one Float64Array per feature
+ * (shard/table_columns.ts), indexed by entity slot; FixedState gives such an op
+ * a row of its own where an OpState is wanted (op unit tests, object columns).
+ * A row of zeros is the empty state.
+ */
+import type { JsonValue, Row, Value } from '../types';
+import type { StoredState } from './factory';
+
+export interface FixedOp {
+  /** Doubles per row. */
+  readonly width: number;
+  update(a: Float64Array, at: number, x: Value | undefined, t: number): void;
+  miss(a: Float64Array, at: number, t: number): void;
+  read(a: Float64Array, at: number, now: number): JsonValue;
+  /** The row as plain data (the format snapshots and cold entities keep). */
+  save(a: Float64Array, at: number): unknown;
+  load(a: Float64Array, at: number, saved: unknown): void;
+}
+
+export class FixedState implements StoredState {
+  readonly a: Float64Array;
+  constructor(readonly op: FixedOp) {
+    this.a = new Float64Array(op.width);
+  }
+  update(x: Value | undefined, t: number, _row: Row): void {
+    this.op.update(this.a, 0, x, t);
+  }
+  miss(t: number): void {
+    this.op.miss(this.a, 0, t);
+  }
+  read(now: number): JsonValue {
+    return this.op.read(this.a, 0, now);
+  }
+  save(): unknown {
+    return this.op.save(this.a, 0);
+  }
+  restore(saved: unknown): void {
+    this.op.load(this.a, 0, saved);
+  }
+}

@@ -1,0 +1,449 @@
+/**
+ * One raw-event ring per entity shared by every windowed feature of a table
+ * that has the same window (and no `where`): count, sum, mean, min, max,
+ * var/std, quantile, n_unique, top_k, ... all read the same ring of
+ * (t, field values) cells while it is exact, and each keeps only its own bucket
+ * part (events pushed out of the full ring) as today (ops/num_window.ts,
+ * ops/val_window.ts; semantics and bounds in docs/ops.md).
+ *
+ *   per slot (typed arrays):  cls  blk  head  len  busy
+ *                              |    |
+ *   pools[cls] (ring_pool.ts): [ ... | block blk: entry 0 | entry 1 | ... | ... ]
+ *                                      entry = t, value of column 0, column 1, ...
+ *   per member (feature):      buckets: Map<slot, buckets>  (only busy entities)
+ *
+ * A cell holds a number as itself; any other value is NaN-boxed (high word a tag,
+ * low word the interned id of a string or boolean, intern.ts), so every value
+ * comes back exactly as pushed, null and absent included.
+ *
+ * Compared with one ring per feature, a ring holds every event that reached the
+ * group, also those a feature does not accept (a sum skips an event without a
+ * number): an entity then leaves the exact regime after RING_ENTRIES_MAX events of
+ * the table in a window rather than of the feature. The bound is the same
+ * (docs/ops.md "Windows").
+ */
+import { strict as assert } from 'node:assert';
+import type { JsonValue, Row, Value } from '../types';
+import {
+  FOLDS, foldValue, Input, numBucketsGoneAt, numExpireBuckets, numFoldBuckets, numFoldIntoBucket, numJoinNewest, numLoadBuckets, numResult,
+  numSaveBuckets, resetFold, RING_ENTRIES_MAX, type NumBuckets, type NumWindowCfg,
+} from '../ops/num_window';
+import {
+  valBucketsGoneAt, valExpireBuckets, valFoldIntoBucket, valJoinNewest, valKeepScratch, valLoadBuckets, valMergeBuckets, valSaveBuckets, valScratch,
+  type ValBuckets, type ValWindowCfg,
+} from '../ops/val_window';
+import { InternTable, type Interned } from './intern';
+import { ClassPool, RING_CLASS_MAX } from './ring_pool';
+
+// NaN-boxing tags (high word of a cell; little-endian: word 2i+1 of cell i).
+const HI_NAN = 0x7ff80000;
+const HI_NULL = 0x7ff90000;
+const HI_UNDEF = 0x7ffa0000;
+const HI_ID = 0x7ffb0000;
+assert(new Uint8Array(new Uint32Array([1]).buffer)[0] === 1, 'shared rings assume a little-endian host');
+assert(1 << RING_CLASS_MAX === RING_ENTRIES_MAX, 'the largest ring class holds RING_ENTRIES_MAX entries');
+
+type Buckets = NumBuckets | ValBuckets<unknown>;
+
+/** One feature reading a group's ring. */
+export class RingMember {
+  readonly buckets = new Map<number, Buckets>();
+  constructor(
+    /** Index of the feature in its table plan. */
+    public feature: number,
+    /** Ring column of its field, -1 without a field. */
+    readonly col: number,
+    public num: NumWindowCfg | null,
+    public val: ValWindowCfg<unknown> | null,
+  ) {
+    assert((num === null) !== (val === null));
+  }
+}
+
+export class RingGroup {
+  readonly stride: number;
+  readonly pools: ClassPool[] = [];
+  cls: Uint8Array;
+  blk: Int32Array;
+  head: Uint8Array;
+  len: Uint8Array;
+  /** Members holding buckets for the slot (0: the ring is all there is). */
+  busy: Uint16Array;
+
+  constructor(
+    readonly windowMs: number,
+    /** The `where` of the group's one feature; null for a shared group. */
+    readonly where: ((row: Row) => boolean) | null,
+    readonly fields: readonly string[],
+    readonly interns: readonly InternTable[],
+    public members: RingMember[],
+    capacity: number,
+  ) {
+    assert(fields.length === interns.length);
+    this.stride = 1 + fields.length;
+    for (let c = 0; c <= RING_CLASS_MAX; c++) this.pools.push(c === 0 ? (null as unknown as ClassPool) : new ClassPool(c, this.stride));
+    this.cls = new Uint8Array(capacity);
+    this.blk = new Int32Array(capacity);
+    this.head = new Uint8Array(capacity);
+    this.len = new Uint8Array(capacity);
+    this.busy = new Uint16Array(capacity);
+  }
+
+  /** Grows the per-slot arrays with the entity index (entity_index.ts onGrow). */
+  grow(capacity: number): void {
+    this.cls = growU8(this.cls, capacity);
+    this.head = growU8(this.head, capacity);
+    this.len = growU8(this.len, capacity);
+    const b = new Int32Array(capacity);
+    b.set(this.blk);
+    this.blk = b;
+    const u = new Uint16Array(capacity);
+    u.set(this.busy);
+    this.busy = u;
+  }
+
+  /** Appends one event (that passed `where`) to the slot's ring. */
+  push(slot: number, row: Row, t: number): void {
+    const cutoff = t - this.windowMs;
+    this.#expire(slot, cutoff);
+    let cls = this.cls[slot];
+    let cap = cls === 0 ? 0 : 1 << cls;
+    if (this.len[slot] === cap) {
+      if (cap < RING_ENTRIES_MAX) {
+        this.#moveUp(slot);
+        cls++;
+        cap = 1 << cls;
+      } else this.#evictOldest(slot);
+    }
+    const pool = this.pools[cls];
+    const at = this.blk[slot] * pool.blockDoubles + ((this.head[slot] + this.len[slot]) & (cap - 1)) * this.stride;
+    pool.data[at] = t;
+    const fields = this.fields;
+    for (let c = 0; c < fields.length; c++) this.#encode(pool, at + 1 + c, c, row[fields[c]]);
+    this.len[slot]++;
+  }
+
+  #encode(pool: ClassPool, i: number, c: number, v: Value | undefined): void {
+    if (typeof v === 'number' && v === v) {
+      pool.data[i] = v;
+      return;
+    }
+    const u = pool.u32;
+    if (typeof v === 'string' || typeof v === 'boolean') {
+      u[2 * i] = this.interns[c].ref(v);
+      u[2 * i + 1] = HI_ID;
+      return;
+    }
+    u[2 * i] = 0;
+    u[2 * i + 1] = v === null ? HI_NULL : v === undefined ? HI_UNDEF : HI_NAN;
+  }
+
+  /** The value of cell `i` of a pool (column c). */
+  #decode(pool: ClassPool, i: number, c: number): Value | undefined {
+    const d = pool.data[i];
+    if (d === d) return d;
+    const hi = pool.u32[2 * i + 1];
+    if (hi === HI_ID) return this.interns[c].value(pool.u32[2 * i]);
+    return hi === HI_NULL ? null : hi === HI_UNDEF ? undefined : NaN;
+  }
+
+  /** Releases the intern references of the entry at `at`. */
+  #release(pool: ClassPool, at: number): void {
+    const u = pool.u32;
+    for (let c = 0; c < this.fields.length; c++) {
+      const i = at + 1 + c;
+      // No finite double has this high word (exponent all ones): the cell is an id.
+      if (u[2 * i + 1] === HI_ID) this.interns[c].unref(u[2 * i]);
+    }
+  }
+
+  /** Offset of the k-th oldest entry of the slot (its class pool is pools[cls[slot]]). */
+  #entry(slot: number, k: number): number {
+    const cls = this.cls[slot];
+    return this.blk[slot] * this.pools[cls].blockDoubles + ((this.head[slot] + k) & ((1 << cls) - 1)) * this.stride;
+  }
+
+  /** Moves the slot's ring to the next size class, oldest entry first. */
+  #moveUp(slot: number): void {
+    const cls = this.cls[slot];
+    const to = this.pools[cls + 1];
+    const nb = to.alloc();
+    const len = this.len[slot];
+    if (cls > 0) {
+      const from = this.pools[cls];
+      const w = this.stride * 2;
+      for (let k = 0; k < len; k++) {
+        const src = this.#entry(slot, k) * 2;
+        to.u32.set(from.u32.subarray(src, src + w), (nb * to.blockDoubles + k * this.stride) * 2);
+      }
+      from.release(this.blk[slot]);
+    }
+    this.cls[slot] = cls + 1;
+    this.blk[slot] = nb;
+    this.head[slot] = 0;
+  }
+
+  /** Drops entries that no read can see any more; members fold them as num_window.ts expireRing does. */
+  #expire(slot: number, cutoff: number): void {
+    const cls = this.cls[slot];
+    if (cls === 0) return;
+    const pool = this.pools[cls];
+    const mask = (1 << cls) - 1;
+    while (this.len[slot] > 0) {
+      const at = this.#entry(slot, 0);
+      const t = pool.data[at];
+      if (t > cutoff) break;
+      if (this.busy[slot] > 0) this.#joinNewest(slot, pool, at, t);
+      this.#release(pool, at);
+      this.head[slot] = (this.head[slot] + 1) & mask;
+      this.len[slot]--;
+    }
+    if (this.busy[slot] > 0) this.#expireBuckets(slot, cutoff);
+    if (this.len[slot] === 0 && this.busy[slot] === 0) this.#freeRing(slot);
+  }
+
+  #joinNewest(slot: number, pool: ClassPool, at: number, t: number): void {
+    for (const m of this.members) {
+      const b = m.buckets.get(slot);
+      if (b === undefined) continue;
+      const x = m.col < 0 ? undefined : this.#decode(pool, at + 1 + m.col, m.col);
+      if (m.num !== null) {
+        const v = numInput(m.num, x);
+        if (v === v) numJoinNewest(b as NumBuckets, m.num, t, v);
+      } else {
+        const val = m.val as ValWindowCfg<unknown>;
+        if (val.agg.accepts(x)) valJoinNewest(b as ValBuckets<unknown>, val, x === undefined ? 0 : x, t, 0);
+      }
+    }
+  }
+
+  #expireBuckets(slot: number, cutoff: number): void {
+    for (const m of this.members) {
+      const b = m.buckets.get(slot);
+      if (b === undefined) continue;
+      const left = m.num !== null ? numExpireBuckets(b as NumBuckets, m.num, cutoff) : valExpireBuckets(b as ValBuckets<unknown>, m.val as ValWindowCfg<unknown>, cutoff);
+      if (left === null) {
+        m.buckets.delete(slot);
+        this.busy[slot]--;
+      }
+    }
+  }
+
+  /** The ring is full of live events: its oldest goes into each accepting member's bucket. */
+  #evictOldest(slot: number): void {
+    const pool = this.pools[this.cls[slot]];
+    const at = this.#entry(slot, 0);
+    const t = pool.data[at];
+    for (const m of this.members) {
+      const x = m.col < 0 ? undefined : this.#decode(pool, at + 1 + m.col, m.col);
+      const had = m.buckets.get(slot);
+      let b: Buckets | undefined = had;
+      if (m.num !== null) {
+        const v = numInput(m.num, x);
+        if (v === v) b = numFoldIntoBucket(had === undefined ? null : (had as NumBuckets), m.num, t, v);
+      } else {
+        const val = m.val as ValWindowCfg<unknown>;
+        if (val.agg.accepts(x)) b = valFoldIntoBucket(had === undefined ? null : (had as ValBuckets<unknown>), val, x === undefined ? 0 : x, t, 0);
+      }
+      if (b !== had && b !== undefined) {
+        m.buckets.set(slot, b);
+        if (had === undefined) this.busy[slot]++;
+      }
+    }
+    this.#release(pool, at);
+    this.head[slot] = (this.head[slot] + 1) & (RING_ENTRIES_MAX - 1);
+    this.len[slot]--;
+  }
+
+  #freeRing(slot: number): void {
+    const cls = this.cls[slot];
+    if (cls === 0) return;
+    this.pools[cls].release(this.blk[slot]);
+    this.cls[slot] = 0;
+    this.blk[slot] = 0;
+    this.head[slot] = 0;
+  }
+
+  /** Empties the slot (the entity leaves: frozen, dropped, or its slot is reused). */
+  clear(slot: number): void {
+    const cls = this.cls[slot];
+    if (cls > 0) {
+      const pool = this.pools[cls];
+      for (let k = 0; k < this.len[slot]; k++) this.#release(pool, this.#entry(slot, k));
+      this.len[slot] = 0;
+      this.#freeRing(slot);
+    }
+    if (this.busy[slot] > 0) for (const m of this.members) m.buckets.delete(slot);
+    this.busy[slot] = 0;
+  }
+
+  /**
+   * From time `t` on, the slot reads and updates like an empty one: every ring
+   * entry and every bucket of every member has left the window (OpState.emptyAt).
+   */
+  emptyAt(slot: number, t: number): boolean {
+    const cutoff = t - this.windowMs;
+    const len = this.len[slot];
+    if (len > 0 && this.pools[this.cls[slot]].data[this.#entry(slot, len - 1)] > cutoff) return false;
+    if (this.busy[slot] === 0) return true;
+    for (const m of this.members) {
+      const b = m.buckets.get(slot);
+      if (b === undefined) continue;
+      if (m.num !== null ? !numBucketsGoneAt(b as NumBuckets, m.num, cutoff) : !valBucketsGoneAt(b as ValBuckets<unknown>, m.val as ValWindowCfg<unknown>, cutoff)) return false;
+    }
+    return true;
+  }
+
+  /** The value of member `m` for the slot at query time `now`. */
+  read(m: RingMember, slot: number, now: number): JsonValue {
+    const cutoff = now - this.windowMs;
+    const cls = this.cls[slot];
+    const len = this.len[slot];
+    const pool = this.pools[cls];
+    let k = 0;
+    while (k < len && pool.data[this.#entry(slot, k)] <= cutoff) k++;
+    // Buckets only hold events older than every ring entry: when the ring's oldest
+    // has left the window, so has every bucketed event.
+    const b = k === 0 && len > 0 ? m.buckets.get(slot) : undefined;
+    if (m.num !== null) {
+      const c = m.num;
+      const f = FOLDS[c.kind];
+      resetFold(f);
+      if (b !== undefined) numFoldBuckets(b as NumBuckets, c, cutoff, f);
+      for (; k < len; k++) {
+        const at = this.#entry(slot, k);
+        const v = numInput(c, m.col < 0 ? undefined : this.#decode(pool, at + 1 + m.col, m.col));
+        if (v === v) foldValue(f, c.kind, v);
+      }
+      return numResult(c, f);
+    }
+    const c = m.val as ValWindowCfg<unknown>;
+    const scratch = valScratch(c);
+    let acc = scratch;
+    if (b !== undefined) acc = valMergeBuckets(b as ValBuckets<unknown>, c, cutoff, acc);
+    for (; k < len; k++) {
+      const at = this.#entry(slot, k);
+      const x = m.col < 0 ? undefined : this.#decode(pool, at + 1 + m.col, m.col);
+      if (c.agg.accepts(x)) acc = c.agg.add(acc, x === undefined ? 0 : x, pool.data[at], 0);
+    }
+    valKeepScratch(c, acc, scratch);
+    return c.agg.result(acc);
+  }
+
+  /**
+   * The slot as plain data (cold freeze, per-entity snapshots, partition export):
+   * [entries oldest first as t, values..., per member its saved buckets or null].
+   */
+  save(slot: number): GroupSave {
+    const ring: Array<Value | undefined> = [];
+    const len = this.len[slot];
+    if (len > 0) {
+      const pool = this.pools[this.cls[slot]];
+      for (let k = 0; k < len; k++) {
+        const at = this.#entry(slot, k);
+        ring.push(pool.data[at]);
+        for (let c = 0; c < this.fields.length; c++) ring.push(this.#decode(pool, at + 1 + c, c));
+      }
+    }
+    const buckets = this.members.map((m) => {
+      const b = m.buckets.get(slot);
+      if (b === undefined) return null;
+      return m.num !== null ? numSaveBuckets(b as NumBuckets, m.num) : valSaveBuckets(b as ValBuckets<unknown>, m.val as ValWindowCfg<unknown>);
+    });
+    return [ring, buckets];
+  }
+
+  /** Inverse of save, into an empty slot. */
+  load(slot: number, saved: GroupSave): void {
+    assert(this.cls[slot] === 0 && this.busy[slot] === 0, 'ring load into a slot in use');
+    const [ring, buckets] = saved;
+    const len = ring.length / this.stride;
+    assert(Number.isInteger(len) && len <= RING_ENTRIES_MAX, 'saved ring does not fit the group');
+    if (len > 0) {
+      let cls = 1;
+      while (1 << cls < len) cls++;
+      const pool = this.pools[cls];
+      this.blk[slot] = pool.alloc();
+      this.cls[slot] = cls;
+      this.head[slot] = 0;
+      for (let k = 0; k < len; k++) {
+        const at = this.blk[slot] * pool.blockDoubles + k * this.stride;
+        pool.data[at] = ring[k * this.stride] as number;
+        for (let c = 0; c < this.fields.length; c++) this.#encode(pool, at + 1 + c, c, ring[k * this.stride + 1 + c]);
+      }
+      this.len[slot] = len;
+    }
+    for (let i = 0; i < this.members.length; i++) {
+      const m = this.members[i];
+      const sb = buckets[i];
+      if (sb === null || sb === undefined) continue;
+      const b = m.num !== null
+        ? numLoadBuckets(sb as number[], m.num)
+        : valLoadBuckets((sb as [number[], unknown[]])[0], (sb as [number[], unknown[]])[1], m.val as ValWindowCfg<unknown>);
+      if (b === null) continue;
+      m.buckets.set(slot, b);
+      this.busy[slot]++;
+    }
+  }
+
+  /** Bytes of the pooled rings (allocated). */
+  get poolBytes(): number {
+    let n = 0;
+    for (let c = 1; c <= RING_CLASS_MAX; c++) n += this.pools[c].bytes;
+    return n;
+  }
+}
+
+/** A group's save (RingGroup.save): entries oldest first (t, then a value per field), per member its buckets or null. */
+export type GroupSave = [Array<Value | undefined>, unknown[]];
+
+/**
+ * One member's state out of a group save, in the format of its own OpState.save()
+ * (NumWindowState / ValWindowState: the entries it accepts and its buckets), for
+ * loading it as a standalone state (a snapshot of another layout, snapshot_job.ts).
+ */
+export function memberView(saved: GroupSave, stride: number, col: number, memberAt: number, num: NumWindowCfg | null, val: ValWindowCfg<unknown> | null): unknown {
+  const [ring, buckets] = saved;
+  const b = buckets[memberAt];
+  if (num !== null) {
+    const out: number[] = [];
+    for (let at = 0; at < ring.length; at += stride) {
+      const v = numInput(num, col < 0 ? undefined : ring[at + 1 + col]);
+      if (v !== v) continue;
+      out.push(ring[at] as number);
+      if (num.stride === 2) out.push(v);
+    }
+    return [out, b === null || b === undefined ? [] : b];
+  }
+  const c = val as ValWindowCfg<unknown>;
+  const ts: number[] = [];
+  const vs: Array<string | number | boolean> = [];
+  for (let at = 0; at < ring.length; at += stride) {
+    const x = col < 0 ? undefined : ring[at + 1 + col];
+    if (!c.agg.accepts(x)) continue;
+    ts.push(ring[at] as number);
+    vs.push(x === undefined ? 0 : (x as string | number | boolean));
+  }
+  const [be, ba] = b === null || b === undefined ? [[], []] : (b as [number[], unknown[]]);
+  return [ts, vs, be, ba];
+}
+
+/** What a numeric member adds for a cell value: NaN when it does not take the event (num_window.ts update). */
+function numInput(c: NumWindowCfg, x: Value | undefined): number {
+  switch (c.input) {
+    case Input.Number:
+      return typeof x === 'number' && Number.isFinite(x) ? x : NaN;
+    case Input.Present:
+      return x === null || x === undefined ? NaN : 1;
+    default:
+      return 1;
+  }
+}
+
+function growU8(a: Uint8Array, capacity: number): Uint8Array {
+  const b = new Uint8Array(capacity);
+  b.set(a);
+  return b;
+}
+
+export type { Interned };

@@ -1,0 +1,81 @@
+/**
+ * Pooled storage for the shared rings (ring_group.ts): one pool per ring size
+ * class, each one Float64Array cut into equal blocks, so a ring is a block
+ * number, not an object. A ring of capacity 2^c entries of `stride` doubles
+ * lives in class c (1..RING_CLASS_MAX); it moves up one class when it fills.
+ *
+ *   class c:  data [ block 0 | block 1 | block 2 | ... ]    block = 2^c * stride doubles
+ *             free [ 2, ... ]   released blocks, reused before `used` grows
+ *
+ * `u32` views the same bytes: ring cells that hold an interned id or an absent
+ * value are NaN-boxed through it (writing a NaN through a Float64Array may
+ * canonicalize its payload; writing the two words cannot).
+ */
+import { strict as assert } from 'node:assert';
+
+/** Largest size class: 2^6 = 64 entries, the rings' RING_ENTRIES_MAX. */
+export const RING_CLASS_MAX = 6;
+/** First allocation of a class (blocks); doubles from there. */
+const POOL_BLOCKS_MIN = 16;
+
+export class ClassPool {
+  readonly blockDoubles: number;
+  data: Float64Array;
+  u32: Uint32Array;
+  /** Blocks ever handed out. */
+  used = 0;
+  #free: number[] = [];
+
+  constructor(readonly cls: number, readonly stride: number, blocks = POOL_BLOCKS_MIN) {
+    assert(cls >= 1 && cls <= RING_CLASS_MAX);
+    this.blockDoubles = (1 << cls) * stride;
+    this.data = new Float64Array(blocks * this.blockDoubles);
+    this.u32 = new Uint32Array(this.data.buffer);
+  }
+
+  get liveBlocks(): number {
+    return this.used - this.#free.length;
+  }
+
+  alloc(): number {
+    if (this.#free.length > 0) return this.#free.pop() as number;
+    if ((this.used + 1) * this.blockDoubles > this.data.length) this.#grow(Math.max(POOL_BLOCKS_MIN, (this.data.length / this.blockDoubles) * 2));
+    return this.used++;
+  }
+
+  release(block: number): void {
+    assert(block >= 0 && block < this.used);
+    this.#free.push(block);
+  }
+
+  #grow(blocks: number): void {
+    const d = new Float64Array(blocks * this.blockDoubles);
+    d.set(this.data.subarray(0, this.used * this.blockDoubles));
+    this.data = d;
+    this.u32 = new Uint32Array(d.buffer);
+  }
+
+  /** The pool as a snapshot stores it: the used blocks' bytes and the free list. */
+  save(): { bytes: Uint8Array; used: number; free: number[] } {
+    const bytes = new Uint8Array(this.data.buffer, 0, this.used * this.blockDoubles * 8).slice();
+    return { bytes, used: this.used, free: this.#free.slice() };
+  }
+
+  /** Inverse of save (the pool must be empty). */
+  load(saved: { bytes: Uint8Array; used: number; free: number[] }): void {
+    assert(this.used === 0, 'slab restore into a pool in use');
+    assert(saved.bytes.length === saved.used * this.blockDoubles * 8, 'slab size does not match its block count');
+    let blocks = POOL_BLOCKS_MIN;
+    while (blocks < saved.used) blocks *= 2;
+    this.data = new Float64Array(blocks * this.blockDoubles);
+    this.u32 = new Uint32Array(this.data.buffer);
+    new Uint8Array(this.data.buffer).set(saved.bytes);
+    this.used = saved.used;
+    this.#free = saved.free.slice();
+  }
+
+  /** Bytes held (allocated, used or not). */
+  get bytes(): number {
+    return this.data.byteLength;
+  }
+}

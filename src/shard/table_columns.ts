@@ -1,0 +1,395 @@
+/**
+ * The feature state of one table, column by column (issue 12, "columnar entity
+ * state"): an entity is a slot of the table's EntityIndex, and each feature keeps
+ * its state for every slot in a column.
+ *
+ *   index (entity_index.ts)   key -> slot, lastT, lastLsn
+ *   groups (ring_group.ts)    windowed ops with a shared ring: one ring per
+ *                             (entity, window) with a cell per field they read,
+ *                             pooled in typed arrays, buckets per feature
+ *   objs (solo_column.ts)     every other op: lifetime ops of K doubles as a
+ *                             slab row per slot; the rest one OpState per slot
+ *                             (a hybrid: every op keeps working, converted or not)
+ *
+ * Grouping: the windowed features of a fresh table without `where` share one
+ * group per window; a feature with `where` has its own (it sees other events).
+ * A feature added to an existing table (registry install, carryOver) never joins
+ * an existing ring, whose events it must not see: the new features of that
+ * install form groups of their own, empty for every entity.
+ */
+import { strict as assert } from 'node:assert';
+import type { FeaturePlan, TablePlan } from '../registry/compile';
+import type { JsonValue, Row } from '../types';
+import { EntityIndex } from './entity_index';
+import { InternTable } from './intern';
+import { memberView, RingGroup, RingMember, type GroupSave } from './ring_group';
+import { ObjectColumn, soloColumn, type SoloColumn } from './solo_column';
+
+/** Per entity, as a frozen or per-entity snapshot stores it: per group its save, per object feature its OpState.save() (null for grouped features). */
+export type EntitySave = [GroupSave[], unknown[]];
+
+/** A table's layout as a snapshot records it: per group its window, fields and member feature indexes. */
+export interface LayoutMeta {
+  groups: Array<{ windowMs: number; fields: string[]; members: number[] }>;
+}
+
+/**
+ * How an EntitySave of another layout loads into this one (planLoad): per live
+ * group its source group in the save (-1: starts empty), the source field of each
+ * of its fields and the source member of each of its members; per live object
+ * feature its source (an object state, a member of a saved group, or nothing).
+ */
+export interface SaveMap {
+  groupSrc: number[];
+  colSrc: number[][];
+  memberSrc: number[][];
+  objSrc: Array<{ obj: number } | { group: number; member: number } | null>;
+}
+
+export class TableColumns {
+  readonly index: EntityIndex;
+  /** Intern table per column name, shared by the table's groups. */
+  readonly interns: Map<string, InternTable>;
+  groups: RingGroup[] = [];
+  /** Per feature: the group and member serving it, or null (object column). */
+  readonly featGroup: Array<RingGroup | null>;
+  readonly featMember: Array<RingMember | null>;
+  /** Per feature: its solo column (slab rows or OpStates), or null for a grouped feature. */
+  readonly objs: Array<SoloColumn | null>;
+
+  /** A fresh table; with `from`, the entities of `from` with nothing assigned yet (carry). */
+  constructor(public plan: TablePlan, from: TableColumns | null = null, assign = true) {
+    this.index = from === null ? new EntityIndex() : from.index;
+    this.interns = from === null ? new Map() : from.interns;
+    const n = plan.features.length;
+    this.featGroup = new Array<RingGroup | null>(n).fill(null);
+    this.featMember = new Array<RingMember | null>(n).fill(null);
+    this.objs = new Array<SoloColumn | null>(n).fill(null);
+    this.index.onGrow = (capacity) => {
+      for (const g of this.groups) g.grow(capacity);
+      for (const col of this.objs) if (col !== null) col.grow(capacity);
+    };
+    if (from === null && assign) this.#assign(plan.features.map((_, i) => i));
+  }
+
+  /**
+   * A fresh table laid out as a snapshot's (restore): each saved group whose
+   * features are still live (`liveOf[j]`: the live feature of saved feature j, or
+   * -1) becomes a group with the same window and fields; every other feature is
+   * assigned as in a fresh table. Saves of that layout then load one to one.
+   */
+  static fromLayout(plan: TablePlan, meta: LayoutMeta, liveOf: readonly number[]): TableColumns {
+    const cols = new TableColumns(plan, null, false);
+    const placed = new Set<number>();
+    for (const g of meta.groups) {
+      const live = g.members.map((j) => liveOf[j]).filter((i) => i >= 0 && plan.features[i].factory.shared != null);
+      if (live.length === 0) continue;
+      cols.#newGroup(live, g.fields, g.windowMs);
+      for (const i of live) placed.add(i);
+    }
+    cols.#assign(plan.features.map((_, i) => i).filter((i) => !placed.has(i)));
+    return cols;
+  }
+
+  layoutMeta(): LayoutMeta {
+    return { groups: this.groups.map((g) => ({ windowMs: g.windowMs, fields: g.fields.slice(), members: g.members.map((m) => m.feature) })) };
+  }
+
+  /**
+   * How saves of layout `meta` load here. A live group takes a saved group's
+   * ring only when every one of its members is a member of that saved group (a
+   * member must never see events it did not receive); a live member whose saved
+   * state sits elsewhere is first turned into an object column (objectify), which
+   * loads any saved form. Rare: only for layouts that diverged (cluster imports).
+   */
+  planLoad(meta: LayoutMeta, liveOf: readonly number[]): SaveMap {
+    const n = this.plan.features.length;
+    const srcOf: Array<{ group: number; member: number } | null> = new Array(n).fill(null);
+    const objOf: number[] = new Array(n).fill(-1);
+    const inGroup = new Set<number>();
+    meta.groups.forEach((g, gi) => g.members.forEach((j, mi) => {
+      inGroup.add(j);
+      if (liveOf[j] >= 0) srcOf[liveOf[j]] = { group: gi, member: mi };
+    }));
+    liveOf.forEach((i, j) => { if (i >= 0 && !inGroup.has(j)) objOf[i] = j; });
+    for (const g of [...this.groups]) {
+      const src = g.members.map((m) => srcOf[m.feature]);
+      const whole = src.every((x) => x !== null && x.group === src[0]!.group) && meta.groups[src[0]!.group].windowMs === g.windowMs;
+      if (whole) continue;
+      for (const m of [...g.members]) if (srcOf[m.feature] !== null || objOf[m.feature] >= 0) this.objectify(m.feature);
+    }
+    const map: SaveMap = { groupSrc: [], colSrc: [], memberSrc: [], objSrc: new Array(n).fill(null) };
+    for (const g of this.groups) {
+      const src = g.members.map((m) => srcOf[m.feature]);
+      const gi = src.length > 0 && src[0] !== null ? src[0].group : -1;
+      map.groupSrc.push(gi);
+      map.colSrc.push(g.fields.map((f) => (gi < 0 ? -1 : meta.groups[gi].fields.indexOf(f))));
+      map.memberSrc.push(src.map((x) => (x === null ? -1 : x.member)));
+    }
+    for (let i = 0; i < n; i++) {
+      if (this.objs[i] === null) continue;
+      map.objSrc[i] = objOf[i] >= 0 ? { obj: objOf[i] } : srcOf[i];
+    }
+    return map;
+  }
+
+  /** Turns grouped feature `i` into an object column (every live entity's state extracted from its group). */
+  objectify(i: number): void {
+    const g = this.featGroup[i] as RingGroup;
+    const m = this.featMember[i] as RingMember;
+    const at = g.members.indexOf(m);
+    const factory = this.plan.features[i].factory;
+    const col = new ObjectColumn(factory);
+    for (const s of this.index.liveSlots()) col.load(s, memberView(g.save(s), g.stride, m.col, at, m.num, m.val));
+    for (const s of m.buckets.keys()) g.busy[s]--;
+    m.buckets.clear();
+    g.members.splice(at, 1);
+    if (g.members.length === 0) {
+      for (const s of this.index.liveSlots()) g.clear(s);
+      this.groups.splice(this.groups.indexOf(g), 1);
+    }
+    this.objs[i] = col;
+    this.featGroup[i] = null;
+    this.featMember[i] = null;
+  }
+
+  /** A new entity from a save of layout `meta`, loaded through `map` (planLoad). */
+  addMapped(key: string, lastT: number, lastLsn: number, saved: EntitySave, meta: LayoutMeta, map: SaveMap): number {
+    const slot = this.index.add(key, lastT, lastLsn);
+    for (let gi = 0; gi < this.groups.length; gi++) {
+      const src = map.groupSrc[gi];
+      if (src < 0) continue;
+      const g = this.groups[gi];
+      const [ring, buckets] = saved[0][src];
+      const sStride = 1 + meta.groups[src].fields.length;
+      const colSrc = map.colSrc[gi];
+      const out: GroupSave = [[], map.memberSrc[gi].map((mi) => (mi < 0 ? null : buckets[mi]))];
+      for (let at = 0; at < ring.length; at += sStride) {
+        out[0].push(ring[at]);
+        for (const c of colSrc) out[0].push(c < 0 ? undefined : ring[at + 1 + c]);
+      }
+      g.load(slot, out);
+    }
+    const feats = this.plan.features;
+    for (let i = 0; i < feats.length; i++) {
+      const col = this.objs[i];
+      if (col === null) continue;
+      const src = map.objSrc[i];
+      const factory = feats[i].factory;
+      if (src === null) col.create(slot);
+      else if ('obj' in src) col.load(slot, saved[1][src.obj]);
+      else {
+        const sg = meta.groups[src.group];
+        const field = factory.field;
+        const cfg = factory.shared!;
+        col.load(slot, memberView(saved[0][src.group], 1 + sg.fields.length, field === null ? -1 : sg.fields.indexOf(field), src.member, cfg.num, cfg.val));
+      }
+    }
+    return slot;
+  }
+
+  /** Groups the given features (all new: empty for every live entity) and gives the others object columns. */
+  #assign(fresh: readonly number[]): void {
+    const feats = this.plan.features;
+    const byKey = new Map<string, number[]>();
+    for (const i of fresh) {
+      const f = feats[i];
+      const sh = f.factory.shared;
+      if (sh === null || sh === undefined) {
+        this.#objectColumn(i);
+        continue;
+      }
+      const windowMs = sh.num !== null ? sh.num.windowMs : sh.val.windowMs;
+      const key = f.where === null ? `w${windowMs}` : `f${i}`;
+      let list = byKey.get(key);
+      if (list === undefined) byKey.set(key, (list = []));
+      list.push(i);
+    }
+    for (const list of byKey.values()) this.#newGroup(list);
+  }
+
+  #objectColumn(i: number): void {
+    const col = soloColumn(this.plan.features[i].factory, this.index.capacity);
+    for (const s of this.index.liveSlots()) col.create(s);
+    this.objs[i] = col;
+    this.featGroup[i] = null;
+    this.featMember[i] = null;
+  }
+
+  #newGroup(list: number[], fixedFields: readonly string[] | null = null, fixedWindowMs = -1): void {
+    const feats = this.plan.features;
+    const fields: string[] = fixedFields === null ? [] : fixedFields.slice();
+    for (const i of list) {
+      const field = feats[i].factory.field;
+      if (field !== null && !fields.includes(field)) fields.push(field);
+    }
+    const interns = fields.map((name) => {
+      let t = this.interns.get(name);
+      if (t === undefined) this.interns.set(name, (t = new InternTable()));
+      return t;
+    });
+    const members = list.map((i) => memberOf(feats[i], i, fields));
+    const f0 = feats[list[0]].factory.shared!;
+    const windowMs = fixedWindowMs >= 0 ? fixedWindowMs : f0.num !== null ? f0.num.windowMs : f0.val.windowMs;
+    const g = new RingGroup(windowMs, feats[list[0]].where, fields, interns, members, this.index.capacity);
+    this.groups.push(g);
+    for (const m of members) {
+      this.featGroup[m.feature] = g;
+      this.featMember[m.feature] = m;
+      this.objs[m.feature] = null;
+    }
+  }
+
+  get size(): number {
+    return this.index.size;
+  }
+
+  /** A new entity: a slot, fresh object states, empty rings. */
+  add(key: string, lastT: number, lastLsn: number): number {
+    const slot = this.index.add(key, lastT, lastLsn);
+    const feats = this.plan.features;
+    for (let i = 0; i < feats.length; i++) {
+      const col = this.objs[i];
+      if (col !== null) col.create(slot);
+    }
+    return slot;
+  }
+
+  /** Forgets `key` (its rings, buckets and states). Returns whether it was there. */
+  remove(key: string): boolean {
+    const slot = this.index.slotOf(key);
+    if (slot < 0) return false;
+    this.#clearSlot(slot);
+    this.index.remove(key);
+    return true;
+  }
+
+  #clearSlot(slot: number): void {
+    for (const g of this.groups) g.clear(slot);
+    for (const col of this.objs) if (col !== null) col.clear(slot);
+  }
+
+  /** One row that reached the table, for the entity at `slot`. */
+  apply(slot: number, r: Row, t: number): void {
+    const groups = this.groups;
+    for (let g = 0; g < groups.length; g++) {
+      const grp = groups[g];
+      if (grp.where === null || grp.where(r)) grp.push(slot, r, t);
+    }
+    const feats = this.plan.features;
+    const objs = this.objs;
+    for (let i = 0; i < feats.length; i++) {
+      const col = objs[i];
+      if (col === null) continue;
+      const f = feats[i];
+      const x = f.get === null ? undefined : f.get(r);
+      if (f.where === null || f.where(r)) col.update(slot, x, t, r);
+      else if (f.factory.wantsMiss) col.miss(slot, t);
+    }
+  }
+
+  /** Every feature of the entity at `slot` is empty from `t` on: it can be dropped instead of frozen. */
+  emptyAt(slot: number, t: number): boolean {
+    for (const g of this.groups) if (!g.emptyAt(slot, t)) return false;
+    for (const col of this.objs) if (col !== null && !col.emptyAt(slot, t)) return false;
+    return true;
+  }
+
+  read(feature: number, slot: number, now: number): JsonValue {
+    const g = this.featGroup[feature];
+    if (g !== null) return g.read(this.featMember[feature] as RingMember, slot, now);
+    return (this.objs[feature] as SoloColumn).read(slot, now);
+  }
+
+  /** The entity at `slot` as plain data (EntitySave). */
+  save(slot: number): EntitySave {
+    const groups = this.groups.map((g) => g.save(slot));
+    const objs = this.objs.map((col) => (col === null ? null : col.save(slot)));
+    return [groups, objs];
+  }
+
+  /** A new entity from a save of the same layout (a frozen entity: layouts change only with every entity hot). */
+  addSaved(key: string, lastT: number, lastLsn: number, saved: EntitySave): number {
+    const [groups, objs] = saved;
+    assert(groups.length === this.groups.length, 'entity save of another layout');
+    const slot = this.index.add(key, lastT, lastLsn);
+    for (let g = 0; g < groups.length; g++) this.groups[g].load(slot, groups[g] as Parameters<RingGroup['load']>[1]);
+    const feats = this.plan.features;
+    for (let i = 0; i < feats.length; i++) {
+      const col = this.objs[i];
+      if (col !== null) col.load(slot, objs[i]);
+    }
+    return slot;
+  }
+
+  /**
+   * The layout, as a string two tables compare to know whether an EntitySave of
+   * one loads into the other: per group its window, fields and members' feature
+   * signatures, per object feature its signature.
+   */
+  layoutKey(): string {
+    const feats = this.plan.features;
+    const groups = this.groups.map((g) => [g.windowMs, g.fields, g.members.map((m) => feats[m.feature].signature)]);
+    const objs = this.objs.map((col, i) => (col === null ? null : feats[i].signature));
+    return JSON.stringify([groups, objs]);
+  }
+
+  /** After `plan` was replaced by an identical layout (same signatures, same order): members use its configs. */
+  rebind(): void {
+    for (const g of this.groups) {
+      for (const m of g.members) {
+        const sh = this.plan.features[m.feature].factory.shared!;
+        if (m.num !== null) m.num = sh.num!;
+        else m.val = sh.val!;
+      }
+    }
+  }
+
+  /**
+   * The same entities under a new plan (registry install, same key signature).
+   * `map[i]`: the old feature index whose state new feature i keeps, or -1 (starts
+   * empty). Groups keep their rings with the members still mapped; groups left
+   * without members are emptied; new windowed features get groups of their own.
+   * Every entity must be hot (the caller thaws cold ones first).
+   */
+  carry(plan: TablePlan, map: readonly number[]): TableColumns {
+    const next = new TableColumns(plan, this);
+    const n = plan.features.length;
+    const newOf = new Map<number, number>();
+    map.forEach((j, i) => { if (j >= 0) newOf.set(j, i); });
+    for (const g of this.groups) {
+      const kept = g.members.filter((m) => newOf.has(m.feature));
+      if (kept.length === 0) {
+        for (const s of this.index.liveSlots()) g.clear(s);
+        continue;
+      }
+      for (const m of g.members) if (!newOf.has(m.feature)) for (const s of m.buckets.keys()) g.busy[s]--;
+      for (const m of kept) {
+        m.feature = newOf.get(m.feature) as number;
+        const sh = plan.features[m.feature].factory.shared!;
+        // Same signature: same parameters; the new plan's config objects from now on.
+        if (m.num !== null) m.num = sh.num!;
+        else m.val = sh.val!;
+        next.featGroup[m.feature] = g;
+        next.featMember[m.feature] = m;
+      }
+      g.members = kept;
+      next.groups.push(g);
+    }
+    const fresh: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const j = map[i];
+      if (next.featGroup[i] !== null) continue;
+      if (j >= 0 && this.objs[j] !== null) next.objs[i] = this.objs[j];
+      else fresh.push(i);
+    }
+    next.#assign(fresh);
+    return next;
+  }
+}
+
+function memberOf(f: FeaturePlan, i: number, fields: readonly string[]): RingMember {
+  const sh = f.factory.shared!;
+  const col = f.factory.field === null ? -1 : fields.indexOf(f.factory.field);
+  return new RingMember(i, col, sh.num, sh.val);
+}

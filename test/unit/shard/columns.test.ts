@@ -1,0 +1,278 @@
+/**
+ * Columnar entity state (issue 12): the entity index and its free list, the
+ * intern table, slab growth, and the shared rings.
+ *
+ * Shared-ring correctness is checked against separate computation: every
+ * feature's own OpState (factory.create(), the op as the unit property tests
+ * check it against naive recomputation) fed the same events. When every event
+ * carries every field, each feature accepts every event, so a shared ring goes
+ * through exactly the same expiries and evictions as the feature's own ring and
+ * the answers are identical, bucketed regime included. With absent fields the
+ * shared ring also holds events a feature skips; inside the exact regime (at most
+ * RING_ENTRIES_MAX events per window) both are exact, hence equal.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { EntityIndex, ENTITY_SLOTS_MIN } from '../../../src/shard/entity_index';
+import { InternTable } from '../../../src/shard/intern';
+import { ShardState } from '../../../src/shard/state';
+import type { OpState } from '../../../src/ops/op';
+import type { RegistryState } from '../../../src/registry/model';
+import type { Row } from '../../../src/types';
+import { prng } from '../../harness/prng';
+
+test('entity index: slots are reused from the free list, storage doubles, keys and times follow their slot', () => {
+  const ix = new EntityIndex();
+  const grown: number[] = [];
+  ix.onGrow = (cap) => grown.push(cap);
+  const n = ENTITY_SLOTS_MIN * 4 + 3;
+  for (let i = 0; i < n; i++) assert.equal(ix.add(`k${i}`, 1000 + i, i + 1), i);
+  assert.deepEqual(grown, [ENTITY_SLOTS_MIN * 2, ENTITY_SLOTS_MIN * 4, ENTITY_SLOTS_MIN * 8]);
+  assert.equal(ix.capacity, ENTITY_SLOTS_MIN * 8);
+  assert.equal(ix.size, n);
+  assert.equal(ix.remove('k5'), 5);
+  assert.equal(ix.remove('k9'), 9);
+  assert.equal(ix.remove('nope'), -1);
+  assert.equal(ix.slotOf('k5'), -1);
+  assert.equal(ix.size, n - 2);
+  assert.equal(ix.lastT[5], 0);
+  assert.equal(ix.keys[9], null);
+  // Last freed first; `high` does not move while free slots exist.
+  assert.equal(ix.add('x', 7, 8), 9);
+  assert.equal(ix.add('y', 7, 8), 5);
+  assert.equal(ix.add('z', 7, 8), n);
+  assert.equal(ix.slotOf('y'), 5);
+  assert.equal(ix.keys[5], 'y');
+  assert.equal(ix.lastLsn[5], 8);
+  assert.equal(ix.lastT[100], 1100, 'times survive growth');
+  assert.throws(() => ix.add('y', 1, 1), /already has a slot/);
+  assert.equal(ix.liveSlots().length, ix.size);
+});
+
+test('intern table: reference counted, ids reused once a value is gone, save and load keep ids', () => {
+  const t = new InternTable();
+  const a = t.ref('a');
+  const b = t.ref('b');
+  assert.equal(t.ref('a'), a);
+  const yes = t.ref(true);
+  assert.notEqual(t.ref('true'), yes, 'a boolean and its spelling are different values');
+  assert.equal(t.size, 4);
+  t.unref(a);
+  assert.equal(t.value(a), 'a', 'one reference left');
+  t.unref(a);
+  assert.equal(t.size, 3);
+  assert.equal(t.value(a), undefined);
+  assert.equal(t.ref('c'), a, 'a freed id is reused');
+  assert.throws(() => { t.unref(b); t.unref(b); }, /released more often/);
+  const saved = t.save();
+  const u = new InternTable();
+  u.load(saved);
+  assert.equal(u.value(a), 'c');
+  assert.equal(u.value(yes), true);
+  assert.equal(u.ref('c'), a);
+  assert.equal(u.size, t.size);
+});
+
+const W = '10s';
+const SHARED_AGG = {
+  n: { op: 'count', params: { window: W } },
+  nx: { op: 'count', params: { field: 'x', window: W } },
+  s: { op: 'sum', params: { field: 'x', window: W } },
+  avg: { op: 'mean', params: { field: 'x', window: W } },
+  lo: { op: 'min', params: { field: 'x', window: W } },
+  hi: { op: 'max', params: { field: 'x', window: W } },
+  v: { op: 'var', params: { field: 'x', window: W } },
+  sd: { op: 'std', params: { field: 'x', window: W } },
+  z: { op: 'z_score', params: { field: 'x', window: W } },
+  vel: { op: 'velocity', params: { field: 'x', window: W } },
+  rate: { op: 'rate', params: { window: W } },
+  q: { op: 'quantile', params: { field: 'x', q: 0.9, window: W } },
+  nu: { op: 'n_unique', params: { field: 'c', window: W } },
+  top: { op: 'top_k', params: { field: 'c', k: 2, window: W } },
+  ent: { op: 'entropy', params: { field: 'c', window: W } },
+  smax: { op: 'max', params: { field: 'c', window: W } },
+  lastc: { op: 'last_n', params: { field: 'c', n: 3, window: W } },
+  trend: { op: 'trend', params: { field: 'x', window: W } },
+  gaps: { op: 'inter_arrival_stats', params: { window: W } },
+  ratio: { op: 'ratio', params: { where: 'x > 50', window: W } },
+  big: { op: 'count', params: { where: 'x > 50', window: W } },
+  life: { op: 'sum', params: { field: 'x', window: 'forever' } },
+  n1m: { op: 'count', params: { window: '1m' } },
+};
+
+function registry(optional: string[]): RegistryState {
+  return {
+    version: 1,
+    nodes: [
+      { kind: 'event', name: 'E', schema: { fields: { k: 'str', x: 'f64', c: 'str' }, optional_fields: optional } },
+      { kind: 'table', name: 'T', upstreams: ['E'], key: ['k'], agg: SHARED_AGG },
+    ],
+  };
+}
+
+/** Feeds the same events to a ShardState and to one standalone OpState per feature and entity; compares reads. */
+function compareWithSeparate(seed: number, reg: RegistryState, keys: number, events: number, gapMs: number, absent: number): void {
+  const rnd = prng(seed);
+  const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  s.install(reg);
+  const ts = s.tableByName('T')!;
+  assert.ok(ts.cols.groups.length >= 2, 'the windowed features share rings');
+  const feats = ts.plan.features;
+  const sep = new Map<string, OpState[]>();
+  let t = 5_000_000;
+  const check = (now: number): void => {
+    for (const [k, states] of sep) {
+      const want: Record<string, unknown> = {};
+      feats.forEach((f, i) => { want[f.name] = states[i].read(now); });
+      assert.deepEqual(JSON.parse(s.read('T', k, null, now)), JSON.parse(JSON.stringify(want)), `seed ${seed} key ${k} at ${now}`);
+    }
+  };
+  for (let i = 0; i < events; i++) {
+    t += Math.floor(rnd() * gapMs);
+    const k = `k${Math.floor(rnd() * keys)}`;
+    const row: Row = { k, x: Math.round(rnd() * 100), c: `c${Math.floor(rnd() * 6)}` };
+    if (rnd() < absent) row.x = null;
+    if (rnd() < absent) row.c = null;
+    s.apply('E', row, t, i + 1);
+    let states = sep.get(k);
+    if (states === undefined) sep.set(k, (states = feats.map((f) => f.factory.create())));
+    feats.forEach((f, j) => {
+      const x = f.get === null ? undefined : f.get(row);
+      if (f.where === null || f.where(row)) states![j].update(x, t, row);
+      else if (f.factory.wantsMiss) states![j].miss(t);
+    });
+    if (i % 997 === 0) check(t);
+  }
+  for (const later of [t, t + 3_000, t + 9_999, t + 10_000, t + 70_000]) check(later);
+}
+
+test('shared rings answer exactly as separate states: every field present, bucketed regime', () => {
+  // 3 keys, ~5 ms apart: hundreds of events per 10 s window, rings overflow into buckets.
+  for (const seed of [1, 2]) compareWithSeparate(seed, registry([]), 3, 6000, 10, 0);
+});
+
+test('shared rings answer exactly as separate states: absent values, exact regime, slab growth', () => {
+  // 3000 keys (index and pools grow many times), a few events per key and window.
+  compareWithSeparate(3, registry(['x', 'c']), 3000, 12_000, 4, 0.3);
+});
+
+test('string values leave the intern table with the last ring cell that holds them', () => {
+  const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  s.install(registry([]));
+  const ts = s.tableByName('T')!;
+  for (let i = 0; i < 200; i++) s.apply('E', { k: `k${i % 7}`, x: i, c: `v${i}` }, 1000 + i, i + 1);
+  const interned = ts.cols.interns.get('c')!;
+  assert.ok(interned.size > 64, 'distinct values held by 7 rings');
+  // One push per key, a minute later: every older cell expires (10 s and 1 m rings).
+  for (let k = 0; k < 7; k++) s.apply('E', { k: `k${k}`, x: 1, c: 'last' }, 1000 + 200 + 61_000, 300 + k);
+  assert.equal(interned.size, 1, 'only the value still in a ring is interned');
+  assert.deepEqual(JSON.parse(s.read('T', 'k3', ['nu', 'lastc'], 1000 + 200 + 61_000)), { nu: 1, lastc: ['last'] });
+  // Cold freeze releases the cells too.
+  s.sweepCold(Number.MAX_SAFE_INTEGER);
+  assert.equal(ts.size, 7, 'no cold_after on this event: nothing frozen');
+  s.dropPartition(0);
+});
+
+test('a feature added by a registry change starts empty while its window-mates keep their ring', () => {
+  const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  const v1 = registry([]);
+  s.install(v1);
+  for (let i = 0; i < 50; i++) s.apply('E', { k: 'a', x: i, c: 'c' }, 1000 + i, i + 1);
+  const table = v1.nodes[1] as { agg: Record<string, unknown> };
+  const v2: RegistryState = { version: 2, nodes: [v1.nodes[0], { ...table, agg: { ...table.agg, s2: { op: 'sum', params: { field: 'x', window: W } } } }] };
+  s.install(v2);
+  const ts = s.tableByName('T')!;
+  assert.equal(ts.cols.featGroup[ts.plan.featureIndex.get('s2')!] === ts.cols.featGroup[ts.plan.featureIndex.get('s')!], false, 'not in the old ring');
+  s.apply('E', { k: 'a', x: 7, c: 'c' }, 2000, 51);
+  const row = JSON.parse(s.read('T', 'a', ['s', 's2', 'n'], 2000));
+  assert.deepEqual(row, { s: 49 * 50 / 2 + 7, s2: 7, n: 51 });
+});
+
+// ---------------------------------------------------------------- snapshots of columns
+
+import { serialize } from 'node:v8';
+import { restoreSnapshot, SnapshotJob } from '../../../src/shard/snapshot_job';
+import { DedupeLog } from '../../../src/shard/dedupe_log';
+
+function feed(s: ShardState, keys: string[], n: number, seed: number, t0 = 1_000_000): number {
+  const rnd = prng(seed);
+  let t = t0;
+  for (let i = 0; i < n; i++) {
+    t += Math.floor(rnd() * 20);
+    s.apply('E', { k: keys[Math.floor(rnd() * keys.length)], x: Math.round(rnd() * 100), c: `c${Math.floor(rnd() * 9)}` }, t, s.appliedLsn + 1);
+  }
+  return t;
+}
+
+function bodyOf(s: ShardState): Buffer {
+  const job = new SnapshotJob(s);
+  job.step(Number.POSITIVE_INFINITY);
+  return job.finish(new DedupeLog()).body;
+}
+
+function frame(chunk: unknown): Buffer {
+  const b = serialize(chunk);
+  const len = Buffer.alloc(4);
+  len.writeUInt32LE(b.length, 0);
+  return Buffer.concat([len, b]);
+}
+
+const rowsOf = (s: ShardState, keys: string[], now: number): string[] => keys.map((k) => s.read('T', k, null, now));
+
+test('snapshot format 2 (one save per feature) still loads, as object columns; unknown formats are refused by number', () => {
+  const reg = registry([]);
+  const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  live.install(reg);
+  const keys = ['a', 'b', 'c'];
+  const t = feed(live, keys, 400, 9);
+  // The format-2 body as the previous version wrote it: per entity, per feature OpState.save().
+  const ts = live.tableByName('T')!;
+  const feats = ts.plan.features;
+  // Every feature in its own format: a shard whose features are all object columns, fed the same events.
+  const states: unknown[][] = keys.map(() => []);
+  const sep = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  sep.install(reg);
+  const sepTs = sep.tableByName('T')!;
+  for (const f of feats) if (sepTs.cols.featGroup[f.index] !== null) sepTs.cols.objectify(f.index);
+  feed(sep, keys, 400, 9);
+  keys.forEach((k, e) => feats.forEach((_, i) => { states[e][i] = sepTs.cols.objs[i]!.save(sepTs.cols.index.slotOf(k)); }));
+  const meta = { format: 2, shardId: 0, shardCount: 1, registryVersion: 1, startLsn: live.appliedLsn, tables: [{ name: 'T', keySignature: ts.plan.keySignature, features: feats.map((f) => [f.name, f.signature]) }] };
+  const chunk = { t: 0, keys, lastTs: keys.map(() => t), lastLsns: keys.map(() => live.appliedLsn), states, frozen: null };
+  const end = { end: true, appliedLsn: live.appliedLsn, lastT: t, dedupe: [] };
+  const restored = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  restoreSnapshot(restored, Buffer.concat([frame(meta), frame(chunk), frame(end)]), () => reg);
+  for (const now of [t, t + 5_000, t + 30_000]) assert.deepEqual(rowsOf(restored, keys, now), rowsOf(live, keys, now));
+  const rts = restored.tableByName('T')!;
+  assert.equal(rts.cols.groups.length, 0, 'format 2 restores every windowed feature as an object column');
+  // Format 1 predates per-entity LSNs: refused, naming the version.
+  assert.throws(() => restoreSnapshot(new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true }), Buffer.concat([frame({ ...meta, format: 1 }), frame(end)]), () => reg),
+    /snapshot format 1 is not readable by this version \(reads formats 2, 3\)/);
+});
+
+test('a snapshot restores the layout it was taken with (rings split by a registry change), or maps into a populated table', () => {
+  const v1 = registry([]);
+  const table = v1.nodes[1] as { agg: Record<string, unknown> };
+  const v2: RegistryState = { version: 2, nodes: [v1.nodes[0], { ...table, agg: { ...table.agg, s2: { op: 'sum', params: { field: 'x', window: W } } } }] };
+  const reg = (v: number): RegistryState | undefined => (v === 1 ? v1 : v === 2 ? v2 : undefined);
+  const keys = ['a', 'b', 'c', 'd'];
+  const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  live.install(v1);
+  feed(live, keys, 300, 4);
+  live.install(v2);
+  const t = feed(live, keys, 300, 5, 2_000_000);
+  const body = bodyOf(live);
+  // Recovery: an empty shard takes the snapshot's layout; rows and later windows match.
+  const restored = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  restoreSnapshot(restored, body, reg);
+  assert.equal(restored.tableByName('T')!.cols.groups.length, live.tableByName('T')!.cols.groups.length);
+  for (const now of [t, t + 4_000, t + 9_000]) assert.deepEqual(rowsOf(restored, keys, now), rowsOf(live, keys, now));
+  // A populated shard laid out afresh under v2 (its own keys): the imported entities map into it.
+  const other = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  other.install(v2);
+  const mine = ['m1', 'm2'];
+  feed(other, mine, 200, 6, 2_000_000);
+  const before = rowsOf(other, mine, t);
+  restoreSnapshot(other, body, () => undefined);
+  for (const now of [t, t + 4_000, t + 9_000]) assert.deepEqual(rowsOf(other, keys, now), rowsOf(live, keys, now));
+  assert.deepEqual(rowsOf(other, mine, t), before, 'the table\'s own entities are unchanged');
+});
