@@ -53,7 +53,7 @@ test('info prints INFO-style sections with the live figures', async () => {
   do {
     r = await cli(['info', '--admin', admin]);
     assert.equal(r.code, 0, r.stderr);
-  } while (!/^table_UserSpend:3 /m.test(r.stdout) && Date.now() < deadline && (await new Promise((ok) => setTimeout(ok, 300)), true));
+  } while (!(/^table_UserSpend:3 /m.test(r.stdout) && /^table_UserShop:6 /m.test(r.stdout)) && Date.now() < deadline && (await new Promise((ok) => setTimeout(ok, 300)), true));
   const out = r.stdout;
   for (const section of ['Server', 'Traffic', 'Memory', 'Entities', 'Shards', 'WAL', 'Snapshots']) assert.match(out, new RegExp(`^# ${section}$`, 'm'), section);
   assert.match(out, /^version:\d+\.\d+\.\d+/m);
