@@ -345,12 +345,15 @@ export class RingGroup {
         for (let c = 0; c < this.fields.length; c++) ring.push(this.#decode(pool, at + 1 + c, c));
       }
     }
-    const buckets = this.members.map((m) => {
+    return [ring, this.#saveBuckets(slot)];
+  }
+
+  #saveBuckets(slot: number): unknown[] {
+    return this.members.map((m) => {
       const b = m.buckets.get(slot);
       if (b === undefined) return null;
       return m.num !== null ? numSaveBuckets(b as NumBuckets, m.num) : valSaveBuckets(b as ValBuckets<unknown>, m.val as ValWindowCfg<unknown>);
     });
-    return [ring, buckets];
   }
 
   /** Inverse of save, into an empty slot. */
@@ -373,6 +376,10 @@ export class RingGroup {
       }
       this.len[slot] = len;
     }
+    this.#loadBuckets(slot, buckets);
+  }
+
+  #loadBuckets(slot: number, buckets: unknown[]): void {
     for (let i = 0; i < this.members.length; i++) {
       const m = this.members[i];
       const sb = buckets[i];
@@ -384,6 +391,65 @@ export class RingGroup {
       m.buckets.set(slot, b);
       this.busy[slot]++;
     }
+  }
+
+  /**
+   * Slab export (snapshots, slab_chunk.ts): copies the slot's entries, oldest
+   * first, as raw cells into `out` (a Uint32Array view) from double offset `at`,
+   * and records every interned id they hold with its value in `ids` (per column),
+   * since ids are only meaningful with this table's intern tables. Returns the
+   * number of entries.
+   */
+  exportSlot(slot: number, out: Uint32Array, at: number, ids: Array<Map<number, Interned>>): number {
+    const len = this.len[slot];
+    if (len === 0) return 0;
+    const pool = this.pools[this.cls[slot]];
+    const w = this.stride * 2;
+    for (let k = 0; k < len; k++) {
+      const src = this.#entry(slot, k) * 2;
+      const dst = (at + k * this.stride) * 2;
+      out.set(pool.u32.subarray(src, src + w), dst);
+      for (let c = 0; c < this.fields.length; c++) {
+        const i = dst + 2 * (1 + c);
+        if (out[i + 1] === HI_ID && !ids[c].has(out[i])) ids[c].set(out[i], this.interns[c].value(out[i]));
+      }
+    }
+    return len;
+  }
+
+  /** Inverse of exportSlot into an empty slot: ids are interned anew from `ids` (a reference per cell). */
+  importSlot(slot: number, src: Uint32Array, at: number, len: number, ids: Array<Map<number, Interned>>): void {
+    assert(this.cls[slot] === 0 && this.busy[slot] === 0, 'ring import into a slot in use');
+    assert(len <= RING_ENTRIES_MAX);
+    if (len === 0) return;
+    let cls = 1;
+    while (1 << cls < len) cls++;
+    const pool = this.pools[cls];
+    const blk = pool.alloc();
+    this.cls[slot] = cls;
+    this.blk[slot] = blk;
+    this.head[slot] = 0;
+    this.len[slot] = len;
+    const base = blk * pool.blockDoubles * 2;
+    const words = len * this.stride * 2;
+    const u = pool.u32;
+    u.set(src.subarray(at * 2, at * 2 + words), base);
+    for (let k = 0; k < len; k++) {
+      for (let c = 0; c < this.fields.length; c++) {
+        const i = base + 2 * (k * this.stride + 1 + c);
+        if (u[i + 1] === HI_ID) u[i] = this.interns[c].ref(ids[c].get(u[i]) as Interned);
+      }
+    }
+  }
+
+  /** The slot's buckets per member (saved form), or null when it has none. */
+  saveBuckets(slot: number): unknown[] | null {
+    return this.busy[slot] === 0 ? null : this.#saveBuckets(slot);
+  }
+
+  /** Loads saveBuckets' result into a slot without buckets. */
+  loadBuckets(slot: number, saved: unknown[]): void {
+    this.#loadBuckets(slot, saved);
   }
 
   /** Bytes of the pooled rings (allocated). */
@@ -426,6 +492,27 @@ export function memberView(saved: GroupSave, stride: number, col: number, member
   }
   const [be, ba] = b === null || b === undefined ? [[], []] : (b as [number[], unknown[]]);
   return [ts, vs, be, ba];
+}
+
+/** Decodes exported cells (RingGroup.exportSlot) back into a GroupSave's ring part: values as pushed. */
+export function decodeCells(src: Uint32Array, at: number, len: number, stride: number, ids: Array<Map<number, Interned>>): GroupSave[0] {
+  const f64 = new Float64Array(src.buffer, src.byteOffset, src.length >> 1);
+  const out: GroupSave[0] = [];
+  for (let k = 0; k < len; k++) {
+    const e = at + k * stride;
+    out.push(f64[e]);
+    for (let c = 0; c < stride - 1; c++) {
+      const i = e + 1 + c;
+      const d = f64[i];
+      if (d === d) {
+        out.push(d);
+        continue;
+      }
+      const hi = src[2 * i + 1];
+      out.push(hi === HI_ID ? (ids[c].get(src[2 * i]) as Interned) : hi === HI_NULL ? null : hi === HI_UNDEF ? undefined : NaN);
+    }
+  }
+  return out;
 }
 
 /** What a numeric member adds for a cell value: NaN when it does not take the event (num_window.ts update). */

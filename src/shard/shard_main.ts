@@ -86,7 +86,7 @@ function stepSnapshotJob(): void {
   if (!j.step(SNAPSHOT_SLICE_MS)) { setImmediate(stepSnapshotJob); return; }
   job = null;
   snapshotWriting = true;
-  store.writeJob(j, state, dedupe).catch((err) => { store?.snapshotAbandoned(true); log.error({ kind: 'wal.snapshot_failed', shard: init.shardId, err }); })
+  store.writeJob(j, state, dedupe, SNAPSHOT_SLICE_MS).catch((err) => { store?.snapshotAbandoned(true); log.error({ kind: 'wal.snapshot_failed', shard: init.shardId, err }); })
     .finally(() => { snapshotWriting = false; });
 }
 

@@ -10,14 +10,18 @@
  * lsn <= lastLsn (state.ts apply).
  *
  * Order of capture: frozen (cold) entities first (read back from the cold store:
- * the on-disk store is a cache the snapshot must cover), then hot ones. With cold
- * sweeps, memory-limit evictions and cold-store compaction paused during a job, an entity that moves cold -> hot (a thaw) is appended to the
- * hot map and captured there; a key captured twice keeps its later copy on restore.
+ * the on-disk store is a cache the snapshot must cover), then hot ones slot by
+ * slot. With cold sweeps, memory-limit evictions and cold-store compaction paused
+ * during a job, an entity thawed after its frozen copy was taken lands in a free
+ * slot: captured again if the cursor has not passed it (a key captured twice
+ * keeps its later copy on restore), else its frozen copy stands, which is its
+ * state at the thaw (every later push has a higher LSN and replays).
  * An install or reset aborts the job (the layout it captured is gone).
  *
  * Body: a sequence of [u32 LE length][v8-serialized chunk]:
- *   chunk 0            SnapshotMeta  (format, registry version, start LSN, tables + feature signatures)
- *   chunks 1..n        EntityChunk   (one table, hot states as OpState.save() or frozen buffers)
+ *   chunk 0            SnapshotMeta  (format, registry version, start LSN, tables: feature signatures, layout)
+ *   chunks 1..n        EntityChunk   (one table, frozen buffers; format 3: per-entity saves)
+ *                      SlabChunk     (one table, hot entities as slab bytes, slab_chunk.ts)
  *   last chunk         EndChunk      (dedupe entries, max LSN and time applied at the end)
  */
 import { deserialize, serialize } from 'node:v8';
@@ -26,17 +30,21 @@ import { frozenParts } from './cold';
 import type { DedupeEntry, DedupeLog } from './dedupe_log';
 import type { ShardState, TableState } from './state';
 import { TableColumns, type EntitySave, type LayoutMeta } from './table_columns';
+import { encodeSlab, loadSlab, slabSaves, type SlabChunk } from './slab_chunk';
 
 /**
+ * 4: hot entities as slab chunks (slab_chunk.ts), cold ones as frozen buffers.
  * 3: columnar entity state (table_columns.ts): per table its layout (ring groups),
- *    per entity an EntitySave. 2 (before issue 12): per entity one save per feature;
- *    it still loads, every feature as an object column (the layout of a table
- *    without shared rings), exactly as it was saved.
+ *    per entity an EntitySave (also what a frozen buffer holds).
+ * 2 (before issue 12): per entity one save per feature; it still loads, every
+ *    windowed feature as an object column, exactly as it was saved.
  */
-export const SNAPSHOT_FORMAT = 3;
-const SNAPSHOT_FORMATS_READ = [2, 3];
-/** Entities per chunk (one v8.serialize call): small enough that a chunk stays within a few ms. */
+export const SNAPSHOT_FORMAT = 4;
+const SNAPSHOT_FORMATS_READ = [2, 3, 4];
+/** Cold entities per chunk (one v8.serialize call): small enough that a chunk stays within a few ms. */
 const CHUNK_ENTITIES = 256;
+/** Hot entities per slab chunk: typed-array copies, ~1 us per entity. */
+const SLAB_CHUNK_ENTITIES = 1024;
 
 interface SnapshotMeta {
   format: number;
@@ -124,17 +132,22 @@ export class SnapshotJob {
       return;
     }
     const ts = this.#tables[this.#table];
+    if (!this.#cold) {
+      const slots = this.#hotSlots(ts);
+      if (slots.length === 0) return;
+      this.entities += slots.length;
+      this.#push(encodeSlab(ts.cols, this.#tables.indexOf(ts), slots));
+      return;
+    }
     const keys: string[] = [];
     const lastTs: number[] = [];
     const lastLsns: number[] = [];
-    const states: EntitySave[] = [];
     const frozen: Buffer[] = [];
-    if (this.#cold) this.#coldChunk(ts, keys, lastTs, lastLsns, frozen);
-    else this.#hotChunk(ts, keys, lastTs, lastLsns, states);
+    this.#coldChunk(ts, keys, lastTs, lastLsns, frozen);
     if (keys.length === 0) return;
     this.entities += keys.length;
     const t = this.#tables.indexOf(ts);
-    const chunk: EntityChunk = { t, keys, lastTs, lastLsns, states: this.#cold ? null : states, frozen: this.#cold ? frozen : null };
+    const chunk: EntityChunk = { t, keys, lastTs, lastLsns, states: null, frozen };
     this.#push(chunk);
   }
 
@@ -157,25 +170,52 @@ export class SnapshotJob {
    * Slots in order: a slot freed and reused after the cursor passed it holds an
    * entity created after the job started (its pushes are all after startLsn).
    */
-  #hotChunk(ts: TableState, keys: string[], lastTs: number[], lastLsns: number[], states: EntitySave[]): void {
+  #hotSlots(ts: TableState): number[] {
     const index = ts.cols.index;
-    while (keys.length < CHUNK_ENTITIES) {
+    const slots: number[] = [];
+    while (slots.length < SLAB_CHUNK_ENTITIES) {
       if (this.#slot >= index.high) { this.#slot = 0; this.#table++; break; }
       const slot = this.#slot++;
       const key = index.keys[slot];
       if (key === null || (this.keep !== null && !this.keep(key))) continue;
-      keys.push(key);
-      lastTs.push(index.lastT[slot]);
-      lastLsns.push(index.lastLsn[slot]);
-      states.push(ts.cols.save(slot));
+      slots.push(slot);
     }
+    return slots;
   }
 
   /** The whole body, after the end chunk (dedupe entries and the LSN reached). */
   finish(dedupe: DedupeLog): { body: Buffer; rawBytes: number } {
+    this.#pushEnd(dedupe);
+    return { body: Buffer.concat(this.#parts), rawBytes: this.#rawBytes };
+  }
+
+  /**
+   * The same body, joined in slices of at most `sliceMs` between event-loop turns:
+   * one Buffer.concat of a large snapshot (hundreds of MB) would stall the shard
+   * for tens of milliseconds. The slices count in maxSliceMs.
+   */
+  async finishInSlices(dedupe: DedupeLog, sliceMs: number): Promise<{ body: Buffer; rawBytes: number }> {
+    this.#pushEnd(dedupe);
+    const body = Buffer.allocUnsafe(this.#rawBytes);
+    let at = 0;
+    let t0 = performance.now();
+    for (const part of this.#parts) {
+      part.copy(body, at);
+      at += part.length;
+      const ms = performance.now() - t0;
+      if (ms < sliceMs) continue;
+      if (ms > this.maxSliceMs) this.maxSliceMs = ms;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      t0 = performance.now();
+    }
+    const ms = performance.now() - t0;
+    if (ms > this.maxSliceMs) this.maxSliceMs = ms;
+    return { body, rawBytes: this.#rawBytes };
+  }
+
+  #pushEnd(dedupe: DedupeLog): void {
     const end: EndChunk = { end: true, appliedLsn: this.#state.appliedLsn, lastT: this.#state.lastT, dedupe: dedupe.entries(Date.now()) };
     this.#push(end);
-    return { body: Buffer.concat(this.#parts), rawBytes: this.#rawBytes };
   }
 }
 
@@ -209,9 +249,13 @@ export function restoreSnapshot(
   let entities = 0;
   for (const c of it) {
     if ((c as EndChunk).end === true) { end = c as EndChunk; break; }
-    const ch = c as EntityChunk;
+    const ch = c as EntityChunk | SlabChunk;
     const target = targets[ch.t];
     if (target === null || target === undefined) continue;
+    if ('slab' in ch) {
+      entities += restoreSlab(target, ch, keep);
+      continue;
+    }
     for (let e = 0; e < ch.keys.length; e++) {
       const key = ch.keys[e];
       if (keep !== null && !keep(key)) continue;
@@ -234,6 +278,8 @@ interface Target {
   perFeature: boolean;
   meta: LayoutMeta;
   map: ReturnType<TableColumns['planLoad']>;
+  /** Live feature index of each saved feature, -1 when none takes its state. */
+  liveOf: number[];
 }
 
 /**
@@ -257,7 +303,28 @@ function targetOf(state: ShardState, t: SnapshotMeta['tables'][number], format: 
   const identity = format !== 2 && sameFeatures && JSON.stringify(ts.cols.layoutMeta()) === JSON.stringify(meta);
   if (!identity) ts.thawAll();
   const map = ts.cols.planLoad(meta, liveOf);
-  return { ts, identity, perFeature: format === 2, meta, map };
+  return { ts, identity, perFeature: format === 2, meta, map, liveOf };
+}
+
+/** A slab chunk: bytes straight into the columns when the layout is the snapshot's, else entity by entity. */
+function restoreSlab(target: Target, ch: SlabChunk, keep: ((key: string) => boolean) | null): number {
+  const { ts, identity, meta, map, liveOf } = target;
+  const drop = (key: string): void => {
+    ts.cold.delete(key);
+    ts.cols.remove(key);
+  };
+  if (identity) return loadSlab(ts.cols, ch, keep, drop);
+  const feats = ts.plan.features;
+  const saves = slabSaves(ch, meta.groups.map((g) => 1 + g.fields.length), (j) => (liveOf[j] < 0 ? null : feats[liveOf[j]].factory.fixed ?? null));
+  let n = 0;
+  for (let e = 0; e < ch.keys.length; e++) {
+    const key = ch.keys[e];
+    if (keep !== null && !keep(key)) continue;
+    drop(key);
+    ts.cols.addMapped(key, ch.lastTs[e], ch.lastLsns[e], saves[e], meta, map);
+    n++;
+  }
+  return n;
 }
 
 function restoreEntity(target: Target, key: string, ch: EntityChunk, e: number): void {

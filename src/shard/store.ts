@@ -183,8 +183,8 @@ export class ShardStore {
    * (writeSnapshotAsync), so the shard keeps applying batches meanwhile. A reset
    * while this runs removes the file again when it lands.
    */
-  async writeJob(job: SnapshotJob, state: ShardState, dedupe: DedupeLog): Promise<void> {
-    const { body, rawBytes } = job.finish(dedupe);
+  async writeJob(job: SnapshotJob, state: ShardState, dedupe: DedupeLog, sliceMs: number): Promise<void> {
+    const { body, rawBytes } = await job.finishInSlices(dedupe, sliceMs);
     this.#pendingSnapshotLsn = job.startLsn;
     const gen = this.#resetGeneration;
     const meta = { lsn: job.startLsn, registryVersion: job.registryVersion };

@@ -246,7 +246,7 @@ test('snapshot format 2 (one save per feature) still loads, as object columns; u
   assert.equal(rts.cols.groups.length, 0, 'format 2 restores every windowed feature as an object column');
   // Format 1 predates per-entity LSNs: refused, naming the version.
   assert.throws(() => restoreSnapshot(new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true }), Buffer.concat([frame({ ...meta, format: 1 }), frame(end)]), () => reg),
-    /snapshot format 1 is not readable by this version \(reads formats 2, 3\)/);
+    /snapshot format 1 is not readable by this version \(reads formats 2, 3, 4\)/);
 });
 
 test('a snapshot restores the layout it was taken with (rings split by a registry change), or maps into a populated table', () => {
@@ -275,4 +275,34 @@ test('a snapshot restores the layout it was taken with (rings split by a registr
   restoreSnapshot(other, body, () => undefined);
   for (const now of [t, t + 4_000, t + 9_000]) assert.deepEqual(rowsOf(other, keys, now), rowsOf(live, keys, now));
   assert.deepEqual(rowsOf(other, mine, t), before, 'the table\'s own entities are unchanged');
+});
+
+test('snapshot format 3 (one EntitySave per hot entity) still loads; format 4 writes slab chunks', () => {
+  const reg = registry(['x']);
+  const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  live.install(reg);
+  const keys = ['a', 'b', 'c', 'd', 'e'];
+  const t = feed(live, keys, 900, 12);
+  const ts = live.tableByName('T')!;
+  const body4 = bodyOf(live);
+  const meta = {
+    format: 3, shardId: 0, shardCount: 1, registryVersion: 1, startLsn: live.appliedLsn,
+    tables: [{ name: 'T', keySignature: ts.plan.keySignature, features: ts.plan.features.map((f) => [f.name, f.signature]), layout: ts.cols.layoutMeta() }],
+  };
+  const slots = keys.map((k) => ts.cols.index.slotOf(k));
+  const chunk = { t: 0, keys, lastTs: slots.map((s) => ts.cols.index.lastT[s]), lastLsns: slots.map((s) => ts.cols.index.lastLsn[s]), states: slots.map((s) => ts.cols.save(s)), frozen: null };
+  const end = { end: true, appliedLsn: live.appliedLsn, lastT: t, dedupe: [] };
+  for (const body of [Buffer.concat([frame(meta), frame(chunk), frame(end)]), body4]) {
+    const restored = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+    restoreSnapshot(restored, body, () => reg);
+    for (const now of [t, t + 5_000, t + 30_000]) assert.deepEqual(rowsOf(restored, keys, now), rowsOf(live, keys, now));
+    // Restored rings keep sliding like the live ones.
+    const t2 = feed(restored, keys, 200, 13, t);
+    const reference = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+    reference.install(reg);
+    feed(reference, keys, 900, 12);
+    feed(reference, keys, 200, 13, t);
+    assert.deepEqual(rowsOf(restored, keys, t2), rowsOf(reference, keys, t2));
+    assert.equal(restored.tableByName('T')!.cols.interns.get('c')!.size, ts.cols.interns.get('c')!.size, 'intern counts rebuilt from the cells');
+  }
 });
