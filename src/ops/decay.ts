@@ -20,7 +20,7 @@
  * weighted mean and variance", 2009).
  */
 import type { JsonValue, Row, Value } from '../types';
-import type { StoredState } from './factory';
+import { rowLoad, rowSave, type FixedOp } from './fixed';
 import type { WindowAgg } from './val_window';
 import { isNum, jsonNum, loadFields, saveFields } from './values';
 
@@ -33,100 +33,72 @@ export const enum EwOut {
 /** Weight of the new value when two events share a millisecond (dt = 0). */
 const SAME_MS_ALPHA = 0.5;
 
-export class EwState implements StoredState {
-  readonly out: EwOut;
+/** ewma / ewvar / ew_zscore. Row (fixed.ts): [n, mean, s, tLast, last]. */
+export class EwFixed implements FixedOp {
+  readonly width = 5;
   readonly lambda: number;
-  n: number;
-  mean: number;
-  s: number;
-  tLast: number;
-  last: number;
-  constructor(out: EwOut, halfLifeMs: number) {
-    this.out = out;
+  constructor(readonly out: EwOut, halfLifeMs: number) {
     this.lambda = Math.LN2 / halfLifeMs;
-    this.n = 0;
-    this.mean = 0;
-    this.s = 0;
-    this.tLast = 0;
-    this.last = 0;
   }
-  update(x: Value | undefined, t: number, _row: Row): void {
+  update(a: Float64Array, at: number, x: Value | undefined, t: number): void {
     if (!isNum(x)) return;
-    this.last = x;
-    if (this.n === 0) {
-      this.n = 1;
-      this.mean = x;
-      this.s = 0;
-      this.tLast = t;
+    a[at + 4] = x;
+    if (a[at] === 0) {
+      a[at] = 1;
+      a[at + 1] = x;
+      a[at + 2] = 0;
+      a[at + 3] = t;
       return;
     }
-    this.n++;
-    const dt = t - this.tLast;
-    const a = dt > 0 ? -Math.expm1(-this.lambda * dt) : SAME_MS_ALPHA;
-    const d = x - this.mean;
-    this.mean += a * d;
-    this.s = (1 - a) * (this.s + a * d * d);
-    if (dt > 0) this.tLast = t;
+    a[at]++;
+    const dt = t - a[at + 3];
+    const w = dt > 0 ? -Math.expm1(-this.lambda * dt) : SAME_MS_ALPHA;
+    const d = x - a[at + 1];
+    a[at + 1] += w * d;
+    a[at + 2] = (1 - w) * (a[at + 2] + w * d * d);
+    if (dt > 0) a[at + 3] = t;
   }
-  miss(_t: number): void {}
-  read(_now: number): JsonValue {
-    if (this.n === 0) return null;
-    if (this.out === EwOut.Ewma) return jsonNum(this.mean);
-    if (this.out === EwOut.Ewvar) return jsonNum(Math.max(0, this.s));
-    if (!(this.s > 0)) return null;
-    return jsonNum((this.last - this.mean) / Math.sqrt(this.s));
+  miss(): void {}
+  read(a: Float64Array, at: number): JsonValue {
+    if (a[at] === 0) return null;
+    if (this.out === EwOut.Ewma) return jsonNum(a[at + 1]);
+    if (this.out === EwOut.Ewvar) return jsonNum(Math.max(0, a[at + 2]));
+    if (!(a[at + 2] > 0)) return null;
+    return jsonNum((a[at + 4] - a[at + 1]) / Math.sqrt(a[at + 2]));
   }
-  save(): unknown {
-    return [this.n, this.mean, this.s, this.tLast, this.last];
+  save(a: Float64Array, at: number): unknown {
+    return rowSave(a, at, this.width);
   }
-  restore(saved: unknown): void {
-    const a = saved as number[];
-    this.n = a[0];
-    this.mean = a[1];
-    this.s = a[2];
-    this.tLast = a[3];
-    this.last = a[4];
+  load(a: Float64Array, at: number, saved: unknown): void {
+    rowLoad(a, at, saved, this.width);
   }
 }
 
-/** decayed_sum / decayed_count: forward-decayed total, read decayed to the query time. */
-export class DecayedState implements StoredState {
-  readonly count: boolean;
-  readonly halfLifeMs: number;
-  n: number;
-  total: number;
-  tLast: number;
-  constructor(count: boolean, halfLifeMs: number) {
-    this.count = count;
-    this.halfLifeMs = halfLifeMs;
-    this.n = 0;
-    this.total = 0;
-    this.tLast = 0;
-  }
-  update(x: Value | undefined, t: number, _row: Row): void {
+/** decayed_sum / decayed_count: forward-decayed total, read decayed to the query time. Row: [n, total, tLast]. */
+export class DecayedFixed implements FixedOp {
+  readonly width = 3;
+  constructor(readonly count: boolean, readonly halfLifeMs: number) {}
+  update(a: Float64Array, at: number, x: Value | undefined, t: number): void {
     let v = 1;
     if (!this.count) {
       if (!isNum(x)) return;
       v = x;
     }
-    if (this.n === 0) this.total = v;
-    else this.total = this.total * Math.pow(2, -Math.max(0, t - this.tLast) / this.halfLifeMs) + v;
-    this.n++;
-    this.tLast = t;
+    if (a[at] === 0) a[at + 1] = v;
+    else a[at + 1] = a[at + 1] * Math.pow(2, -Math.max(0, t - a[at + 2]) / this.halfLifeMs) + v;
+    a[at]++;
+    a[at + 2] = t;
   }
-  miss(_t: number): void {}
-  read(now: number): JsonValue {
-    if (this.n === 0) return this.count ? 0 : null;
-    return jsonNum(this.total * Math.pow(2, -Math.max(0, now - this.tLast) / this.halfLifeMs));
+  miss(): void {}
+  read(a: Float64Array, at: number, now: number): JsonValue {
+    if (a[at] === 0) return this.count ? 0 : null;
+    return jsonNum(a[at + 1] * Math.pow(2, -Math.max(0, now - a[at + 2]) / this.halfLifeMs));
   }
-  save(): unknown {
-    return [this.n, this.total, this.tLast];
+  save(a: Float64Array, at: number): unknown {
+    return rowSave(a, at, this.width);
   }
-  restore(saved: unknown): void {
-    const a = saved as number[];
-    this.n = a[0];
-    this.total = a[1];
-    this.tLast = a[2];
+  load(a: Float64Array, at: number, saved: unknown): void {
+    rowLoad(a, at, saved, this.width);
   }
 }
 

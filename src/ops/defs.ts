@@ -8,7 +8,7 @@ import { SfError } from '../errors';
 import { BUFFER_N_MAX, CATEGORIES_MAX, HISTOGRAM_EDGES_MAX, SAMPLES_MAX, TOP_K_K_DEFAULT, TOP_K_K_MAX } from '../limits';
 import type { FieldType } from '../types';
 import { HistogramCfg, HistogramState, MixCfg, MixState, ReservoirState, SeasonalState, TimeHistogramState } from './buffer';
-import { DecayedState, EwOut, EwState, TwaAgg } from './decay';
+import { DecayedFixed, EwOut, EwFixed, TwaAgg } from './decay';
 import { Factory, type StoredState } from './factory';
 import { GeoOut, GeoPathAgg, GeoPathState, GeoSpreadAgg, GeoSpreadState, HomeState } from './geo';
 import {
@@ -27,7 +27,7 @@ import { FixedState, type FixedOp } from './fixed';
 import { Input, NumKind, NumWindowCfg, NumWindowState } from './num_window';
 import type { ParamReader } from './params';
 import { FirstNState, FirstState, LastNState, LastState, PointAgg, PointOut } from './point';
-import { RecencyOut, RecencyState, StreakOut, StreakState, TimeSinceLastNState } from './recency';
+import { RecencyFixed, RecencyOut, StreakOut, StreakState, TimeSinceLastNState } from './recency';
 import { BloomMemberState, DistinctAgg, EntropyAgg, QuantileAgg, StrExtremeAgg, TopKAgg } from './sketch_ops';
 import { bloomGeometry, BLOOM_CAPACITY_DEFAULT, BLOOM_CAPACITY_MAX, BLOOM_FPR_DEFAULT, QUANTILE_DEFAULT_CONFIG } from './sketch';
 import { histogramRule, mixRule, TallyAgg, timeHistogramRule, type TallyRule } from './tally';
@@ -271,7 +271,7 @@ function recencyDef(name: string, out: RecencyOut): OpDef {
     defaults: {},
     build(c) {
       const w = c.windowMs;
-      return f(name, null, () => new RecencyState(out, w));
+      return fixed(name, null, new RecencyFixed(out, w));
     },
   };
 }
@@ -290,7 +290,7 @@ function streakDef(name: string, out: StreakOut): OpDef {
 
 // ---------------------------------------------------------------- decay
 
-function decayDef(name: string, aliases: string[], make: (h: number) => () => StoredState, hasField = true): OpDef {
+function decayDef(name: string, aliases: string[], make: (h: number) => FixedOp, hasField = true): OpDef {
   return {
     name,
     aliases,
@@ -299,7 +299,7 @@ function decayDef(name: string, aliases: string[], make: (h: number) => () => St
     build(c) {
       const field = hasField ? fieldOf(c, NUMERIC_TYPES) : null;
       const h = c.r.duration('half_life', 'aggregation_invalid_half_life');
-      return f(name, field, make(h));
+      return fixed(name, field, make(h));
     },
   };
 }
@@ -591,11 +591,11 @@ export const OP_DEFS: readonly OpDef[] = [
   streakDef('streak', StreakOut.Streak),
   streakDef('max_streak', StreakOut.MaxStreak),
   streakDef('negative_streak', StreakOut.Negative),
-  decayDef('ewma', ['ema'], (h) => () => new EwState(EwOut.Ewma, h)),
-  decayDef('ewvar', [], (h) => () => new EwState(EwOut.Ewvar, h)),
-  decayDef('ew_zscore', [], (h) => () => new EwState(EwOut.EwZ, h)),
-  decayDef('decayed_sum', [], (h) => () => new DecayedState(false, h)),
-  decayDef('decayed_count', [], (h) => () => new DecayedState(true, h), false),
+  decayDef('ewma', ['ema'], (h) => new EwFixed(EwOut.Ewma, h)),
+  decayDef('ewvar', [], (h) => new EwFixed(EwOut.Ewvar, h)),
+  decayDef('ew_zscore', [], (h) => new EwFixed(EwOut.EwZ, h)),
+  decayDef('decayed_sum', [], (h) => new DecayedFixed(false, h)),
+  decayDef('decayed_count', [], (h) => new DecayedFixed(true, h), false),
   motionDef('twa', NUMERIC_TYPES, () => new TwaAgg()),
   lastPairDef('rate_of_change', (w) => new RateOfChangeState(w)),
   motionDef('inter_arrival_stats', null, () => new InterArrivalAgg()),

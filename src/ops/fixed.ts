@@ -19,6 +19,19 @@ export interface FixedOp {
   load(a: Float64Array, at: number, saved: unknown): void;
 }
 
+/** A row as saved: its `width` numbers (the save format of most fixed ops). */
+export function rowSave(a: Float64Array, at: number, width: number): number[] {
+  const out: number[] = new Array(width);
+  for (let i = 0; i < width; i++) out[i] = a[at + i];
+  return out;
+}
+
+/** Inverse of rowSave. */
+export function rowLoad(a: Float64Array, at: number, saved: unknown, width: number): void {
+  const s = saved as number[];
+  for (let i = 0; i < width; i++) a[at + i] = s[i];
+}
+
 export class FixedState implements StoredState {
   readonly a: Float64Array;
   constructor(readonly op: FixedOp) {

@@ -8,7 +8,7 @@
  */
 import type { JsonValue, Row, Value } from '../types';
 import type { StoredState } from './factory';
-import type { FixedOp } from './fixed';
+import { rowLoad, rowSave, type FixedOp } from './fixed';
 import { isNum, jsonNum } from './values';
 import { zScore } from './num_window';
 
@@ -48,12 +48,10 @@ export class SumFixed implements FixedOp {
     return jsonNum(this.mean ? a[at + 1] / n : a[at + 1]);
   }
   save(a: Float64Array, at: number): unknown {
-    return [a[at], a[at + 1]];
+    return rowSave(a, at, this.width);
   }
   load(a: Float64Array, at: number, saved: unknown): void {
-    const s = saved as number[];
-    a[at] = s[0];
-    a[at + 1] = s[1];
+    rowLoad(a, at, saved, this.width);
   }
 }
 
@@ -71,12 +69,10 @@ export class ExtremeFixed implements FixedOp {
     return a[at] === 0 ? null : a[at + 1];
   }
   save(a: Float64Array, at: number): unknown {
-    return [a[at], a[at + 1]];
+    return rowSave(a, at, this.width);
   }
   load(a: Float64Array, at: number, saved: unknown): void {
-    const s = saved as number[];
-    a[at] = s[0];
-    a[at + 1] = s[1];
+    rowLoad(a, at, saved, this.width);
   }
 }
 
@@ -131,11 +127,10 @@ export class MomentsFixed implements FixedOp {
     return jsonNum(this.out === MomentOut.Var ? variance : Math.sqrt(variance));
   }
   save(a: Float64Array, at: number): unknown {
-    return [a[at], a[at + 1], a[at + 2], a[at + 3]];
+    return rowSave(a, at, this.width);
   }
   load(a: Float64Array, at: number, saved: unknown): void {
-    const s = saved as number[];
-    for (let i = 0; i < 4; i++) a[at + i] = s[i];
+    rowLoad(a, at, saved, this.width);
   }
 }
 
@@ -153,11 +148,9 @@ export class RatioFixed implements FixedOp {
     return a[at] === 0 ? null : a[at + 1] / a[at];
   }
   save(a: Float64Array, at: number): unknown {
-    return [a[at], a[at + 1]];
+    return rowSave(a, at, this.width);
   }
   load(a: Float64Array, at: number, saved: unknown): void {
-    const s = saved as number[];
-    a[at] = s[0];
-    a[at + 1] = s[1];
+    rowLoad(a, at, saved, this.width);
   }
 }

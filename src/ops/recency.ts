@@ -13,6 +13,7 @@
  */
 import type { JsonValue, Row, Value } from '../types';
 import type { StoredState } from './factory';
+import type { FixedOp } from './fixed';
 import { newDoubles } from './values';
 
 export const enum RecencyOut {
@@ -24,49 +25,48 @@ export const enum RecencyOut {
   SeenInWindow = 5,
 }
 
-/** Sentinel for "no match yet": server times are >= 0. */
+/** Sentinel for "no match yet" in the saved form: server times are >= 0. */
 const NEVER = -1;
 
-export class RecencyState implements StoredState {
-  readonly out: RecencyOut;
-  readonly windowMs: number;
-  first: number;
-  last: number;
-  constructor(out: RecencyOut, windowMs: number) {
-    this.out = out;
-    this.windowMs = windowMs;
-    this.first = NEVER;
-    this.last = NEVER;
+/**
+ * first_seen, last_seen, age, has_seen, time_since, first_seen_in_window.
+ * Row (fixed.ts): [first + 1, last + 1], 0 = no match yet (a zero row is empty);
+ * saved as [first, last] with -1 for never.
+ */
+export class RecencyFixed implements FixedOp {
+  readonly width = 2;
+  constructor(readonly out: RecencyOut, readonly windowMs: number) {}
+  update(a: Float64Array, at: number, _x: Value | undefined, t: number): void {
+    if (a[at] === 0) a[at] = t + 1;
+    a[at + 1] = t + 1;
   }
-  update(_x: Value | undefined, t: number, _row: Row): void {
-    if (this.first === NEVER) this.first = t;
-    this.last = t;
-  }
-  miss(_t: number): void {}
-  read(now: number): JsonValue {
-    const seen = this.last !== NEVER;
+  miss(): void {}
+  read(a: Float64Array, at: number, now: number): JsonValue {
+    const seen = a[at + 1] !== 0;
+    const first = a[at] - 1;
+    const last = a[at + 1] - 1;
     switch (this.out) {
       case RecencyOut.FirstSeen:
-        return seen ? this.first : null;
+        return seen ? first : null;
       case RecencyOut.LastSeen:
-        return seen ? this.last : null;
+        return seen ? last : null;
       case RecencyOut.Age:
-        return seen ? Math.max(0, now - this.first) : null;
+        return seen ? Math.max(0, now - first) : null;
       case RecencyOut.HasSeen:
         return seen;
       case RecencyOut.TimeSince:
-        return seen ? Math.max(0, now - this.last) : null;
+        return seen ? Math.max(0, now - last) : null;
       case RecencyOut.SeenInWindow:
-        return seen && now - this.last < this.windowMs;
+        return seen && now - last < this.windowMs;
     }
   }
-  save(): unknown {
-    return [this.first, this.last];
+  save(a: Float64Array, at: number): unknown {
+    return [a[at] === 0 ? NEVER : a[at] - 1, a[at + 1] === 0 ? NEVER : a[at + 1] - 1];
   }
-  restore(saved: unknown): void {
-    const a = saved as number[];
-    this.first = a[0];
-    this.last = a[1];
+  load(a: Float64Array, at: number, saved: unknown): void {
+    const s = saved as number[];
+    a[at] = s[0] === NEVER ? 0 : s[0] + 1;
+    a[at + 1] = s[1] === NEVER ? 0 : s[1] + 1;
   }
 }
 

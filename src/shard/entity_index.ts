@@ -17,6 +17,13 @@ import { strict as assert } from 'node:assert';
 /** First allocation (slots); doubles from there. */
 export const ENTITY_SLOTS_MIN = 64;
 
+/** A copy of a typed array at a larger length (storage growth by doubling). */
+export function grown<T extends Float64Array | Int32Array | Uint16Array | Uint8Array>(a: T, length: number): T {
+  const b = new (a.constructor as new (n: number) => T)(length);
+  b.set(a);
+  return b;
+}
+
 export class EntityIndex {
   readonly bySlot = new Map<string, number>();
   /** Key per slot; null for a free slot. */
@@ -65,11 +72,7 @@ export class EntityIndex {
     this.keys[slot] = null;
     this.lastT[slot] = 0;
     this.lastLsn[slot] = 0;
-    if (this.#freeLen === this.#free.length) {
-      const f = new Int32Array(this.#free.length * 2);
-      f.set(this.#free);
-      this.#free = f;
-    }
+    if (this.#freeLen === this.#free.length) this.#free = grown(this.#free, this.#free.length * 2);
     this.#free[this.#freeLen++] = slot;
     return slot;
   }
@@ -83,12 +86,8 @@ export class EntityIndex {
 
   #grow(capacity: number): void {
     assert(capacity > this.capacity);
-    const t = new Float64Array(capacity);
-    t.set(this.lastT);
-    this.lastT = t;
-    const l = new Float64Array(capacity);
-    l.set(this.lastLsn);
-    this.lastLsn = l;
+    this.lastT = grown(this.lastT, capacity);
+    this.lastLsn = grown(this.lastLsn, capacity);
     this.capacity = capacity;
     if (this.onGrow !== null) this.onGrow(capacity);
   }

@@ -34,6 +34,7 @@ import {
 } from '../ops/val_window';
 import { InternTable, type Interned } from './intern';
 import { ClassPool, RING_CLASS_MAX } from './ring_pool';
+import { grown } from './entity_index';
 
 // NaN-boxing tags (high word of a cell; little-endian: word 2i+1 of cell i).
 const HI_NAN = 0x7ff80000;
@@ -91,15 +92,11 @@ export class RingGroup {
 
   /** Grows the per-slot arrays with the entity index (entity_index.ts onGrow). */
   grow(capacity: number): void {
-    this.cls = growU8(this.cls, capacity);
-    this.head = growU8(this.head, capacity);
-    this.len = growU8(this.len, capacity);
-    const b = new Int32Array(capacity);
-    b.set(this.blk);
-    this.blk = b;
-    const u = new Uint16Array(capacity);
-    u.set(this.busy);
-    this.busy = u;
+    this.cls = grown(this.cls, capacity);
+    this.head = grown(this.head, capacity);
+    this.len = grown(this.len, capacity);
+    this.blk = grown(this.blk, capacity);
+    this.busy = grown(this.busy, capacity);
   }
 
   /** Appends one event (that passed `where`) to the slot's ring. */
@@ -527,10 +524,5 @@ function numInput(c: NumWindowCfg, x: Value | undefined): number {
   }
 }
 
-function growU8(a: Uint8Array, capacity: number): Uint8Array {
-  const b = new Uint8Array(capacity);
-  b.set(a);
-  return b;
-}
 
 export type { Interned };

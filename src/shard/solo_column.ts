@@ -3,7 +3,9 @@
  * for every entity slot of its table. Two kinds:
  *
  *   FixedColumn   a lifetime op of K doubles (ops/fixed.ts: count, sum, mean,
- *                 min/max, var/std/z_score, ratio): one Float64Array, row `slot`
+ *                 min/max, var/std/z_score, ratio, ewma/ewvar/ew_zscore,
+ *                 decayed_sum/count, first_seen/last_seen/age/has_seen/
+ *                 time_since/first_seen_in_window): one Float64Array, row `slot`
  *                 at slot * K, grown by doubling with the entity index
  *   ObjectColumn  any other op: one OpState per slot (the hybrid that keeps every
  *                 op working; convert an op to a FixedOp or a shared ring to drop it)
@@ -14,6 +16,7 @@
 import type { FixedOp } from '../ops/fixed';
 import type { OpFactory, OpState } from '../ops/op';
 import type { JsonValue, Row, Value } from '../types';
+import { grown } from './entity_index';
 
 export interface SoloColumn {
   /** A fresh (empty) state at `slot`. */
@@ -65,9 +68,7 @@ export class FixedColumn implements SoloColumn {
     return false;
   }
   grow(capacity: number): void {
-    const d = new Float64Array(capacity * this.width);
-    d.set(this.data);
-    this.data = d;
+    this.data = grown(this.data, capacity * this.width);
   }
 }
 
