@@ -8,9 +8,14 @@
  * unknown opcode and the reserved MessagePack content type. Every bad input must
  * get a coded error of src/errors.ts and every good one a success: any error on
  * a good input, any bad input accepted, any dropped connection is a failure.
- * The server's RSS is sampled every second (start, peak, end, and the slope of
- * a least-squares fit over the second half of the run: flat means no leak);
- * p99 latency of good requests per kind.
+ * The key space (20,000 entities) is prefilled before the clock starts, so that
+ * the measured run adds no entity. The server's RSS is sampled every second
+ * (start, middle, peak, end, RSS at each quarter, and the slope of a
+ * least-squares fit over the second half and over each quarter: flat means no
+ * leak), with each thread's V8 heap (used / reserved / external, from the admin
+ * sidecar's /api/stats) every 10 s, so growth can be placed in a thread or
+ * outside the V8 heaps; p99 latency of good requests per kind. Profiling hooks:
+ * BENCH_SERVER_NODE_ARGS, BENCH_SERVER_OUT (bench/procs.ts).
  *
  * Needs about 2 × connections + 100 file descriptors in this process and in the
  * server (the server inherits our limit): checked up front; raise it with
@@ -23,6 +28,7 @@ import { prng } from '../test/harness/prng';
 import { DEFAULTS, type Opts } from './args';
 import { Histogram } from './hist';
 import { connect, ReqKind, KIND_NAMES, type Conn } from './load/conns';
+import { pipelinedPushes } from './load/preload';
 import { startServer } from './procs';
 import { cpuBetween, cpuTimes, peakRssBytes } from './procstat';
 import type { Measured, ScenarioResult, TargetCheck } from './report';
@@ -35,6 +41,7 @@ export const SOAK_BAD_SHARE_DEFAULT = 0.05;
 /** RSS slope over the second half above which the run is not "flat". */
 const RSS_SLOPE_MAX_MB_PER_MIN = 5;
 const ENTITIES = 20_000;
+const PREFILL_CONNECTIONS = 4;
 const TICK_MS = 5;
 const RSS_SAMPLE_MS = 1_000;
 /** Descriptors we need beyond one per connection (node, pipes, the server's own files). */
@@ -161,6 +168,13 @@ export async function runSoak(s: SoakOptions, log: (line: string) => void): Prom
   try {
     const reg = await fetch(`http://127.0.0.1:${t.httpPort}/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ nodes: NODES }) });
     if (reg.status !== 200) throw new Error(`soak: register failed: ${await reg.text()}`);
+    // Every key of the key space gets its entity before the clock starts: drawn at random,
+    // the last of 20,000 keys is first pushed only after ~200,000 pushes (~70 s at the default
+    // rate), and a run that is still adding entities reads as a leak.
+    const pf0 = performance.now();
+    const pf = await pipelinedPushes(t.tcpPort!, ENTITIES, PREFILL_CONNECTIONS, (i) => JSON.stringify({ event: 'SoakEvt', data: { user: `u${i}`, amount: 1, merchant: `m${i % 500}` } }));
+    if (pf.errors > 0) throw new Error(`soak: prefill got ${pf.errors} errors, first: ${pf.firstError}`);
+    log(`  soak: prefilled ${ENTITIES} keys in ${((performance.now() - pf0) / 1000).toFixed(1)} s`);
     const r = prng(s.seed);
     const states: ConnState[] = [];
     const hist = new Histogram();
@@ -314,6 +328,10 @@ export async function runSoak(s: SoakOptions, log: (line: string) => void): Prom
     const heapMid = nearest(threads, elapsedS / 2);
     const heapEnd = threads[threads.length - 1]?.[1] ?? null;
     const slope = slopeMbPerMin(second);
+    // RSS at each quarter of the run and the slope within each: growth that is warm-up
+    // (V8 heaps sizing up, the first snapshots' buffers) flattens quarter by quarter; a leak does not.
+    const quarters = [0, 1, 2, 3].map((q) => slopeMbPerMin(rss.filter(([x]) => x >= (q * elapsedS) / 4 && x <= ((q + 1) * elapsedS) / 4)));
+    const rssAtQuarter = [0, 1, 2, 3, 4].map((q) => mb(nearest(rss, (q * elapsedS) / 4) ?? 0));
     const lat = hist.summary();
     const kinds: Measured['kinds'] = {};
     KIND_NAMES.forEach((k, i) => { kinds[k] = { rps: kindOk[i] / elapsedS, lat: kindHist[i].summary() }; });
@@ -334,7 +352,7 @@ export async function runSoak(s: SoakOptions, log: (line: string) => void): Prom
       extra: {
         good_sent: c.good, good_errors: c.goodErr, bad_sent: c.bad, bad_coded: c.badCoded, bad_accepted: c.badAccepted, bad_uncoded: c.badUncoded,
         conn_drops: c.drops, stuck_requests: stuck, rss_start_mib: mb(rssStart), rss_mid_mib: mb(rssMid), rss_peak_mib: mb(rssPeak), rss_end_mib: mb(rssEnd),
-        rss_slope_mb_per_min_2nd_half: Math.round(slope * 100) / 100,
+        rss_slope_mb_per_min_2nd_half: Math.round(slope * 100) / 100, rss_slope_mb_per_min_last_quarter: Math.round(quarters[3] * 100) / 100,
       },
     };
     const targets: TargetCheck[] = [
@@ -358,6 +376,7 @@ export async function runSoak(s: SoakOptions, log: (line: string) => void): Prom
       ratio: null,
       targets,
       notes: [
+        `RSS (MiB) at 0/25/50/75/100% of the run: ${rssAtQuarter.join(' / ')}; slope per quarter (MB/min): ${quarters.map((q) => q.toFixed(2)).join(' / ')}`,
         `V8 heap per thread, used/total+external MiB, at start / middle / end: ${heapStart === null ? '?' : formatHeaps(heapStart)} / ${heapMid === null ? '?' : formatHeaps(heapMid)} / ${heapEnd === null ? '?' : formatHeaps(heapEnd)}`,
         `entities at start / middle / end: ${heapStart?.entities ?? '?'} / ${heapMid?.entities ?? '?'} / ${heapEnd?.entities ?? '?'} (key space ${ENTITIES})`,
         `bad inputs by kind: ${Object.entries(badByName).map(([k, v]) => `${k}=${v}`).join(' ')}`],
