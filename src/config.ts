@@ -18,6 +18,7 @@ import { type CommandSpec, type OptionSpec, parseCommand, UsageError } from './c
 import {
   BATCH_GET_ENTRIES_MAX_DEFAULT, CLUSTER_CHECKPOINT_INTERVAL_MS_DEFAULT, CLUSTER_PARTITIONS_DEFAULT, CLUSTER_PARTITIONS_MAX, DEDUPE_ENTRIES_MAX, SHARDS_MAX,
   SHUTDOWN_DEADLINE_MS, TCP_CONNECTIONS_MAX_DEFAULT, TCP_FRAME_BYTES_MAX_DEFAULT, TCP_FRAME_TIMEOUT_MS_DEFAULT, TCP_IDLE_TIMEOUT_MS_DEFAULT,
+  WAL_SEGMENT_BYTES_MIN,
 } from './limits';
 
 export type WalSyncMode = 'batch' | 'always';
@@ -183,7 +184,7 @@ const SETTINGS = {
   walSync: oneOf<WalSyncMode>({ key: 'wal-sync', env: 'SERVICE_WAL_SYNC', help: 'ack after the WAL write (batch) or after fdatasync (always)' }, ['batch', 'always'], 'batch'),
   walSyncTimeoutMs: int({ key: 'wal-sync-timeout-ms', env: 'SERVICE_WAL_SYNC_TIMEOUT_MS', help: 'always mode: wal_sync_timeout past this' }, 1, null, DEFAULTS.walSyncTimeoutMs),
   walSyncIntervalMs: int({ key: 'wal-sync-interval-ms', env: 'SERVICE_WAL_SYNC_INTERVAL_MS', help: 'batch mode: fdatasync cadence' }, 1, null, DEFAULTS.walSyncIntervalMs),
-  walSegmentBytesMax: int({ key: 'wal-segment-bytes', env: 'SERVICE_WAL_SEGMENT_BYTES', help: 'WAL segment size before rolling to the next' }, 1, null, DEFAULTS.walSegmentBytesMax),
+  walSegmentBytesMax: int({ key: 'wal-segment-bytes', env: 'SERVICE_WAL_SEGMENT_BYTES', help: 'WAL segment size before rolling to the next' }, WAL_SEGMENT_BYTES_MIN, null, DEFAULTS.walSegmentBytesMax),
   shutdownTimeoutMs: duration({ key: 'shutdown-timeout', env: 'SERVICE_SHUTDOWN_TIMEOUT', help: 'graceful stop deadline; past it: log server.stop_deadline, exit 1' }, `${SHUTDOWN_DEADLINE_MS / 1000}s`, null),
   snapshotIntervalMs: duration({ key: 'snapshot-interval', env: 'SERVICE_SNAPSHOT_INTERVAL', help: 'periodic snapshots (0 disables)' }, DEFAULTS.snapshotInterval, 'disables'),
   batchGetEntriesMax: int({ key: 'max-batch-get', env: 'SERVICE_MAX_BATCH_GET', help: 'entries per /batch_get' }, 1, null, BATCH_GET_ENTRIES_MAX_DEFAULT),

@@ -179,6 +179,13 @@ export const RECOVERY_PROGRESS_INTERVAL_MS = 1_000;
 export const RECOVERY_PROGRESS_RECORDS_STRIDE = 1_024;
 /** After a shard's WAL append fails, /ready says wal_unavailable this long unless a later append succeeds (lifecycle.ts). */
 export const WAL_UNAVAILABLE_READY_HOLD_MS = 5_000;
+/**
+ * Floor of --wal-segment-bytes. The writer needs room for more than a frame header
+ * (it asserts so, which at startup was a stack trace instead of a one-line setting
+ * error); below a few hundred bytes every record rolls its own segment file, which
+ * no deployment wants. 512 still lets tests force frequent rolls.
+ */
+export const WAL_SEGMENT_BYTES_MIN = 512;
 
 /**
  * Dedupe entries held by the front (all events). When full, a push that needs a

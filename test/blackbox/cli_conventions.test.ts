@@ -90,6 +90,7 @@ test('cli: bad values and unknown options exit 2 with one line and no stack', ()
       [['serve'], { SERVICE_WAL_SYNC_INTERVAL_MS: '-1' }, /SERVICE_WAL_SYNC_INTERVAL_MS must be an integer >= 1/],
       [['serve', '--tcp-connections-max', '0'], {}, /--tcp-connections-max must be an integer >= 1/],
       [['serve', '--max-batch-get', '0'], {}, /--max-batch-get must be an integer >= 1/],
+      [['serve', '--wal-segment-bytes', '1'], {}, /--wal-segment-bytes must be an integer >= 512/],
       [['serve'], { SERVICE_TCP_IDLE_TIMEOUT: '-1' }, /SERVICE_TCP_IDLE_TIMEOUT must be a duration .*0 means never/],
       [['serve'], { SERVICE_TCP_FRAME_TIMEOUT: '0' }, /SERVICE_TCP_FRAME_TIMEOUT must be a positive duration/],
       [['serve', '--config', join(dir, 'zero_timeout.json')], {}, /zero_timeout\.json: tcp-frame-timeout must be a positive duration/],
