@@ -15,7 +15,7 @@
  * whole run; latency, rates and RSS over the measured window. RSS is sampled every second
  * (start, middle, peak, end, RSS at each quarter, and the slope of a
  * least-squares fit over the second half and over each quarter: flat means no
- * leak), with each thread's V8 heap (used / reserved / external, from the admin
+ * leak; judged over windows of RSS_SLOPE_WINDOW_MIN_S or more), with each thread's V8 heap (used / reserved / external, from the admin
  * sidecar's /api/stats) every 10 s, so growth can be placed in a thread or
  * outside the V8 heaps; p99 latency of good requests per kind. Profiling hooks:
  * BENCH_SERVER_NODE_ARGS, BENCH_SERVER_OUT (bench/procs.ts).
@@ -51,6 +51,15 @@ export const SOAK_RATE_DEFAULT = 4_000;
 export const SOAK_BAD_SHARE_DEFAULT = 0.05;
 /** RSS slope over the second half above which the run is not "flat". */
 const RSS_SLOPE_MAX_MB_PER_MIN = 5;
+/**
+ * A slope is judged only over a measured window at least this long. Each periodic
+ * snapshot (every 60 s) moves RSS by a step of up to ~12 MiB (its buffers' high-water;
+ * freed memory that the allocator keeps), so over a 30-s second half one step reads as
+ * 20+ MB/min although RSS is bounded (bench/RESULTS.md, soak).
+ */
+const RSS_SLOPE_WINDOW_MIN_S = 300;
+/** Shorter windows: the measured window's peak may exceed its start by at most one snapshot step. */
+const RSS_STEP_ALLOWANCE_MIB = 16;
 const ENTITIES = 20_000;
 const PREFILL_CONNECTIONS = 4;
 const TICK_MS = 5;
@@ -379,12 +388,18 @@ export async function runSoak(s: SoakOptions, log: (line: string) => void): Prom
         rss_slope_mb_per_min_2nd_half: Math.round(slope * 100) / 100, rss_slope_mb_per_min_last_quarter: Math.round(quarters[3] * 100) / 100,
       },
     };
+    const rssLine = `measured window: start ${mb(rssStart)} MiB, middle ${mb(rssMid)} MiB, peak ${mb(rssPeak)} MiB, end ${mb(rssEnd)} MiB`;
     const targets: TargetCheck[] = [
       { name: 'server alive', pass: alive, detail: alive ? 'running at the end' : `exited:\n${t.tail()}` },
       { name: 'no error on a good input', pass: c.goodErr === 0, detail: `${c.goodErr} of ${c.good}` },
       { name: 'every bad input coded', pass: c.badAccepted === 0 && c.badUncoded === 0 && c.badCoded > 0, detail: `${c.badCoded} coded, ${c.badAccepted} accepted, ${c.badUncoded} uncoded of ${c.bad}` },
       { name: 'no dropped connection or stuck request', pass: c.drops === 0 && stuck === 0, detail: `${c.drops} drops, ${stuck} stuck` },
-      { name: 'RSS flat', pass: slope <= RSS_SLOPE_MAX_MB_PER_MIN, detail: `measured window: start ${mb(rssStart)} MiB, middle ${mb(rssMid)} MiB, peak ${mb(rssPeak)} MiB, end ${mb(rssEnd)} MiB; second-half slope ${slope.toFixed(2)} MB/min (max ${RSS_SLOPE_MAX_MB_PER_MIN})` },
+      dur >= RSS_SLOPE_WINDOW_MIN_S
+        ? { name: 'RSS flat', pass: slope <= RSS_SLOPE_MAX_MB_PER_MIN, detail: `${rssLine}; second-half slope ${slope.toFixed(2)} MB/min (max ${RSS_SLOPE_MAX_MB_PER_MIN})` }
+        : {
+          name: 'RSS bounded', pass: rssPeak - rssStart <= RSS_STEP_ALLOWANCE_MIB * 1048576,
+          detail: `${rssLine}; peak - start ${mb(rssPeak - rssStart)} MiB (max ${RSS_STEP_ALLOWANCE_MIB}: one snapshot step); second-half slope ${slope.toFixed(2)} MB/min, judged only over a window >= ${RSS_SLOPE_WINDOW_MIN_S} s (--duration)`,
+        },
     ];
     return {
       scenario: 'soak',
