@@ -39,7 +39,8 @@ import { createLogger, type Logger } from './log';
 import type { ClusterNode } from './cluster/node';
 import { Lifecycle } from './lifecycle';
 import type { AdminContext } from './admin/context';
-import type { CoordinatorInit, CoordinatorResult, ShardHello, ShardInit } from './protocol/messages';
+import type { CoordinatorInit, CoordinatorResult, ShardInit } from './protocol/messages';
+import { runShardHello } from './protocol/shard_calls';
 
 export { Lifecycle };
 
@@ -160,7 +161,7 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
       concurrentTasksPerWorker: SHARD_BATCHES_IN_FLIGHT_MAX,
     }));
   }
-  const hellos = (await Promise.all(shardPools.map((p) => p.run({ hello: true })))) as ShardHello[];
+  const hellos = await Promise.all(shardPools.map((p) => runShardHello(p)));
   const lastLsn = Math.max(0, ...hellos.map((h) => h.lastLsn));
   const metrics = new Metrics();
   const front = new Front(

@@ -28,7 +28,7 @@ import { performance } from 'node:perf_hooks';
 import type { ObjectStore } from '@nats-io/obj';
 import type { Front } from '../front/front';
 import type { Logger } from '../log';
-import { ITEM_EXPORT, ITEM_IMPORT, type ErrorPayload, type ItemOut, type ShardItem } from '../protocol/messages';
+import { ITEM_EXPORT, ITEM_IMPORT, type ErrorPayload, type ItemOut, type NonPushItem } from '../protocol/messages';
 import { CLUSTER_CHECKPOINT_CHUNK_BYTES, CLUSTER_CHECKPOINT_TIMEOUT_MS } from '../limits';
 import { checkpointName } from './names';
 
@@ -79,7 +79,7 @@ export function unframeParts(body: Uint8Array): Uint8Array[] {
 }
 
 /** The answer of one item run on one local shard. */
-function onShard(front: Front, shard: number, item: ShardItem): Promise<ItemOut> {
+function onShard(front: Front, shard: number, item: NonPushItem): Promise<ItemOut> {
   return new Promise((resolve) => front.enqueue(shard, item, { done: (out) => resolve(out) }, 0));
 }
 
@@ -131,7 +131,7 @@ export class Checkpoints {
     const seq = f.delivered;
     const version = this.front.version;
     const p = f.partition;
-    const item: ShardItem = { k: ITEM_EXPORT, p };
+    const item: NonPushItem = { k: ITEM_EXPORT, p };
     const outs = await Promise.all(this.front.channels.map((_, s) => onShard(this.front, s, item)));
     const parts: Uint8Array[] = [];
     for (const out of outs) {
@@ -178,7 +178,7 @@ export class Checkpoints {
       this.log.error({ kind: 'cluster.checkpoint_corrupt', partition: p, seq, err: String(err) });
       return null;
     }
-    const item: ShardItem = { k: ITEM_IMPORT, p, parts };
+    const item: NonPushItem = { k: ITEM_IMPORT, p, parts };
     const outs = await Promise.all(this.front.channels.map((_, s) => onShard(this.front, s, item)));
     const failed = outs.find(isError);
     if (failed !== undefined) {

@@ -21,8 +21,7 @@ import type { JsMsg, JetStreamClient, JetStreamManager } from '@nats-io/jetstrea
 import type { Front } from '../front/front';
 import type { Sink } from '../front/channel';
 import type { Logger } from '../log';
-import type { ErrorPayload, PushItem } from '../protocol/messages';
-import { ITEM_PUSH } from '../protocol/messages';
+import type { ErrorPayload } from '../protocol/messages';
 import { CLUSTER_CONSUMER_RETRY_MS, CLUSTER_FEED_IN_FLIGHT_MAX } from '../limits';
 import type { Checkpoints, CheckpointedFeed } from './checkpoint';
 import { decodeEvent } from './event_wire';
@@ -161,17 +160,19 @@ export class PartitionFeed implements CheckpointedFeed {
     if (ev === null) { this.delivered = seq; this.settle(); return; }
     const front = this.host.front;
     if (ev.v > front.version) await this.host.versionAtLeast(ev.v);
-    const n = front.channels.length;
-    let mask = 0;
-    for (const h of ev.hashes) mask |= 1 << (n === 1 ? 0 : h % n);
     this.delivered = seq;
-    if (mask === 0) { this.settle(); return; }
-    let count = 0;
-    for (let s = 0; s < n; s++) if (mask & (1 << s)) count++;
-    const sink = new CopySink(this, seq, count);
+    // The owner's front routes the copy and writes its records for the keys of this
+    // partition, under its registry (the one its shards have installed).
+    const sink = new CopySink(this, seq, 0);
+    const count = front.pushCopy(ev.e, ev.j, ev.t, seq, this.partition, this.host.partitions, sink);
+    if (count < 0) {
+      this.applyFailed(seq, { code: 'internal_error', detail: { message: `event ${ev.e} cannot be applied under registry v${front.version}` } });
+      this.settle();
+      return;
+    }
+    if (count === 0) { this.settle(); return; }
+    sink.remaining = count;
     this.#inFlight.push(sink);
-    const item: PushItem = { k: ITEM_PUSH, lsn: seq, t: ev.t, v: ev.v, e: ev.e, j: ev.j, p: this.partition };
-    for (let s = 0; s < n; s++) if (mask & (1 << s)) front.enqueue(s, item, sink, 0);
     if (this.#inFlight.length >= CLUSTER_FEED_IN_FLIGHT_MAX) await new Promise<void>((r) => { this.#resume = r; });
   }
 
@@ -189,7 +190,7 @@ export class Feeder {
   checkpoints: Checkpoints | null = null;
   #versionWaiters: Array<{ v: number; resolve: () => void }> = [];
 
-  constructor(readonly front: Front, readonly js: JetStreamClient, readonly jsm: JetStreamManager, partitions: number, readonly log: Logger) {
+  constructor(readonly front: Front, readonly js: JetStreamClient, readonly jsm: JetStreamManager, readonly partitions: number, readonly log: Logger) {
     this.feeds = Array.from({ length: partitions }, (_, p) => new PartitionFeed(p, this));
   }
 

@@ -18,10 +18,11 @@ import type { Sink } from '../front/channel';
 import type { Front } from '../front/front';
 import type { ErrorCode } from '../errors';
 import type { Logger } from '../log';
-import type { ErrorPayload, GetItem } from '../protocol/messages';
-import { ITEM_GET } from '../protocol/messages';
+import type { ErrorPayload } from '../protocol/messages';
+import type { ResolvedGet } from '../front/cluster_hooks';
+import { asSfError } from '../errors';
 import { CLUSTER_FORWARD_SOCKETS_MAX, CLUSTER_FORWARD_TIMEOUT_MS, CLUSTER_PEER_BODY_BYTES_MAX } from '../limits';
-import { partitionOf, shardOf } from '../registry/key';
+import { partitionOf } from '../registry/key';
 import type { Feeder } from './feed';
 import type { Membership } from './membership';
 
@@ -32,7 +33,7 @@ function unavailable(message: string): ErrorPayload {
 }
 
 interface Pending {
-  items: GetItem[];
+  items: ResolvedGet[];
   sinks: Sink[];
   tags: number[];
 }
@@ -44,8 +45,8 @@ export class ReadRouter {
 
   constructor(readonly front: Front, readonly feeder: Feeder, readonly membership: Membership, readonly selfId: string, readonly log: Logger) {}
 
-  read(item: GetItem, sink: Sink, tag: number): void {
-    const p = partitionOf(item.key, this.membership.partitions);
+  read(item: ResolvedGet, sink: Sink, tag: number): void {
+    const p = partitionOf(item.item.key, this.membership.partitions);
     const owner = this.membership.ownerOf(p);
     if (owner === this.selfId) { this.readLocal(item, p, sink, tag); return; }
     const peer = owner === undefined ? undefined : this.membership.live.get(owner)?.peer;
@@ -59,13 +60,13 @@ export class ReadRouter {
   }
 
   /** A read of a partition this node should own: answered only once it has replayed. */
-  readLocal(item: GetItem, partition: number, sink: Sink, tag: number): void {
+  readLocal(get: ResolvedGet, partition: number, sink: Sink, tag: number): void {
     if (!this.feeder.isReady(partition)) {
       const owned = this.membership.ownerOf(partition) === this.selfId;
       sink.done(unavailable(owned ? `partition ${partition} is replaying after a takeover; retry` : `partition ${partition} is moving between nodes; retry`), tag);
       return;
     }
-    this.front.enqueue(shardOf(item.key, this.front.channels.length), item, sink, tag);
+    this.front.enqueue(get.shard, get.item, sink, tag);
   }
 
   #flush(): void {
@@ -76,7 +77,7 @@ export class ReadRouter {
   }
 
   #forward(peer: string, q: Pending): void {
-    const body = JSON.stringify(q.items.map((it) => [it.table, it.key, it.features]));
+    const body = JSON.stringify(q.items.map((it) => [it.table, it.item.key, it.features]));
     const [host, port] = splitHostPort(peer);
     let answered = false;
     const failAll = (why: string): void => {
@@ -148,10 +149,18 @@ export class ReadRouter {
     };
     const P = this.membership.partitions;
     list.forEach(([table, key, features], i) => {
-      const item: GetItem = { k: ITEM_GET, table: String(table), key: String(key), features: Array.isArray(features) ? features.map(String) : null };
-      const p = partitionOf(item.key, P);
+      const p = partitionOf(String(key), P);
       if (this.membership.ownerOf(p) !== this.selfId) { sink.done(unavailable(`partition ${p} is moving between nodes; retry`), i); return; }
-      this.readLocal(item, p, sink, i);
+      let get: ResolvedGet;
+      try {
+        // Resolved under this node's registry (the one its shards have).
+        get = this.front.resolveGet(String(table), String(key), features);
+      } catch (err) {
+        const e = asSfError(err);
+        sink.done({ code: e.code, detail: e.detail }, i);
+        return;
+      }
+      this.readLocal(get, p, sink, i);
     });
   }
 

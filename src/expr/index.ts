@@ -38,6 +38,14 @@ export function compileExpression(src: string, fields: FieldMap): CompiledExpr {
 }
 
 /**
+ * The field names an expression reads (sorted, unique), without compiling it: the
+ * front lists the columns a `where` reads (TablePlan.columns) but never runs it.
+ */
+export function expressionFields(src: string, fields: FieldMap): readonly string[] {
+  return typecheck(parse(checkSource(src)), fields).fields;
+}
+
+/**
  * Same, but the expression must be of type bool (or always null) else
  * schema_mismatch. The returned function is true iff the value is exactly
  * `true`: null and false both reject the row (three-valued logic).

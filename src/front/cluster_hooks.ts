@@ -28,11 +28,20 @@ export interface AcceptedPush {
   dedupeValue: string;
 }
 
+/** A get validated by the front: the shard item (by index) and the names it was asked with (forwarded reads carry names). */
+export interface ResolvedGet {
+  item: GetItem;
+  /** Local shard of the key. */
+  shard: number;
+  table: string;
+  features: string[] | null;
+}
+
 export interface ClusterHooks {
   /** Log sink: make the push durable, then ack it through Front.pushDone (or answer a replay). */
   append(push: AcceptedPush): void;
   /** Read router: answer `item` into `sink` with `tag`, locally or from the key's owner. */
-  read(item: GetItem, sink: Sink, tag: number): void;
+  read(get: ResolvedGet, sink: Sink, tag: number): void;
   /** Registry change through the cluster's serialized path. */
   register(payload: unknown, reply: Reply): void;
   /** Test-mode reset of the whole cluster. */

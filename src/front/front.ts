@@ -15,9 +15,11 @@ import type { Metrics } from '../admin/metrics';
 import { compileRegistry, SlicedCompile, type CompiledRegistry, type TablePlan } from '../registry/compile';
 import { parseWireKey, shardOf } from '../registry/key';
 import type { RegistryState } from '../registry/model';
-import { ITEM_GET, ITEM_INSTALL, ITEM_PREPARE, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, PREPARE_PENDING, type CoordinatorResult, type ErrorPayload, type GetItem, type ShardItem } from '../protocol/messages';
+import { ITEM_GET, ITEM_INSTALL, ITEM_PREPARE, ITEM_RESET, ITEM_SNAPSHOT, PREPARE_PENDING, type CoordinatorResult, type ErrorPayload, type NonPushItem } from '../protocol/messages';
 import { ShardChannel, type Sink } from './channel';
-import type { ClusterHooks } from './cluster_hooks';
+import { PushRoute } from './push_records';
+import { rowFromEnvelope } from '../registry/row_text';
+import type { ClusterHooks, ResolvedGet } from './cluster_hooks';
 import { BatchCtx, CountdownSink, GetCtx } from './sinks';
 import { DedupeStore } from './dedupe';
 import { ackBody, PushCtx, type PushDone } from './push';
@@ -71,6 +73,8 @@ export class Front implements PushDone {
   #batchSeq = 0;
   #dedupeFullLoggedMs = 0;
   #flushScheduled = false;
+  /** Scratch of push routing and record writing, reused by every push. */
+  readonly #route = new PushRoute();
   readonly #flushAll = (): void => {
     this.#flushScheduled = false;
     for (let i = 0; i < this.channels.length; i++) this.channels[i].flush();
@@ -100,7 +104,7 @@ export class Front implements PushDone {
   #shardFailed(shard: number, err: unknown): void {
     this.log.error({ kind: 'shard.task_failed', shard, err });
     const ignore: Sink = { done: () => {} };
-    this.channels[shard].enqueueFirst({ k: ITEM_INSTALL, lsn: this.nextLsn++, state: this.registry.state, renames: [] }, ignore, 0);
+    this.channels[shard].enqueueInstallFirst({ k: ITEM_INSTALL, lsn: this.nextLsn++, state: this.registry.state, renames: [] }, ignore);
     this.#schedule();
   }
 
@@ -137,7 +141,7 @@ export class Front implements PushDone {
   }
 
   /** Admin items (stats, inspect) go down a shard channel in order with the traffic. */
-  send(shard: number, item: ShardItem, sink: Sink): void {
+  send(shard: number, item: NonPushItem, sink: Sink): void {
     this.channels[shard].enqueue(item, sink, 0);
     this.#schedule();
   }
@@ -226,29 +230,23 @@ export class Front implements PushDone {
     // Keys of every table the push feeds: routing (several shards) and the key
     // size limit, checked before anything is recorded for this push.
     const n = this.channels.length;
-    let mask = 0;
-    const feeds = plan.feeds;
-    if (feeds.length > 0) {
-      const rows = plan.feedRows(row);
-      for (let i = 0; i < feeds.length; i++) {
-        const r = rows[i];
-        if (r === null) continue;
-        const key = feeds[i].key(r);
-        if (key === null) continue;
-        if (key.length * 3 > KEY_BYTES_MAX && Buffer.byteLength(key) > KEY_BYTES_MAX) {
-          this.#failWith(reply, 'invalid_event', { message: `the key of table ${feeds[i].table.name} would be ${Buffer.byteLength(key)} bytes; a key is at most ${KEY_BYTES_MAX} bytes (KEY_BYTES_MAX)`, path: `fields.${feeds[i].table.keyFields.join(',')}` });
-          return;
-        }
-        if (n > 1) mask |= 1 << shardOf(key, n);
-      }
+    const route = this.#route;
+    const tooLong = route.route(plan, row, this.cluster === null ? n : 1);
+    if (tooLong >= 0) {
+      const feed = plan.feeds[tooLong];
+      const key = route.keys[tooLong]!;
+      this.#failWith(reply, 'invalid_event', { message: `the key of table ${feed.table.name} would be ${Buffer.byteLength(key)} bytes; a key is at most ${KEY_BYTES_MAX} bytes (KEY_BYTES_MAX)`, path: `fields.${feed.table.keyFields.join(',')}` });
+      return;
     }
     let dedupe = null;
     let dedupeValue = '';
+    let logged: string | null = null;
     const now = Date.now();
     if (plan.dedupeField !== null) {
       const v = row[plan.dedupeField];
       if (v !== null && v !== undefined) {
         dedupeValue = String(v);
+        logged = dedupeValue;
         const prior = this.dedupe.lookup(plan.name, dedupeValue, now);
         if (prior !== null) { this.#replay(prior, reply); return; }
         dedupe = this.dedupe.insert(plan.name, dedupeValue, now + plan.dedupeWindowMs);
@@ -267,13 +265,45 @@ export class Front implements PushDone {
     }
     const lsn = this.nextLsn++;
     // Every acknowledged push is logged by at least one shard.
+    let mask = route.mask;
     if (mask === 0) mask = 1 << (n > 1 ? lsn % n : 0);
     let targets = 0;
     for (let s = 0; s < n; s++) if (mask & (1 << s)) targets++;
     const ctx = new PushCtx(lsn, reg.version, reply, targets, startMs, dedupe, plan.name, dedupeValue, this);
-    const item = { k: ITEM_PUSH, lsn, t, v: reg.version, e: plan.name, j: text } as const;
-    for (let s = 0; s < n; s++) if (mask & (1 << s)) this.channels[s].enqueue(item, ctx, 0);
+    for (let s = 0; s < n; s++) {
+      if ((mask & (1 << s)) === 0) continue;
+      const ch = this.channels[s];
+      route.write(ch.pushWriter, s, plan, lsn, t, reg.version, logged);
+      ch.enqueuePush(ctx);
+    }
     this.#schedule();
+  }
+
+  /**
+   * Cluster mode: one stream copy of a push (partition `partition` of `partitions`,
+   * stream sequence `seq`, validated by the node that published it) for the local
+   * shards of its keys in that partition, under this front's registry (the one the
+   * shards have). Returns how many shards it was enqueued on (0: none of its keys
+   * is in the partition), or -1 when it cannot be applied under this registry
+   * (unknown event, unreadable row); `sink` is told once per shard.
+   */
+  pushCopy(event: string, text: string, t: number, seq: number, partition: number, partitions: number, sink: Sink): number {
+    const plan = this.registry.events.get(event);
+    const row = plan === undefined ? null : rowFromEnvelope(text, plan.datetimeFields);
+    if (plan === undefined || row === null) return -1;
+    const n = this.channels.length;
+    const route = this.#route;
+    if (route.route(plan, row, n, partition, partitions) >= 0) return -1;
+    let targets = 0;
+    for (let s = 0; s < n; s++) {
+      if ((route.mask & (1 << s)) === 0) continue;
+      const ch = this.channels[s];
+      route.write(ch.pushWriter, s, plan, seq, t, this.registry.version, null);
+      ch.enqueuePush(sink);
+      targets++;
+    }
+    if (targets > 0) this.#schedule();
+    return targets;
   }
 
   pushDone(ctx: PushCtx, error: ErrorPayload | null): void {
@@ -335,32 +365,60 @@ export class Front implements PushDone {
 
   // ---- get / batch_get --------------------------------------------------------------
 
-  /** Validates one get request; returns the shard item or throws SfError. */
-  #getItem(body: unknown, path: string): { item: GetItem; shard: number } {
+  /**
+   * Table and features of a get under the current registry, by index (throws
+   * SfError): the shard writes the row from these without a name lookup.
+   */
+  #resolve(tableName: string, featuresRaw: unknown, key: string, path: string): ResolvedGet {
+    const at = `${path}${path ? '.' : ''}`;
+    const table: TablePlan | undefined = this.registry.tables.get(tableName);
+    if (table === undefined) throw new SfError('unknown_table', `table ${JSON.stringify(tableName)} is not registered`, { path: `${at}table` });
+    let features: string[] | null = null;
+    let f: number[] | null = null;
+    if (featuresRaw !== undefined && featuresRaw !== null) {
+      if (!Array.isArray(featuresRaw) || featuresRaw.some((x) => typeof x !== 'string')) {
+        throw new SfError('unsupported_request_shape', 'features must be an array of feature names', { path: `${at}features` });
+      }
+      features = [...new Set(featuresRaw as string[])]; // a name asked twice is answered once
+      f = new Array<number>(features.length);
+      for (let i = 0; i < features.length; i++) {
+        const name = features[i];
+        const j = table.featureIndex.get(name);
+        if (j !== undefined) { f[i] = j; continue; }
+        const owners = this.registry.featureTables.get(name);
+        if (owners !== undefined) throw new SfError('feature_not_in_table', `feature ${JSON.stringify(name)} is not in table ${table.name} (it is in ${owners.join(', ')})`, { path: `${at}features` });
+        throw new SfError('feature_not_found', `feature ${JSON.stringify(name)} is not registered`, { path: `${at}features` });
+      }
+    }
+    return {
+      item: { k: ITEM_GET, v: this.registry.version, t: table.index, key, f },
+      shard: shardOf(key, this.channels.length),
+      table: table.name,
+      features,
+    };
+  }
+
+  /** Validates one get request; returns it resolved or throws SfError. */
+  #getItem(body: unknown, path: string): ResolvedGet {
     if (!isObj(body) || typeof body.table !== 'string' || ('key' in body) === ('entity_id' in body)) {
       throw new SfError('unsupported_request_shape', 'expected {table: string, key: scalar | array, features?: [string]} (entity_id is accepted instead of key, not with it)', { path });
     }
-    const table: TablePlan | undefined = this.registry.tables.get(body.table);
-    if (table === undefined) throw new SfError('unknown_table', `table ${JSON.stringify(body.table)} is not registered`, { path: `${path}${path ? '.' : ''}table` });
-    let features: string[] | null = null;
-    if (body.features !== undefined && body.features !== null) {
-      if (!Array.isArray(body.features) || body.features.some((f) => typeof f !== 'string')) {
-        throw new SfError('unsupported_request_shape', 'features must be an array of feature names', { path: `${path}${path ? '.' : ''}features` });
-      }
-      features = [...new Set(body.features as string[])]; // a name asked twice is answered once
-      for (const f of features) {
-        if (table.featureIndex.has(f)) continue;
-        const owners = this.registry.featureTables.get(f);
-        if (owners !== undefined) throw new SfError('feature_not_in_table', `feature ${JSON.stringify(f)} is not in table ${table.name} (it is in ${owners.join(', ')})`, { path: `${path}${path ? '.' : ''}features` });
-        throw new SfError('feature_not_found', `feature ${JSON.stringify(f)} is not registered`, { path: `${path}${path ? '.' : ''}features` });
-      }
-    }
+    // Resolved first so that an unknown table or feature is reported before a bad key.
+    const resolved = this.#resolve(body.table, body.features, '', path);
+    const table = this.registry.tableList[resolved.item.t];
     // `entity_id`: the peer's deprecated name for `key` (peer-facts 5.5).
     const key = parseWireKey('key' in body ? body.key : body.entity_id, table.keyFields, table.keyTypes, `${path}${path ? '.' : ''}key`);
     if (key.length * 3 > KEY_BYTES_MAX && Buffer.byteLength(key) > KEY_BYTES_MAX) {
       throw new SfError('key_parse_failure', `the key is ${Buffer.byteLength(key)} bytes; a key is at most ${KEY_BYTES_MAX} bytes (KEY_BYTES_MAX)`, { path: `${path}${path ? '.' : ''}key` });
     }
-    return { item: { k: ITEM_GET, table: table.name, key, features }, shard: shardOf(key, this.channels.length) };
+    resolved.item.key = key;
+    resolved.shard = shardOf(key, this.channels.length);
+    return resolved;
+  }
+
+  /** Cluster mode: a get forwarded by another node (canonical key, names) resolved here. Throws SfError. */
+  resolveGet(table: string, key: string, features: unknown): ResolvedGet {
+    return this.#resolve(table, features, key, '');
   }
 
   get(body: unknown, reply: Reply): void {
@@ -372,13 +430,13 @@ export class Front implements PushDone {
       this.#failErr(reply, err, false);
       return;
     }
-    if (this.cluster !== null) { this.cluster.read(g.item, new GetCtx(reply, this, startMs), 0); return; }
+    if (this.cluster !== null) { this.cluster.read(g, new GetCtx(reply, this, startMs), 0); return; }
     this.channels[g.shard].enqueue(g.item, new GetCtx(reply, this, startMs), 0);
     this.#schedule();
   }
 
   /** Hands one item to a local shard (cluster mode feeds and reads through here). */
-  enqueue(shard: number, item: ShardItem, sink: Sink, tag: number): void {
+  enqueue(shard: number, item: NonPushItem, sink: Sink, tag: number): void {
     this.channels[shard].enqueue(item, sink, tag);
     this.#schedule();
   }
@@ -399,7 +457,7 @@ export class Front implements PushDone {
       return;
     }
     const parts: string[] = new Array(requests.length);
-    const valid: Array<{ item: GetItem; shard: number } | null> = requests.map((r, i) => {
+    const valid: Array<ResolvedGet | null> = requests.map((r, i) => {
       try {
         return this.#getItem(r, `requests[${i}]`);
       } catch (err) {
@@ -415,7 +473,7 @@ export class Front implements PushDone {
     for (const v of valid) if (v !== null) v.item.g = group;
     if (this.cluster !== null) {
       const cluster = this.cluster;
-      valid.forEach((v, i) => { if (v !== null) cluster.read(v.item, ctx, i); });
+      valid.forEach((v, i) => { if (v !== null) cluster.read(v, ctx, i); });
       return;
     }
     valid.forEach((v, i) => { if (v !== null) this.channels[v.shard].enqueue(v.item, ctx, i); });

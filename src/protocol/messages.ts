@@ -53,27 +53,30 @@ export const ITEM_EXPORT = 8;
 export const ITEM_IMPORT = 9;
 export const ITEM_PREPARE = 10;
 
-export interface PushItem {
+/**
+ * A run of consecutive pushes: their PUSH records are the next `n` frames of
+ * ShardBatch.bytes (wal/push_record.ts), in order. One item per run, not per push,
+ * so a batch of pushes crosses to the shard as bytes plus one small object.
+ */
+export interface PushRunItem {
   k: typeof ITEM_PUSH;
-  lsn: number;
-  /** Server time, ms. */
-  t: number;
-  /** Registry version the push was validated under. */
-  v: number;
-  /** Event name. */
-  e: string;
-  /** The push envelope as received (registry/row_text.ts); also what the WAL stores. */
-  j: string;
-  /** Cluster mode: the stream partition this copy came from (only its keys apply); absent in single-node mode. */
-  p?: number;
+  n: number;
 }
 
+/**
+ * A get resolved on the front under registry version `v` (installs travel in the
+ * same channel, so the shard has `v` when it reads this): table and features by
+ * index, so the shard writes the row without looking up a name.
+ */
 export interface GetItem {
   k: typeof ITEM_GET;
-  table: string;
+  v: number;
+  /** TablePlan.index. */
+  t: number;
   /** Canonical key (registry/key.ts). */
   key: string;
-  features: string[] | null;
+  /** FeaturePlan.index of each feature asked for, in the order asked (no repeats); null = all. */
+  f: number[] | null;
   /**
    * Response budget group: gets of one batch_get share RESPONSE_BYTES_MAX within a
    * shard batch, so a huge batch is cut short on the shard before its rows are built.
@@ -81,6 +84,10 @@ export interface GetItem {
   g?: number;
 }
 
+/**
+ * Its INSTALL frame is the next frame of ShardBatch.bytes (written by the channel in
+ * the item's place), so a run's WAL bytes are one contiguous range.
+ */
 export interface InstallItem {
   k: typeof ITEM_INSTALL;
   /** Own LSN, so WAL records grow strictly in every shard. */
@@ -161,22 +168,44 @@ export interface ImportItem {
   parts: Uint8Array[];
 }
 
-export type ShardItem = PushItem | GetItem | InstallItem | PrepareItem | ResetItem | SnapshotItem | StatsItem | InspectItem | ExportItem | ImportItem;
+export type ShardItem = PushRunItem | GetItem | InstallItem | PrepareItem | ResetItem | SnapshotItem | StatsItem | InspectItem | ExportItem | ImportItem;
+
+/** Every item enqueued one by one (pushes go through the channel's push writer). */
+export type NonPushItem = Exclude<ShardItem, PushRunItem>;
 
 export interface ShardBatch {
   items: ShardItem[];
+  /**
+   * The WAL frames of the batch's push runs and installs, in item order, crc not yet
+   * filled in (the shard seals them). Transferred to the shard thread, not copied.
+   */
+  bytes: Uint8Array;
 }
+
+/** The first task a shard thread gets: it answers with ShardHello once recovered. */
+export interface ShardHelloTask {
+  hello: true;
+}
+
+/** Everything a shard thread is asked to do (shard_main.ts handle). */
+export type ShardTask = ShardBatch | ShardHelloTask;
 
 /** What one item is answered with (see ShardBatchResult). */
 export type ItemOut = string | ErrorPayload | Uint8Array | null;
 
 /**
+ * A push run's answer: null when every push of it was logged and applied, one
+ * ErrorPayload when every push got it (a failed WAL write), else one entry per push.
+ */
+export type PushRunOut = ErrorPayload | null | Array<ErrorPayload | null>;
+
+/**
  * One entry per item, in order: a GET, STATS or INSPECT gets JSON text; an EXPORT a
- * Uint8Array; a PUSH, INSTALL, RESET, SNAPSHOT or IMPORT gets null on success or an
- * ErrorPayload.
+ * Uint8Array; a push run a PushRunOut; an INSTALL, RESET, SNAPSHOT or IMPORT null
+ * on success or an ErrorPayload.
  */
 export interface ShardBatchResult {
-  outs: ItemOut[];
+  outs: Array<ItemOut | PushRunOut>;
   /**
    * WAL health seen by this batch (readiness, lifecycle.ts): absent when the batch
    * wrote nothing, null when its WAL writes succeeded, the reason when a WAL
@@ -207,7 +236,7 @@ export interface ShardInit {
   current: RegistryState;
 }
 
-/** What a shard reports after recovery (the first task, `{items: []}` with `hello`). */
+/** What a shard reports after recovery (the answer to ShardHelloTask). */
 export interface ShardHello {
   shardId: number;
   lastLsn: number;

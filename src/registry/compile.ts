@@ -21,10 +21,11 @@
  * positional is rebuilt every time: EventPlans (feeds, per-thread scratch rows)
  * and a TablePlan whose index moved.
  */
+import { strict as assert } from 'node:assert';
 import { createHash } from 'node:crypto';
 import { compileAgg, aggSignature } from '../ops';
 import type { OpFactory } from '../ops/op';
-import { compileExpression, compilePredicate } from '../expr';
+import { compilePredicate, expressionFields } from '../expr';
 import { SfError } from '../errors';
 import type { FieldMap, FieldType, Row, Value } from '../types';
 import { compileChain, type CompiledChain, type RowFn } from './chain';
@@ -91,7 +92,7 @@ export class TablePlan {
   readonly featureIndex: Map<string, number>;
   /** The same plan at another position (a reused table whose index moved). */
   at(index: number): TablePlan {
-    return index === this.index ? this : new TablePlan(this.name, index, this.keyFields, this.keyTypes, this.features, this.keySignature);
+    return index === this.index ? this : new TablePlan(this.name, index, this.keyFields, this.keyTypes, this.features, this.keySignature, this.columns);
   }
 
   constructor(
@@ -102,6 +103,13 @@ export class TablePlan {
     readonly features: readonly FeaturePlan[],
     /** Key columns + the chain from the root: a change re-keys every entity. */
     readonly keySignature: string,
+    /**
+     * Every column a feature of this table reads (op input fields, columns named by
+     * params such as geo lat/lon, columns of `where`), in a fixed order: the values a
+     * PUSH record carries per feed (wal/push_record.ts). Computed the same way with or
+     * without compiled features, so the front and the shards agree on it.
+     */
+    readonly columns: readonly string[],
   ) {
     this.featureIndex = new Map(features.map((f, i) => [f.name, i]));
   }
@@ -199,7 +207,17 @@ export class CompiledRegistry {
     readonly artefacts: ReadonlyMap<string, NodeArtefact>,
     /** The options the artefacts were compiled under (optionsKey). */
     readonly optionsKey: string,
-  ) {}
+  ) {
+    this.eventList = [...events.values()];
+    this.tableList = [...tables.values()];
+    this.eventList.forEach((e, i) => assert.equal(e.index, i, 'event indexes follow compile order'));
+    this.tableList.forEach((t, i) => assert.equal(t.index, i, 'table indexes follow compile order'));
+  }
+
+  /** By EventPlan.index: PUSH records name events by index (wal/push_record.ts). */
+  readonly eventList: readonly EventPlan[];
+  /** By TablePlan.index: PUSH records and gets name tables by index. */
+  readonly tableList: readonly TablePlan[];
 }
 
 /**
@@ -257,21 +275,35 @@ function accessor(field: string | null): ((row: Row) => Value | undefined) | nul
 }
 
 /**
- * Signature part of a feature: the type of every column it reads, as the table's
- * chain delivers them. Columns read = the op's input field, every normalized
- * param naming a column (geo ops read lat_field/lon_field, defaults included:
- * `agg` is aggSignature's output, op name then the params as JSON) and the
- * columns of its `where`. A type change of a column a feature does not read
- * (or a new field) leaves the feature's state in place.
+ * The columns a feature reads: the op's input field, every normalized param
+ * naming a column (geo ops read lat_field/lon_field, defaults included: `agg` is
+ * aggSignature's output, op name then the params as JSON) and the columns of its
+ * `where`. Sorted. Needs no compiled op, so the front (which compiles feature
+ * names only) gets the same list as the shards (TablePlan.columns).
  */
-function readTypes(agg: string, whereSrc: string | null, field: string | null, fields: FieldMap): Array<[string, FieldType]> {
+function featureColumns(agg: string, whereSrc: string | null, fields: FieldMap): string[] {
   const cols = new Set<string>();
-  if (field !== null) cols.add(field);
   const brace = agg.indexOf('{');
   const params = brace < 0 ? {} : JSON.parse(agg.slice(brace)) as Record<string, unknown>;
   for (const v of Object.values(params)) if (typeof v === 'string' && v in fields) cols.add(v);
-  if (whereSrc !== null) for (const c of compileExpression(whereSrc, fields).fields) cols.add(c);
-  return [...cols].filter((c) => c in fields).sort().map((c) => [c, fields[c]]);
+  if (whereSrc !== null) for (const c of expressionFields(whereSrc, fields)) cols.add(c);
+  return [...cols].filter((c) => c in fields).sort();
+}
+
+/**
+ * Signature part of a feature: the type of every column it reads, as the table's
+ * chain delivers them (featureColumns). A type change of a column a feature does
+ * not read (or a new field) leaves the feature's state in place.
+ */
+function readTypes(cols: readonly string[], fields: FieldMap): Array<[string, FieldType]> {
+  return cols.map((c) => [c, fields[c]]);
+}
+
+/** Union of the features' columns, in first-seen order (TablePlan.columns). */
+function tableColumns(perFeature: ReadonlyArray<readonly string[]>): string[] {
+  const out = new Set<string>();
+  for (const cols of perFeature) for (const c of cols) out.add(c);
+  return [...out];
 }
 
 /** Yields after each feature: a 100-feature table is many slices, not one. */
@@ -289,9 +321,14 @@ function* compileTable(def: TableNodeDef, up: NodeArtefact, index: number, path:
   sigOut.sig = keySignature;
   const errors: SfError[] = [];
   const features: FeaturePlan[] = [];
+  const columns: string[][] = [];
   if (opts.features === false) {
-    for (const [name] of def.agg) features.push(new FeaturePlan(name, features.length, NAME_ONLY, null, null, ''));
-    return { plan: new TablePlan(def.name, index, def.key, keyTypes, features, keySignature), chain };
+    for (const [name, spec] of def.agg) {
+      features.push(new FeaturePlan(name, features.length, NAME_ONLY, null, null, ''));
+      const whereSrc = (spec.params as Record<string, unknown> | undefined)?.where;
+      columns.push(featureColumns(aggSignature(spec), typeof whereSrc === 'string' ? whereSrc : null, chain.fields));
+    }
+    return { plan: new TablePlan(def.name, index, def.key, keyTypes, features, keySignature, tableColumns(columns)), chain };
   }
   for (const [name, spec] of def.agg) {
     const fpath = `${path}.agg.${name}`;
@@ -301,7 +338,11 @@ function* compileTable(def: TableNodeDef, up: NodeArtefact, index: number, path:
       if (whereSrc !== undefined && typeof whereSrc !== 'string') throw new SfError('schema_invalid', 'where must be an expression string', { path: `${fpath}.params.where` });
       const where = whereSrc === undefined ? null : withPath(`${fpath}.params.where`, () => compilePredicate(whereSrc, chain.fields));
       const agg = aggSignature(spec);
-      const signature = sha(JSON.stringify([keySignature, agg, whereSrc ?? null, readTypes(agg, whereSrc ?? null, factory.field, chain.fields)]));
+      const cols = featureColumns(agg, whereSrc ?? null, chain.fields);
+      // The op reads `field` as x: it must be among the columns a PUSH record carries.
+      assert(factory.field === null || cols.includes(factory.field), `feature ${name}: input field ${factory.field} not among its columns`);
+      columns.push(cols);
+      const signature = sha(JSON.stringify([keySignature, agg, whereSrc ?? null, readTypes(cols, chain.fields)]));
       features.push(new FeaturePlan(name, features.length, factory, where, accessor(factory.field), signature));
     } catch (err) {
       if (!(err instanceof SfError)) throw err;
@@ -310,7 +351,7 @@ function* compileTable(def: TableNodeDef, up: NodeArtefact, index: number, path:
     yield;
   }
   if (errors.length > 0) throw combineErrors(errors);
-  return { plan: new TablePlan(def.name, index, def.key, keyTypes, features, keySignature), chain };
+  return { plan: new TablePlan(def.name, index, def.key, keyTypes, features, keySignature, tableColumns(columns)), chain };
 }
 
 /** Compiles the whole state. Throws one SfError (with an `errors` list when there are several failures). */

@@ -243,7 +243,7 @@ export class ShardState {
   apply(event: string, row: Row, t: number, lsn: number): void {
     const plan = this.registry?.events.get(event);
     if (plan === undefined) {
-      this.#advance(t, lsn);
+      this.advance(t, lsn);
       return;
     }
     this.#applyPlan(plan, row, t, lsn);
@@ -267,7 +267,8 @@ export class ShardState {
     return true;
   }
 
-  #advance(t: number, lsn: number): void {
+  /** Time and LSN of a push applied (or skipped: its event is unknown here). */
+  advance(t: number, lsn: number): void {
     if (t > this.lastT) this.lastT = t;
     if (lsn > this.appliedLsn) this.appliedLsn = lsn;
   }
@@ -278,7 +279,7 @@ export class ShardState {
    * partition are applied here, so a key never sees the event twice.
    */
   #applyPlan(plan: EventPlan, row: Row, t: number, lsn: number, partition = -1): void {
-    this.#advance(t, lsn);
+    this.advance(t, lsn);
     const { shardId, shardCount } = this.opts;
     const partitions = this.opts.partitions ?? 0;
     const feeds = plan.feeds;
@@ -292,15 +293,23 @@ export class ShardState {
       const key = feed.key(r);
       if (key === null || (shardCount > 1 && shardOf(key, shardCount) !== shardId)) continue;
       if (partition >= 0 && partitionOf(key, partitions) !== partition) continue;
-      const ts = this.tables[feed.table.index];
-      let slot = ts.hot(key);
-      const index = ts.cols.index;
-      if (slot < 0) slot = ts.cols.add(key, t, 0);
-      else if (lsn <= index.lastLsn[slot]) continue; // replay over a fuzzy snapshot: this entity already has the event
-      index.lastT[slot] = t;
-      index.lastLsn[slot] = lsn;
-      applyFeatures(ts, slot, r, t);
+      this.applyFeed(this.tables[feed.table.index], key, r, t, lsn);
     }
+  }
+
+  /**
+   * One feed of a push: the row reaching table `ts` for entity `key`, at time `t`
+   * with LSN `lsn`. Skipped when the entity already reflects `lsn` (replay over a
+   * fuzzy snapshot). `r` is only read during the call (callers reuse it).
+   */
+  applyFeed(ts: TableState, key: string, r: Row, t: number, lsn: number): void {
+    let slot = ts.hot(key);
+    const index = ts.cols.index;
+    if (slot < 0) slot = ts.cols.add(key, t, 0);
+    else if (lsn <= index.lastLsn[slot]) return; // replay over a fuzzy snapshot: this entity already has the event
+    index.lastT[slot] = t;
+    index.lastLsn[slot] = lsn;
+    applyFeatures(ts, slot, r, t);
   }
 
   /**
@@ -317,11 +326,14 @@ export class ShardState {
       const key = feeds[fi].key(r);
       if (key === null || (shardCount > 1 && shardOf(key, shardCount) !== shardId)) continue;
       if (partition >= 0 && partitionOf(key, partitions) !== partition) continue;
-      const ts = this.tables[feeds[fi].table.index];
-      if (ts.holds(key)) continue;
-      this.counters.refused++;
-      throw new SfError('memory_limit_exceeded', `shard ${shardId} is over --memory-limit and runs without disk (--memory-only): new entities are refused until memory is freed; pushes to existing entities keep working`);
+      if (!this.tables[feeds[fi].table.index].holds(key)) this.refuseNewEntity();
     }
+  }
+
+  /** The refusal of a push that would create an entity while `refuseNew` (counted). */
+  refuseNewEntity(): never {
+    this.counters.refused++;
+    throw new SfError('memory_limit_exceeded', `shard ${this.opts.shardId} is over --memory-limit and runs without disk (--memory-only): new entities are refused until memory is freed; pushes to existing entities keep working`);
   }
 
   /**
@@ -332,6 +344,22 @@ export class ShardState {
   read(table: string, key: string, features: readonly string[] | null, now: number, budget = RESPONSE_BYTES_MAX): string {
     const ts = this.#byName.get(table);
     if (ts === undefined) return '{}';
+    let f: number[] | null = null;
+    if (features !== null) {
+      f = [];
+      for (const name of features) {
+        const i = ts.plan.featureIndex.get(name);
+        if (i !== undefined) f.push(i);
+      }
+    }
+    return this.readRow(ts, key, f, now, budget);
+  }
+
+  /**
+   * read() by index (a get resolved on the front, GetItem): `f` lists feature
+   * indexes of `ts.plan` (null: all of them, in order).
+   */
+  readRow(ts: TableState, key: string, f: readonly number[] | null, now: number, budget = RESPONSE_BYTES_MAX): string {
     const slot = ts.hot(key);
     if (slot < 0) return '{}';
     if (budget <= 0) overBudget();
@@ -340,23 +368,13 @@ export class ShardState {
     // prefixes are built once per registry version (FeaturePlan.jsonKey).
     const feats = ts.plan.features;
     const cols = ts.cols;
+    const n = f === null ? feats.length : f.length;
     let out = '{';
-    if (features === null) {
-      for (let i = 0; i < feats.length; i++) {
-        if (i > 0) out += ',';
-        out += feats[i].jsonKey + jsonText(cols.read(i, slot, t));
-        if (out.length > budget) overBudget();
-      }
-    } else {
-      let first = true;
-      for (const name of features) {
-        const i = ts.plan.featureIndex.get(name);
-        if (i === undefined) continue;
-        if (!first) out += ',';
-        first = false;
-        out += feats[i].jsonKey + jsonText(cols.read(i, slot, t));
-        if (out.length > budget) overBudget();
-      }
+    for (let j = 0; j < n; j++) {
+      const i = f === null ? j : f[j];
+      if (j > 0) out += ',';
+      out += feats[i].jsonKey + jsonText(cols.read(i, slot, t));
+      if (out.length > budget) overBudget();
     }
     return out + '}';
   }

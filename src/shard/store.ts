@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import type { Logger } from '../log';
 import type { RegistryState } from '../registry/model';
 import type { ShardInit } from '../protocol/messages';
-import { deleteAllSnapshots, faultyFs, fsError, realFs, RecordEncoder, WalWriter, recoverWal, readNewestSnapshot, writeSnapshot, writeSnapshotAsync, type FaultyFs, type RecoveryProgress, type WalRecord } from '../wal';
+import { deleteAllSnapshots, faultyFs, fsError, realFs, RecordEncoder, RECORD_TYPE_EVENT, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, WalWriter, recoverWal, readNewestSnapshot, writeSnapshot, writeSnapshotAsync, type FaultyFs, type RecoveryProgress, type WalRecord } from '../wal';
+import { PushApplier } from './push_apply';
 import { RECOVERY_PROGRESS_INTERVAL_MS, RECOVERY_PROGRESS_RECORDS_STRIDE } from '../limits';
 import type { ShardState } from './state';
 import { restoreSnapshot, SnapshotJob } from './snapshot_job';
@@ -79,9 +80,10 @@ export class ShardStore {
     // 10M events) must not look like a hang. The clock is read once per stride.
     const progress: RecoveryProgress = { bytesTotal: 0, bytesRead: 0 };
     let nextReportMs = Date.now() + RECOVERY_PROGRESS_INTERVAL_MS;
+    const pushes = new PushApplier(state);
     const report = recoverWal(walDir, snapshotLsn, (r: WalRecord) => {
       records++;
-      replay(state, dedupe, history, r, log, bad);
+      replay(state, pushes, dedupe, history, r, log, bad);
       if (records % RECOVERY_PROGRESS_RECORDS_STRIDE === 0 && Date.now() >= nextReportMs) {
         nextReportMs = Date.now() + RECOVERY_PROGRESS_INTERVAL_MS;
         log.info({
@@ -109,7 +111,11 @@ export class ShardStore {
   /** Writes what the encoder staged (one write). Throws the fs error on failure. */
   writeStaged(firstLsn: number, lastLsn: number): void {
     if (this.encoder.count === 0) return;
-    const bytes = this.encoder.bytes();
+    this.writeFrames(this.encoder.bytes(), firstLsn, lastLsn);
+  }
+
+  /** Writes whole sealed frames (a batch's run, shard.ts) with one write. Throws the fs error on failure. */
+  writeFrames(bytes: Buffer, firstLsn: number, lastLsn: number): void {
     const st = this.walStats;
     const t0 = performance.now();
     try {
@@ -266,28 +272,35 @@ interface BadRecords {
   lastLsn: number;
 }
 
-function replay(state: ShardState, dedupe: DedupeLog, history: Map<number, RegistryState>, r: WalRecord, log: Logger, bad: BadRecords): void {
-  if (r.type === 1) {
+/**
+ * One WAL record on replay, under the registry version it was written with (its
+ * install comes first). PUSH records are applied in place from the segment
+ * buffer; EVENT records (the envelope text, written before PUSH existed) are
+ * parsed again, so an old data dir still recovers (docs/durability.md).
+ */
+function replay(state: ShardState, pushes: PushApplier, dedupe: DedupeLog, history: Map<number, RegistryState>, r: WalRecord, log: Logger, bad: BadRecords): void {
+  if (r.type === RECORD_TYPE_PUSH || r.type === RECORD_TYPE_EVENT) {
     if (r.registryVersion !== state.registryVersion) {
       const reg = history.get(r.registryVersion);
       if (reg !== undefined) state.install(reg);
       else log.warn({ kind: 'wal.unknown_registry_version', version: r.registryVersion, lsn: r.lsn });
     }
-    if (!state.applyText(r.event, r.rowJson, r.timeMs, r.lsn, r.registryVersion, dedupe)) {
+    const ok = r.type === RECORD_TYPE_PUSH
+      ? pushes.apply(r.buf, r.body, dedupe)
+      : state.applyText(r.event, r.rowJson, r.timeMs, r.lsn, r.registryVersion, dedupe);
+    if (!ok) {
       if (bad.count++ === 0) bad.firstLsn = r.lsn;
       bad.lastLsn = r.lsn;
     }
     return;
   }
-  if (r.type === 2) {
+  if (r.type === RECORD_TYPE_INSTALL) {
     const reg = history.get(r.registryVersion);
     if (reg !== undefined) state.install(reg);
     if (r.lsn > state.appliedLsn) state.appliedLsn = r.lsn;
     return;
   }
-  if (r.type === 3) {
-    const reg = history.get(r.registryVersion) ?? { version: r.registryVersion, nodes: [] };
-    state.reset(reg);
-    dedupe.clear();
-  }
+  const reg = history.get(r.registryVersion) ?? { version: r.registryVersion, nodes: [] };
+  state.reset(reg);
+  dedupe.clear();
 }

@@ -20,10 +20,12 @@ export const FRAME_TYPE_BYTES = 1;
  */
 export const RECORD_BYTES_MAX = 2 ** 24 - 1;
 
-/** Record types (u8). 4..15 are reserved for future WAL records; 16+ for other logs. */
+/** Record types (u8). 5..15 are reserved for future WAL records; 16+ for other logs. */
 export const RECORD_TYPE_EVENT = 1;
 export const RECORD_TYPE_INSTALL = 2;
 export const RECORD_TYPE_RESET = 3;
+/** One push as its shard applies it: registry indexes, key and typed values (push_record.ts). */
+export const RECORD_TYPE_PUSH = 4;
 /** Registry log entries: the payload is UTF-8 JSON and carries no lsn. */
 export const RECORD_TYPE_JSON = 16;
 

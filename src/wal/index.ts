@@ -8,6 +8,7 @@ export {
   RECORD_TYPE_EVENT,
   RECORD_TYPE_INSTALL,
   RECORD_TYPE_JSON,
+  RECORD_TYPE_PUSH,
   RECORD_TYPE_RESET,
   SEGMENT_BYTES_MAX_DEFAULT,
   SNAPSHOT_KEEP_DEFAULT,
@@ -20,9 +21,11 @@ export {
   encodeJsonFrame,
   type EventRecord,
   type InstallRecord,
+  type PushRecord,
   type ResetRecord,
   type WalRecord,
 } from './record';
+export { PushFrameWriter, PushRecordReader, frameEnd, sealFrame } from './push_record';
 export { WalWriter, type WalWriterOptions } from './segment';
 export {
   RECOVERY_CASES,

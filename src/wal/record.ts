@@ -7,7 +7,11 @@
  *   EVENT   (1): [u64 lsn][u64 timeMs][u32 registryVersion][u16 nameBytes][name utf8][u32 rowBytes][row utf8]
  *   INSTALL (2): [u64 lsn][u32 registryVersion]
  *   RESET   (3): [u64 lsn][u32 registryVersion]
+ *   PUSH    (4): [u64 lsn][u64 timeMs][u32 registryVersion][u16 eventIndex]... (push_record.ts)
  *   JSON   (16): [utf8 JSON]            (registry log only; no lsn)
+ *
+ * EVENT is the format before PUSH (the envelope text, parsed again by the shard):
+ * still replayed from old data dirs, no longer written by the server.
  *
  * Every WAL payload starts with its u64 lsn, so tools can read the lsn of any
  * WAL record without knowing its type. u64 fields hold JS safe integers
@@ -23,11 +27,13 @@ import {
   RECORD_TYPE_EVENT,
   RECORD_TYPE_INSTALL,
   RECORD_TYPE_JSON,
+  RECORD_TYPE_PUSH,
   RECORD_TYPE_RESET,
   STAGING_BYTES_INITIAL,
   VERSION_PAYLOAD_BYTES,
 } from './constants';
 import { crc32c } from './crc32c';
+import { pushWellFormed } from './push_record';
 
 export interface EventRecord {
   type: typeof RECORD_TYPE_EVENT;
@@ -47,7 +53,20 @@ export interface ResetRecord {
   lsn: number;
   registryVersion: number;
 }
-export type WalRecord = EventRecord | InstallRecord | ResetRecord;
+/**
+ * A PUSH record, not decoded: `buf[body]` is its type byte and `end` one past its
+ * payload (PushRecordReader reads it in place). `buf` is the segment being read.
+ */
+export interface PushRecord {
+  type: typeof RECORD_TYPE_PUSH;
+  lsn: number;
+  timeMs: number;
+  registryVersion: number;
+  buf: Buffer;
+  body: number;
+  end: number;
+}
+export type WalRecord = EventRecord | InstallRecord | ResetRecord | PushRecord;
 
 const TWO_POW_32 = 2 ** 32;
 /** Largest high word of a u64 that is still a JS safe integer. */
@@ -253,9 +272,10 @@ function versionWellFormed(buf: Buffer, body: number, end: number): boolean {
 }
 
 export const WAL_CODEC: FrameCodec = {
-  knows: (type) => type === RECORD_TYPE_EVENT || type === RECORD_TYPE_INSTALL || type === RECORD_TYPE_RESET,
+  knows: (type) => type === RECORD_TYPE_PUSH || type === RECORD_TYPE_EVENT || type === RECORD_TYPE_INSTALL || type === RECORD_TYPE_RESET,
   wellFormed(buf, body, end) {
     const type = buf[body];
+    if (type === RECORD_TYPE_PUSH) return pushWellFormed(buf, body, end);
     if (type === RECORD_TYPE_EVENT) return eventWellFormed(buf, body, end);
     if (type === RECORD_TYPE_INSTALL || type === RECORD_TYPE_RESET) return versionWellFormed(buf, body, end);
     return false;
@@ -275,6 +295,9 @@ export function decodeWalRecord(buf: Buffer, body: number, end: number): WalReco
   const type = buf[body];
   const p = body + FRAME_TYPE_BYTES;
   const lsn = readU64(buf, p);
+  if (type === RECORD_TYPE_PUSH) {
+    return { type: RECORD_TYPE_PUSH, lsn, timeMs: readU64(buf, p + 8), registryVersion: buf.readUInt32LE(p + 16), buf, body, end };
+  }
   if (type === RECORD_TYPE_EVENT) {
     const nameBytes = buf.readUInt16LE(p + 20);
     const rowAt = p + 22 + nameBytes + 4;

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ShardChannel, type Sink } from '../../../src/front/channel';
-import type { ShardBatch, ShardBatchResult } from '../../../src/protocol/messages';
+import { ITEM_GET, type GetItem, type ShardBatch, type ShardBatchResult } from '../../../src/protocol/messages';
 import { overResponseLimit } from '../../../src/front/sinks';
 import { RESPONSE_BYTES_MAX } from '../../../src/limits';
 
@@ -21,7 +21,8 @@ function fakePool(): { run(task: ShardBatch): Promise<ShardBatchResult>; runs: n
   return pool;
 }
 
-const item = { k: 1, table: 't', key: 'k', features: null } as never;
+// A get as the front builds it (the channel only looks at an item's kind).
+const item: GetItem = { k: ITEM_GET, v: 1, t: 0, key: 'k', f: null };
 
 test('a sink that throws answers through onSinkFailed; the other sinks of the batch and later batches complete', async () => {
   const pool = fakePool();

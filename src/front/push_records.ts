@@ -1,0 +1,74 @@
+/**
+ * Routing a validated push and writing its PUSH records (wal/push_record.ts), on
+ * the front, once per push: the chains run once (EventPlan.feedRows), each feed's
+ * key is built and hashed once, and each target shard gets one record holding
+ * only its own feeds: key bytes and the values its tables' features read. The
+ * shard applies that record as is (and logs it byte for byte).
+ *
+ * One instance per front; the scratch arrays are reused by every push (the front
+ * is one thread and a push is routed and written in one synchronous step).
+ */
+import type { EventPlan, TableFeed } from '../registry/compile';
+import { hashKey, partitionOfHash } from '../registry/key';
+import type { Row } from '../types';
+import type { PushFrameWriter } from '../wal/push_record';
+import { KEY_BYTES_MAX } from '../limits';
+
+export class PushRoute {
+  /** Per feed of the last route(): its row (null: filtered out), key, and target shard (-1: none). */
+  rows: ReadonlyArray<Row | null> = [];
+  readonly keys: Array<string | null> = [];
+  readonly shards: number[] = [];
+  /** Bit s set: shard s has at least one feed of the push. */
+  mask = 0;
+
+  /**
+   * Runs the chains and keys of `plan` over `row` for `n` shards. With `partition`
+   * >= 0 (cluster mode, a copy of partition `partition` of `partitions`) only keys
+   * of that partition count. Returns the index of a feed whose key is over
+   * KEY_BYTES_MAX (nothing may be recorded then), or -1.
+   */
+  route(plan: EventPlan, row: Row, n: number, partition = -1, partitions = 0): number {
+    const feeds = plan.feeds;
+    const keys = this.keys;
+    const shards = this.shards;
+    keys.length = feeds.length;
+    shards.length = feeds.length;
+    this.mask = 0;
+    if (feeds.length === 0) { this.rows = []; return -1; }
+    const rows = plan.feedRows(row);
+    this.rows = rows;
+    for (let i = 0; i < feeds.length; i++) {
+      const r = rows[i];
+      const key = r === null ? null : feeds[i].key(r);
+      keys[i] = key;
+      shards[i] = -1;
+      if (key === null) continue;
+      if (key.length * 3 > KEY_BYTES_MAX && Buffer.byteLength(key) > KEY_BYTES_MAX) return i;
+      const h = n > 1 || partition >= 0 ? hashKey(key) : 0;
+      if (partition >= 0 && partitionOfHash(h, partitions) !== partition) continue;
+      const s = n > 1 ? h % n : 0;
+      shards[i] = s;
+      this.mask |= 1 << s;
+    }
+    return -1;
+  }
+
+  /** Writes the PUSH record of shard `s` for the last route(): its feeds, in feed order. */
+  write(w: PushFrameWriter, s: number, plan: EventPlan, lsn: number, t: number, version: number, dedupe: string | null): void {
+    w.begin(lsn, t, version, plan.index, dedupe);
+    const feeds = plan.feeds;
+    const shards = this.shards;
+    for (let i = 0; i < feeds.length; i++) {
+      if (shards[i] !== s) continue;
+      writeFeed(w, feeds[i], this.keys[i]!, this.rows[i]!);
+    }
+    w.end();
+  }
+}
+
+function writeFeed(w: PushFrameWriter, feed: TableFeed, key: string, r: Row): void {
+  const cols = feed.table.columns;
+  w.feed(feed.table.index, key);
+  for (let j = 0; j < cols.length; j++) w.value(r[cols[j]]);
+}

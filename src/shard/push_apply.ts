@@ -1,0 +1,84 @@
+/**
+ * Applies PUSH records (wal/push_record.ts) to a ShardState, live or replayed:
+ * no JSON.parse, no chains, no key building or hashing (the front did all of
+ * that once). Each feed's values are decoded into one reused row object per
+ * table (same columns, same order, so one hidden class per table) and applied
+ * through ShardState.applyFeed, the seam shared with every other way a row
+ * reaches an entity.
+ */
+import { strict as assert } from 'node:assert';
+import type { CompiledRegistry } from '../registry/compile';
+import type { Row } from '../types';
+import { PushRecordReader } from '../wal/push_record';
+import type { DedupeLog } from './dedupe_log';
+import type { ShardState } from './state';
+
+export class PushApplier {
+  readonly #reader = new PushRecordReader();
+  /** By table index of #reg: the row object each feed's values are decoded into. */
+  #rows: Row[] = [];
+  #reg: CompiledRegistry | null = null;
+
+  constructor(readonly state: ShardState) {}
+
+  /**
+   * Applies the PUSH record whose type byte is at `buf[body]`, recording its dedupe
+   * value in `dedupe` (null: not tracked). False when it was written under another
+   * registry version than the installed one: nothing was applied.
+   */
+  apply(buf: Buffer, body: number, dedupe: DedupeLog | null): boolean {
+    const state = this.state;
+    const reg = state.registry;
+    const rd = this.#reader;
+    rd.open(buf, body);
+    if (reg === null || rd.registryVersion !== reg.version) return false;
+    if (reg !== this.#reg) this.#rowsFor(reg);
+    const plan = reg.eventList[rd.eventIndex];
+    if (state.refuseNew) this.#refuseIfNew(reg);
+    const t = rd.timeMs;
+    const lsn = rd.lsn;
+    state.advance(t, lsn);
+    const tables = state.tables;
+    for (let f = rd.feedCount; f > 0; f--) {
+      const ti = rd.u16();
+      const key = rd.str();
+      const n = rd.u16();
+      const cols = reg.tableList[ti].columns;
+      assert(n === cols.length, 'a feed carries one value per column of its table');
+      const row = this.#rows[ti];
+      for (let j = 0; j < n; j++) row[cols[j]] = rd.value();
+      state.applyFeed(tables[ti], key, row, t, lsn);
+    }
+    if (dedupe !== null && rd.dedupe !== null && plan.dedupeField !== null) {
+      dedupe.record(plan.name, plan.dedupeWindowMs, rd.dedupe, lsn, rd.registryVersion, t);
+    }
+    return true;
+  }
+
+  /**
+   * Over --memory-limit without disk: refuses the record (memory_limit_exceeded)
+   * when any entity it reaches is new, before anything is applied. Reads the feeds
+   * ahead and puts the reader back.
+   */
+  #refuseIfNew(reg: CompiledRegistry): void {
+    const rd = this.#reader;
+    const at = rd.p;
+    for (let f = rd.feedCount; f > 0; f--) {
+      const ti = rd.u16();
+      const key = rd.str();
+      for (let n = rd.u16(); n > 0; n--) rd.value();
+      if (!this.state.tables[ti].holds(key)) this.state.refuseNewEntity();
+    }
+    rd.p = at;
+    assert(reg === this.state.registry);
+  }
+
+  #rowsFor(reg: CompiledRegistry): void {
+    this.#reg = reg;
+    this.#rows = reg.tableList.map((tp) => {
+      const row: Row = {};
+      for (const c of tp.columns) row[c] = undefined;
+      return row;
+    });
+  }
+}

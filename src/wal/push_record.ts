@@ -1,0 +1,422 @@
+/**
+ * PUSH records (WAL type 4): one push as one shard applies it, built once on the
+ * front and stored in the WAL byte for byte (byte diagram in docs/durability.md).
+ *
+ *   payload: [u64 lsn][u64 timeMs][u32 registryVersion][u16 eventIndex]
+ *            [u8 flags][dedupe value: str, when flags & FLAG_DEDUPE]
+ *            [u16 feedCount] feedCount x feed
+ *   feed:    [u16 tableIndex][key: str][u16 valueCount] valueCount x value
+ *   value:   [u8 tag] then by tag: ABSENT, NULL, FALSE, TRUE: nothing;
+ *            I32: i32; F64: f64; STR_ASCII, STR_UTF8, STR_UTF16: [u32 bytes][bytes]
+ *   str:     a value that is STR_ASCII, STR_UTF8 or STR_UTF16
+ *
+ * A feed is one table the push reaches on this shard: the entity's canonical key
+ * and the values of the columns that table's features read (TablePlan.columns of
+ * the registry version, in that order). Indexes refer to that registry version
+ * (CompiledRegistry.eventList / tableList), which the shard has installed: installs
+ * travel in the same channel as pushes, and replay installs the version of each
+ * record first. So the shard applies a push without JSON.parse, chains, key
+ * building or hashing.
+ *
+ * The front writes whole WAL frames ([u32 length][u32 crc][u8 type][payload])
+ * into a per-shard batch buffer with the crc left 0; the shard fills the crc in
+ * place (sealFrame) and writes the run of frames as it received them: one write,
+ * no copy. The crc is computed on the shard thread because the front thread is
+ * the one every request passes through.
+ */
+import { strict as assert } from 'node:assert';
+import { FRAME_HEADER_BYTES, FRAME_TYPE_BYTES, RECORD_BYTES_MAX, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, VERSION_PAYLOAD_BYTES } from './constants';
+import { crc32c } from './crc32c';
+import type { Value } from '../types';
+
+export const TAG_ABSENT = 0;
+export const TAG_NULL = 1;
+export const TAG_FALSE = 2;
+export const TAG_TRUE = 3;
+export const TAG_I32 = 4;
+export const TAG_F64 = 5;
+export const TAG_STR_UTF8 = 6;
+/** Every byte < 0x80: the reader decodes it as latin1, which is faster than UTF-8. */
+export const TAG_STR_ASCII = 7;
+/**
+ * UTF-16LE code units: a string with a lone surrogate (JSON's "\ud800" escape makes
+ * one) has no UTF-8 form, and must come back unchanged (it may be a key).
+ */
+export const TAG_STR_UTF16 = 8;
+const TAG_MAX = TAG_STR_UTF16;
+
+/** flags bit: a dedupe value follows (the shard's DedupeLog records it for recovery). */
+export const FLAG_DEDUPE = 1;
+
+/** lsn, timeMs, registryVersion, eventIndex, flags, feedCount. */
+export const PUSH_FIXED_BYTES = 8 + 8 + 4 + 2 + 1 + 2;
+/** Offset of the u16 feed count in a payload without a dedupe value. */
+const FLAGS_AT = 22;
+/** Largest table/event index and per-feed value count (u16 fields). */
+export const PUSH_INDEX_MAX = 0xffff;
+/** Strings up to this many UTF-16 units are written by a JS loop when ASCII (below it a Buffer#write call costs more than the loop). */
+const ASCII_LOOP_UNITS_MAX = 48;
+/** Worst-case UTF-8 bytes of one UTF-16 unit. */
+const UTF8_BYTES_PER_UNIT_MAX = 3;
+/** First capacity of a batch buffer; the next batch starts at the size the last one needed. */
+export const PUSH_BATCH_BYTES_INITIAL = 16 * 1024;
+/** A batch buffer never starts larger than this, whatever the last batch needed. */
+const PUSH_BATCH_BYTES_START_MAX = 4 * 1024 * 1024;
+const TWO_POW_32 = 2 ** 32;
+const SAFE_HIGH_WORD_MAX = 0x1fffff;
+const PAYLOAD_OFFSET = FRAME_HEADER_BYTES + FRAME_TYPE_BYTES;
+
+/**
+ * Builds the frames of one shard batch. One per shard channel on the front; take()
+ * hands the bytes over (a fresh ArrayBuffer each batch, so it can be transferred
+ * to the shard thread, not copied).
+ */
+export class PushFrameWriter {
+  buf: Buffer;
+  pos = 0;
+  #frameStart = -1;
+  #feedCountAt = -1;
+  #feeds = 0;
+  #valueCountAt = -1;
+  #values = 0;
+
+  constructor(initialBytes = PUSH_BATCH_BYTES_INITIAL) {
+    assert(initialBytes > PAYLOAD_OFFSET + PUSH_FIXED_BYTES, 'initialBytes too small');
+    this.buf = Buffer.allocUnsafeSlow(initialBytes);
+  }
+
+  get byteLength(): number {
+    return this.pos;
+  }
+
+  /** The frames written so far; the writer starts over on a new buffer. */
+  take(): Uint8Array {
+    const out = new Uint8Array(this.buf.buffer, this.buf.byteOffset, this.pos);
+    let next = PUSH_BATCH_BYTES_INITIAL;
+    while (next < this.pos && next < PUSH_BATCH_BYTES_START_MAX) next *= 2;
+    this.buf = Buffer.allocUnsafeSlow(next);
+    this.pos = 0;
+    return out;
+  }
+
+  /** Opens a PUSH frame; feeds follow (feed()), then end(). */
+  begin(lsn: number, timeMs: number, registryVersion: number, eventIndex: number, dedupe: string | null): void {
+    assert(this.#frameStart < 0, 'begin inside a frame');
+    assert(Number.isSafeInteger(lsn) && lsn >= 0, 'lsn must be a safe integer');
+    assert(eventIndex >= 0 && eventIndex <= PUSH_INDEX_MAX, 'event index out of range');
+    this.#ensure(PAYLOAD_OFFSET + PUSH_FIXED_BYTES);
+    const start = this.pos;
+    this.#frameStart = start;
+    const b = this.buf;
+    b[start + FRAME_HEADER_BYTES] = RECORD_TYPE_PUSH;
+    let p = start + PAYLOAD_OFFSET;
+    writeU64(b, lsn, p);
+    writeU64(b, timeMs, p + 8);
+    b.writeUInt32LE(registryVersion, p + 16);
+    b.writeUInt16LE(eventIndex, p + 20);
+    b[p + FLAGS_AT] = dedupe === null ? 0 : FLAG_DEDUPE;
+    this.pos = p + FLAGS_AT + 1;
+    if (dedupe !== null) this.str(dedupe);
+    this.#ensure(2);
+    this.#feedCountAt = this.pos;
+    this.#feeds = 0;
+    this.pos += 2;
+  }
+
+  /** Opens a feed of the current frame; its values follow (value()). */
+  feed(tableIndex: number, key: string): void {
+    assert(this.#frameStart >= 0, 'feed outside a frame');
+    assert(tableIndex >= 0 && tableIndex <= PUSH_INDEX_MAX, 'table index out of range');
+    this.#closeFeed();
+    this.#ensure(2);
+    this.buf.writeUInt16LE(tableIndex, this.pos);
+    this.pos += 2;
+    this.str(key);
+    this.#ensure(2);
+    this.#valueCountAt = this.pos;
+    this.#values = 0;
+    this.pos += 2;
+    this.#feeds++;
+  }
+
+  value(v: Value | undefined): void {
+    this.#values++;
+    if (v === undefined) { this.#tag(TAG_ABSENT); return; }
+    if (v === null) { this.#tag(TAG_NULL); return; }
+    switch (typeof v) {
+      case 'boolean':
+        this.#tag(v ? TAG_TRUE : TAG_FALSE);
+        return;
+      case 'number':
+        this.#ensure(9);
+        // -0 is not an int32 (its sign would be lost): it rides as f64.
+        if ((v | 0) === v && (v !== 0 || 1 / v > 0)) {
+          this.buf[this.pos] = TAG_I32;
+          this.buf.writeInt32LE(v, this.pos + 1);
+          this.pos += 5;
+        } else {
+          this.buf[this.pos] = TAG_F64;
+          this.buf.writeDoubleLE(v, this.pos + 1);
+          this.pos += 9;
+        }
+        return;
+      default:
+        this.str(v);
+    }
+  }
+
+  /** A string value (tag, u32 byte length, bytes). */
+  str(s: string): void {
+    const n = s.length;
+    this.#ensure(5 + UTF8_BYTES_PER_UNIT_MAX * n);
+    const b = this.buf;
+    const at = this.pos;
+    if (n <= ASCII_LOOP_UNITS_MAX) {
+      let i = 0;
+      for (; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c >= 0x80) break;
+        b[at + 5 + i] = c;
+      }
+      if (i === n) {
+        b[at] = TAG_STR_ASCII;
+        b.writeUInt32LE(n, at + 1);
+        this.pos = at + 5 + n;
+        return;
+      }
+    }
+    let bytes = b.write(s, at + 5);
+    let tag = TAG_STR_ASCII;
+    if (bytes !== n) {
+      tag = TAG_STR_UTF8;
+      if (!wellFormed(s)) {
+        this.#ensure(5 + 2 * n);
+        bytes = this.buf.write(s, at + 5, 'utf16le');
+        tag = TAG_STR_UTF16;
+      }
+    }
+    this.buf[at] = tag;
+    this.buf.writeUInt32LE(bytes, at + 1);
+    this.pos = at + 5 + bytes;
+  }
+
+  /** Closes the PUSH frame (crc left 0: the shard seals it). Returns its byte length. */
+  end(): number {
+    assert(this.#frameStart >= 0, 'end outside a frame');
+    this.#closeFeed();
+    this.buf.writeUInt16LE(this.#feeds, this.#feedCountAt);
+    return this.#close();
+  }
+
+  /** An INSTALL frame (crc left 0): its place among the pushes is its place in the WAL. */
+  install(lsn: number, registryVersion: number): void {
+    assert(this.#frameStart < 0, 'install inside a frame');
+    this.#ensure(PAYLOAD_OFFSET + VERSION_PAYLOAD_BYTES);
+    const start = this.pos;
+    this.#frameStart = start;
+    this.buf[start + FRAME_HEADER_BYTES] = RECORD_TYPE_INSTALL;
+    writeU64(this.buf, lsn, start + PAYLOAD_OFFSET);
+    this.buf.writeUInt32LE(registryVersion, start + PAYLOAD_OFFSET + 8);
+    this.pos = start + PAYLOAD_OFFSET + VERSION_PAYLOAD_BYTES;
+    this.#close();
+  }
+
+  /** An INSTALL frame ahead of every frame written so far (a registry re-installed on a replaced shard thread). */
+  prependInstall(lsn: number, registryVersion: number): void {
+    assert(this.#frameStart < 0, 'prependInstall inside a frame');
+    const used = this.pos;
+    const size = PAYLOAD_OFFSET + VERSION_PAYLOAD_BYTES;
+    this.#ensure(size);
+    this.buf.copyWithin(size, 0, used);
+    this.pos = 0;
+    this.install(lsn, registryVersion);
+    this.pos = used + size;
+  }
+
+  /** Drops the frame being written (the push was refused after it began). */
+  abort(): void {
+    if (this.#frameStart < 0) return;
+    this.pos = this.#frameStart;
+    this.#frameStart = -1;
+    this.#valueCountAt = -1;
+  }
+
+  #close(): number {
+    const start = this.#frameStart;
+    const length = this.pos - start - FRAME_HEADER_BYTES;
+    assert(length <= RECORD_BYTES_MAX, 'record larger than RECORD_BYTES_MAX');
+    this.buf.writeUInt32LE(length, start);
+    this.buf.writeUInt32LE(0, start + 4);
+    this.#frameStart = -1;
+    return this.pos - start;
+  }
+
+  #closeFeed(): void {
+    if (this.#valueCountAt < 0) return;
+    assert(this.#values <= PUSH_INDEX_MAX, 'too many values in a feed');
+    this.buf.writeUInt16LE(this.#values, this.#valueCountAt);
+    this.#valueCountAt = -1;
+  }
+
+  #tag(tag: number): void {
+    this.#ensure(1);
+    this.buf[this.pos++] = tag;
+  }
+
+  #ensure(extra: number): void {
+    const need = this.pos + extra;
+    if (need <= this.buf.length) return;
+    let cap = this.buf.length * 2;
+    while (cap < need) cap *= 2;
+    const grown = Buffer.allocUnsafeSlow(cap);
+    this.buf.copy(grown, 0, 0, this.pos);
+    this.buf = grown;
+  }
+}
+
+/** No lone surrogate (String#isWellFormed, which ES2022's typings lack). */
+function wellFormed(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0xd800 || c > 0xdfff) continue;
+    if (c > 0xdbff) return false;
+    const d = s.charCodeAt(i + 1);
+    if (!(d >= 0xdc00 && d <= 0xdfff)) return false;
+    i++;
+  }
+  return true;
+}
+
+function writeU64(buf: Buffer, value: number, at: number): void {
+  buf.writeUInt32LE(value >>> 0, at);
+  buf.writeUInt32LE(Math.floor(value / TWO_POW_32), at + 4);
+}
+
+function readU64(buf: Buffer, at: number): number {
+  return buf.readUInt32LE(at + 4) * TWO_POW_32 + buf.readUInt32LE(at);
+}
+
+/** Fills in the crc of the frame at `start` (written by PushFrameWriter); returns the offset after it. */
+export function sealFrame(buf: Buffer, start: number): number {
+  const end = start + FRAME_HEADER_BYTES + buf.readUInt32LE(start);
+  buf.writeUInt32LE(crc32c(buf, start + FRAME_HEADER_BYTES, end), start + 4);
+  return end;
+}
+
+/** Offset after the frame at `start`. */
+export function frameEnd(buf: Buffer, start: number): number {
+  return start + FRAME_HEADER_BYTES + buf.readUInt32LE(start);
+}
+
+/**
+ * Walks a PUSH payload (`body` = offset of the type byte, `end` one past the
+ * payload): every inner length must land exactly on `end`. Allocates nothing.
+ */
+export function pushWellFormed(buf: Buffer, body: number, end: number): boolean {
+  let p = body + FRAME_TYPE_BYTES;
+  if (end - p < PUSH_FIXED_BYTES) return false;
+  if (buf.readUInt32LE(p + 4) > SAFE_HIGH_WORD_MAX || buf.readUInt32LE(p + 12) > SAFE_HIGH_WORD_MAX) return false;
+  const flags = buf[p + FLAGS_AT];
+  if ((flags & ~FLAG_DEDUPE) !== 0) return false;
+  p += FLAGS_AT + 1;
+  if ((flags & FLAG_DEDUPE) !== 0) {
+    p = skipStr(buf, p, end);
+    if (p < 0) return false;
+  }
+  if (p + 2 > end) return false;
+  const feeds = buf.readUInt16LE(p);
+  p += 2;
+  for (let f = 0; f < feeds; f++) {
+    if (p + 2 > end) return false;
+    p = skipStr(buf, p + 2, end);
+    if (p < 0 || p + 2 > end) return false;
+    const values = buf.readUInt16LE(p);
+    p += 2;
+    for (let v = 0; v < values; v++) {
+      p = skipValue(buf, p, end);
+      if (p < 0) return false;
+    }
+  }
+  return p === end;
+}
+
+function skipStr(buf: Buffer, p: number, end: number): number {
+  if (p + 5 > end) return -1;
+  const tag = buf[p];
+  if (tag !== TAG_STR_ASCII && tag !== TAG_STR_UTF8 && tag !== TAG_STR_UTF16) return -1;
+  const n = buf.readUInt32LE(p + 1);
+  return p + 5 + n <= end ? p + 5 + n : -1;
+}
+
+function skipValue(buf: Buffer, p: number, end: number): number {
+  if (p >= end) return -1;
+  const tag = buf[p];
+  if (tag > TAG_MAX) return -1;
+  if (tag <= TAG_TRUE) return p + 1;
+  if (tag === TAG_I32) return p + 5 <= end ? p + 5 : -1;
+  if (tag === TAG_F64) return p + 9 <= end ? p + 9 : -1;
+  return skipStr(buf, p, end);
+}
+
+/**
+ * Reads one PUSH payload front to back. One instance per shard, reused: open()
+ * reads the fixed part, then feeds are read in order (feedTable, key, value...).
+ * The caller checked the record (WAL_CODEC.wellFormed on replay; live records
+ * come from the front's writer).
+ */
+export class PushRecordReader {
+  buf: Buffer = Buffer.alloc(0);
+  p = 0;
+  lsn = 0;
+  timeMs = 0;
+  registryVersion = 0;
+  eventIndex = 0;
+  /** The dedupe value, or null. */
+  dedupe: string | null = null;
+  feedCount = 0;
+
+  /** `body` = offset of the type byte. */
+  open(buf: Buffer, body: number): void {
+    assert(buf[body] === RECORD_TYPE_PUSH, 'not a PUSH record');
+    this.buf = buf;
+    const p = body + FRAME_TYPE_BYTES;
+    this.lsn = readU64(buf, p);
+    this.timeMs = readU64(buf, p + 8);
+    this.registryVersion = buf.readUInt32LE(p + 16);
+    this.eventIndex = buf.readUInt16LE(p + 20);
+    this.p = p + FLAGS_AT + 1;
+    this.dedupe = (buf[p + FLAGS_AT] & FLAG_DEDUPE) !== 0 ? this.str() : null;
+    this.feedCount = buf.readUInt16LE(this.p);
+    this.p += 2;
+  }
+
+  /** Table index of the next feed; its key (str()) and values follow. */
+  u16(): number {
+    const v = this.buf.readUInt16LE(this.p);
+    this.p += 2;
+    return v;
+  }
+
+  str(): string {
+    const b = this.buf;
+    const at = this.p;
+    const n = b.readUInt32LE(at + 1);
+    this.p = at + 5 + n;
+    const tag = b[at];
+    return b.toString(tag === TAG_STR_ASCII ? 'latin1' : tag === TAG_STR_UTF8 ? 'utf8' : 'utf16le', at + 5, at + 5 + n);
+  }
+
+  value(): Value | undefined {
+    const b = this.buf;
+    const at = this.p;
+    switch (b[at]) {
+      case TAG_ABSENT: this.p = at + 1; return undefined;
+      case TAG_NULL: this.p = at + 1; return null;
+      case TAG_FALSE: this.p = at + 1; return false;
+      case TAG_TRUE: this.p = at + 1; return true;
+      case TAG_I32: this.p = at + 5; return b.readInt32LE(at + 1);
+      case TAG_F64: this.p = at + 9; return b.readDoubleLE(at + 1);
+      default: return this.str();
+    }
+  }
+}

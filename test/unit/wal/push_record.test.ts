@@ -1,0 +1,224 @@
+/**
+ * PUSH records (src/wal/push_record.ts): every value type round-trips exactly
+ * (absent vs null, -0, int32 edges, doubles, unicode), the structural check
+ * accepts exactly what the writer produces, and a batch of sealed frames goes
+ * through the WAL (WalWriter, recoverWal) and reads back byte for byte, next to
+ * the EVENT records of the previous format.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  PushFrameWriter, PushRecordReader, pushWellFormed, sealFrame, frameEnd, PUSH_INDEX_MAX,
+  TAG_ABSENT, TAG_NULL, TAG_FALSE, TAG_TRUE, TAG_I32, TAG_F64, TAG_STR_ASCII, TAG_STR_UTF8, TAG_STR_UTF16,
+} from '../../../src/wal/push_record';
+import { FRAME_HEADER_BYTES, RECORD_TYPE_EVENT, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH } from '../../../src/wal/constants';
+import { checkWalDir, formatWalCheckReport, RecordEncoder, recoverWal, WalWriter, type WalRecord } from '../../../src/wal';
+import { crc32c } from '../../../src/wal/crc32c';
+import { KEY_BYTES_MAX, STRING_VALUE_BYTES_MAX } from '../../../src/limits';
+import type { Value } from '../../../src/types';
+
+const VALUES: Array<Value | undefined> = [
+  undefined, null, false, true, 0, -0, 1, -1, 2147483647, -2147483648, 2147483648, -2147483649,
+  Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, 0.1, -1e-300, 1.7976931348623157e308, 5e-324,
+  '', 'ascii', 'é', '日本語', '🙂 emoji', 'x'.repeat(STRING_VALUE_BYTES_MAX), 'é'.repeat(STRING_VALUE_BYTES_MAX / 2),
+  'a\u0000b', '\ud800 lone surrogate', 'tail lone \udc00', 'pair \ud83d\ude42 then lone \ud83d',
+];
+
+/** One PUSH frame with one feed holding `values`; returns the frame bytes. */
+function frame(values: ReadonlyArray<Value | undefined>, key = 'k', dedupe: string | null = null): Buffer {
+  const w = new PushFrameWriter(64);
+  w.begin(42, 1_700_000_000_123, 7, 3, dedupe);
+  w.feed(5, key);
+  for (const v of values) w.value(v);
+  w.end();
+  return Buffer.from(w.take());
+}
+
+function readFeed(buf: Buffer): { rd: PushRecordReader; table: number; key: string; values: Array<Value | undefined> } {
+  const rd = new PushRecordReader();
+  rd.open(buf, FRAME_HEADER_BYTES);
+  assert.equal(rd.feedCount, 1);
+  const table = rd.u16();
+  const key = rd.str();
+  const n = rd.u16();
+  const values: Array<Value | undefined> = [];
+  for (let i = 0; i < n; i++) values.push(rd.value());
+  return { rd, table, key, values };
+}
+
+test('every value type round-trips exactly: absent stays absent, null stays null, -0 keeps its sign', () => {
+  const buf = frame(VALUES);
+  assert.ok(pushWellFormed(buf, FRAME_HEADER_BYTES, buf.length));
+  const { rd, table, key, values } = readFeed(buf);
+  assert.equal(rd.lsn, 42);
+  assert.equal(rd.timeMs, 1_700_000_000_123);
+  assert.equal(rd.registryVersion, 7);
+  assert.equal(rd.eventIndex, 3);
+  assert.equal(rd.dedupe, null);
+  assert.equal(table, 5);
+  assert.equal(key, 'k');
+  assert.equal(values.length, VALUES.length);
+  for (let i = 0; i < VALUES.length; i++) {
+    const want = VALUES[i];
+    assert.ok(Object.is(values[i], want), `value ${i}: ${String(values[i])} vs ${String(want)}`);
+  }
+  assert.ok(Object.is(values[VALUES.findIndex((v) => Object.is(v, -0))], -0));
+  assert.equal(values[0], undefined);
+  assert.equal(values[1], null);
+});
+
+test('tags: int32 integers are 4 bytes, everything else numeric is f64; ASCII strings are marked as such', () => {
+  const tags = (v: Value | undefined): number => {
+    const buf = frame([v]);
+    const rd = new PushRecordReader();
+    rd.open(buf, FRAME_HEADER_BYTES);
+    rd.u16(); rd.str(); rd.u16();
+    return buf[rd.p];
+  };
+  assert.equal(tags(undefined), TAG_ABSENT);
+  assert.equal(tags(null), TAG_NULL);
+  assert.equal(tags(false), TAG_FALSE);
+  assert.equal(tags(true), TAG_TRUE);
+  assert.equal(tags(2147483647), TAG_I32);
+  assert.equal(tags(2147483648), TAG_F64);
+  assert.equal(tags(-0), TAG_F64);
+  assert.equal(tags(1.5), TAG_F64);
+  assert.equal(tags('abc'), TAG_STR_ASCII);
+  assert.equal(tags('x'.repeat(500)), TAG_STR_ASCII);
+  assert.equal(tags('é'), TAG_STR_UTF8);
+  assert.equal(tags('x'.repeat(500) + 'é'), TAG_STR_UTF8);
+  assert.equal(tags('🙂'), TAG_STR_UTF8);
+  assert.equal(tags('\ud800'), TAG_STR_UTF16, 'a lone surrogate has no UTF-8 form');
+});
+
+test('unicode keys and dedupe values, a key of KEY_BYTES_MAX bytes, composite keys', () => {
+  for (const key of ['ключ', '🔑🔑', 'lone \udfff key', 'é'.repeat(KEY_BYTES_MAX / 2), 'k'.repeat(KEY_BYTES_MAX), '["a","b|c"]']) {
+    const buf = frame([1], key, `dédup-${key.slice(0, 10)}`);
+    assert.ok(pushWellFormed(buf, FRAME_HEADER_BYTES, buf.length));
+    const { rd, key: got } = readFeed(buf);
+    assert.equal(got, key);
+    assert.equal(rd.dedupe, `dédup-${key.slice(0, 10)}`);
+  }
+});
+
+test('limits: u16 indexes and counts are checked when written; many feeds and values per record', () => {
+  const w = new PushFrameWriter();
+  assert.throws(() => w.begin(1, 1, 1, PUSH_INDEX_MAX + 1, null), /event index/);
+  w.abort();
+  w.begin(1, 1, 1, PUSH_INDEX_MAX, null);
+  assert.throws(() => w.feed(PUSH_INDEX_MAX + 1, 'k'), /table index/);
+  for (let t = 0; t < 300; t++) {
+    w.feed(t, `key${t}`);
+    for (let j = 0; j < 20; j++) w.value(t * 100 + j);
+  }
+  w.end();
+  const buf = Buffer.from(w.take());
+  assert.ok(pushWellFormed(buf, FRAME_HEADER_BYTES, buf.length));
+  const rd = new PushRecordReader();
+  rd.open(buf, FRAME_HEADER_BYTES);
+  assert.equal(rd.eventIndex, PUSH_INDEX_MAX);
+  assert.equal(rd.feedCount, 300);
+  for (let t = 0; t < 300; t++) {
+    assert.equal(rd.u16(), t);
+    assert.equal(rd.str(), `key${t}`);
+    assert.equal(rd.u16(), 20);
+    for (let j = 0; j < 20; j++) assert.equal(rd.value(), t * 100 + j);
+  }
+  assert.equal(rd.p, buf.length);
+});
+
+test('the structural check rejects every truncation, a bad tag and trailing bytes', () => {
+  const buf = frame([1, 'two', null, undefined, 2.5], 'key', 'dd');
+  const end = buf.length;
+  for (let cut = FRAME_HEADER_BYTES + 1; cut < end; cut++) assert.equal(pushWellFormed(buf, FRAME_HEADER_BYTES, cut), false, `cut at ${cut}`);
+  const longer = Buffer.concat([buf, Buffer.from([0])]);
+  assert.equal(pushWellFormed(longer, FRAME_HEADER_BYTES, longer.length), false);
+  const badTag = Buffer.from(buf);
+  const rd = new PushRecordReader();
+  rd.open(badTag, FRAME_HEADER_BYTES);
+  rd.u16(); rd.str(); rd.u16();
+  badTag[rd.p] = 99;
+  assert.equal(pushWellFormed(badTag, FRAME_HEADER_BYTES, end), false);
+  const badFlags = Buffer.from(buf);
+  badFlags[FRAME_HEADER_BYTES + 1 + 22] = 0x80;
+  assert.equal(pushWellFormed(badFlags, FRAME_HEADER_BYTES, end), false);
+});
+
+test('the writer leaves the crc to the shard: sealFrame fills it in; install and prepended install frames', () => {
+  const w = new PushFrameWriter(64);
+  w.begin(10, 5, 1, 0, null);
+  w.feed(0, 'a');
+  w.value(1);
+  w.end();
+  w.install(11, 2);
+  w.prependInstall(9, 1);
+  const buf = Buffer.from(w.take());
+  const lsns: number[] = [];
+  const types: number[] = [];
+  for (let p = 0; p < buf.length; p = frameEnd(buf, p)) {
+    assert.equal(buf.readUInt32LE(p + 4), 0, 'crc not filled in by the front');
+    const end = sealFrame(buf, p);
+    assert.equal(buf.readUInt32LE(p + 4), crc32c(buf, p + FRAME_HEADER_BYTES, end));
+    types.push(buf[p + FRAME_HEADER_BYTES]);
+    lsns.push(buf.readUInt32LE(p + FRAME_HEADER_BYTES + 1));
+  }
+  assert.deepEqual(types, [RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, RECORD_TYPE_INSTALL]);
+  assert.deepEqual(lsns, [9, 10, 11]);
+  assert.equal(w.byteLength, 0, 'take() starts a new batch');
+});
+
+test('WAL round trip: sealed frames written with one append recover byte for byte, after EVENT records of the old format', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sf-push-wal-'));
+  try {
+    const writer = WalWriter.open(dir, { segmentBytesMax: 1 << 20, nextLsnHint: 1 });
+    const old = new RecordEncoder();
+    old.event(1, 1000, 1, 'E', JSON.stringify({ event: 'E', data: { k: 'a', x: 1 } }));
+    writer.appendStaged(old);
+    const w = new PushFrameWriter(64);
+    const want: Array<{ lsn: number; key: string; values: Array<Value | undefined> }> = [];
+    for (let i = 0; i < 500; i++) {
+      const values: Array<Value | undefined> = [i, i % 3 === 0 ? undefined : `v${i}é`, i % 5 === 0 ? null : i / 7];
+      w.begin(2 + i, 2000 + i, 1, 0, i % 2 === 0 ? `d${i}` : null);
+      w.feed(0, `key-${i}-ключ`);
+      for (const v of values) w.value(v);
+      w.end();
+      want.push({ lsn: 2 + i, key: `key-${i}-ключ`, values });
+    }
+    const buf = Buffer.from(w.take());
+    for (let p = 0; p < buf.length;) p = sealFrame(buf, p);
+    writer.append(buf, 2, 501);
+    writer.sync();
+    writer.close();
+    const got: WalRecord[] = [];
+    const report = recoverWal(dir, 0, (r) => got.push(r));
+    assert.equal(report.corruptSegments.length, 0);
+    assert.equal(report.records, 501);
+    assert.equal(got[0].type, RECORD_TYPE_EVENT);
+    const rd = new PushRecordReader();
+    for (let i = 0; i < 500; i++) {
+      const r = got[i + 1];
+      assert.equal(r.type, RECORD_TYPE_PUSH);
+      if (r.type !== RECORD_TYPE_PUSH) continue;
+      assert.equal(r.lsn, want[i].lsn);
+      assert.equal(r.timeMs, 2000 + i);
+      assert.equal(r.registryVersion, 1);
+      rd.open(r.buf, r.body);
+      assert.equal(rd.dedupe, i % 2 === 0 ? `d${i}` : null);
+      assert.equal(rd.u16(), 0);
+      assert.equal(rd.str(), want[i].key);
+      const n = rd.u16();
+      const values = Array.from({ length: n }, () => rd.value());
+      assert.deepEqual(values, want[i].values);
+      assert.equal(rd.p, r.end);
+    }
+    const check = checkWalDir(dir);
+    assert.equal(check.ok, true);
+    assert.deepEqual(check.types, { push: 500, event: 1, install: 0, reset: 0 }, 'wal-check tells the formats apart');
+    assert.match(formatWalCheckReport(check), /500 push, 1 event \(old format\)/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
