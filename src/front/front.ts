@@ -4,9 +4,9 @@
  * counter, dedupe, and one channel per shard; flushes channels once per
  * event-loop turn.
  *
- *   push: shape -> event plan -> validate -> dedupe -> LSN + time -> chains/keys
- *         -> enqueue on every owning shard (at least one) -> ack when all logged
- *   get:  shape -> table -> features -> key -> enqueue on the owning shard
+ *   push: shape -> event plan -> validate -> chains/keys (once) -> dedupe -> LSN + time
+ *         -> one PUSH record per owning shard (at least one) -> ack when all logged
+ *   get:  shape -> table -> features (to indexes) -> key -> enqueue on the owning shard
  */
 import type Piscina from 'piscina';
 import { asSfError, SfError, type ErrorCode, type ErrorDetail } from '../errors';
@@ -186,9 +186,11 @@ export class Front implements PushDone {
   // ---- push ---------------------------------------------------------------------
 
   /**
-   * `text` is the envelope as received; it travels to the shards and into the WAL,
-   * so nothing in it may escape validation: the envelope has `event` and one of
-   * `data`/`body` and nothing else, and `data` is checked field by field.
+   * `text` is the envelope as received; in cluster mode it is what the stream logs
+   * (and other nodes parse again), so nothing in it may escape validation: the
+   * envelope has `event` and one of `data`/`body` and nothing else, and `data` is
+   * checked field by field. On a single node the shards get PUSH records instead
+   * (push_records.ts): parsed, validated, routed and keyed once, here.
    */
   push(body: unknown, text: string, reply: Reply): void {
     const startMs = performance.now();
@@ -240,13 +242,14 @@ export class Front implements PushDone {
     }
     let dedupe = null;
     let dedupeValue = '';
-    let logged: string | null = null;
+    /** The dedupe value the shards record (null: none). */
+    let recorded: string | null = null;
     const now = Date.now();
     if (plan.dedupeField !== null) {
       const v = row[plan.dedupeField];
       if (v !== null && v !== undefined) {
         dedupeValue = String(v);
-        logged = dedupeValue;
+        recorded = dedupeValue;
         const prior = this.dedupe.lookup(plan.name, dedupeValue, now);
         if (prior !== null) { this.#replay(prior, reply); return; }
         dedupe = this.dedupe.insert(plan.name, dedupeValue, now + plan.dedupeWindowMs);
@@ -273,7 +276,7 @@ export class Front implements PushDone {
     for (let s = 0; s < n; s++) {
       if ((mask & (1 << s)) === 0) continue;
       const ch = this.channels[s];
-      route.write(ch.pushWriter, s, plan, lsn, t, reg.version, logged);
+      route.write(ch.pushWriter, s, plan, lsn, t, reg.version, recorded);
       ch.enqueuePush(ctx);
     }
     this.#schedule();
