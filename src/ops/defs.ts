@@ -217,8 +217,9 @@ function perSecondDef(name: 'rate' | 'velocity'): OpDef {
 function pointDef(name: 'first' | 'last', make: () => StoredState): OpDef {
   return windowableDef(name, (c) => {
     const field = fieldOf(c, ANY_TYPES);
-    if (c.windowMs === 0) return f(name, field, make);
-    return valOp(name, field, new PointAgg(1, name === 'last', PointOut.One), c, LIST_BUCKETS_PER_WINDOW, false);
+    const agg = new PointAgg(1, name === 'last', PointOut.One);
+    if (c.windowMs === 0) return new Factory(name, field, false, make, null, null, agg);
+    return valOp(name, field, agg, c, LIST_BUCKETS_PER_WINDOW, false);
   });
 }
 
@@ -255,7 +256,8 @@ function boundedDef(
     build(c) {
       const field = hasField ? fieldOf(c, ANY_TYPES) : null;
       const n = bound(c, name, ['n'], BUFFER_N_MAX, ungoverned);
-      if (c.windowMs === 0 || windowed === null || field === null) return f(name, field, make(n));
+      // Lifetime: the same PointAgg describes the kept values (a slab per feature in the shard).
+      if (c.windowMs === 0 || windowed === null || field === null) return new Factory(name, field, false, make(n), null, null, windowed === null || field === null ? null : windowed(n));
       return valOp(name, field, windowed(n), c, LIST_BUCKETS_PER_WINDOW, false);
     },
   };

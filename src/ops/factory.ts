@@ -7,6 +7,7 @@ import type { OpFactory, OpState } from './op';
 import type { NumWindowCfg } from './num_window';
 import type { ValWindowCfg } from './val_window';
 import type { FixedOp } from './fixed';
+import type { PointAgg } from './point';
 
 /**
  * A sliding-window op whose raw events the shard may keep in a ring shared with
@@ -29,15 +30,18 @@ export class Factory implements OpFactory {
   readonly shared: SharedWindow | null;
   /** A lifetime op of a fixed number of doubles (fixed.ts): a slab row per entity in the shard; null otherwise. */
   readonly fixed: FixedOp | null;
+  /** A lifetime point op (first, last, first_n, last_n, most_recent_n, lag): kept values per entity in a slab (shard/kept_column.ts); null otherwise. */
+  readonly kept: PointAgg | null;
   private readonly make: () => StoredState;
 
-  constructor(op: string, field: string | null, wantsMiss: boolean, make: () => StoredState, shared: SharedWindow | null = null, fixed: FixedOp | null = null) {
+  constructor(op: string, field: string | null, wantsMiss: boolean, make: () => StoredState, shared: SharedWindow | null = null, fixed: FixedOp | null = null, kept: PointAgg | null = null) {
     this.op = op;
     this.field = field;
     this.wantsMiss = wantsMiss;
     this.make = make;
     this.shared = shared;
     this.fixed = fixed;
+    this.kept = kept;
   }
 
   create(): OpState {

@@ -14,6 +14,7 @@
 import type { JsonValue, Row, Value } from '../types';
 import type { SharedWindow } from './factory';
 import type { FixedOp } from './fixed';
+import type { PointAgg } from './point';
 
 export interface OpState {
   /** A matching event. `x` is row[field] (undefined when the op has no field). */
@@ -45,6 +46,8 @@ export interface OpFactory {
   readonly shared?: SharedWindow | null;
   /** Set for a lifetime op of a fixed number of doubles (ops/fixed.ts); null otherwise. */
   readonly fixed?: FixedOp | null;
+  /** Set for a lifetime point op (first, last, *_n, lag): its parameters (ops/point.ts PointAgg); null otherwise. */
+  readonly kept?: PointAgg | null;
   create(): OpState;
   /** Inverse of OpState.save(). */
   load(saved: unknown): OpState;

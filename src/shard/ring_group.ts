@@ -33,15 +33,10 @@ import {
   type ValBuckets, type ValWindowCfg,
 } from '../ops/val_window';
 import { InternTable, type Interned } from './intern';
+import { decodeCell, decodeExported, encodeCell, HI_ID, releaseCell } from './cells';
 import { ClassPool, RING_CLASS_MAX } from './ring_pool';
 import { grown } from './entity_index';
 
-// NaN-boxing tags (high word of a cell; little-endian: word 2i+1 of cell i).
-const HI_NAN = 0x7ff80000;
-const HI_NULL = 0x7ff90000;
-const HI_UNDEF = 0x7ffa0000;
-const HI_ID = 0x7ffb0000;
-assert(new Uint8Array(new Uint32Array([1]).buffer)[0] === 1, 'shared rings assume a little-endian host');
 assert(1 << RING_CLASS_MAX === RING_ENTRIES_MAX, 'the largest ring class holds RING_ENTRIES_MAX entries');
 
 type Buckets = NumBuckets | ValBuckets<unknown>;
@@ -121,37 +116,17 @@ export class RingGroup {
   }
 
   #encode(pool: ClassPool, i: number, c: number, v: Value | undefined): void {
-    if (typeof v === 'number' && v === v) {
-      pool.data[i] = v;
-      return;
-    }
-    const u = pool.u32;
-    if (typeof v === 'string' || typeof v === 'boolean') {
-      u[2 * i] = this.interns[c].ref(v);
-      u[2 * i + 1] = HI_ID;
-      return;
-    }
-    u[2 * i] = 0;
-    u[2 * i + 1] = v === null ? HI_NULL : v === undefined ? HI_UNDEF : HI_NAN;
+    encodeCell(pool.data, pool.u32, i, this.interns[c], v);
   }
 
   /** The value of cell `i` of a pool (column c). */
   #decode(pool: ClassPool, i: number, c: number): Value | undefined {
-    const d = pool.data[i];
-    if (d === d) return d;
-    const hi = pool.u32[2 * i + 1];
-    if (hi === HI_ID) return this.interns[c].value(pool.u32[2 * i]);
-    return hi === HI_NULL ? null : hi === HI_UNDEF ? undefined : NaN;
+    return decodeCell(pool.data, pool.u32, i, this.interns[c]);
   }
 
   /** Releases the intern references of the entry at `at`. */
   #release(pool: ClassPool, at: number): void {
-    const u = pool.u32;
-    for (let c = 0; c < this.fields.length; c++) {
-      const i = at + 1 + c;
-      // No finite double has this high word (exponent all ones): the cell is an id.
-      if (u[2 * i + 1] === HI_ID) this.interns[c].unref(u[2 * i]);
-    }
+    for (let c = 0; c < this.fields.length; c++) releaseCell(pool.u32, at + 1 + c, this.interns[c]);
   }
 
   /** Offset of the k-th oldest entry of the slot (its class pool is pools[cls[slot]]). */
@@ -498,16 +473,7 @@ export function decodeCells(src: Uint32Array, at: number, len: number, stride: n
   for (let k = 0; k < len; k++) {
     const e = at + k * stride;
     out.push(f64[e]);
-    for (let c = 0; c < stride - 1; c++) {
-      const i = e + 1 + c;
-      const d = f64[i];
-      if (d === d) {
-        out.push(d);
-        continue;
-      }
-      const hi = src[2 * i + 1];
-      out.push(hi === HI_ID ? (ids[c].get(src[2 * i]) as Interned) : hi === HI_NULL ? null : hi === HI_UNDEF ? undefined : NaN);
-    }
+    for (let c = 0; c < stride - 1; c++) out.push(decodeExported(f64, src, e + 1 + c, ids[c]));
   }
   return out;
 }

@@ -13,7 +13,7 @@
  *             ids    per column [id, value] of every interned id in `cells`
  *             buckets [entity, saved buckets per member] for busy entities only
  *   fixed[i]  Float64Array        slab rows of lifetime op i (null: not fixed)
- *   objs[i]   unknown[]           OpState.save() of object feature i (null: not one)
+ *   objs[i]   unknown[]           saves of feature i held as objects or kept values (null: neither)
  *
  * Each entity is captured whole at the moment its chunk is encoded (fuzzy
  * snapshots, snapshot_job.ts): ids travel with their values because an id may be
@@ -23,7 +23,7 @@ import { strict as assert } from 'node:assert';
 import type { Interned } from './intern';
 import { decodeCells, type GroupSave } from './ring_group';
 import type { FixedOp } from '../ops/fixed';
-import { FixedColumn, ObjectColumn } from './solo_column';
+import { FixedColumn } from './solo_column';
 import type { EntitySave, TableColumns } from './table_columns';
 
 export interface SlabChunk {
@@ -74,8 +74,9 @@ export function encodeSlab(cols: TableColumns, t: number, slots: readonly number
     for (let e = 0; e < n; e++) rows.set(col.data.subarray(slots[e] * w, slots[e] * w + w), e * w);
     return rows;
   });
+  // Object states and kept values (lifetime point ops, whose cells hold interned ids) as their saves.
   const objs = cols.objs.map((col) => {
-    if (!(col instanceof ObjectColumn)) return null;
+    if (col === null || col instanceof FixedColumn) return null;
     const out: unknown[] = new Array(n);
     for (let e = 0; e < n; e++) out[e] = col.save(slots[e]);
     return out;

@@ -7,6 +7,8 @@
  *                 decayed_sum/count, first_seen/last_seen/age/has_seen/
  *                 time_since/first_seen_in_window): one Float64Array, row `slot`
  *                 at slot * K, grown by doubling with the entity index
+ *   KeptColumn    the lifetime point ops (first, last, first_n, last_n,
+ *                 most_recent_n, lag): kept values as cells (kept_column.ts)
  *   ObjectColumn  any other op: one OpState per slot (the hybrid that keeps every
  *                 op working; convert an op to a FixedOp or a shared ring to drop it)
  *
@@ -17,6 +19,8 @@ import type { FixedOp } from '../ops/fixed';
 import type { OpFactory, OpState } from '../ops/op';
 import type { JsonValue, Row, Value } from '../types';
 import { grown } from './entity_index';
+import type { InternTable } from './intern';
+import { KeptColumn } from './kept_column';
 
 export interface SoloColumn {
   /** A fresh (empty) state at `slot`. */
@@ -103,8 +107,11 @@ export class ObjectColumn implements SoloColumn {
   }
 }
 
-/** The column a feature without a shared ring gets. */
-export function soloColumn(factory: OpFactory, capacity: number): SoloColumn {
+/** The column a feature without a shared ring gets; `internOf` gives the intern table of a field (kept values). */
+export function soloColumn(factory: OpFactory, capacity: number, internOf: (field: string) => InternTable): SoloColumn {
   const fixed = factory.fixed;
-  return fixed === null || fixed === undefined ? new ObjectColumn(factory) : new FixedColumn(fixed, capacity);
+  if (fixed !== null && fixed !== undefined) return new FixedColumn(fixed, capacity);
+  const kept = factory.kept;
+  if (kept !== null && kept !== undefined && factory.field !== null) return new KeptColumn(kept, internOf(factory.field), capacity);
+  return new ObjectColumn(factory);
 }

@@ -208,8 +208,15 @@ export class TableColumns {
     for (const list of byKey.values()) this.#newGroup(list);
   }
 
+  /** The intern table of column `field` (shared by the table's rings and kept-value columns). */
+  #internOf(field: string): InternTable {
+    let t = this.interns.get(field);
+    if (t === undefined) this.interns.set(field, (t = new InternTable()));
+    return t;
+  }
+
   #objectColumn(i: number): void {
-    const col = soloColumn(this.plan.features[i].factory, this.index.capacity);
+    const col = soloColumn(this.plan.features[i].factory, this.index.capacity, (field) => this.#internOf(field));
     for (const s of this.index.liveSlots()) col.create(s);
     this.objs[i] = col;
     this.featGroup[i] = null;
@@ -223,11 +230,7 @@ export class TableColumns {
       const field = feats[i].factory.field;
       if (field !== null && !fields.includes(field)) fields.push(field);
     }
-    const interns = fields.map((name) => {
-      let t = this.interns.get(name);
-      if (t === undefined) this.interns.set(name, (t = new InternTable()));
-      return t;
-    });
+    const interns = fields.map((name) => this.#internOf(name));
     const members = list.map((i) => memberOf(feats[i], i, fields));
     const f0 = feats[list[0]].factory.shared!;
     const windowMs = fixedWindowMs >= 0 ? fixedWindowMs : f0.num !== null ? f0.num.windowMs : f0.val.windowMs;

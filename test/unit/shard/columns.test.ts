@@ -98,6 +98,14 @@ const SHARED_AGG = {
   big: { op: 'count', params: { where: 'x > 50', window: W } },
   life: { op: 'sum', params: { field: 'x', window: 'forever' } },
   n1m: { op: 'count', params: { window: '1m' } },
+  // Lifetime point ops: kept values as cells (kept_column.ts), strings interned.
+  firstc: { op: 'first', params: { field: 'c' } },
+  lastx: { op: 'last', params: { field: 'x' } },
+  firstn: { op: 'first_n', params: { field: 'c', n: 3 } },
+  lastn: { op: 'last_n', params: { field: 'c', n: 4 } },
+  recent: { op: 'most_recent_n', params: { field: 'x', n: 2 } },
+  lagx: { op: 'lag', params: { field: 'x', n: 2 } },
+  lagc: { op: 'lag', params: { field: 'c', n: 1 } },
 };
 
 function registry(optional: string[]): RegistryState {
@@ -165,12 +173,19 @@ test('string values leave the intern table with the last ring cell that holds th
   assert.ok(interned.size > 64, 'distinct values held by 7 rings');
   // One push per key, a minute later: every older cell expires (10 s and 1 m rings).
   for (let k = 0; k < 7; k++) s.apply('E', { k: `k${k}`, x: 1, c: 'last' }, 1000 + 200 + 61_000, 300 + k);
-  assert.equal(interned.size, 1, 'only the value still in a ring is interned');
+  // Interned now: what the rings still hold ('last') and what the lifetime point ops keep.
+  const kept = new Set<string>(['last']);
+  for (let k = 0; k < 7; k++) {
+    const row = JSON.parse(s.read('T', `k${k}`, ['firstc', 'firstn', 'lastn', 'lagc'], 1000 + 200 + 61_000));
+    for (const v of [row.firstc, ...row.firstn, ...row.lastn, row.lagc]) if (typeof v === 'string') kept.add(v);
+  }
+  assert.equal(interned.size, kept.size, 'only the values rings and kept-value columns hold are interned');
+  assert.ok(kept.size < 64);
   assert.deepEqual(JSON.parse(s.read('T', 'k3', ['nu', 'lastc'], 1000 + 200 + 61_000)), { nu: 1, lastc: ['last'] });
-  // Cold freeze releases the cells too.
-  s.sweepCold(Number.MAX_SAFE_INTEGER);
-  assert.equal(ts.size, 7, 'no cold_after on this event: nothing frozen');
-  s.dropPartition(0);
+  // Removing the entities (cold freeze, partition drop) releases every cell.
+  for (let k = 0; k < 7; k++) assert.ok(ts.cols.remove(`k${k}`));
+  assert.equal(interned.size, 0);
+  assert.equal(ts.size, 0);
 });
 
 test('a feature added by a registry change starts empty while its window-mates keep their ring', () => {
