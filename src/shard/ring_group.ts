@@ -144,9 +144,12 @@ export class RingGroup {
     if (cls > 0) {
       const from = this.pools[cls];
       const w = this.stride * 2;
+      const fu = from.u32;
+      const tu = to.u32;
       for (let k = 0; k < len; k++) {
         const src = this.#entry(slot, k) * 2;
-        to.u32.set(from.u32.subarray(src, src + w), (nb * to.blockDoubles + k * this.stride) * 2);
+        const dst = (nb * to.blockDoubles + k * this.stride) * 2;
+        for (let j = 0; j < w; j++) tu[dst + j] = fu[src + j];
       }
       from.release(this.blk[slot]);
     }
@@ -377,10 +380,12 @@ export class RingGroup {
     if (len === 0) return 0;
     const pool = this.pools[this.cls[slot]];
     const w = this.stride * 2;
+    const u = pool.u32;
     for (let k = 0; k < len; k++) {
       const src = this.#entry(slot, k) * 2;
       const dst = (at + k * this.stride) * 2;
-      out.set(pool.u32.subarray(src, src + w), dst);
+      // Word by word: a subarray view per entry would cost more than the copy (entries are a few words).
+      for (let j = 0; j < w; j++) out[dst + j] = u[src + j];
       for (let c = 0; c < this.fields.length; c++) {
         const i = dst + 2 * (1 + c);
         if (out[i + 1] === HI_ID && !ids[c].has(out[i])) ids[c].set(out[i], this.interns[c].value(out[i]));
@@ -405,7 +410,8 @@ export class RingGroup {
     const base = blk * pool.blockDoubles * 2;
     const words = len * this.stride * 2;
     const u = pool.u32;
-    u.set(src.subarray(at * 2, at * 2 + words), base);
+    const from = at * 2;
+    for (let j = 0; j < words; j++) u[base + j] = src[from + j];
     for (let k = 0; k < len; k++) {
       for (let c = 0; c < this.fields.length; c++) {
         const i = base + 2 * (k * this.stride + 1 + c);

@@ -96,6 +96,7 @@ function idMaps(ch: SlabChunk['groups'][number]): Array<Map<number, Interned>> {
 export function loadSlab(cols: TableColumns, ch: SlabChunk, keep: ((key: string) => boolean) | null, onKey: (key: string) => void): number {
   assert(ch.groups.length === cols.groups.length, 'slab chunk of another layout');
   const maps = ch.groups.map(idMaps);
+  const words = ch.groups.map((sg) => new Uint32Array(sg.cells.buffer, sg.cells.byteOffset, sg.cells.length * 2));
   const cellAt = ch.groups.map(() => 0);
   const bucketAt = ch.groups.map(() => 0);
   let loaded = 0;
@@ -108,7 +109,7 @@ export function loadSlab(cols: TableColumns, ch: SlabChunk, keep: ((key: string)
       const g = cols.groups[gi];
       const sg = ch.groups[gi];
       const len = sg.lens[e];
-      if (slot >= 0) g.importSlot(slot, new Uint32Array(sg.cells.buffer, sg.cells.byteOffset, sg.cells.length * 2), cellAt[gi], len, maps[gi]);
+      if (slot >= 0) g.importSlot(slot, words[gi], cellAt[gi], len, maps[gi]);
       cellAt[gi] += len * g.stride;
       const bk = sg.buckets[bucketAt[gi]];
       if (bk !== undefined && bk[0] === e) {
