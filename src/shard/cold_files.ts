@@ -15,7 +15,8 @@
  * Writes are batched: `set` queues the entity (it stays readable from memory) and
  * `flush` writes the whole queue with one positional write per segment it spans,
  * then points the index at it. A failed write (ENOSPC, EIO) keeps the queued
- * entities in memory: nothing is lost, memory just is not given back.
+ * entities in memory (nothing is lost, memory just is not given back) and the
+ * next flush writes them again.
  *
  * Space: a thaw or overwrite leaves a dead record behind. Each segment counts its
  * live bytes; `compactStep` copies the live records of the emptiest closed segment
@@ -23,11 +24,12 @@
  * per call, and deletes it. Disk use therefore stays within about
  * 1 / COLD_COMPACT_LIVE_RATIO of the live bytes plus one segment.
  */
-import { closeSync, mkdirSync, openSync, readdirSync, readSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, readdirSync, readSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../log';
 import { COLD_COMPACT_LIVE_RATIO, COLD_FLUSH_BYTES, COLD_READ_CHUNK_BYTES, COLD_SEGMENT_BYTES } from '../limits';
 import { crc32c } from '../wal/crc32c';
+import { realFs, type FsLike } from '../wal/fs_like';
 import type { ColdStore } from './cold_store';
 import { hashKey, KeyIndex } from './key_index';
 
@@ -86,13 +88,16 @@ export class ColdFiles {
   #compacting: { seg: Segment; at: number } | null = null;
   #errorLoggedMs = 0;
 
-  private constructor(readonly dir: string, readonly log: Logger | null, readonly segmentBytes: number) {}
+  /** Entities whose write failed: written again by the next flush (they stay readable from memory meanwhile). */
+  #retry: Pending[] = [];
 
-  /** Opens the shard's cold directory, emptied: what it held is covered by the WAL and snapshots. */
-  static open(dir: string, log: Logger | null = null, segmentBytes = COLD_SEGMENT_BYTES): ColdFiles {
+  private constructor(readonly dir: string, readonly log: Logger | null, readonly segmentBytes: number, readonly fs: FsLike) {}
+
+  /** Opens the shard's cold directory, emptied: what it held is covered by the WAL and snapshots. `fs`: writes go through it (fault injection in tests). */
+  static open(dir: string, log: Logger | null = null, segmentBytes = COLD_SEGMENT_BYTES, fs: FsLike = realFs): ColdFiles {
     mkdirSync(dir, { recursive: true });
     for (const name of readdirSync(dir)) if (name.endsWith('.seg') || name.endsWith('.seg.tmp')) unlinkSync(join(dir, name));
-    return new ColdFiles(dir, log, segmentBytes);
+    return new ColdFiles(dir, log, segmentBytes, fs);
   }
 
   newStore(): DiskColdStore {
@@ -131,7 +136,12 @@ export class ColdFiles {
 
   /** Writes every queued record; false when a write failed (the queued entities stay in memory). */
   flush(): boolean {
-    const pending = this.#pending;
+    let pending = this.#pending;
+    if (this.#retry.length > 0) {
+      // Earlier failures first, those still waiting (not thawed or replaced since).
+      pending = [...this.#retry.filter((p) => p.store.waiting(p)), ...pending];
+      this.#retry = [];
+    }
     if (pending.length === 0) return true;
     this.#pending = [];
     this.#pendingBytes = 0;
@@ -141,6 +151,8 @@ export class ColdFiles {
       return true;
     } catch (err) {
       this.stats.writeErrors++;
+      // New entities that did not land stay in memory and are tried again; failed moves stay where they are.
+      for (let i = from; i < pending.length; i++) if (pending[i].fromSeg === 0) this.#retry.push(pending[i]);
       const now = Date.now();
       if (now - this.#errorLoggedMs >= 1000) {
         this.#errorLoggedMs = now;
@@ -169,7 +181,7 @@ export class ColdFiles {
     }
     const buf = encoded.length === 1 ? encoded[0] : Buffer.concat(encoded, total);
     let done = 0;
-    while (done < total) done += writeSync(seg.fd, buf, done, total - done, seg.bytes + done);
+    while (done < total) done += this.fs.writeSync(seg.fd, buf, done, total - done, seg.bytes + done);
     this.stats.writes++;
     this.stats.writeBytes += total;
     let off = seg.bytes;
@@ -185,7 +197,7 @@ export class ColdFiles {
   #rotate(): Segment {
     const id = this.#nextSeg++;
     const path = join(this.dir, `${String(id).padStart(8, '0')}.seg`);
-    const seg: Segment = { id, fd: openSync(path, 'w+'), path, bytes: 0, live: 0 };
+    const seg: Segment = { id, fd: this.fs.openSync(path, 'w+'), path, bytes: 0, live: 0 };
     this.#segs.set(id, seg);
     this.#active = seg;
     return seg;
@@ -330,6 +342,7 @@ export class ColdFiles {
   /** Deletes every segment and forgets every store's entries (reset). */
   clear(): void {
     this.#pending = [];
+    this.#retry = [];
     this.#pendingBytes = 0;
     this.#compacting = null;
     for (const seg of [...this.#segs.values()]) this.#delete(seg);
@@ -446,7 +459,7 @@ export class DiskColdStore implements ColdStore {
    */
   landed(p: Pending, seg: number, off: number, len: number): boolean {
     if (p.fromSeg === 0) {
-      if (this.#resident.get(p.key) !== p.data) return false; // thawed or replaced meanwhile
+      if (!this.waiting(p)) return false; // thawed or replaced meanwhile
       // set() took any older copy out of the index, so the key is not there.
       this.#dropResident(p.key);
       hashKey(p.key);
@@ -459,6 +472,11 @@ export class DiskColdStore implements ColdStore {
     this.files.release(p.fromSeg, this.#index.len(slot));
     this.#index.move(slot, seg, off, len);
     return true;
+  }
+
+  /** Whether a queued new entity is still the one waiting for a write (not thawed or replaced since). */
+  waiting(p: Pending): boolean {
+    return this.#resident.get(p.key) === p.data;
   }
 
   /** Whether the index points at (seg, off) for `key` (no disk read). */

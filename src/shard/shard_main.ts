@@ -7,7 +7,7 @@
 import { workerData } from 'node:worker_threads';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { scanRegistryLog } from '../wal';
+import { faultyFs, realFs, scanRegistryLog } from '../wal';
 import type { RegistryState } from '../registry/model';
 import { createLogger } from '../log';
 import type { ShardBatchResult, ShardHello, ShardInit, ShardTask } from '../protocol/messages';
@@ -27,7 +27,9 @@ refreshRegistry(init);
 const log = createLogger(init.logLevel, { thread: `shard-${init.shardId}` });
 // Disk mode: cold entities leave memory for <data>/shard-<i>/cold/ (a cache of the
 // WAL and snapshots, emptied here before recovery refills it from the snapshot).
-const coldFiles = init.memoryOnly ? null : ColdFiles.open(join(init.dataDir, `shard-${init.shardId}`, 'cold'), log);
+/** Test hook only (SERVICE_FAULT_WAL_FILE): ENOSPC / EIO in the fault file fail cold-store writes too. */
+const coldFaults = init.faultFile === null || init.memoryOnly ? null : faultyFs(realFs);
+const coldFiles = init.memoryOnly ? null : ColdFiles.open(join(init.dataDir, `shard-${init.shardId}`, 'cold'), log, undefined, coldFaults ?? realFs);
 const state = new ShardState({ shardId: init.shardId, shardCount: init.shardCount, memoryGovEnforce: init.memoryGovEnforce, partitions: init.partitions, coldFiles });
 const dedupe = new DedupeLog();
 let store: ShardStore | null = null;
@@ -50,7 +52,7 @@ if (store !== null && init.walSync === 'batch') {
 if (store !== null && init.faultFile !== null) {
   // Test hook only: arm or clear injected WAL faults from the control file.
   const s = store;
-  setInterval(() => s.pollFaultFile(), 20).unref();
+  setInterval(() => { const io = s.pollFaultFile(); coldFaults?.failWrites(io); }, 20).unref();
 }
 setInterval(() => shard.memoryTick(Date.now()), COLD_SWEEP_INTERVAL_MS).unref();
 

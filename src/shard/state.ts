@@ -11,7 +11,7 @@ import { partitionOf, shardOf } from '../registry/key';
 import { renamesBetween, underNewNames } from '../coordinator/renames';
 import type { RegistryState } from '../registry/model';
 import type { Row } from '../types';
-import { COLD_SWEEP_ENTITIES_PER_TICK, freeze, SweepCursor, thaw } from './cold';
+import { COLD_SWEEP_ENTITIES_PER_TICK, freeze, frozenParts, SweepCursor, thaw } from './cold';
 import { TableColumns } from './table_columns';
 import { MemColdStore, type ColdStore } from './cold_store';
 import type { ColdFiles } from './cold_files';
@@ -183,10 +183,11 @@ export class ShardState {
       const oldRef = ref === null ? undefined : ref === prev ? old?.plan : ref.tables.get(plan.name);
       tables.push(old === undefined || oldRef === undefined || oldRef.keySignature !== plan.keySignature
         ? new TableState(plan, new TableColumns(plan), null, this.#newCold(), this.counters)
-        : carryOver(old, plan, oldRef));
+        : carryOver(old, plan, oldRef, () => this.#newCold()));
     }
     for (const t of tables) t.coldAfterMs = coldAfterOf(next, t.plan.name);
     this.#disposeCold(this.tables, tables);
+    this.flushCold();
     this.registry = next;
     this.tables = tables;
     this.#byName.clear();
@@ -481,7 +482,7 @@ function applyFeatures(ts: TableState, slot: number, r: Row, t: number): void {
  * `plan` (the old plan itself, or recompiled under new names across a rename); its
  * features are in the same order as `old.plan`'s.
  */
-function carryOver(old: TableState, plan: TablePlan, ref: TablePlan): TableState {
+function carryOver(old: TableState, plan: TablePlan, ref: TablePlan, newCold: () => ColdStore): TableState {
   const map: number[] = plan.features.map((f) => {
     const j = ref.featureIndex.get(f.name);
     return j !== undefined && ref.features[j].signature === f.signature ? j : -1;
@@ -493,6 +494,24 @@ function carryOver(old: TableState, plan: TablePlan, ref: TablePlan): TableState
     old.cols.rebind();
     return new TableState(plan, old.cols, null, old.cold, old.counters);
   }
-  old.thawAll();
-  return new TableState(plan, old.cols.carry(plan, map), null, old.cold, old.counters);
+  // The layout frozen entities were saved in, before carry() rewrites the groups.
+  const meta = old.cols.layoutMeta();
+  const cols = old.cols.carry(plan, map);
+  // Frozen entities are remapped one at a time into a new store (install disposes
+  // of the old one): each loads into the new layout as a save of the old one
+  // (planLoad/addMapped), is frozen again and leaves; they never all come back to memory.
+  let cold = old.cold;
+  if (cold.size > 0) {
+    cold = newCold();
+    const liveOf: number[] = new Array(old.plan.features.length).fill(-1);
+    map.forEach((j, i) => { if (j >= 0) liveOf[j] = i; });
+    const load = cols.planLoad(meta, liveOf);
+    for (const [key, buf] of old.cold.entries()) {
+      const { lastT, lastLsn, saved } = frozenParts(buf);
+      const slot = cols.addMapped(key, lastT, lastLsn, saved, meta, load);
+      cold.set(key, freeze(cols, slot));
+      cols.remove(key);
+    }
+  }
+  return new TableState(plan, cols, null, cold, old.counters);
 }

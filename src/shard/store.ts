@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { Logger } from '../log';
 import type { RegistryState } from '../registry/model';
 import type { ShardInit } from '../protocol/messages';
-import { deleteAllSnapshots, faultyFs, fsError, realFs, RecordEncoder, RECORD_TYPE_EVENT, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, WalWriter, recoverWal, readNewestSnapshot, writeSnapshot, writeSnapshotAsync, type FaultyFs, type RecoveryProgress, type WalRecord } from '../wal';
+import { deleteAllSnapshots, faultyFs, fsError, realFs, type FaultCode, RecordEncoder, RECORD_TYPE_EVENT, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, WalWriter, recoverWal, readNewestSnapshot, writeSnapshot, writeSnapshotAsync, type FaultyFs, type RecoveryProgress, type WalRecord } from '../wal';
 import { PushApplier } from './push_apply';
 import { RECOVERY_PROGRESS_INTERVAL_MS, RECOVERY_PROGRESS_RECORDS_STRIDE } from '../limits';
 import type { ShardState } from './state';
@@ -222,16 +222,17 @@ export class ShardStore {
     });
   }
 
-  /** Test hook: reads the fault file (if configured) and arms or clears the injected fault. */
-  pollFaultFile(): void {
+  /** Test hook: reads the fault file (if configured) and arms or clears the injected fault. Returns the I/O fault armed (the cold store takes it too). */
+  pollFaultFile(): FaultCode | null {
     const file = this.init.faultFile;
-    if (file === null || this.#faults === null) return;
+    if (file === null || this.#faults === null) return null;
     const code = existsSync(file) ? readFileSync(file, 'utf8').trim() : '';
     const io = code === 'ENOSPC' || code === 'EIO' ? code : null;
     this.#faults.failWrites(io);
     this.#faults.failSyncs(io);
     this.#failTruncate = code === 'TRUNCATE';
     this.#slowSync = code === 'SLOW_SYNC';
+    return io;
   }
 
   /** /reset: every segment and snapshot goes. Throws on failure (wal_truncate_failed). */

@@ -11,7 +11,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, rmSync, statSync } from 'node:fs';
+import { readdirSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { get, post, startServer, tempDataDir, type TestServer } from '../harness/server';
 import { TcpClient } from '../harness/tcp';
@@ -166,6 +166,40 @@ test('kill -9 with cold entities on disk (the WAL alone, then a snapshot taken w
     });
     assert.ok(sampleValue(m, 'streamfeat_cold_entities', { shard: '0', table: 'Totals' })! >= KEYS.length - 50, 'snapshot entities restore cold');
     assert.deepEqual(await rows(srv, 'Totals', KEYS), expected, 'after kill -9: snapshot (cold entities) + WAL tail');
+  } finally {
+    await srv.kill9();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('cold store write failures (ENOSPC injected): the entities stay in memory with exact values and go to disk once writes work again', async () => {
+  const dataDir = tempDataDir();
+  const faultFile = join(dataDir, 'fault');
+  const srv = await startServer({ dataDir, admin: true, args: ['--snapshot-interval', '0'], env: { SERVICE_FAULT_WAL_FILE: faultFile } });
+  try {
+    assert.equal((await post(srv.base, '/register', { nodes: NODES })).status, 200);
+    const { events, totals } = hits();
+    assert.ok((await pushAll(srv, events)).every((c) => c === null));
+    writeFileSync(faultFile, 'ENOSPC');
+    const cold = (x: ReturnType<typeof parsePrometheus>): number => sampleValue(x, 'streamfeat_cold_entities', { shard: '0', table: 'Totals' }) ?? 0;
+    const during = await until('failed cold writes', async () => {
+      const x = await metrics(srv);
+      return (sampleValue(x, 'streamfeat_cold_store_write_errors_total', { shard: '0' }) ?? 0) > 0 && cold(x) === KEYS.length ? x : undefined;
+    });
+    assert.equal(sampleValue(during, 'streamfeat_cold_store_live_bytes', { shard: '0' }), 0, 'nothing reached the disk');
+    const inMemory = sampleValue(during, 'streamfeat_cold_memory_bytes', { shard: '0' })!;
+    assert.ok(srv.logs.some((l) => l.kind === 'shard.cold_store_write_failed'));
+    assert.deepEqual(await rows(srv, 'Totals', KEYS), totals, 'kept in memory: exact values');
+    unlinkSync(faultFile);
+    // Read back (thawed) above, frozen again by the next sweeps, now written.
+    const m = await until('the entities on disk', async () => {
+      const x = await metrics(srv);
+      return cold(x) === KEYS.length && (sampleValue(x, 'streamfeat_cold_store_live_bytes', { shard: '0' }) ?? 0) > KEYS.length * 20 ? x : undefined;
+    });
+    // Two tables' minimal indexes (1,024 slots x 20 B each) instead of the frozen buffers.
+    assert.equal(sampleValue(m, 'streamfeat_cold_memory_bytes', { shard: '0' }), 2 * 1024 * 20, `only the index stays in memory (was ${inMemory} B)`);
+    assert.ok(inMemory > 2 * 1024 * 20 + KEYS.length * 20);
+    assert.deepEqual(await rows(srv, 'Totals', KEYS), totals);
   } finally {
     await srv.kill9();
     rmSync(dataDir, { recursive: true, force: true });
