@@ -125,11 +125,8 @@ test('idle entities go to the on-disk cold store and read back exactly; empty on
     assert.equal((await pushAll(srv, [{ sid: 'sess-3', x: 7 }]))[0], null);
     assert.deepEqual((await post(srv.base, '/get', { table: 'Sessions', key: 'sess-3' })).json, { n: 1, top: 7 });
     assert.deepEqual((await post(srv.base, '/get', { table: 'Totals', key: 'sess-3' })).json, { n: 4, sum: 30 + 31 + 32 + 7, last: [32, 7] });
-    const m2 = await until('thaws counted', async () => {
-      const x = await metrics(srv);
-      return sampleValue(x, 'streamfeat_cold_thawed_total', { shard: '0' })! >= KEYS.length ? x : undefined;
-    });
-    assert.ok(sampleValue(m2, 'streamfeat_cold_entities', { shard: '0', table: 'Totals' })! < KEYS.length, 'reads thawed them');
+    // The reads thawed them (a later sweep freezes them again: their last push is old).
+    await until('thaws counted', async () => ((sampleValue(await metrics(srv), 'streamfeat_cold_thawed_total', { shard: '0' }) ?? 0) >= KEYS.length ? true : undefined));
   } finally {
     await srv.kill9();
     srv.cleanup();
