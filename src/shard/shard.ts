@@ -80,7 +80,7 @@ export class Shard {
   /** The shard's memory as last measured (measureMemory), and when. */
   #measuredBytes = measureMemory();
   #measuredAtMs = 0;
-  /** Sweep counters at the last shard.cold_evicted line (one line a second at most). */
+  /** Sweep counters at the last shard.cold_evicted line; atMs: when the first eviction not yet logged happened (0: none). */
   #logged = { frozen: 0, dropped: 0, evicted: 0, atMs: 0 };
 
   constructor(deps: ShardDeps) {
@@ -153,8 +153,12 @@ export class Shard {
     const frozen = c.frozen - logged.frozen;
     const dropped = c.dropped - logged.dropped;
     const evicted = c.evicted - logged.evicted;
-    if (frozen + dropped + evicted > 0 && now - logged.atMs >= MEMORY_CHECK_INTERVAL_MS) {
-      this.#logged = { frozen: c.frozen, dropped: c.dropped, evicted: c.evicted, atMs: now };
+    // One line per second of evictions, written a second after the first one it counts
+    // (sweeps run every 100 ms: a burst of idle entities is one line, not several).
+    if (frozen + dropped + evicted === 0) return;
+    if (logged.atMs === 0) { this.#logged = { ...logged, atMs: now }; return; }
+    if (now - logged.atMs >= MEMORY_CHECK_INTERVAL_MS) {
+      this.#logged = { frozen: c.frozen, dropped: c.dropped, evicted: c.evicted, atMs: 0 };
       this.#log.info({ kind: 'shard.cold_evicted', shard: this.#init.shardId, frozen, dropped, evicted, cold: state.coldCount(), measured_bytes: measured, limit_bytes: limit });
     }
   }
