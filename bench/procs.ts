@@ -73,6 +73,9 @@ export function startServer(o: ServerOptions): Promise<Target> {
   if (o.memoryOnly) args.push('--memory-only');
   if (o.walSync !== undefined) args.push('--wal-sync', o.walSync);
   if (o.extraArgs) args.push(...o.extraArgs);
+  // BENCH_SERVER_ARGS: extra `serve` flags for every streamfeat the bench starts, space-separated
+  // (e.g. "--snapshot-interval 1s" to see what snapshots cost a soak's RSS).
+  args.push(...(process.env.BENCH_SERVER_ARGS ?? '').split(' ').filter((a) => a !== ''));
   const want = ['server.http_bound', 'server.tcp_bound'];
   if (o.admin === true) {
     args.push('--admin-addr', '127.0.0.1:0');
