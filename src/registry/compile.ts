@@ -88,8 +88,18 @@ export class FeaturePlan {
   }
 }
 
+/** Where a table's column values are written (wal/push_record.ts PushFrameWriter). */
+export interface ValueSink {
+  value(v: Value | undefined): void;
+}
+
+/** Writes a row's values of TablePlan.columns, in order (generated per table: front/push_records.ts). */
+export type ColumnWriter = (r: Row, sink: ValueSink) => void;
+
 export class TablePlan {
   readonly featureIndex: Map<string, number>;
+  /** Built on first use by the front (front/push_records.ts), then reused for every push. */
+  columnWriter: ColumnWriter | null = null;
   /** The same plan at another position (a reused table whose index moved). */
   at(index: number): TablePlan {
     return index === this.index ? this : new TablePlan(this.name, index, this.keyFields, this.keyTypes, this.features, this.keySignature, this.columns);

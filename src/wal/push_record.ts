@@ -74,6 +74,8 @@ const PAYLOAD_OFFSET = FRAME_HEADER_BYTES + FRAME_TYPE_BYTES;
 export class PushFrameWriter {
   buf: Buffer;
   pos = 0;
+  /** Over `buf`: DataView stores are inlined by V8, Buffer#writeUInt32LE and friends are calls with range checks. */
+  #dv: DataView;
   #frameStart = -1;
   #feedCountAt = -1;
   #feeds = 0;
@@ -83,6 +85,7 @@ export class PushFrameWriter {
   constructor(initialBytes = PUSH_BATCH_BYTES_INITIAL) {
     assert(initialBytes > PAYLOAD_OFFSET + PUSH_FIXED_BYTES, 'initialBytes too small');
     this.buf = Buffer.allocUnsafeSlow(initialBytes);
+    this.#dv = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length);
   }
 
   get byteLength(): number {
@@ -94,27 +97,29 @@ export class PushFrameWriter {
     const out = new Uint8Array(this.buf.buffer, this.buf.byteOffset, this.pos);
     let next = PUSH_BATCH_BYTES_INITIAL;
     while (next < this.pos && next < PUSH_BATCH_BYTES_START_MAX) next *= 2;
-    this.buf = Buffer.allocUnsafeSlow(next);
+    this.#setBuf(Buffer.allocUnsafeSlow(next));
     this.pos = 0;
     return out;
   }
 
   /** Opens a PUSH frame; feeds follow (feed()), then end(). */
   begin(lsn: number, timeMs: number, registryVersion: number, eventIndex: number, dedupe: string | null): void {
-    assert(this.#frameStart < 0, 'begin inside a frame');
-    assert(Number.isSafeInteger(lsn) && lsn >= 0, 'lsn must be a safe integer');
-    assert(eventIndex >= 0 && eventIndex <= PUSH_INDEX_MAX, 'event index out of range');
+    if (this.#frameStart >= 0) fail('begin inside a frame');
+    if (!(lsn >= 0 && lsn <= Number.MAX_SAFE_INTEGER)) fail('lsn must be a safe integer');
+    if (!(eventIndex >= 0 && eventIndex <= PUSH_INDEX_MAX)) fail('event index out of range');
     this.#ensure(PAYLOAD_OFFSET + PUSH_FIXED_BYTES);
     const start = this.pos;
     this.#frameStart = start;
-    const b = this.buf;
-    b[start + FRAME_HEADER_BYTES] = RECORD_TYPE_PUSH;
-    let p = start + PAYLOAD_OFFSET;
-    writeU64(b, lsn, p);
-    writeU64(b, timeMs, p + 8);
-    b.writeUInt32LE(registryVersion, p + 16);
-    b.writeUInt16LE(eventIndex, p + 20);
-    b[p + FLAGS_AT] = dedupe === null ? 0 : FLAG_DEDUPE;
+    const dv = this.#dv;
+    dv.setUint8(start + FRAME_HEADER_BYTES, RECORD_TYPE_PUSH);
+    const p = start + PAYLOAD_OFFSET;
+    dv.setUint32(p, lsn >>> 0, true);
+    dv.setUint32(p + 4, Math.floor(lsn / TWO_POW_32), true);
+    dv.setUint32(p + 8, timeMs >>> 0, true);
+    dv.setUint32(p + 12, Math.floor(timeMs / TWO_POW_32), true);
+    dv.setUint32(p + 16, registryVersion, true);
+    dv.setUint16(p + 20, eventIndex, true);
+    dv.setUint8(p + FLAGS_AT, dedupe === null ? 0 : FLAG_DEDUPE);
     this.pos = p + FLAGS_AT + 1;
     if (dedupe !== null) this.str(dedupe);
     this.#ensure(2);
@@ -125,11 +130,11 @@ export class PushFrameWriter {
 
   /** Opens a feed of the current frame; its values follow (value()). */
   feed(tableIndex: number, key: string): void {
-    assert(this.#frameStart >= 0, 'feed outside a frame');
-    assert(tableIndex >= 0 && tableIndex <= PUSH_INDEX_MAX, 'table index out of range');
+    if (this.#frameStart < 0) fail('feed outside a frame');
+    if (!(tableIndex >= 0 && tableIndex <= PUSH_INDEX_MAX)) fail('table index out of range');
     this.#closeFeed();
     this.#ensure(2);
-    this.buf.writeUInt16LE(tableIndex, this.pos);
+    this.#dv.setUint16(this.pos, tableIndex, true);
     this.pos += 2;
     this.str(key);
     this.#ensure(2);
@@ -141,28 +146,25 @@ export class PushFrameWriter {
 
   value(v: Value | undefined): void {
     this.#values++;
-    if (v === undefined) { this.#tag(TAG_ABSENT); return; }
-    if (v === null) { this.#tag(TAG_NULL); return; }
-    switch (typeof v) {
-      case 'boolean':
-        this.#tag(v ? TAG_TRUE : TAG_FALSE);
-        return;
-      case 'number':
-        this.#ensure(9);
-        // -0 is not an int32 (its sign would be lost): it rides as f64.
-        if ((v | 0) === v && (v !== 0 || 1 / v > 0)) {
-          this.buf[this.pos] = TAG_I32;
-          this.buf.writeInt32LE(v, this.pos + 1);
-          this.pos += 5;
-        } else {
-          this.buf[this.pos] = TAG_F64;
-          this.buf.writeDoubleLE(v, this.pos + 1);
-          this.pos += 9;
-        }
-        return;
-      default:
-        this.str(v);
+    if (typeof v === 'string') { this.str(v); return; }
+    this.#ensure(9);
+    const dv = this.#dv;
+    const at = this.pos;
+    if (typeof v === 'number') {
+      // -0 is not an int32 (its sign would be lost): it rides as f64.
+      if ((v | 0) === v && (v !== 0 || 1 / v > 0)) {
+        dv.setUint8(at, TAG_I32);
+        dv.setInt32(at + 1, v, true);
+        this.pos = at + 5;
+      } else {
+        dv.setUint8(at, TAG_F64);
+        dv.setFloat64(at + 1, v, true);
+        this.pos = at + 9;
+      }
+      return;
     }
+    dv.setUint8(at, v === undefined ? TAG_ABSENT : v === null ? TAG_NULL : v ? TAG_TRUE : TAG_FALSE);
+    this.pos = at + 1;
   }
 
   /** A string value (tag, u32 byte length, bytes). */
@@ -180,7 +182,7 @@ export class PushFrameWriter {
       }
       if (i === n) {
         b[at] = TAG_STR_ASCII;
-        b.writeUInt32LE(n, at + 1);
+        this.#dv.setUint32(at + 1, n, true);
         this.pos = at + 5 + n;
         return;
       }
@@ -196,15 +198,15 @@ export class PushFrameWriter {
       }
     }
     this.buf[at] = tag;
-    this.buf.writeUInt32LE(bytes, at + 1);
+    this.#dv.setUint32(at + 1, bytes, true);
     this.pos = at + 5 + bytes;
   }
 
   /** Closes the PUSH frame (crc left 0: the shard seals it). Returns its byte length. */
   end(): number {
-    assert(this.#frameStart >= 0, 'end outside a frame');
+    if (this.#frameStart < 0) fail('end outside a frame');
     this.#closeFeed();
-    this.buf.writeUInt16LE(this.#feeds, this.#feedCountAt);
+    this.#dv.setUint16(this.#feedCountAt, this.#feeds, true);
     return this.#close();
   }
 
@@ -244,23 +246,18 @@ export class PushFrameWriter {
   #close(): number {
     const start = this.#frameStart;
     const length = this.pos - start - FRAME_HEADER_BYTES;
-    assert(length <= RECORD_BYTES_MAX, 'record larger than RECORD_BYTES_MAX');
-    this.buf.writeUInt32LE(length, start);
-    this.buf.writeUInt32LE(0, start + 4);
+    if (length > RECORD_BYTES_MAX) fail('record larger than RECORD_BYTES_MAX');
+    this.#dv.setUint32(start, length, true);
+    this.#dv.setUint32(start + 4, 0, true);
     this.#frameStart = -1;
     return this.pos - start;
   }
 
   #closeFeed(): void {
     if (this.#valueCountAt < 0) return;
-    assert(this.#values <= PUSH_INDEX_MAX, 'too many values in a feed');
-    this.buf.writeUInt16LE(this.#values, this.#valueCountAt);
+    if (this.#values > PUSH_INDEX_MAX) fail('too many values in a feed');
+    this.#dv.setUint16(this.#valueCountAt, this.#values, true);
     this.#valueCountAt = -1;
-  }
-
-  #tag(tag: number): void {
-    this.#ensure(1);
-    this.buf[this.pos++] = tag;
   }
 
   #ensure(extra: number): void {
@@ -270,8 +267,18 @@ export class PushFrameWriter {
     while (cap < need) cap *= 2;
     const grown = Buffer.allocUnsafeSlow(cap);
     this.buf.copy(grown, 0, 0, this.pos);
-    this.buf = grown;
+    this.#setBuf(grown);
   }
+
+  #setBuf(b: Buffer): void {
+    this.buf = b;
+    this.#dv = new DataView(b.buffer, b.byteOffset, b.length);
+  }
+}
+
+/** A broken writer invariant (a bug in the caller): thrown like assert() would. */
+function fail(message: string): never {
+  throw new assert.AssertionError({ message });
 }
 
 /** No lone surrogate (String#isWellFormed, which ES2022's typings lack). */
@@ -364,8 +371,21 @@ function skipValue(buf: Buffer, p: number, end: number): number {
  * The caller checked the record (WAL_CODEC.wellFormed on replay; live records
  * come from the front's writer).
  */
+/**
+ * What Buffer#toString(encoding, start, end) calls after checking its arguments:
+ * Node's Buffer has these methods, @types/node does not declare them. Calling them
+ * directly saved about 5% of replay CPU (the argument checks of toString showed
+ * in the profile of bench/recovery.ts).
+ */
+interface SliceBuffer {
+  latin1Slice(start: number, end: number): string;
+  utf8Slice(start: number, end: number): string;
+  ucs2Slice(start: number, end: number): string;
+}
+
 export class PushRecordReader {
   buf: Buffer = Buffer.alloc(0);
+  #slices: SliceBuffer = this.buf as unknown as SliceBuffer;
   p = 0;
   lsn = 0;
   timeMs = 0;
@@ -378,7 +398,7 @@ export class PushRecordReader {
   /** `body` = offset of the type byte. */
   open(buf: Buffer, body: number): void {
     assert(buf[body] === RECORD_TYPE_PUSH, 'not a PUSH record');
-    this.buf = buf;
+    if (buf !== this.buf) { this.buf = buf; this.#slices = buf as unknown as SliceBuffer; }
     const p = body + FRAME_TYPE_BYTES;
     this.lsn = readU64(buf, p);
     this.timeMs = readU64(buf, p + 8);
@@ -403,7 +423,9 @@ export class PushRecordReader {
     const n = b.readUInt32LE(at + 1);
     this.p = at + 5 + n;
     const tag = b[at];
-    return b.toString(tag === TAG_STR_ASCII ? 'latin1' : tag === TAG_STR_UTF8 ? 'utf8' : 'utf16le', at + 5, at + 5 + n);
+    const from = at + 5;
+    const sl = this.#slices;
+    return tag === TAG_STR_ASCII ? sl.latin1Slice(from, from + n) : tag === TAG_STR_UTF8 ? sl.utf8Slice(from, from + n) : sl.ucs2Slice(from, from + n);
   }
 
   value(): Value | undefined {
