@@ -3,24 +3,29 @@
  * restart takes with N events in the WAL, and how long a snapshot pauses a
  * shard holding M entities.
  *
- *   node dist/bench/recovery.js [--events 10000000] [--entities 1000000] [--shards 1]
+ *   node dist/bench/recovery.js [--events 10000000] [--entities 1000000] [--shards 1] [--format push|event]
  *
- * The WAL is generated directly with the WAL library (the same encoder the shards
- * use), so building 10M events takes seconds instead of a long push run; then the
- * real server is started on it and its own log lines give the timings.
+ * The WAL is generated directly with the code the server uses (the front's
+ * PushRoute writing PUSH records, sealed as the shard seals them), so building
+ * 10M events takes seconds instead of a long push run; then the real server is
+ * started on it and its own log lines give the timings. `--format event` writes
+ * the previous record format (the envelope text), which recovery still replays.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RecordEncoder, RegistryLog, WalWriter } from '../src/wal';
+import { PushFrameWriter, RecordEncoder, RegistryLog, sealFrame, WalWriter } from '../src/wal';
 import { hashKey } from '../src/registry/key';
+import { compileRegistry } from '../src/registry/compile';
+import { PushRoute } from '../src/front/push_records';
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
 const EVENTS = Number(args.get('events') ?? 10_000_000);
 const ENTITIES = Number(args.get('entities') ?? 1_000_000);
 const SHARDS = Number(args.get('shards') ?? 1);
+const FORMAT = args.get('format') ?? 'push';
 const BATCH = 512;
 
 const NODES = [
@@ -43,30 +48,52 @@ function buildDataDir(): string {
   log.close();
   const writers: WalWriter[] = [];
   const encoders: RecordEncoder[] = [];
+  const frames: PushFrameWriter[] = [];
+  const counts: number[] = [];
   const firsts: number[] = [];
   for (let s = 0; s < SHARDS; s++) {
     writers.push(WalWriter.open(join(dir, `shard-${s}`, 'wal'), { segmentBytesMax: 64 * 1024 * 1024, nextLsnHint: 1 }));
     encoders.push(new RecordEncoder());
+    frames.push(new PushFrameWriter());
+    counts.push(0);
     firsts.push(-1);
   }
   const t0 = Date.now() - 30 * 60_000;
   const flush = (s: number, last: number): void => {
-    writers[s].append(encoders[s].bytes(), firsts[s], last);
-    encoders[s].reset();
+    if (FORMAT === 'event') {
+      writers[s].append(encoders[s].bytes(), firsts[s], last);
+      encoders[s].reset();
+    } else {
+      const bytes = Buffer.from(frames[s].take());
+      for (let p = 0; p < bytes.length;) p = sealFrame(bytes, p);
+      writers[s].append(bytes, firsts[s], last);
+    }
+    counts[s] = 0;
     firsts[s] = -1;
   };
+  // The front's side: the registry as the front compiles it, routing and record writing.
+  const reg = compileRegistry({ version: 1, nodes: NODES }, { memoryGovEnforce: true, pushValidators: true, features: false });
+  const plan = reg.events.get('Txn')!;
+  const route = new PushRoute();
   const lastOf: number[] = new Array(SHARDS).fill(0);
   for (let lsn = 1; lsn <= EVENTS; lsn++) {
     const user = `user${(lsn * 2654435761) % ENTITIES}`;
     const s = SHARDS === 1 ? 0 : hashKey(user) % SHARDS;
     if (firsts[s] < 0) firsts[s] = lsn;
-    // What the front hands the shards and the WAL stores: the push envelope as received.
-    encoders[s].event(lsn, t0 + Math.floor(lsn / 1000), 1, 'Txn', `{"event":"Txn","data":{"user":"${user}","amount":${lsn % 997}.5}}`);
+    const t = t0 + Math.floor(lsn / 1000);
+    if (FORMAT === 'event') {
+      // The previous format: the push envelope as received.
+      encoders[s].event(lsn, t, 1, 'Txn', `{"event":"Txn","data":{"user":"${user}","amount":${lsn % 997}.5}}`);
+    } else {
+      route.route(plan, { user, amount: (lsn % 997) + 0.5 }, SHARDS);
+      route.write(frames[s], s, plan, lsn, t, 1, null);
+    }
+    counts[s]++;
     lastOf[s] = lsn;
-    if (encoders[s].count >= BATCH) flush(s, lsn);
+    if (counts[s] >= BATCH) flush(s, lsn);
   }
   for (let s = 0; s < SHARDS; s++) {
-    if (encoders[s].count > 0) flush(s, lastOf[s]);
+    if (counts[s] > 0) flush(s, lastOf[s]);
     writers[s].sync();
     writers[s].close();
   }
@@ -101,7 +128,7 @@ function runServer(dir: string, extra: string[]): Promise<{ lines: LogLine[]; bo
 }
 
 async function main(): Promise<void> {
-  console.log(`recovery benchmark: ${EVENTS.toLocaleString()} events over ${ENTITIES.toLocaleString()} entities, ${SHARDS} shard(s)`);
+  console.log(`recovery benchmark: ${EVENTS.toLocaleString()} events over ${ENTITIES.toLocaleString()} entities, ${SHARDS} shard(s), ${FORMAT} records`);
   let t = Date.now();
   const dir = buildDataDir();
   console.log(`  WAL generated in ${((Date.now() - t) / 1000).toFixed(1)} s`);

@@ -1,0 +1,168 @@
+/**
+ * Per-push CPU of the data path, front and shard, before and after PUSH records
+ * (issue 12 item 2), in one process, single-threaded, measured as CPU time
+ * (process.cpuUsage), so a shared machine changes the numbers less than it
+ * changes a load run. Same bodies (bench/workloads.ts BodyGen, Zipf keys), same
+ * registry, 2 shards' worth of routing.
+ *
+ *   text path (before): front  JSON.parse + validate + chains + keys + hash, a
+ *                              PushItem object per target shard, structured clone
+ *                              of the batch (v8.serialize, what postMessage does)
+ *                       shard  deserialize, then per push JSON.parse of the
+ *                              envelope + chains + keys + hash + apply
+ *   record path (now):  front  JSON.parse + validate + chains + keys + hash, a
+ *                              PUSH record per target shard into the batch bytes,
+ *                              structured clone of {items, bytes}
+ *                       shard  deserialize, seal the crcs, apply each record
+ *
+ *   node dist/bench/push_path.js [--workload medium|fraud] [--pushes 200000] [--batch 128] [--rounds 3]
+ *
+ * Prints µs of CPU per push for each side (best of the rounds). The WAL write
+ * itself is the same for both (one write per batch) and is left out.
+ */
+import { serialize, deserialize } from 'node:v8';
+import { compileRegistry, type CompiledRegistry } from '../src/registry/compile';
+import type { RegistryState } from '../src/registry/model';
+import { PushRoute } from '../src/front/push_records';
+import { PushFrameWriter, sealFrame, frameEnd } from '../src/wal/push_record';
+import { FRAME_HEADER_BYTES } from '../src/wal/constants';
+import { ShardState } from '../src/shard/state';
+import { PushApplier } from '../src/shard/push_apply';
+import { shardOf } from '../src/registry/key';
+import { ITEM_PUSH } from '../src/protocol/messages';
+import { BodyGen, workloadNamed } from './workloads';
+import type { Row } from '../src/types';
+
+const args = new Map<string, string>();
+for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
+const WORKLOAD = args.get('workload') ?? 'fraud';
+const PUSHES = Number(args.get('pushes') ?? 200_000);
+const BATCH = Number(args.get('batch') ?? 128);
+const ROUNDS = Number(args.get('rounds') ?? 3);
+const SHARDS = 2;
+
+const wl = workloadNamed(WORKLOAD);
+const STATE: RegistryState = { version: 1, nodes: wl.register.nodes as RegistryState['nodes'] };
+const gen = new BodyGen(wl, 'zipf', 1_000_000, 1, 7);
+const bodies: string[] = Array.from({ length: PUSHES }, () => gen.push());
+const T0 = Date.now();
+
+function cpuUs(): number {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+}
+
+interface TextItem { k: number; lsn: number; t: number; v: number; e: string; j: string }
+
+/** The front before: items with the envelope text, per shard, serialized per batch. */
+function frontText(front: CompiledRegistry, out: Buffer[][]): number {
+  const c0 = cpuUs();
+  let items: TextItem[][] = [[], []];
+  for (let i = 0; i < PUSHES; i++) {
+    const text = bodies[i];
+    const body = JSON.parse(text) as { event: string; data: unknown };
+    const plan = front.events.get(body.event)!;
+    const row = plan.validator!.validate(body.data);
+    let mask = 0;
+    const rows = plan.feedRows(row);
+    for (let f = 0; f < plan.feeds.length; f++) {
+      const r = rows[f];
+      const key = r === null ? null : plan.feeds[f].key(r);
+      if (key !== null) mask |= 1 << shardOf(key, SHARDS);
+    }
+    if (mask === 0) mask = 1;
+    const item = { k: ITEM_PUSH, lsn: i + 1, t: T0 + i, v: 1, e: plan.name, j: text };
+    for (let s = 0; s < SHARDS; s++) if (mask & (1 << s)) items[s].push(item);
+    if ((i + 1) % BATCH === 0 || i === PUSHES - 1) {
+      for (let s = 0; s < SHARDS; s++) out[s].push(serialize({ items: items[s] }));
+      items = [[], []];
+    }
+  }
+  return cpuUs() - c0;
+}
+
+/** The shard before: parse the envelope again, chains, keys, hashing, apply. */
+function shardText(state: ShardState, batches: Buffer[]): number {
+  const c0 = cpuUs();
+  for (const b of batches) {
+    const { items } = deserialize(b) as { items: TextItem[] };
+    for (const it of items) state.applyText(it.e, it.j, it.t, it.lsn, it.v, null);
+  }
+  return cpuUs() - c0;
+}
+
+/** The front now: PUSH records into per-shard batch bytes. */
+function frontRecords(front: CompiledRegistry, out: Buffer[][]): number {
+  const route = new PushRoute();
+  const writers = [new PushFrameWriter(), new PushFrameWriter()];
+  const c0 = cpuUs();
+  let runs = [0, 0];
+  for (let i = 0; i < PUSHES; i++) {
+    const body = JSON.parse(bodies[i]) as { event: string; data: unknown };
+    const plan = front.events.get(body.event)!;
+    const row: Row = plan.validator!.validate(body.data);
+    route.route(plan, row, SHARDS);
+    const mask = route.mask === 0 ? 1 : route.mask;
+    for (let s = 0; s < SHARDS; s++) {
+      if ((mask & (1 << s)) === 0) continue;
+      route.write(writers[s], s, plan, i + 1, T0 + i, 1, null);
+      runs[s]++;
+    }
+    if ((i + 1) % BATCH === 0 || i === PUSHES - 1) {
+      for (let s = 0; s < SHARDS; s++) out[s].push(serialize({ items: [{ k: ITEM_PUSH, n: runs[s] }], bytes: writers[s].take() }));
+      runs = [0, 0];
+    }
+  }
+  return cpuUs() - c0;
+}
+
+/** The shard now: seal, then apply each record in place. */
+function shardRecords(state: ShardState, batches: Buffer[]): number {
+  const applier = new PushApplier(state);
+  const c0 = cpuUs();
+  for (const b of batches) {
+    const { bytes } = deserialize(b) as { bytes: Uint8Array };
+    const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    for (let p = 0; p < buf.length;) p = sealFrame(buf, p);
+    for (let p = 0; p < buf.length; p = frameEnd(buf, p)) applier.apply(buf, p + FRAME_HEADER_BYTES, null);
+  }
+  return cpuUs() - c0;
+}
+
+function shards(): ShardState[] {
+  return Array.from({ length: SHARDS }, (_, s) => { const st = new ShardState({ shardId: s, shardCount: SHARDS, memoryGovEnforce: true }); st.install(STATE); return st; });
+}
+
+function main(): void {
+  const front = compileRegistry(STATE, { memoryGovEnforce: true, pushValidators: true, features: false });
+  console.log(`push path: ${WORKLOAD}, ${PUSHES.toLocaleString()} pushes, batches of ${BATCH}, ${SHARDS} shards; CPU µs per push, best of ${ROUNDS}`);
+  const best = { ft: Infinity, st: Infinity, fr: Infinity, sr: Infinity, bt: 0, br: 0 };
+  for (let round = 0; round < ROUNDS; round++) {
+    const textOut: Buffer[][] = [[], []];
+    const recOut: Buffer[][] = [[], []];
+    best.ft = Math.min(best.ft, frontText(front, textOut) / PUSHES);
+    best.fr = Math.min(best.fr, frontRecords(front, recOut) / PUSHES);
+    const st = shards();
+    const sr = shards();
+    let ts = 0;
+    let rs = 0;
+    for (let s = 0; s < SHARDS; s++) { ts += shardText(st[s], textOut[s]); rs += shardRecords(sr[s], recOut[s]); }
+    best.st = Math.min(best.st, ts / PUSHES);
+    best.sr = Math.min(best.sr, rs / PUSHES);
+    best.bt = textOut.flat().reduce((a, b) => a + b.length, 0) / PUSHES;
+    best.br = recOut.flat().reduce((a, b) => a + b.length, 0) / PUSHES;
+    // Same state either way: the record path must not change a single value.
+    const table = wl.getTable;
+    for (let s = 0; s < SHARDS; s++) {
+      const ta = st[s].tableByName(table)!;
+      for (const key of [...ta.cols.index.bySlot.keys()].slice(0, 200)) {
+        if (st[s].read(table, key, null, T0 + PUSHES) !== sr[s].read(table, key, null, T0 + PUSHES)) throw new Error(`rows differ for ${key}`);
+      }
+    }
+  }
+  console.log(`             front µs/push   shard µs/push (all shards)   bytes/push to shards`);
+  console.log(`text path    ${best.ft.toFixed(2).padStart(13)}   ${best.st.toFixed(2).padStart(26)}   ${best.bt.toFixed(0).padStart(20)}`);
+  console.log(`record path  ${best.fr.toFixed(2).padStart(13)}   ${best.sr.toFixed(2).padStart(26)}   ${best.br.toFixed(0).padStart(20)}`);
+}
+
+main();
