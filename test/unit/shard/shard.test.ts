@@ -10,7 +10,9 @@
  * - install ordering: pushes before an install apply under the old version, after
  *   it under the new one, in one batch;
  * - with a store: the frames reach the WAL as written, and a restart recovers the
- *   same rows and dedupe entries.
+ *   same rows and dedupe entries;
+ * - an old data dir (EVENT records) recovers, and keeps recovering once PUSH
+ *   records follow them.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -21,6 +23,7 @@ import { compileRegistry, type CompiledRegistry } from '../../../src/registry/co
 import type { RegistryState } from '../../../src/registry/model';
 import { PushRoute } from '../../../src/front/push_records';
 import { PushFrameWriter } from '../../../src/wal/push_record';
+import { RecordEncoder, WalWriter } from '../../../src/wal';
 import { ITEM_GET, ITEM_INSTALL, ITEM_PUSH, type GetItem, type ShardBatch, type ShardInit, type ShardItem } from '../../../src/protocol/messages';
 import { Shard } from '../../../src/shard/shard';
 import { ShardState } from '../../../src/shard/state';
@@ -245,6 +248,45 @@ test('with a store: the batch frames are the WAL; a restart recovers the same ro
     assert.deepEqual(keys.map((k) => second.state.read('Users', k, null, now)), rows);
     assert.deepEqual(second.shard.hello().dedupe, hello.dedupe, 'dedupe entries survive, same lsn, version and time');
     second.store.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('an old data dir: EVENT records (the envelope text) replay, then the PUSH records written after the upgrade', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sf-shard-legacy-'));
+  try {
+    const init = shardInit(0, 1, dir, false);
+    const r = prng(9);
+    const txs = Array.from({ length: 60 }, (_, i) => randomTx(r, i));
+    // What a build before PUSH records wrote: the envelope as received, per push.
+    const wal = WalWriter.open(join(dir, 'shard-0', 'wal'), { segmentBytesMax: 1 << 20, nextLsnHint: 1 });
+    const enc = new RecordEncoder();
+    for (let i = 0; i < 30; i++) enc.event(i + 1, T0 + i, 1, 'Tx', JSON.stringify({ event: 'Tx', data: txs[i] }));
+    wal.appendStaged(enc);
+    wal.sync();
+    wal.close();
+    const naive = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+    naive.install(V1);
+    for (let i = 0; i < 60; i++) naive.apply('Tx', { ...txs[i] }, T0 + i, i + 1);
+    const open = (): { shard: Shard; state: ShardState; store: ShardStore } => {
+      const state = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+      const { store, info } = ShardStore.open(init, state, new DedupeLog(), log);
+      if (state.registry === null) state.install(V1);
+      return { shard: new Shard({ init, state, dedupe: new DedupeLog(), store, coldFiles: null, log, recovered: info, sampler: new ThreadSampler('test') }), state, store };
+    };
+    const upgraded = open();
+    assert.equal(upgraded.state.appliedLsn, 30, 'the old records replayed');
+    const front = new FrontSim(V1, 1);
+    front.lsn = 30;
+    for (let i = 30; i < 60; i++) front.push('Tx', txs[i], T0 + i);
+    assert.equal(upgraded.shard.runBatch(front.batch(0)).walError, null);
+    upgraded.store.close();
+    const restarted = open();
+    const now = Date.now();
+    const keys = [...naive.tableByName('Users')!.cols.index.bySlot.keys()];
+    for (const k of keys) assert.equal(restarted.state.read('Users', k, null, now), naive.read('Users', k, null, now), k);
+    restarted.store.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
