@@ -17,6 +17,8 @@ import { restoreSnapshot, SnapshotJob } from '../../../src/shard/snapshot_job';
 import { DedupeLog } from '../../../src/shard/dedupe_log';
 import type { RegistryState } from '../../../src/registry/model';
 import { prng } from '../../harness/prng';
+import { exportPartition, importPartition } from '../../../src/shard/partition_io';
+import { partitionOf } from '../../../src/registry/key';
 
 function tempDir(): string {
   return mkdtempSync(join(tmpdir(), 'sf-cold-'));
@@ -205,5 +207,35 @@ test('memory-limit eviction takes the least recently pushed first; refuseNew ref
     files.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('cluster partition export and import carry entities that are cold on disk', () => {
+  const P = 4;
+  const dirs = [tempDir(), tempDir()];
+  try {
+    const [fa, fb] = dirs.map((d) => ColdFiles.open(d));
+    const mk = (files: ColdFiles): ShardState => {
+      const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true, partitions: P, coldFiles: files });
+      s.install(REG);
+      return s;
+    };
+    const a = mk(fa);
+    const b = mk(fb);
+    const keys = Array.from({ length: 400 }, (_, i) => `k${i}`);
+    keys.forEach((sid, i) => a.apply('S', { sid, x: i }, 1_000 + i, i + 1));
+    a.sweepCold(100_000);
+    assert.equal(a.tableByName('Totals')!.size, 0);
+    assert.equal(a.tableByName('Totals')!.cold.size, keys.length, 'every Totals entity is on disk');
+    const p = partitionOf(keys[0], P);
+    const mine = keys.filter((k) => partitionOf(k, P) === p);
+    const out = exportPartition(a, p);
+    assert.equal(out.entities, mine.length, 'the export holds the partition\'s cold entities');
+    assert.equal(importPartition(b, p, [out.body]), mine.length);
+    for (const k of mine) assert.equal(b.read('Totals', k, null, 100_000), a.read('Totals', k, null, 100_000), k);
+    fa.close();
+    fb.close();
+  } finally {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
   }
 });
