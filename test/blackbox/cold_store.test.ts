@@ -225,8 +225,6 @@ test('--memory-limit: past it the least recently pushed entities go to disk; eve
     });
     assert.equal(sampleValue(m, 'streamfeat_memory_limit_bytes', { shard: '0' }), 40 * 1024 * 1024);
     assert.ok(sampleValue(m, 'streamfeat_cold_entities', { shard: '0', table: 'Notes' })! > 0);
-    const first = srv.logs.find((l) => l.kind === 'shard.cold_evicted' && Number(l.evicted) > 0)!;
-    assert.ok(Number(first.measured_bytes) > 40 * 1024 * 1024, 'evictions start past the limit');
     const got = await rows(srv, 'Notes', keys);
     got.forEach((r, i) => assert.deepEqual(r, { n: 1, note: [note(i)] }, keys[i]));
   } finally {
