@@ -18,7 +18,6 @@
  * exclusive. Either taken is a StartupError (exit code 2). Shutdown releases the lock.
  */
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import type net from 'node:net';
 import Piscina from 'piscina';
 import uWS from 'uWebSockets.js';
@@ -26,7 +25,6 @@ import { buildAdminApp } from './admin/admin';
 import { Metrics } from './admin/metrics';
 import { StatsCollector } from './admin/stats';
 import type { ServerConfig } from './config';
-import { SHARD_BATCHES_IN_FLIGHT_MAX, SHARD_YOUNG_GENERATION_MB } from './limits';
 import { buildHttpApp } from './front/http';
 import { buildNetHttpServer } from './front/http_net';
 import { Front } from './front/front';
@@ -39,8 +37,9 @@ import { createLogger, type Logger } from './log';
 import type { ClusterNode } from './cluster/node';
 import { Lifecycle } from './lifecycle';
 import type { AdminContext } from './admin/context';
-import type { CoordinatorInit, CoordinatorResult, ShardInit } from './protocol/messages';
-import { runShardHello } from './protocol/shard_calls';
+import type { CoordinatorInit, ShardInit } from './protocol/messages';
+import { runCoordinator, startCoordinatorPool } from './protocol/coordinator_calls';
+import { runShardHello, startShardPool } from './protocol/shard_calls';
 
 export { Lifecycle };
 
@@ -133,14 +132,8 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
     }
   }
   const coordinatorInit: CoordinatorInit = { dataDir: config.dataDir, memoryOnly: config.memoryOnly, memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel };
-  const coordinator = new Piscina({
-    filename: join(__dirname, 'coordinator', 'coordinator_main.js'),
-    minThreads: 1, maxThreads: 1, idleTimeout: Number.MAX_SAFE_INTEGER, workerData: coordinatorInit,
-    // Waiting for tasks on its event loop (not blocked in Atomics.wait) lets the
-    // coordinator's event-loop delay and utilization be measured (admin/thread_stats.ts).
-    useAtomics: false,
-  });
-  const first = (await coordinator.run({ kind: 'state' })) as CoordinatorResult;
+  const coordinator = startCoordinatorPool(coordinatorInit);
+  const first = await runCoordinator(coordinator, { kind: 'state' });
   if (!first.ok) throw new Error(`coordinator failed to start: ${first.error.code}`);
   const shardPools: Piscina[] = [];
   for (let i = 0; i < config.shards; i++) {
@@ -152,14 +145,7 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
       walSegmentBytesMax: config.walSegmentBytesMax, faultFile: config.faultFile, history: first.history, current: first.state,
       partitions: config.cluster?.partitions ?? 0,
     };
-    shardPools.push(new Piscina({
-      filename: join(__dirname, 'shard', 'shard_main.js'),
-      minThreads: 1, maxThreads: 1, idleTimeout: Number.MAX_SAFE_INTEGER, useAtomics: false, workerData: init,
-      resourceLimits: { maxYoungGenerationSizeMb: SHARD_YOUNG_GENERATION_MB },
-      // The handler is synchronous, so tasks posted ahead still run one at a time in
-      // FIFO order; posting them ahead saves a cross-thread round trip per batch.
-      concurrentTasksPerWorker: SHARD_BATCHES_IN_FLIGHT_MAX,
-    }));
+    shardPools.push(startShardPool(init));
   }
   const hellos = await Promise.all(shardPools.map((p) => runShardHello(p)));
   const lastLsn = Math.max(0, ...hellos.map((h) => h.lastLsn));

@@ -10,6 +10,7 @@
 import type { Front } from '../front/front';
 import type { Sink } from '../front/channel';
 import { ITEM_STATS, type CoordinatorStats, type ErrorPayload } from '../protocol/messages';
+import { runCoordinator } from '../protocol/coordinator_calls';
 import { STATS_HISTORY_INTERVALS, STATS_INTERVAL_MS, STATS_WINDOW_INTERVALS } from '../limits';
 import type { ShardStats } from '../shard/shard_stats';
 import { mergeHistograms, type HistogramData } from './histogram';
@@ -79,8 +80,8 @@ export class StatsCollector {
     }
     if (!this.#coordinatorPending) {
       this.#coordinatorPending = true;
-      front.coordinator.run({ kind: 'stats' }).then(
-        (r: CoordinatorStats) => { this.coordinator = r; this.#coordinatorPending = false; },
+      runCoordinator(front.coordinator, { kind: 'stats' }).then(
+        (r) => { this.coordinator = r; this.#coordinatorPending = false; },
         () => { this.#coordinatorPending = false; },
       );
     }

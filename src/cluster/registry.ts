@@ -15,7 +15,7 @@ import type { Front } from '../front/front';
 import type { Reply } from '../front/reply';
 import type { Logger } from '../log';
 import { EMPTY_REGISTRY, type RegistryState } from '../registry/model';
-import type { CoordinatorResult } from '../protocol/messages';
+import { runCoordinator } from '../protocol/coordinator_calls';
 import { CLUSTER_CONSUMER_RETRY_MS, CLUSTER_REGISTRY_CAS_ATTEMPTS, CLUSTER_RESET_TIMEOUT_MS } from '../limits';
 import { EVENT_STREAM, META_REGISTRY_KEY, resetSubject } from './names';
 import type { NatsHandles, NatsRequest } from './nats';
@@ -116,7 +116,7 @@ export class ClusterRegistry {
   async #register(payload: unknown, reply: Reply): Promise<void> {
     for (let attempt = 0; attempt < CLUSTER_REGISTRY_CAS_ATTEMPTS; attempt++) {
       const { value, revision } = await this.#read();
-      const res = (await this.front.coordinator.run({ kind: 'register_on', base: value.state, payload })) as CoordinatorResult;
+      const res = await runCoordinator(this.front.coordinator, { kind: 'register_on', base: value.state, payload });
       if (!res.ok) { this.front.fail(reply, res.error); return; }
       if (res.changed) {
         const next: RegistryValue = { state: res.state, renames: res.renames, epoch: value.epoch, purgedSeq: value.purgedSeq };

@@ -4,19 +4,19 @@
  * registry log before anyone sees it (apply-after-persist), and answers with the
  * new state for the front to install on every shard channel.
  */
-import { workerData } from 'node:worker_threads';
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import { asSfError, SfError } from '../errors';
 import { createLogger } from '../log';
 import { EMPTY_REGISTRY, type RegistryState } from '../registry/model';
 import type { CompiledRegistry } from '../registry/compile';
-import type { CoordinatorInit, CoordinatorResult, CoordinatorStats, CoordinatorTask } from '../protocol/messages';
+import type { CoordinatorAnswers, CoordinatorResult, CoordinatorTask } from '../protocol/messages';
+import { coordinatorInit } from '../protocol/coordinator_calls';
 import { RegistryLog } from '../wal';
 import { register } from './register';
 import { ThreadSampler } from '../admin/thread_stats';
 
-const init = workerData as CoordinatorInit;
+const init = coordinatorInit();
 const log = createLogger(init.logLevel, { thread: 'coordinator' });
 const sampler = new ThreadSampler('coordinator');
 
@@ -51,7 +51,9 @@ function ok(body: Record<string, unknown> | null, renames: Array<[string, string
   return { ok: true, state, history: [], body, renames, changed };
 }
 
-export default function handle(task: CoordinatorTask): CoordinatorResult | CoordinatorStats {
+/** The thread's one entry: each task kind answers its CoordinatorAnswers type (runCoordinator on the main thread). */
+export default function handle<T extends CoordinatorTask>(task: T): CoordinatorAnswers[T['kind']];
+export default function handle(task: CoordinatorTask): CoordinatorAnswers[CoordinatorTask['kind']] {
   if (task.kind === 'stats') return { runtime: sampler.sample(), registryVersion: state.version, versions: history.length };
   try {
     switch (task.kind) {

@@ -15,8 +15,9 @@ import type { Metrics } from '../admin/metrics';
 import { compileRegistry, SlicedCompile, type CompiledRegistry, type TablePlan } from '../registry/compile';
 import { parseWireKey, shardOf } from '../registry/key';
 import type { RegistryState } from '../registry/model';
-import { ITEM_GET, ITEM_INSTALL, ITEM_PREPARE, ITEM_RESET, ITEM_SNAPSHOT, PREPARE_PENDING, type CoordinatorResult, type ErrorPayload, type NonPushItem } from '../protocol/messages';
+import { ITEM_GET, ITEM_INSTALL, ITEM_PREPARE, ITEM_RESET, ITEM_SNAPSHOT, PREPARE_PENDING, type ErrorPayload, type NonPushItem } from '../protocol/messages';
 import { ShardChannel, type Sink } from './channel';
+import { runCoordinator } from '../protocol/coordinator_calls';
 import { PushRoute } from './push_records';
 import { rowFromEnvelope } from '../registry/row_text';
 import type { ClusterHooks, ResolvedGet } from './cluster_hooks';
@@ -499,8 +500,8 @@ export class Front implements PushDone {
       return;
     }
     if (this.cluster !== null) { this.cluster.register(payload, reply); return; }
-    this.coordinator.run({ kind: 'register', payload }).then(
-      (res: CoordinatorResult) => this.#guarded(reply, () => {
+    runCoordinator(this.coordinator, { kind: 'register', payload }).then(
+      (res) => this.#guarded(reply, () => {
         if (!res.ok) { this.fail(reply, res.error); return; }
         const answer = (): void => {
           this.metrics.registerTotal++;
@@ -606,8 +607,8 @@ export class Front implements PushDone {
       return;
     }
     if (this.cluster !== null) { this.cluster.reset(reply); return; }
-    this.coordinator.run({ kind: 'reset' }).then(
-      (res: CoordinatorResult) => this.#guarded(reply, () => {
+    runCoordinator(this.coordinator, { kind: 'reset' }).then(
+      (res) => this.#guarded(reply, () => {
         if (!res.ok) { this.fail(reply, res.error); return; }
         this.resetLocal(res.state, (err) => {
           if (err !== null) { this.fail(reply, err); return; }

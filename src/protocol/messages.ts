@@ -36,9 +36,35 @@ export interface CoordinatorStats {
   versions: number;
 }
 
-export type CoordinatorResult =
-  | { ok: true; state: RegistryState; history: RegistryState[]; body: Record<string, unknown> | null; renames: Array<[string, string]>; changed: boolean }
-  | { ok: false; error: ErrorPayload; version: number };
+/** A registry task done: the state now current (or, for register_on, the state to compare-and-set) and the answer body. */
+export interface CoordinatorDone {
+  ok: true;
+  state: RegistryState;
+  /** Every version since the last reset (the `state` task only; empty otherwise). */
+  history: RegistryState[];
+  body: Record<string, unknown> | null;
+  renames: Array<[string, string]>;
+  /** A new version was made (install it); false: the registry is unchanged. */
+  changed: boolean;
+}
+
+/** A registry task refused: the coded error and the version the registry stayed at. */
+export interface CoordinatorFailed {
+  ok: false;
+  error: ErrorPayload;
+  version: number;
+}
+
+export type CoordinatorResult = CoordinatorDone | CoordinatorFailed;
+
+/** The answer of each coordinator task, by kind (protocol/coordinator_calls.ts ties it to the pool). */
+export interface CoordinatorAnswers {
+  state: CoordinatorResult;
+  stats: CoordinatorStats;
+  register: CoordinatorResult;
+  register_on: CoordinatorResult;
+  reset: CoordinatorResult;
+}
 
 // ---- front -> shard (piscina tasks: one batch per shard per flush) ---------------
 

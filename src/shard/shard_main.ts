@@ -4,13 +4,13 @@
  * between batches, and hands every task to the Shard (shard.ts), where batch
  * execution lives.
  */
-import { workerData } from 'node:worker_threads';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { faultyFs, realFs, scanRegistryLog } from '../wal';
 import type { RegistryState } from '../registry/model';
 import { createLogger } from '../log';
 import type { ShardBatchResult, ShardHello, ShardInit, ShardTask } from '../protocol/messages';
+import { shardInit } from '../protocol/shard_calls';
 import { COLD_SWEEP_INTERVAL_MS } from './cold';
 import { ColdFiles } from './cold_files';
 import { DedupeLog } from './dedupe_log';
@@ -19,7 +19,7 @@ import { ShardState } from './state';
 import { ShardStore } from './store';
 import { ThreadSampler } from '../admin/thread_stats';
 
-const init = workerData as ShardInit;
+const init = shardInit();
 // A shard thread replaced after a crash starts with the boot-time workerData: the
 // registry may have moved on since. In disk mode the registry log (fsynced before
 // any version reaches a shard) has every version; read it without modifying it.
