@@ -26,7 +26,7 @@ import { DedupeStore } from './dedupe';
 import { ackBody, PushCtx, type PushDone } from './push';
 import type { Reply } from './reply';
 import type { Auth } from './auth';
-import { JSON_DEPTH_MAX, jsonDepthExceeds, jsonTextDepthExceeds } from '../util/json_depth';
+import { JSON_DEPTH_MAX, jsonDepthExceeds } from '../util/json_depth';
 import { DEDUPE_ENTRIES_MAX, KEY_BYTES_MAX, REGISTRY_COMPILE_SLICE_MS, REGISTRY_PREPARE_POLL_MS } from '../limits';
 import { VERSION } from '../version';
 
@@ -34,20 +34,6 @@ import { VERSION } from '../version';
 const SERVER_VERSION_JSON = `"server_version":${JSON.stringify(VERSION)}`;
 
 type Obj = Record<string, unknown>;
-
-/** Request kinds whose body is JSON (both transports). */
-export type BodyRoute = 'push' | 'get' | 'batch_get' | 'register';
-
-/**
- * The code a body nested deeper than JSON_DEPTH_MAX gets before it is parsed. Every
- * valid body is shallow (a batch_get with composite keys is 4 levels), so the route's
- * shape error fits: for get and batch_get that is unsupported_request_shape for the
- * whole request (no per-entry answer: the text is refused before it is an entry
- * list); a key part nested within the limit is still key_parse_failure with its path.
- */
-const TOO_DEEP: Record<BodyRoute, ErrorCode> = {
-  push: 'invalid_event', register: 'invalid_registration', get: 'unsupported_request_shape', batch_get: 'unsupported_request_shape',
-};
 
 /** Top-level keys of a push envelope; `body` is the peer's TCP name for `data` (docs/wire.md). */
 const PUSH_ENVELOPE_KEYS = new Set(['event', 'data', 'body']);
@@ -147,8 +133,8 @@ export class Front implements PushDone {
     this.#schedule();
   }
 
+  /** Answers `e`; `withVersion` false for the get family (requests.ts errorCarriesVersion). The Reply counts the error. */
   fail(reply: Reply, e: ErrorPayload, withVersion = true): void {
-    this.metrics.error(e.code);
     reply.error(e.code, e.detail, withVersion ? this.registry.version : undefined);
   }
 
@@ -160,28 +146,6 @@ export class Front implements PushDone {
     const e = asSfError(err);
     if (e.code === 'internal_error') this.log.error({ kind: 'server.internal_error', err });
     this.fail(reply, { code: e.code, detail: e.detail }, withVersion);
-  }
-
-  // ---- request bodies ---------------------------------------------------------------
-
-  /**
-   * Parses the JSON body of a request for `route`, for both transports. A body nested
-   * deeper than JSON_DEPTH_MAX is refused from its text before JSON.parse (a push or
-   * get a million levels deep cost ~330 ms of front CPU to parse);
-   * invalid JSON gets invalid_json_body. Returns undefined after answering the error.
-   */
-  parseBody(text: string, route: BodyRoute, reply: Reply): unknown {
-    const withVersion = route === 'push' || route === 'register'; // get-family errors carry no registry_version
-    if (jsonTextDepthExceeds(text)) {
-      this.#failWith(reply, TOO_DEEP[route], { message: `request body is nested deeper than ${JSON_DEPTH_MAX} levels`, path: '' }, withVersion);
-      return undefined;
-    }
-    try {
-      return JSON.parse(text);
-    } catch (err) {
-      this.#failWith(reply, 'invalid_json_body', { message: `body is not valid JSON: ${(err as Error).message}` }, withVersion);
-      return undefined;
-    }
   }
 
   // ---- push ---------------------------------------------------------------------

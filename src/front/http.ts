@@ -8,13 +8,14 @@
  */
 import uWS from 'uWebSockets.js';
 import { HTTP_BODY_BYTES_MAX } from '../limits';
+import type { Metrics } from '../admin/metrics';
 import type { Front } from './front';
 import { bodyTooLarge, HttpReply, resolveRoute, runRoute, statusLine, type Header } from './http_routes';
 
 class UwsReply extends HttpReply {
   aborted = false;
-  constructor(readonly res: uWS.HttpResponse) {
-    super();
+  constructor(readonly res: uWS.HttpResponse, metrics: Metrics) {
+    super(metrics);
   }
 
   write(status: number, body: string, header: Header | null, close: boolean): void {
@@ -31,20 +32,20 @@ class UwsReply extends HttpReply {
 export function buildHttpApp(front: Front): uWS.TemplatedApp {
   const app = uWS.App();
   app.any('/*', (res, req) => {
-    const reply = new UwsReply(res);
+    const reply = new UwsReply(res, front.metrics);
     res.onAborted(() => { reply.aborted = true; });
     const route = resolveRoute(front, req.getCaseSensitiveMethod(), req.getUrl(), reply, req.getHeader('authorization'));
     if (route === null) return;
     const contentType = req.getHeader('content-type');
     if (!route.readsBody) { runRoute(front, route, '', reply, contentType); return; }
     const declared = Number(req.getHeader('content-length') || '0');
-    if (declared > HTTP_BODY_BYTES_MAX) { bodyTooLarge(front, reply, declared); return; }
+    if (declared > HTTP_BODY_BYTES_MAX) { bodyTooLarge(reply, declared); return; }
     let chunks: Buffer[] | null = null;
     let size = 0;
     res.onData((ab, isLast) => {
       if (reply.aborted) return;
       size += ab.byteLength;
-      if (size > HTTP_BODY_BYTES_MAX) { bodyTooLarge(front, reply, null); return; }
+      if (size > HTTP_BODY_BYTES_MAX) { bodyTooLarge(reply, null); return; }
       // uWS reuses the ArrayBuffer after this callback. A body in one chunk (the
       // common case) is decoded straight from it; earlier chunks are copied.
       if (!isLast) { (chunks ??= []).push(Buffer.from(ab.slice(0))); return; }

@@ -53,7 +53,7 @@ class NetReply extends HttpReply {
 
   /** `close`: the client asked for it (Connection: close, HTTP/1.0). */
   constructor(readonly conn: NetConn, readonly keepAlive10: boolean, public close: boolean) {
-    super();
+    super(conn.front.metrics);
   }
 
   write(status: number, body: string, header: Header | null, close: boolean): void {
@@ -180,7 +180,7 @@ class NetConn {
     this.#queue.push(slot);
     if (head.contentLength > HTTP_BODY_BYTES_MAX) {
       this.#closing = true;
-      bodyTooLarge(this.front, slot, head.contentLength);
+      bodyTooLarge(slot, head.contentLength);
       return;
     }
     const route = resolveRoute(this.front, head.method, head.path, slot, head.authorization);
@@ -244,7 +244,7 @@ class NetConn {
         if (size < 0) { this.#fail(`malformed chunk-size line ${JSON.stringify(line.slice(0, 40))}`); return false; }
         if (size === 0) { this.#state = ST_TRAILER; return true; }
         this.#size += size;
-        if (this.#size > HTTP_BODY_BYTES_MAX) { this.#abort((slot) => bodyTooLarge(this.front, slot, null)); return false; }
+        if (this.#size > HTTP_BODY_BYTES_MAX) { this.#abort((slot) => bodyTooLarge(slot, null)); return false; }
         this.#remaining = size;
         this.#state = ST_CHUNK_DATA;
         return true;
@@ -307,7 +307,6 @@ class NetConn {
   }
 
   #fail(message: string): void {
-    this.front.metrics.error('http_protocol_error');
     this.#abort((slot) => slot.errorAndClose('http_protocol_error', { message }));
   }
 

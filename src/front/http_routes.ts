@@ -6,9 +6,11 @@
  */
 import { errorJson, ERRORS, type ErrorCode, type ErrorDetail } from '../errors';
 import { HTTP_BODY_BYTES_MAX } from '../limits';
-import type { BodyRoute, Front } from './front';
+import type { Metrics } from '../admin/metrics';
+import type { Front } from './front';
 import { isValidName } from '../registry/model';
 import { TRANSPORT_HTTP, type Reply } from './reply';
+import { handlePushTo, handleRequest, type RequestKind } from './requests';
 
 const STATUS_TEXT: Record<number, string> = {
   200: '200 OK', 400: '400 Bad Request', 401: '401 Unauthorized', 403: '403 Forbidden', 404: '404 Not Found', 405: '405 Method Not Allowed',
@@ -27,10 +29,12 @@ const REPLAY_HEADER: Header = ['X-Service-Idempotent-Replay', '1'];
 
 /**
  * A Reply over HTTP: every answer is one JSON response. An engine implements
- * `write` (called at most once per request; later calls are ignored).
+ * `write` (called at most once per request; later calls are ignored). Every error
+ * answer goes through `refuse`, which counts it in the error metrics.
  */
 export abstract class HttpReply implements Reply {
   readonly transport = TRANSPORT_HTTP;
+  constructor(readonly metrics: Metrics) {}
   abstract write(status: number, body: string, header: Header | null, close: boolean): void;
 
   ok(body: string, replay = false): void {
@@ -38,12 +42,18 @@ export abstract class HttpReply implements Reply {
   }
 
   error(code: ErrorCode, detail: ErrorDetail = {}, registryVersion?: number): void {
-    this.write(ERRORS[code].status, errorJson(code, detail, registryVersion), null, false);
+    this.refuse(code, detail, registryVersion, null, false);
   }
 
   /** The request cannot be framed or read (oversize, malformed): answer, then close the connection. */
   errorAndClose(code: ErrorCode, detail: ErrorDetail): void {
-    this.write(ERRORS[code].status, errorJson(code, detail), null, true);
+    this.refuse(code, detail, undefined, null, true);
+  }
+
+  /** An error answer with one extra header and/or closing the connection after it. */
+  refuse(code: ErrorCode, detail: ErrorDetail, registryVersion: number | undefined, header: Header | null, close: boolean): void {
+    this.metrics.error(code);
+    this.write(ERRORS[code].status, errorJson(code, detail, registryVersion), header, close);
   }
 }
 
@@ -60,25 +70,18 @@ export interface Route {
   run(front: Front, body: string, reply: HttpReply, contentType: string): void;
 }
 
-/** A POST route whose body is JSON, parsed by Front.parseBody (depth check, invalid_json_body; the same for TCP). */
-function jsonRoute(kind: BodyRoute, fn: (front: Front, v: unknown, reply: Reply, text: string) => void): Route {
-  return {
-    method: 'POST',
-    readsBody: true,
-    run(front, body, reply) {
-      const v = front.parseBody(body, kind, reply);
-      if (v !== undefined) fn(front, v, reply, body);
-    },
-  };
+/** A POST route answered by the request adapter (requests.ts, the same for TCP). */
+function requestRoute(kind: RequestKind, barrier = false): Route {
+  return { method: 'POST', readsBody: true, barrier, run: (front, body, reply) => handleRequest(front, kind, body, reply) };
 }
 
 /** A Map, not an object: a path like `/constructor` must not find Object.prototype members. */
 const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
-  ['/push', jsonRoute('push', (front, v, reply, text) => front.push(v, text, reply))],
-  ['/get', jsonRoute('get', (front, v, reply) => front.get(v, reply))],
-  ['/batch_get', jsonRoute('batch_get', (front, v, reply) => front.batchGet(v, reply))],
-  ['/ping', { method: 'POST', readsBody: true, run: (front, _b, reply) => front.ping(reply) }],
-  ['/reset', { method: 'POST', readsBody: true, barrier: true, run: (front, _b, reply) => front.reset(reply) }],
+  ['/push', requestRoute('push')],
+  ['/get', requestRoute('get')],
+  ['/batch_get', requestRoute('batch_get')],
+  ['/ping', requestRoute('ping')],
+  ['/reset', requestRoute('reset', true)],
   ['/register', {
     method: 'POST',
     readsBody: true,
@@ -86,12 +89,10 @@ const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
     run(front, body, reply, contentType) {
       const ct = contentType.split(';')[0].trim().toLowerCase();
       if (ct !== 'application/json') {
-        front.metrics.error('unsupported_media_type');
         reply.error('unsupported_media_type', { message: `Content-Type must be application/json, got ${JSON.stringify(contentType)}`, path: '/register' }, front.version);
         return;
       }
-      const v = front.parseBody(body, 'register', reply);
-      if (v !== undefined) front.register(v, reply);
+      handleRequest(front, 'register', body, reply);
     },
   }],
   ['/registry', { method: 'GET', readsBody: false, run: (front, _b, reply) => reply.ok(front.registryBody()) }],
@@ -106,15 +107,7 @@ const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
 const PUSH_PATH_PREFIX = '/push/';
 
 function pushPathRoute(event: string): Route {
-  return {
-    method: 'POST',
-    readsBody: true,
-    run(front, body, reply) {
-      const data = front.parseBody(body, 'push', reply);
-      // The envelope travels as text to the shards and the WAL; `body` is valid JSON already.
-      if (data !== undefined) front.push({ event, data }, `{"event":${JSON.stringify(event)},"data":${body}}`, reply);
-    },
-  };
+  return { method: 'POST', readsBody: true, run: (front, body, reply) => handlePushTo(front, event, body, reply) };
 }
 
 /** The route of a path: exact routes, then `/push/{event}`. A trailing slash is ignored (as the peer does). */
@@ -141,37 +134,29 @@ const WWW_AUTHENTICATE: Header = ['WWW-Authenticate', 'Bearer realm="streamfeat"
 export function resolveRoute(front: Front, method: string, path: string, reply: HttpReply, authorization: string): Route | null {
   const auth = front.opts.auth;
   if (auth !== null && !auth.allowsHeader(authorization)) {
-    front.metrics.error('unauthorized');
     // Close: the body is not read, so the connection cannot be framed further.
-    reply.write(ERRORS.unauthorized.status, errorJson('unauthorized', { message: 'this server requires its auth token: send Authorization: Bearer <token>' }), WWW_AUTHENTICATE, true);
+    reply.refuse('unauthorized', { message: 'this server requires its auth token: send Authorization: Bearer <token>' }, undefined, WWW_AUTHENTICATE, true);
     return null;
   }
   const route = routeOf(path);
   const m = method.toUpperCase();
   if (route !== undefined && route.method === m) return route;
   const code: ErrorCode = route === undefined ? 'not_found' : 'method_not_allowed';
-  front.metrics.error(code);
   const detail: ErrorDetail = route === undefined
     ? { message: `no route ${m} ${path}`, path }
     : { message: `${m} is not allowed on ${path}; use ${route.method}`, extra: { method: m, path } };
-  reply.write(ERRORS[code].status, errorJson(code, detail), route === undefined ? null : ['Allow', route.method], false);
+  reply.refuse(code, detail, undefined, route === undefined ? null : ['Allow', route.method], false);
   return null;
 }
 
-/** Runs a route on a complete body; a throw becomes internal_error for this request only. */
+/** Runs a route on a complete body (the request adapter turns a throw into internal_error for this request only). */
 export function runRoute(front: Front, route: Route, body: string, reply: HttpReply, contentType: string): void {
   if (route.readsBody) front.metrics.httpRequestsTotal++;
-  try {
-    route.run(front, body, reply, contentType);
-  } catch (err) {
-    front.log.error({ kind: 'server.internal_error', err });
-    reply.error('internal_error', { reason: String(err) });
-  }
+  route.run(front, body, reply, contentType);
 }
 
 /** A body over HTTP_BODY_BYTES_MAX (declared, or counted while it streams): answer and close. */
-export function bodyTooLarge(front: Front, reply: HttpReply, declared: number | null): void {
-  front.metrics.error('http_protocol_error');
+export function bodyTooLarge(reply: HttpReply, declared: number | null): void {
   reply.errorAndClose('http_protocol_error', {
     message: declared === null
       ? `request body is over the ${HTTP_BODY_BYTES_MAX}-byte limit`

@@ -15,21 +15,34 @@ import {
 } from '../protocol/frame';
 import type { Front } from './front';
 import { TRANSPORT_TCP, type Reply } from './reply';
+import { handleRequest, type RequestKind } from './requests';
 
+/**
+ * A frame's reply slot in the connection's FIFO. Answered once (a later answer is
+ * ignored, as over HTTP); an error answer is counted in the error metrics here.
+ */
 class Slot implements Reply {
   readonly transport = TRANSPORT_TCP;
   bytes: Buffer | null = null;
   /** `op` is the request's opcode; a success reply goes out as successOpcode(op). */
   constructor(readonly conn: TcpConn, readonly op: number) {}
   ok(body: string): void {
+    if (this.bytes !== null) return;
     this.bytes = encodeFrame(successOpcode(this.op), body);
     this.conn.drain();
   }
   error(code: ErrorCode, detail: ErrorDetail = {}, registryVersion?: number): void {
+    if (this.bytes !== null) return;
+    this.conn.front.metrics.error(code);
     this.bytes = encodeFrame(OP_ERROR_RESPONSE, errorJson(code, detail, registryVersion));
     this.conn.drain();
   }
 }
+
+/** The request kind of each JSON opcode the adapter answers (requests.ts). */
+const OP_KINDS: ReadonlyMap<number, RequestKind> = new Map<number, RequestKind>([
+  [OP_PUSH, 'push'], [OP_GET, 'get'], [OP_BATCH_GET, 'batch_get'], [OP_REGISTER, 'register'], [OP_PING, 'ping'], [OP_RESET, 'reset'],
+]);
 
 export interface TcpOptions {
   frameBytesMax: number;
@@ -175,7 +188,6 @@ class TcpConn {
 
   /** Answers in order what is queued, then this error, then closes. */
   #fatal(code: ErrorCode, detail: ErrorDetail): void {
-    this.front.metrics.error(code);
     const slot = new Slot(this, OP_ERROR_RESPONSE);
     this.#queue.push(slot);
     this.#closing = true;
@@ -197,42 +209,28 @@ class TcpConn {
   #run(frame: Frame, slot: Slot): void {
     const front = this.front;
     if (frame.contentType === CT_MSGPACK) {
-      front.metrics.error('unsupported_content_type');
       slot.error('unsupported_content_type', { message: 'MessagePack (content type 0x02) is not supported in v0; send JSON (0x01)' });
       return;
     }
     if (frame.contentType !== CT_JSON) {
-      front.metrics.error('frame_error');
       slot.error('frame_error', { message: `bad content-type byte 0x${frame.contentType.toString(16).padStart(2, '0')}; expected 0x01 (JSON)` });
       return;
     }
     const op = frame.op;
     if (op === OP_AUTH) { this.#authenticate(frame, slot); return; }
     if (op === OP_PUSH_SYNC || op === OP_PUSH_MANY || (op >= OP_SET_FIRST && op <= OP_SET_LAST)) {
-      front.metrics.error('op_not_implemented');
       slot.error('op_not_implemented', { message: `opcode 0x${op.toString(16).padStart(4, '0')} is reserved and not implemented in v0`, extra: { op } });
       return;
     }
-    if (op === OP_PING) { front.ping(slot); return; }
-    if (op === OP_RESET) { this.#barrier = slot; front.reset(slot); return; }
-    if (op !== OP_PUSH && op !== OP_GET && op !== OP_BATCH_GET && op !== OP_REGISTER) {
-      front.metrics.error('unknown_op');
+    const kind = OP_KINDS.get(op);
+    if (kind === undefined) {
       slot.error('unknown_op', { message: `opcode 0x${op.toString(16).padStart(4, '0')} is not in the dispatch table`, extra: { op } });
       return;
     }
-    const text = frame.payload.toString('utf8');
-    const route = op === OP_PUSH ? 'push' : op === OP_GET ? 'get' : op === OP_BATCH_GET ? 'batch_get' : 'register';
-    const body = front.parseBody(text, route, slot);
-    if (body === undefined) return;
-    try {
-      if (op === OP_PUSH) front.push(body, text, slot);
-      else if (op === OP_GET) front.get(body, slot);
-      else if (op === OP_BATCH_GET) front.batchGet(body, slot);
-      else { this.#barrier = slot; front.register(body, slot); }
-    } catch (err) {
-      front.log.error({ kind: 'server.internal_error', err });
-      if (slot.bytes === null) slot.error('internal_error', { reason: String(err) });
-    }
+    // Reset and register hold the frames behind them until answered (#barrier); one
+    // answered at once (a parse error, reset off) is released by the drain it triggers.
+    if (kind === 'reset' || kind === 'register') this.#barrier = slot;
+    handleRequest(front, kind, kind === 'ping' || kind === 'reset' ? '' : frame.payload.toString('utf8'), slot);
   }
 
   /**

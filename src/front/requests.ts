@@ -1,0 +1,86 @@
+/**
+ * The request adapter of both transports: an HTTP route (http_routes.ts, for the
+ * uWS and node:net engines) and a TCP frame (tcp.ts) hand a request kind, the body
+ * text and a Reply here. JSON parsing (depth check first), the get-family envelope
+ * rule and the internal_error catch live here once; the request logic is Front's.
+ * Error metrics are counted where an error reply is written (the Reply
+ * implementations), not here.
+ */
+import type { ErrorCode } from '../errors';
+import { JSON_DEPTH_MAX, jsonTextDepthExceeds } from '../util/json_depth';
+import type { Front } from './front';
+import type { Reply } from './reply';
+
+/** Request kinds whose body is JSON (both transports). */
+export type BodyKind = 'push' | 'get' | 'batch_get' | 'register';
+/** Every request kind of the data plane's JSON requests. */
+export type RequestKind = BodyKind | 'ping' | 'reset';
+
+/**
+ * The code a body nested deeper than JSON_DEPTH_MAX gets before it is parsed. Every
+ * valid body is shallow (a batch_get with composite keys is 4 levels), so the kind's
+ * shape error fits: for get and batch_get that is unsupported_request_shape for the
+ * whole request (no per-entry answer: the text is refused before it is an entry
+ * list); a key part nested within the limit is still key_parse_failure with its path.
+ */
+const TOO_DEEP: Record<BodyKind, ErrorCode> = {
+  push: 'invalid_event', register: 'invalid_registration', get: 'unsupported_request_shape', batch_get: 'unsupported_request_shape',
+};
+
+/** The envelope rule: errors of get and batch_get carry no registry_version (spec 2.7); the others do. */
+export function errorCarriesVersion(kind: RequestKind): boolean {
+  return kind !== 'get' && kind !== 'batch_get';
+}
+
+/**
+ * Parses the JSON body of a request of `kind`. A body nested deeper than
+ * JSON_DEPTH_MAX is refused from its text before JSON.parse (a push or get a
+ * million levels deep cost ~330 ms of front CPU to parse); invalid JSON gets
+ * invalid_json_body. Returns undefined after answering the error.
+ */
+function parseBody(front: Front, text: string, kind: BodyKind, reply: Reply): unknown {
+  const withVersion = errorCarriesVersion(kind);
+  if (jsonTextDepthExceeds(text)) {
+    front.fail(reply, { code: TOO_DEEP[kind], detail: { message: `request body is nested deeper than ${JSON_DEPTH_MAX} levels`, path: '' } }, withVersion);
+    return undefined;
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    front.fail(reply, { code: 'invalid_json_body', detail: { message: `body is not valid JSON: ${(err as Error).message}` } }, withVersion);
+    return undefined;
+  }
+}
+
+/** Runs `fn`; a throw becomes internal_error for this request only (a Reply answers once: an answered request keeps its answer). */
+function guarded(front: Front, reply: Reply, fn: () => void): void {
+  try {
+    fn();
+  } catch (err) {
+    front.log.error({ kind: 'server.internal_error', err });
+    reply.error('internal_error', { reason: String(err) });
+  }
+}
+
+/** Answers one request of `kind` with body `text` (ignored by ping and reset) into `reply`. */
+export function handleRequest(front: Front, kind: RequestKind, text: string, reply: Reply): void {
+  guarded(front, reply, () => {
+    if (kind === 'ping') { front.ping(reply); return; }
+    if (kind === 'reset') { front.reset(reply); return; }
+    const body = parseBody(front, text, kind, reply);
+    if (body === undefined) return;
+    if (kind === 'push') front.push(body, text, reply);
+    else if (kind === 'get') front.get(body, reply);
+    else if (kind === 'batch_get') front.batchGet(body, reply);
+    else front.register(body, reply);
+  });
+}
+
+/** `POST /push/{event}`: the peer's form of push, whose body is the data object alone. */
+export function handlePushTo(front: Front, event: string, text: string, reply: Reply): void {
+  guarded(front, reply, () => {
+    const data = parseBody(front, text, 'push', reply);
+    // The envelope is rebuilt as text (cluster mode logs it); `text` is valid JSON already.
+    if (data !== undefined) front.push({ event, data }, `{"event":${JSON.stringify(event)},"data":${text}}`, reply);
+  });
+}
