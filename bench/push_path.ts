@@ -23,7 +23,7 @@
 import { serialize, deserialize } from 'node:v8';
 import { compileRegistry, type CompiledRegistry } from '../src/registry/compile';
 import type { RegistryState } from '../src/registry/model';
-import { PushRoute } from '../src/front/push_records';
+import { PushRoute } from '../src/front/routing';
 import { PushFrameWriter, sealFrame, frameEnd } from '../src/wal/push_record';
 import { FRAME_HEADER_BYTES } from '../src/wal/constants';
 import { ShardState } from '../src/shard/state';

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { PushFrameWriter, RecordEncoder, RegistryLog, sealFrame, WalWriter } from '../src/wal';
 import { hashKey } from '../src/registry/key';
 import { compileRegistry } from '../src/registry/compile';
-import { PushRoute } from '../src/front/push_records';
+import { PushRoute } from '../src/front/routing';
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);

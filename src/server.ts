@@ -190,7 +190,7 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
   sweep.unref();
   let snapTimer: NodeJS.Timeout | null = null;
   if (!config.memoryOnly && config.snapshotIntervalMs > 0) {
-    snapTimer = setInterval(() => { void front.snapshot(false); }, config.snapshotIntervalMs);
+    snapTimer = setInterval(() => { void front.control.snapshot(false); }, config.snapshotIntervalMs);
     snapTimer.unref();
   }
 
@@ -209,9 +209,9 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
       if (snapTimer !== null) clearInterval(snapTimer);
       http.close();
       tcpServer.close();
-      await front.drain();
-      if (!config.memoryOnly) await front.snapshot(true);
-      await front.drain();
+      await front.control.drain();
+      if (!config.memoryOnly) await front.control.snapshot(true);
+      await front.control.drain();
       stats.stop();
       await Promise.all([coordinator.destroy(), ...shardPools.map((p) => p.destroy())]);
       lock?.release();

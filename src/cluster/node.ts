@@ -62,7 +62,7 @@ export async function startClusterNode(cfg: ClusterConfig, front: Front, log: Lo
     register: (payload, reply) => registry.register(payload, reply),
     reset: (reply) => registry.reset(reply),
   };
-  front.cluster = hooks;
+  front.attachCluster(hooks);
   log.info({ kind: 'cluster.joined', node_id: cfg.nodeId, partitions: cfg.partitions, nodes: membership.live.size });
   return {
     membership,

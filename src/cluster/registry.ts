@@ -71,7 +71,7 @@ export class ClusterRegistry {
     if (v.epoch > this.#epochApplied) {
       this.#epochApplied = v.epoch;
       for (const f of this.feeder.feeds) f.resetTo(v.purgedSeq);
-      this.front.resetLocal(v.state, (err) => {
+      this.front.control.resetLocal(v.state, (err) => {
         if (err !== null) this.log.error({ kind: 'cluster.reset_failed', err });
         this.feeder.versionInstalled();
         done?.();
@@ -80,7 +80,7 @@ export class ClusterRegistry {
     }
     if (v.state.version > this.front.version) {
       // The front compiles the version in slices first (front.ts install): told once it is in place.
-      this.front.install(v.state, v.renames, () => {
+      this.front.control.install(v.state, v.renames, () => {
         this.feeder.versionInstalled();
         done?.();
       });

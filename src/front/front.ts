@@ -1,8 +1,10 @@
 /**
- * The front thread's request logic, transport-agnostic (HTTP and TCP call the
- * same methods with a Reply). Owns the compiled registry of the front, the LSN
- * counter, dedupe, and one channel per shard; flushes channels once per
- * event-loop turn.
+ * The front thread's request logic, transport-agnostic (requests.ts calls these
+ * methods with a Reply for HTTP and TCP): push (with dedupe replay), get,
+ * batch_get, ping. Owns the compiled registry of the front, the LSN counter,
+ * dedupe, and one channel per shard; flushes channels once per event-loop turn.
+ * Registry changes, snapshots, drain and shard recovery are the control side
+ * (control.ts, `front.control`); routing and PUSH records are routing.ts.
  *
  *   push: shape -> event plan -> validate -> chains/keys (once) -> dedupe -> LSN + time
  *         -> one PUSH record per owning shard (at least one) -> ack when all logged
@@ -12,22 +14,21 @@ import type Piscina from 'piscina';
 import { asSfError, SfError, type ErrorCode, type ErrorDetail } from '../errors';
 import type { Logger } from '../log';
 import type { Metrics } from '../admin/metrics';
-import { compileRegistry, SlicedCompile, type CompiledRegistry, type TablePlan } from '../registry/compile';
-import { parseWireKey, shardOf } from '../registry/key';
+import { compileRegistry, type CompiledRegistry, type TablePlan } from '../registry/compile';
+import { parseWireKey } from '../registry/key';
 import type { RegistryState } from '../registry/model';
-import { ITEM_GET, ITEM_INSTALL, ITEM_PREPARE, ITEM_RESET, ITEM_SNAPSHOT, PREPARE_PENDING, type ErrorPayload, type NonPushItem } from '../protocol/messages';
+import { ITEM_GET, type ErrorPayload, type NonPushItem } from '../protocol/messages';
 import { ShardChannel, type Sink } from './channel';
-import { runCoordinator } from '../protocol/coordinator_calls';
-import { PushRoute } from './push_records';
+import { PushRoute, shardOfKey, targetCount } from './routing';
+import { FrontControl, type ControlHost } from './control';
 import { rowFromEnvelope } from '../registry/row_text';
 import type { ClusterHooks, ResolvedGet } from './cluster_hooks';
-import { BatchCtx, CountdownSink, GetCtx } from './sinks';
-import { DedupeStore } from './dedupe';
+import { BatchCtx, GetCtx } from './sinks';
+import { DedupeStore, type DedupeEntry } from './dedupe';
 import { ackBody, PushCtx, type PushDone } from './push';
 import type { Reply } from './reply';
 import type { Auth } from './auth';
-import { JSON_DEPTH_MAX, jsonDepthExceeds } from '../util/json_depth';
-import { DEDUPE_ENTRIES_MAX, KEY_BYTES_MAX, REGISTRY_COMPILE_SLICE_MS, REGISTRY_PREPARE_POLL_MS } from '../limits';
+import { DEDUPE_ENTRIES_MAX, KEY_BYTES_MAX } from '../limits';
 import { VERSION } from '../version';
 
 /** `"server_version":"x.y.z"` of the ping answer, built once. */
@@ -48,13 +49,15 @@ export interface FrontOptions {
   dedupeEntriesMax?: number;
 }
 
-export class Front implements PushDone {
-  registry: CompiledRegistry;
-  readonly channels: ShardChannel[];
+export class Front implements PushDone, ControlHost {
+  #registry: CompiledRegistry;
+  readonly channels: readonly ShardChannel[];
   readonly dedupe: DedupeStore;
-  nextLsn: number;
+  /** Registry changes, snapshots, drain, shard recovery (control.ts). */
+  readonly control: FrontControl;
+  #nextLsn: number;
   /** Cluster mode's log sink, read router and registry path (src/cluster/); null on a single node. */
-  cluster: ClusterHooks | null = null;
+  #cluster: ClusterHooks | null = null;
   #lastT = 0;
   /** batch_get response budget groups (GetItem.g). */
   #batchSeq = 0;
@@ -77,22 +80,32 @@ export class Front implements PushDone {
     readonly log: Logger,
   ) {
     this.dedupe = new DedupeStore(opts.dedupeEntriesMax ?? DEDUPE_ENTRIES_MAX);
-    this.registry = compileRegistry(initial, { memoryGovEnforce: opts.memoryGovEnforce, pushValidators: true, features: false });
-    this.channels = shardPools.map((p, i) => new ShardChannel(i, p, (err) => this.#shardFailed(i, err), (sink, err) => this.#sinkFailed(sink, err)));
-    this.nextLsn = lastLsn + 1;
+    this.#registry = compileRegistry(initial, { memoryGovEnforce: opts.memoryGovEnforce, pushValidators: true, features: false });
+    this.control = new FrontControl(this);
+    this.channels = shardPools.map((p, i) => new ShardChannel(i, p, (err) => this.control.shardFailed(i, err), (sink, err) => this.completionFailed(sink, err)));
+    this.#nextLsn = lastLsn + 1;
   }
 
-  /**
-   * A shard task failed: its thread died and piscina replaces it. The new thread
-   * recovers from its WAL (disk mode) but starts from the boot registry in memory
-   * mode, so the current registry is installed on that channel again (a no-op when
-   * the shard has it already). Nothing that was acknowledged is lost in disk mode.
-   */
-  #shardFailed(shard: number, err: unknown): void {
-    this.log.error({ kind: 'shard.task_failed', shard, err });
-    const ignore: Sink = { done: () => {} };
-    this.channels[shard].enqueueInstallFirst({ k: ITEM_INSTALL, lsn: this.nextLsn++, state: this.registry.state, renames: [] }, ignore);
-    this.#schedule();
+  /** The registry pushes are validated under now (read-only: control.ts swaps it through adoptRegistry). */
+  get registry(): CompiledRegistry {
+    return this.#registry;
+  }
+
+  adoptRegistry(reg: CompiledRegistry): void {
+    this.#registry = reg;
+  }
+
+  takeLsn(): number {
+    return this.#nextLsn++;
+  }
+
+  get cluster(): ClusterHooks | null {
+    return this.#cluster;
+  }
+
+  /** Cluster mode (cluster/node.ts): from now on pushes, reads and registry changes go through `hooks`. */
+  attachCluster(hooks: ClusterHooks): void {
+    this.#cluster = hooks;
   }
 
   /**
@@ -100,7 +113,7 @@ export class Front implements PushDone {
    * that request gets internal_error, the error is logged with its stack and
    * counted; every other request of the batch, and the server, carry on.
    */
-  #sinkFailed(sink: Sink, err: unknown): void {
+  completionFailed(sink: Sink, err: unknown): void {
     this.metrics.completionErrorsTotal++;
     this.log.error({ kind: 'front.completion_failed', msg: 'a request failed while its answer was completed', err: String((err as Error)?.stack ?? err) });
     if (sink.reply !== undefined) {
@@ -108,41 +121,36 @@ export class Front implements PushDone {
     }
   }
 
-  /** Runs a coordinator answer handler: a throw there would be an unhandled rejection (the process ends). */
-  #guarded(reply: Reply, fn: () => void): void {
-    try {
-      fn();
-    } catch (err) {
-      this.#sinkFailed({ done: () => {}, reply }, err);
-    }
-  }
-
   get version(): number {
-    return this.registry.version;
+    return this.#registry.version;
   }
 
-  #schedule(): void {
+  schedule(): void {
     if (this.#flushScheduled) return;
     this.#flushScheduled = true;
     setImmediate(this.#flushAll);
   }
 
+  flush(): void {
+    this.#flushAll();
+  }
+
   /** Admin items (stats, inspect) go down a shard channel in order with the traffic. */
   send(shard: number, item: NonPushItem, sink: Sink): void {
     this.channels[shard].enqueue(item, sink, 0);
-    this.#schedule();
+    this.schedule();
   }
 
   /** Answers `e`; `withVersion` false for the get family (requests.ts errorCarriesVersion). The Reply counts the error. */
   fail(reply: Reply, e: ErrorPayload, withVersion = true): void {
-    reply.error(e.code, e.detail, withVersion ? this.registry.version : undefined);
+    reply.error(e.code, e.detail, withVersion ? this.#registry.version : undefined);
   }
 
   #failWith(reply: Reply, code: ErrorCode, detail: ErrorDetail, withVersion = true): void {
     this.fail(reply, { code, detail }, withVersion);
   }
 
-  #failErr(reply: Reply, err: unknown, withVersion = true): void {
+  failErr(reply: Reply, err: unknown, withVersion = true): void {
     const e = asSfError(err);
     if (e.code === 'internal_error') this.log.error({ kind: 'server.internal_error', err });
     this.fail(reply, { code: e.code, detail: e.detail }, withVersion);
@@ -155,7 +163,7 @@ export class Front implements PushDone {
    * (and other nodes parse again), so nothing in it may escape validation: the
    * envelope has `event` and one of `data`/`body` and nothing else, and `data` is
    * checked field by field. On a single node the shards get PUSH records instead
-   * (push_records.ts): parsed, validated, routed and keyed once, here.
+   * (routing.ts): parsed, validated, routed and keyed once, here.
    */
   push(body: unknown, text: string, reply: Reply): void {
     const startMs = performance.now();
@@ -191,14 +199,14 @@ export class Front implements PushDone {
     try {
       row = plan.validator!.validate(data);
     } catch (err) {
-      this.#failErr(reply, err);
+      this.failErr(reply, err);
       return;
     }
     // Keys of every table the push feeds: routing (several shards) and the key
     // size limit, checked before anything is recorded for this push.
     const n = this.channels.length;
     const route = this.#route;
-    const tooLong = route.route(plan, row, this.cluster === null ? n : 1);
+    const tooLong = route.route(plan, row, this.#cluster === null ? n : 1);
     if (tooLong >= 0) {
       const feed = plan.feeds[tooLong];
       const key = route.keys[tooLong]!;
@@ -227,24 +235,15 @@ export class Front implements PushDone {
     }
     const t = now > this.#lastT ? now : this.#lastT;
     this.#lastT = t;
-    if (this.cluster !== null) {
-      this.cluster.append({ plan, row, text, t, version: reg.version, reply, startMs, dedupe, dedupeValue });
+    if (this.#cluster !== null) {
+      this.#cluster.append({ plan, row, text, t, version: reg.version, reply, startMs, dedupe, dedupeValue });
       return;
     }
-    const lsn = this.nextLsn++;
-    // Every acknowledged push is logged by at least one shard.
-    let mask = route.mask;
-    if (mask === 0) mask = 1 << (n > 1 ? lsn % n : 0);
-    let targets = 0;
-    for (let s = 0; s < n; s++) if (mask & (1 << s)) targets++;
-    const ctx = new PushCtx(lsn, reg.version, reply, targets, startMs, dedupe, plan.name, dedupeValue, this);
-    for (let s = 0; s < n; s++) {
-      if ((mask & (1 << s)) === 0) continue;
-      const ch = this.channels[s];
-      route.write(ch.pushWriter, s, plan, lsn, t, reg.version, recorded);
-      ch.enqueuePush(ctx);
-    }
-    this.#schedule();
+    const lsn = this.#nextLsn++;
+    const mask = route.targets(lsn, n);
+    const ctx = new PushCtx(lsn, reg.version, reply, targetCount(mask), startMs, dedupe, plan.name, dedupeValue, this);
+    route.dispatch(this.channels, mask, plan, lsn, t, reg.version, recorded, ctx);
+    this.schedule();
   }
 
   /**
@@ -256,21 +255,13 @@ export class Front implements PushDone {
    * (unknown event, unreadable row); `sink` is told once per shard.
    */
   pushCopy(event: string, text: string, t: number, seq: number, partition: number, partitions: number, sink: Sink): number {
-    const plan = this.registry.events.get(event);
+    const plan = this.#registry.events.get(event);
     const row = plan === undefined ? null : rowFromEnvelope(text, plan.datetimeFields);
     if (plan === undefined || row === null) return -1;
-    const n = this.channels.length;
     const route = this.#route;
-    if (route.route(plan, row, n, partition, partitions) >= 0) return -1;
-    let targets = 0;
-    for (let s = 0; s < n; s++) {
-      if ((route.mask & (1 << s)) === 0) continue;
-      const ch = this.channels[s];
-      route.write(ch.pushWriter, s, plan, seq, t, this.registry.version, null);
-      ch.enqueuePush(sink);
-      targets++;
-    }
-    if (targets > 0) this.#schedule();
+    if (route.route(plan, row, this.channels.length, partition, partitions) >= 0) return -1;
+    const targets = route.dispatch(this.channels, route.mask, plan, seq, t, this.#registry.version, null, sink);
+    if (targets > 0) this.schedule();
     return targets;
   }
 
@@ -307,7 +298,7 @@ export class Front implements PushDone {
     this.#failWith(reply, 'dedupe_capacity_exceeded', { message: `the dedupe store holds ${this.dedupe.size} entries (DEDUPE_ENTRIES_MAX); retry once older entries expire`, path: 'data' });
   }
 
-  #replay(entry: import('./dedupe').DedupeEntry, reply: Reply): void {
+  #replay(entry: DedupeEntry, reply: Reply): void {
     const answer = (body: string | null): void => {
       if (body === null) { this.#failWith(reply, 'wal_unavailable', { message: 'the original push with this dedupe value failed; retry' }); return; }
       this.metrics.pushTotal++;
@@ -322,7 +313,7 @@ export class Front implements PushDone {
   loadDedupe(entries: ReadonlyArray<[string, string, number, number, number]>): void {
     const now = Date.now();
     for (const [event, value, lsn, version, t] of entries) {
-      const plan = this.registry.events.get(event);
+      const plan = this.#registry.events.get(event);
       if (plan === undefined || plan.dedupeField === null) continue;
       const expires = t + plan.dedupeWindowMs;
       if (expires <= now || this.dedupe.lookup(event, value, now) !== null) continue;
@@ -339,7 +330,7 @@ export class Front implements PushDone {
    */
   #resolve(tableName: string, featuresRaw: unknown, key: string, path: string): ResolvedGet {
     const at = `${path}${path ? '.' : ''}`;
-    const table: TablePlan | undefined = this.registry.tables.get(tableName);
+    const table: TablePlan | undefined = this.#registry.tables.get(tableName);
     if (table === undefined) throw new SfError('unknown_table', `table ${JSON.stringify(tableName)} is not registered`, { path: `${at}table` });
     let features: string[] | null = null;
     let f: number[] | null = null;
@@ -353,14 +344,14 @@ export class Front implements PushDone {
         const name = features[i];
         const j = table.featureIndex.get(name);
         if (j !== undefined) { f[i] = j; continue; }
-        const owners = this.registry.featureTables.get(name);
+        const owners = this.#registry.featureTables.get(name);
         if (owners !== undefined) throw new SfError('feature_not_in_table', `feature ${JSON.stringify(name)} is not in table ${table.name} (it is in ${owners.join(', ')})`, { path: `${at}features` });
         throw new SfError('feature_not_found', `feature ${JSON.stringify(name)} is not registered`, { path: `${at}features` });
       }
     }
     return {
-      item: { k: ITEM_GET, v: this.registry.version, t: table.index, key, f },
-      shard: shardOf(key, this.channels.length),
+      item: { k: ITEM_GET, v: this.#registry.version, t: table.index, key, f },
+      shard: shardOfKey(key, this.channels.length),
       table: table.name,
       features,
     };
@@ -373,14 +364,14 @@ export class Front implements PushDone {
     }
     // Resolved first so that an unknown table or feature is reported before a bad key.
     const resolved = this.#resolve(body.table, body.features, '', path);
-    const table = this.registry.tableList[resolved.item.t];
+    const table = this.#registry.tableList[resolved.item.t];
     // `entity_id`: the peer's deprecated name for `key` (peer-facts 5.5).
     const key = parseWireKey('key' in body ? body.key : body.entity_id, table.keyFields, table.keyTypes, `${path}${path ? '.' : ''}key`);
     if (key.length * 3 > KEY_BYTES_MAX && Buffer.byteLength(key) > KEY_BYTES_MAX) {
       throw new SfError('key_parse_failure', `the key is ${Buffer.byteLength(key)} bytes; a key is at most ${KEY_BYTES_MAX} bytes (KEY_BYTES_MAX)`, { path: `${path}${path ? '.' : ''}key` });
     }
     resolved.item.key = key;
-    resolved.shard = shardOf(key, this.channels.length);
+    resolved.shard = shardOfKey(key, this.channels.length);
     return resolved;
   }
 
@@ -395,18 +386,18 @@ export class Front implements PushDone {
     try {
       g = this.#getItem(body, '');
     } catch (err) {
-      this.#failErr(reply, err, false);
+      this.failErr(reply, err, false);
       return;
     }
-    if (this.cluster !== null) { this.cluster.read(g, new GetCtx(reply, this, startMs), 0); return; }
+    if (this.#cluster !== null) { this.#cluster.read(g, new GetCtx(reply, this, startMs), 0); return; }
     this.channels[g.shard].enqueue(g.item, new GetCtx(reply, this, startMs), 0);
-    this.#schedule();
+    this.schedule();
   }
 
   /** Hands one item to a local shard (cluster mode feeds and reads through here). */
   enqueue(shard: number, item: NonPushItem, sink: Sink, tag: number): void {
     this.channels[shard].enqueue(item, sink, tag);
-    this.#schedule();
+    this.schedule();
   }
 
   batchGet(body: unknown, reply: Reply): void {
@@ -439,195 +430,22 @@ export class Front implements PushDone {
     if (pending === 0) { ctx.finish(); return; }
     const group = this.#batchSeq++;
     for (const v of valid) if (v !== null) v.item.g = group;
-    if (this.cluster !== null) {
-      const cluster = this.cluster;
+    if (this.#cluster !== null) {
+      const cluster = this.#cluster;
       valid.forEach((v, i) => { if (v !== null) cluster.read(v, ctx, i); });
       return;
     }
     valid.forEach((v, i) => { if (v !== null) this.channels[v.shard].enqueue(v.item, ctx, i); });
-    this.#schedule();
+    this.schedule();
   }
 
   // ---- control ----------------------------------------------------------------------
 
   ping(reply: Reply): void {
-    reply.ok(`{"pong":true,"registry_version":${this.registry.version},${SERVER_VERSION_JSON}}`);
+    reply.ok(`{"pong":true,"registry_version":${this.#registry.version},${SERVER_VERSION_JSON}}`);
   }
 
   registryBody(): string {
-    return JSON.stringify({ registry_version: this.registry.version, nodes: this.registry.state.nodes });
-  }
-
-  register(payload: unknown, reply: Reply): void {
-    if (jsonDepthExceeds(payload)) {
-      this.#failWith(reply, 'invalid_registration', { message: `register payload is nested deeper than ${JSON_DEPTH_MAX} levels`, path: '' });
-      return;
-    }
-    if (this.cluster !== null) { this.cluster.register(payload, reply); return; }
-    runCoordinator(this.coordinator, { kind: 'register', payload }).then(
-      (res) => this.#guarded(reply, () => {
-        if (!res.ok) { this.fail(reply, res.error); return; }
-        const answer = (): void => {
-          this.metrics.registerTotal++;
-          reply.ok(JSON.stringify(res.body));
-        };
-        // Answered once the new version is in place: pushes sent after the answer use it.
-        if (res.changed) this.install(res.state, res.renames, (err) => this.#guarded(reply, () => (err === null ? answer() : this.fail(reply, err))));
-        else answer();
-      }),
-      (err: unknown) => this.#failErr(reply, err),
-    );
-  }
-
-  /**
-   * Makes a new registry visible: pushes validated from now on use it, and every
-   * shard installs it before them. The version is compiled first, in slices
-   * (REGISTRY_COMPILE_SLICE_MS) on the front and, through PREPARE items, on every
-   * shard between its batches, while everyone keeps serving the current version;
-   * then it is swapped in at once everywhere (the INSTALL items find it compiled).
-   * So a register of any size delays a request by about one slice, not by the
-   * compile (issue 11 finding 4). `done` when the front has swapped.
-   */
-  install(state: RegistryState, renames: Array<[string, string]>, done: (err: ErrorPayload | null) => void = () => {}): void {
-    this.#serially((next) => {
-      if (state.version <= this.registry.version) { next(); done(null); return; } // already in place
-      // Incremental: only changed nodes (and their dependents) are compiled again.
-      const job = new SlicedCompile(state, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: true, features: false, previous: this.registry });
-      let waiting = this.channels.length + 1;
-      const ready = (): void => {
-        if (--waiting > 0) return;
-        let err: ErrorPayload | null = null;
-        try {
-          this.registry = job.finish();
-          const ignore: Sink = { done: (out) => { if (out !== null && typeof out === 'object') this.log.error({ kind: 'shard.install_failed', out }); } };
-          const item = { k: ITEM_INSTALL, lsn: this.nextLsn++, state, renames } as const;
-          for (const ch of this.channels) ch.enqueue(item, ignore, 0);
-          this.#schedule();
-          this.log.info({ kind: 'registry.installed', registry_version: state.version });
-        } catch (e) {
-          // The coordinator compiled this state already: a failure here is a bug.
-          this.log.error({ kind: 'registry.install_failed', registry_version: state.version, err: String((e as Error)?.stack ?? e) });
-          const sf = asSfError(e);
-          err = { code: sf.code, detail: sf.detail };
-        }
-        next();
-        done(err);
-      };
-      const stepFront = (): void => {
-        if (job.step(REGISTRY_COMPILE_SLICE_MS)) ready();
-        else setImmediate(stepFront);
-      };
-      for (const ch of this.channels) this.#prepareOn(ch, state, ready);
-      this.#schedule();
-      stepFront();
-    });
-  }
-
-  /** PREPARE on one shard, asked again every REGISTRY_PREPARE_POLL_MS until its compile is done. */
-  #prepareOn(ch: ShardChannel, state: RegistryState, ready: () => void): void {
-    const sink: Sink = {
-      done: (out) => {
-        // null: compiled; an error (the thread died): its INSTALL compiles and reports.
-        if (out !== PREPARE_PENDING) { ready(); return; }
-        setTimeout(() => {
-          ch.enqueue({ k: ITEM_PREPARE, version: state.version, state: null }, sink, 0);
-          this.#schedule();
-        }, REGISTRY_PREPARE_POLL_MS);
-      },
-    };
-    ch.enqueue({ k: ITEM_PREPARE, version: state.version, state }, sink, 0);
-  }
-
-  /** Registry changes (installs, resets) run one at a time, in the order they were asked. */
-  #registryQueue: Array<(next: () => void) => void> = [];
-  #registryBusy = false;
-
-  #serially(op: (next: () => void) => void): void {
-    this.#registryQueue.push(op);
-    if (!this.#registryBusy) this.#nextRegistryOp();
-  }
-
-  #nextRegistryOp(): void {
-    const op = this.#registryQueue.shift();
-    if (op === undefined) { this.#registryBusy = false; return; }
-    this.#registryBusy = true;
-    let called = false;
-    const next = (): void => { if (!called) { called = true; this.#nextRegistryOp(); } };
-    try {
-      op(next);
-    } catch (err) {
-      // Ops answer their own errors; a throw is a bug and must not stop later registry changes.
-      this.log.error({ kind: 'registry.op_failed', err: String((err as Error)?.stack ?? err) });
-      next();
-    }
-  }
-
-  reset(reply: Reply): void {
-    if (!this.opts.testMode) {
-      this.#failWith(reply, 'reset_disabled_in_production', {
-        message: 'reset is disabled: the server is not in test mode',
-        reason: 'start the server with --test-mode or set SERVICE_TEST_MODE=1 to enable reset (test mode is decided at boot)',
-      });
-      return;
-    }
-    if (this.cluster !== null) { this.cluster.reset(reply); return; }
-    runCoordinator(this.coordinator, { kind: 'reset' }).then(
-      (res) => this.#guarded(reply, () => {
-        if (!res.ok) { this.fail(reply, res.error); return; }
-        this.resetLocal(res.state, (err) => {
-          if (err !== null) { this.fail(reply, err); return; }
-          this.metrics.resetTotal++;
-          reply.ok(JSON.stringify(res.body));
-        });
-      }),
-      (err: unknown) => this.#failErr(reply, err),
-    );
-  }
-
-  /** Installs `state` and clears every shard and the dedupe store; `done` when all shards have. */
-  resetLocal(state: RegistryState, done: (err: ErrorPayload | null) => void): void {
-    // In turn with installs: an install still compiling must not land after this reset.
-    this.#serially((next) => {
-      let reg: CompiledRegistry;
-      try {
-        reg = compileRegistry(state, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: true, features: false });
-      } catch (e) {
-        next();
-        const sf = asSfError(e);
-        done({ code: sf.code, detail: sf.detail });
-        return;
-      }
-      this.registry = reg;
-      const sink = new CountdownSink(this.channels.length, (err) => {
-        if (err === null) this.dedupe.clear();
-        done(err);
-      });
-      const item = { k: ITEM_RESET, lsn: this.nextLsn++, state } as const;
-      for (const ch of this.channels) ch.enqueue(item, sink, 0);
-      this.#schedule();
-      next();
-    });
-  }
-
-  /**
-   * Asks every shard to snapshot (in order with the pushes before it): `sync` at
-   * shutdown (done when this resolves); otherwise each shard starts an incremental
-   * job between batches and this resolves at once.
-   */
-  snapshot(sync: boolean): Promise<void> {
-    return new Promise((resolve) => {
-      const sink = new CountdownSink(this.channels.length, (err) => {
-        if (err !== null) this.log.error({ kind: 'wal.snapshot_failed', err });
-        resolve();
-      });
-      for (const ch of this.channels) ch.enqueue({ k: ITEM_SNAPSHOT, sync }, sink, 0);
-      this.#schedule();
-    });
-  }
-
-  /** Resolves when every channel has nothing queued or in flight. */
-  async drain(): Promise<void> {
-    this.#flushAll();
-    while (!this.channels.every((c) => c.idle)) await new Promise((r) => setTimeout(r, 2));
+    return JSON.stringify({ registry_version: this.#registry.version, nodes: this.#registry.state.nodes });
   }
 }

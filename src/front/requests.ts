@@ -66,13 +66,13 @@ function guarded(front: Front, reply: Reply, fn: () => void): void {
 export function handleRequest(front: Front, kind: RequestKind, text: string, reply: Reply): void {
   guarded(front, reply, () => {
     if (kind === 'ping') { front.ping(reply); return; }
-    if (kind === 'reset') { front.reset(reply); return; }
+    if (kind === 'reset') { front.control.reset(reply); return; }
     const body = parseBody(front, text, kind, reply);
     if (body === undefined) return;
     if (kind === 'push') front.push(body, text, reply);
     else if (kind === 'get') front.get(body, reply);
     else if (kind === 'batch_get') front.batchGet(body, reply);
-    else front.register(body, reply);
+    else front.control.register(body, reply);
   });
 }
 

@@ -5,9 +5,16 @@
  */
 import { RESPONSE_BYTES_MAX } from '../limits';
 import type { ErrorPayload } from '../protocol/messages';
+import type { Metrics } from '../admin/metrics';
 import type { Sink } from './channel';
-import type { Front } from './front';
 import type { Reply } from './reply';
+
+/** What a get or batch_get answer needs of the front (Front implements it; no import of front.ts). */
+export interface Answers {
+  readonly metrics: Metrics;
+  /** Answers an error; the get family passes withVersion false (no registry_version). */
+  fail(reply: Reply, e: ErrorPayload, withVersion?: boolean): void;
+}
 
 /**
  * UTF-8 bytes of `parts`, exact only when it matters: UTF-16 units never exceed
@@ -28,7 +35,7 @@ export function responseTooLarge(what: string): ErrorPayload {
 
 export class GetCtx implements Sink {
   /** `startMs`: performance.now() at arrival (latency histogram). */
-  constructor(readonly reply: Reply, readonly front: Front, readonly startMs: number) {}
+  constructor(readonly reply: Reply, readonly front: Answers, readonly startMs: number) {}
   done(out: string | ErrorPayload | null): void {
     if (typeof out === 'string' && overResponseLimit(out.length, [out])) out = responseTooLarge('the row');
     if (typeof out === 'string') {
@@ -50,7 +57,7 @@ export class BatchCtx implements Sink {
   remaining: number;
   #units = 0;
   #tooLarge = false;
-  constructor(readonly reply: Reply, readonly parts: string[], readonly front: Front, pending: number, readonly startMs: number) {
+  constructor(readonly reply: Reply, readonly parts: string[], readonly front: Answers, pending: number, readonly startMs: number) {
     this.remaining = pending;
     for (const p of parts) if (p !== undefined) this.#units += p.length;
   }

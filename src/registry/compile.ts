@@ -93,12 +93,12 @@ export interface ValueSink {
   value(v: Value | undefined): void;
 }
 
-/** Writes a row's values of TablePlan.columns, in order (generated per table: front/push_records.ts). */
+/** Writes a row's values of TablePlan.columns, in order (generated per table: front/routing.ts). */
 export type ColumnWriter = (r: Row, sink: ValueSink) => void;
 
 export class TablePlan {
   readonly featureIndex: Map<string, number>;
-  /** Built on first use by the front (front/push_records.ts), then reused for every push. */
+  /** Built on first use by the front (front/routing.ts), then reused for every push. */
   columnWriter: ColumnWriter | null = null;
   /** The same plan at another position (a reused table whose index moved). */
   at(index: number): TablePlan {

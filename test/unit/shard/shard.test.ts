@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compileRegistry, type CompiledRegistry } from '../../../src/registry/compile';
 import type { RegistryState } from '../../../src/registry/model';
-import { PushRoute } from '../../../src/front/push_records';
+import { PushRoute } from '../../../src/front/routing';
 import { PushFrameWriter } from '../../../src/wal/push_record';
 import { RecordEncoder, WalWriter } from '../../../src/wal';
 import { ITEM_GET, ITEM_INSTALL, ITEM_PUSH, type GetItem, type ShardBatch, type ShardInit, type ShardItem } from '../../../src/protocol/messages';

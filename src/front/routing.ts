@@ -1,6 +1,7 @@
 /**
- * Routing a validated push and writing its PUSH records (wal/push_record.ts), on
- * the front, once per push: the chains run once (EventPlan.feedRows), each feed's
+ * The front's routing: which shard owns a key (shardOf), and for a validated push
+ * which shards it goes to and the PUSH record (wal/push_record.ts) each gets, once
+ * per push: the chains run once (EventPlan.feedRows), each feed's
  * key is built and hashed once, and each target shard gets one record holding
  * only its own feeds: key bytes and the values its tables' features read. The
  * shard applies that record as is (and logs it byte for byte).
@@ -9,10 +10,23 @@
  * is one thread and a push is routed and written in one synchronous step).
  */
 import type { ColumnWriter, EventPlan, TableFeed } from '../registry/compile';
-import { hashKey, partitionOfHash } from '../registry/key';
+import { hashKey, partitionOfHash, shardOf } from '../registry/key';
+import type { ShardChannel, Sink } from './channel';
 import type { Row } from '../types';
 import type { PushFrameWriter } from '../wal/push_record';
 import { KEY_BYTES_MAX } from '../limits';
+
+/** The shard of `n` that owns a canonical key (the same hash the shards check, registry/key.ts). */
+export function shardOfKey(key: string, n: number): number {
+  return shardOf(key, n);
+}
+
+/** How many shards a target mask names. */
+export function targetCount(mask: number): number {
+  let n = 0;
+  for (let m = mask; m !== 0; m &= m - 1) n++;
+  return n;
+}
 
 export class PushRoute {
   /** Per feed of the last route(): its row (null: filtered out), key, and target shard (-1: none). */
@@ -52,6 +66,32 @@ export class PushRoute {
       this.mask |= 1 << s;
     }
     return -1;
+  }
+
+  /**
+   * The shards a local push of the last route() goes to: its feeds' shards, or, when
+   * no feed keys it, one shard chosen by `lsn` (every acknowledged push is logged by
+   * at least one shard).
+   */
+  targets(lsn: number, n: number): number {
+    if (this.mask !== 0) return this.mask;
+    return 1 << (n > 1 ? lsn % n : 0);
+  }
+
+  /**
+   * Writes the PUSH record of every shard in `mask` for the last route() and
+   * enqueues `sink` once on each of those channels. Returns how many shards.
+   */
+  dispatch(channels: readonly ShardChannel[], mask: number, plan: EventPlan, lsn: number, t: number, version: number, dedupe: string | null, sink: Sink): number {
+    let targets = 0;
+    for (let s = 0; s < channels.length; s++) {
+      if ((mask & (1 << s)) === 0) continue;
+      const ch = channels[s];
+      this.write(ch.pushWriter, s, plan, lsn, t, version, dedupe);
+      ch.enqueuePush(sink);
+      targets++;
+    }
+    return targets;
   }
 
   /** Writes the PUSH record of shard `s` for the last route(): its feeds, in feed order. */
