@@ -1,4 +1,30 @@
 /**
+ * Who owns what (README "How it is built", with the files):
+ *
+ *   front/http.ts (uWS)  front/http_net.ts (node:net)    front/tcp.ts (framed TCP)
+ *             \ front/http_routes.ts /                      /
+ *              +---------- front/requests.ts --------------+   parse JSON, envelope rule
+ *                               |
+ *   front thread   front/front.ts      push (validate: registry/push_validator.ts,
+ *                                      dedupe: front/dedupe.ts), get, batch_get, ping
+ *                  front/control.ts    register/install/reset, snapshot, drain,
+ *                                      shard recovery (coordinator via protocol/coordinator_calls.ts)
+ *                  front/routing.ts    key -> shard, one binary PUSH record per shard
+ *                  front/channel.ts    one batch per shard per turn (protocol/shard_calls.ts)
+ *                  front/sinks.ts, front/push.ts   who waits for shard answers
+ *                               | ShardBatch (PUSH records + items) | answers
+ *   shard threads  shard/shard_main.ts (entry: recover, timers) -> shard/shard.ts (batches)
+ *   (one each)     shard/push_apply.ts (PUSH records -> state), shard/state.ts (columnar
+ *                  entity state: entity_index, ring_group, kept/solo columns), shard/cold*.ts
+ *                  (cold store), shard/store.ts + wal/* (WAL segments, snapshots, recovery)
+ *
+ *   coordinator    coordinator/coordinator_main.ts (entry) -> coordinator/register.ts:
+ *   thread         the only writer of the registry; wal/registry_log.ts
+ *
+ *   cluster/*      cluster mode only (--cluster-url): NATS JetStream is the log
+ *                  (front/cluster_hooks.ts are its seams into the front)
+ *   admin/*        admin sidecar (--admin-addr): dashboard, /metrics, stats, inspect
+ *
  * Boot and shutdown of the whole server (DESIGN.md section 1):
  *
  *   0. bind the (optional) admin listener: /health answers and /ready says
