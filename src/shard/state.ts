@@ -122,6 +122,58 @@ export interface ShardOptions {
   coldFiles?: ColdFiles | null;
 }
 
+/**
+ * A registry version made ready ahead of its install, in slices between batches
+ * (PREPARE items, shard_main.ts): first its compile, then the column storage of
+ * each table that will start empty (allocating rings for a 100-feature table
+ * costs milliseconds, a 4,000-feature registry ~150 ms: too long for one turn).
+ * Nothing here is visible until the INSTALL swaps it in.
+ */
+export class PreparedVersion {
+  readonly #fresh = new Map<TablePlan, TableColumns>();
+  #tables: Iterator<TablePlan> | null = null;
+  #done = false;
+
+  constructor(private readonly compile: SlicedCompile, private readonly startsEmpty: (plan: TablePlan) => boolean) {}
+
+  get state(): RegistryState {
+    return this.compile.state;
+  }
+
+  get done(): boolean {
+    return this.#done;
+  }
+
+  /** Works for about `budgetMs`; true once done (a failed compile is done: the install reports it). */
+  step(budgetMs: number): boolean {
+    if (this.#done) return true;
+    const end = performance.now() + budgetMs;
+    if (!this.compile.step(budgetMs)) return false;
+    let reg: CompiledRegistry;
+    try { reg = this.compile.finish(); } catch { this.#done = true; return true; }
+    this.#tables ??= reg.tables.values();
+    for (;;) {
+      const n = this.#tables.next();
+      if (n.done === true) { this.#done = true; return true; }
+      if (this.startsEmpty(n.value)) this.#fresh.set(n.value, new TableColumns(n.value));
+      if (performance.now() >= end) return false;
+    }
+  }
+
+  /** The compiled version (compiling what is left now); throws the compile's error. */
+  finish(): CompiledRegistry {
+    return this.compile.finish();
+  }
+
+  /** Storage built ahead for `plan` of this version (once), or null. */
+  columnsFor(plan: TablePlan): TableColumns | null {
+    const cols = this.#fresh.get(plan);
+    if (cols === undefined) return null;
+    this.#fresh.delete(plan);
+    return cols;
+  }
+}
+
 export class ShardState {
   registry: CompiledRegistry | null = null;
   /** By table index of the current registry. */
@@ -161,11 +213,9 @@ export class ShardState {
     const prev = this.registry;
     // Incremental: unchanged nodes reuse the previous version's compiled artefacts.
     const opts = { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: false, previous: prev };
-    const prepared = this.#prepared;
+    const ready = this.#prepared !== null && this.#prepared.state.version === state.version && this.#prepared.state.nodes.length === state.nodes.length ? this.#prepared : null;
     this.#prepared = null;
-    const next = prepared !== null && prepared.state.version === state.version && prepared.state.nodes.length === state.nodes.length
-      ? prepared.finish()
-      : compileRegistry(state, opts);
+    const next = ready !== null ? ready.finish() : compileRegistry(state, opts);
     const moved = new Map(renamesBetween(prev === null ? null : prev.state, state));
     for (const [from, to] of renames) if (!moved.has(from)) moved.set(from, to);
     let ref: CompiledRegistry | null = prev;
@@ -182,7 +232,7 @@ export class ShardState {
       const old = this.#byName.get(renamedTo.get(plan.name) ?? plan.name);
       const oldRef = ref === null ? undefined : ref === prev ? old?.plan : ref.tables.get(plan.name);
       tables.push(old === undefined || oldRef === undefined || oldRef.keySignature !== plan.keySignature
-        ? new TableState(plan, new TableColumns(plan), null, this.#newCold(), this.counters)
+        ? new TableState(plan, ready?.columnsFor(plan) ?? new TableColumns(plan), null, this.#newCold(), this.counters)
         : carryOver(old, plan, oldRef, () => this.#newCold()));
     }
     for (const t of tables) t.coldAfterMs = coldAfterOf(next, t.plan.name);
@@ -198,18 +248,19 @@ export class ShardState {
    * The version a PREPARE started compiling in slices between batches (shard_main.ts),
    * swapped in by the INSTALL of that version without compiling again.
    */
-  #prepared: SlicedCompile | null = null;
+  #prepared: PreparedVersion | null = null;
 
-  /** The sliced compile of `state` (started now unless already under way or done). */
-  prepare(state: RegistryState): SlicedCompile {
+  /** The sliced preparation of `state` (started now unless already under way or done). */
+  prepare(state: RegistryState): PreparedVersion {
     if (this.#prepared === null || this.#prepared.state.version !== state.version) {
-      this.#prepared = new SlicedCompile(state, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: false, previous: this.registry });
+      const compile = new SlicedCompile(state, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: false, previous: this.registry });
+      this.#prepared = new PreparedVersion(compile, (plan) => this.#byName.get(plan.name)?.plan.keySignature !== plan.keySignature);
     }
     return this.#prepared;
   }
 
-  /** The compile a PREPARE of `version` started, if it is the current one. */
-  preparing(version: number): SlicedCompile | null {
+  /** The preparation a PREPARE of `version` started, if it is the current one. */
+  preparing(version: number): PreparedVersion | null {
     return this.#prepared !== null && this.#prepared.state.version === version ? this.#prepared : null;
   }
 

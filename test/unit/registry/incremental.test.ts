@@ -109,15 +109,23 @@ test('a sliced compile yields between nodes and features and ends with what one 
   assert.throws(() => bad.finish(), (err: Error & { code?: string }) => typeof err.code === 'string');
 });
 
-test('a shard swaps in the version it prepared in slices, and compiles itself when none was prepared', () => {
+test('a shard swaps in the version (and new tables\' storage) it prepared in slices, and compiles itself when none was prepared', () => {
   const shard = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: false });
   shard.install({ version: 1, nodes: [ev, table('T1', 'E', 'a')] });
   const v2 = { version: 2, nodes: [ev, table('T1', 'E', 'a'), table('T2', 'E', 'a')] };
   const job = shard.prepare(v2);
   assert.equal(shard.prepare(v2), job, 'a second PREPARE continues the same compile');
   while (!job.step(0));
+  // The new table's storage was built during the prepare; the install takes it.
+  const taken: unknown[] = [];
+  const columnsFor = job.columnsFor.bind(job);
+  job.columnsFor = (plan) => { const c = columnsFor(plan); if (c !== null) taken.push(c); return c; };
+  const t1 = shard.tableByName('T1')!.cols;
   shard.install(v2);
   assert.equal(shard.registry, job.finish());
+  assert.equal(taken.length, 1);
+  assert.equal(shard.tableByName('T2')!.cols, taken[0]);
+  assert.equal(shard.tableByName('T1')!.cols, t1, 'an unchanged table keeps its storage');
   assert.equal(shard.preparing(2), null);
   const v3 = { version: 3, nodes: v2.nodes };
   shard.install(v3);
