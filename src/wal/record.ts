@@ -83,7 +83,9 @@ function writeU64(buf: Buffer, value: number, at: number): void {
 
 /** Reads a u64 written by writeU64; the caller has checked the high word (see wellFormed). */
 export function readU64(buf: Buffer, at: number): number {
-  return buf.readUInt32LE(at + 4) * TWO_POW_32 + buf.readUInt32LE(at);
+  // Byte arithmetic: readUInt32LE's argument checks cost ~5% of replay CPU here.
+  return ((buf[at + 4] | (buf[at + 5] << 8) | (buf[at + 6] << 16)) + buf[at + 7] * 0x1000000) * TWO_POW_32
+    + ((buf[at] | (buf[at + 1] << 8) | (buf[at + 2] << 16)) + buf[at + 3] * 0x1000000);
 }
 
 function isU64Safe(buf: Buffer, at: number): boolean {
