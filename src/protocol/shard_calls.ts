@@ -17,7 +17,7 @@ const HELLO: ShardHelloTask = { hello: true };
 /** Runs one batch; the batch's bytes are transferred to the shard thread (unusable here afterwards). */
 export function runShardBatch(pool: ShardPool, batch: ShardBatch): Promise<ShardBatchResult> {
   const buf = batch.bytes.buffer;
-  return pool.run(batch, buf.byteLength > 0 && buf instanceof ArrayBuffer ? { transferList: [buf] } : {});
+  return pool.run(batch, batch.bytes.byteLength > 0 && buf instanceof ArrayBuffer ? { transferList: [buf] } : {});
 }
 
 /** The first task of a shard thread: answered once it has recovered. */

@@ -66,6 +66,9 @@ const TWO_POW_32 = 2 ** 32;
 const SAFE_HIGH_WORD_MAX = 0x1fffff;
 const PAYLOAD_OFFSET = FRAME_HEADER_BYTES + FRAME_TYPE_BYTES;
 
+/** What take() answers for a batch without frames: nothing to allocate or transfer. */
+const NO_BYTES = new Uint8Array(0);
+
 /**
  * Builds the frames of one shard batch. One per shard channel on the front; take()
  * hands the bytes over (a fresh ArrayBuffer each batch, so it can be transferred
@@ -92,8 +95,13 @@ export class PushFrameWriter {
     return this.pos;
   }
 
-  /** The frames written so far; the writer starts over on a new buffer. */
+  /**
+   * The frames written so far; the writer starts over on a new buffer (the old one
+   * is handed to the shard thread). A batch without frames (gets only) takes nothing
+   * and keeps the buffer.
+   */
   take(): Uint8Array {
+    if (this.pos === 0) return NO_BYTES;
     const out = new Uint8Array(this.buf.buffer, this.buf.byteOffset, this.pos);
     let next = PUSH_BATCH_BYTES_INITIAL;
     while (next < this.pos && next < PUSH_BATCH_BYTES_START_MAX) next *= 2;
