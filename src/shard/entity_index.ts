@@ -47,20 +47,52 @@ export class EntityIndex {
     return s === undefined ? -1 : s;
   }
 
-  /** A slot for a key that has none (asserted). */
+  /** A slot for a key that has none (asserted after the insert: one hash lookup, not two). */
   add(key: string, lastT: number, lastLsn: number): number {
-    assert(!this.bySlot.has(key), 'entity already has a slot');
-    let slot: number;
-    if (this.#freeLen > 0) slot = this.#free[--this.#freeLen];
-    else {
-      if (this.high === this.capacity) this.#grow(this.capacity * 2);
-      slot = this.high++;
-    }
+    const size = this.bySlot.size;
+    const slot = this.#takeSlot();
     this.bySlot.set(key, slot);
+    // A key that had a slot would not grow the map (and its old slot would leak).
+    assert(this.bySlot.size === size + 1, 'entity already has a slot');
     this.keys[slot] = key;
     this.lastT[slot] = lastT;
     this.lastLsn[slot] = lastLsn;
     return slot;
+  }
+
+  /**
+   * A new slot for `key` with one hash insert (restore: a key normally arrives
+   * once). Returns the slot, and in `replaced` the slot the key had before, -1 if
+   * none (found by a scan: a key captured twice by a fuzzy snapshot is rare); the
+   * caller empties and releases that one (releaseSlot).
+   */
+  addReplacing(key: string, lastT: number, lastLsn: number, replaced: Int32Array): number {
+    const size = this.bySlot.size;
+    const slot = this.#takeSlot();
+    this.bySlot.set(key, slot);
+    replaced[0] = -1;
+    if (this.bySlot.size === size) {
+      for (let s = 0; s < this.high; s++) if (s !== slot && this.keys[s] === key) replaced[0] = s;
+      assert(replaced[0] >= 0, 'a key in the map without a slot');
+    }
+    this.keys[slot] = key;
+    this.lastT[slot] = lastT;
+    this.lastLsn[slot] = lastLsn;
+    return slot;
+  }
+
+  /** Frees a slot whose key already points elsewhere (addReplacing). */
+  releaseSlot(slot: number): void {
+    assert(this.keys[slot] !== null && this.bySlot.get(this.keys[slot] as string) !== slot);
+    this.keys[slot] = null;
+    this.lastT[slot] = 0;
+    this.lastLsn[slot] = 0;
+    this.#pushFree(slot);
+  }
+
+  #pushFree(slot: number): void {
+    if (this.#freeLen === this.#free.length) this.#free = grown(this.#free, this.#free.length * 2);
+    this.#free[this.#freeLen++] = slot;
   }
 
   /** Releases `key`'s slot (the caller has emptied its columns first). Returns the slot, -1 if none. */
@@ -72,9 +104,14 @@ export class EntityIndex {
     this.keys[slot] = null;
     this.lastT[slot] = 0;
     this.lastLsn[slot] = 0;
-    if (this.#freeLen === this.#free.length) this.#free = grown(this.#free, this.#free.length * 2);
-    this.#free[this.#freeLen++] = slot;
+    this.#pushFree(slot);
     return slot;
+  }
+
+  #takeSlot(): number {
+    if (this.#freeLen > 0) return this.#free[--this.#freeLen];
+    if (this.high === this.capacity) this.#grow(this.capacity * 2);
+    return this.high++;
   }
 
   /** Makes room for `n` slots at once (restore): capacity is the next power of two at or above it. */

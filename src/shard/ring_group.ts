@@ -412,8 +412,10 @@ export class RingGroup {
     const u = pool.u32;
     const from = at * 2;
     for (let j = 0; j < words; j++) u[base + j] = src[from + j];
-    for (let k = 0; k < len; k++) {
-      for (let c = 0; c < this.fields.length; c++) {
+    for (let c = 0; c < this.fields.length; c++) {
+      // A column whose cells hold no id in this chunk (numbers) needs no rewrite.
+      if (ids[c].size === 0) continue;
+      for (let k = 0; k < len; k++) {
         const i = base + 2 * (k * this.stride + 1 + c);
         if (u[i + 1] === HI_ID) u[i] = this.interns[c].ref(ids[c].get(u[i]) as Interned);
       }

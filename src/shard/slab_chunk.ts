@@ -21,7 +21,7 @@
  */
 import { strict as assert } from 'node:assert';
 import type { Interned } from './intern';
-import { decodeCells, type GroupSave } from './ring_group';
+import { decodeCells, type GroupSave, type RingGroup } from './ring_group';
 import type { FixedOp } from '../ops/fixed';
 import { FixedColumn } from './solo_column';
 import type { EntitySave, TableColumns } from './table_columns';
@@ -91,45 +91,54 @@ function idMaps(ch: SlabChunk['groups'][number]): Array<Map<number, Interned>> {
 /**
  * Loads the chunk's entities whose key `keep` accepts into `cols`, which has the
  * chunk's layout (restore imposed it: TableColumns.fromLayout). `onKey` runs
- * before each entity is added (the caller drops an older copy of the key).
+ * before each entity is added (the caller drops a cold copy of the key; a hot
+ * one is replaced by addForLoad).
+ * Column by column: the keys first, then each group's rings, then each solo
+ * column, so each loop touches one array (restore of 1M entities: one hash
+ * insert per key is most of the cost).
  */
 export function loadSlab(cols: TableColumns, ch: SlabChunk, keep: ((key: string) => boolean) | null, onKey: (key: string) => void): number {
   assert(ch.groups.length === cols.groups.length, 'slab chunk of another layout');
-  const maps = ch.groups.map(idMaps);
-  const words = ch.groups.map((sg) => new Uint32Array(sg.cells.buffer, sg.cells.byteOffset, sg.cells.length * 2));
-  const cellAt = ch.groups.map(() => 0);
-  const bucketAt = ch.groups.map(() => 0);
+  const n = ch.keys.length;
+  const slots = new Int32Array(n);
   let loaded = 0;
-  for (let e = 0; e < ch.keys.length; e++) {
+  for (let e = 0; e < n; e++) {
     const key = ch.keys[e];
-    const use = keep === null || keep(key);
-    if (use) onKey(key);
-    const slot = use ? cols.index.add(key, ch.lastTs[e], ch.lastLsns[e]) : -1;
-    for (let gi = 0; gi < cols.groups.length; gi++) {
-      const g = cols.groups[gi];
-      const sg = ch.groups[gi];
-      const len = sg.lens[e];
-      if (slot >= 0) g.importSlot(slot, words[gi], cellAt[gi], len, maps[gi]);
-      cellAt[gi] += len * g.stride;
-      const bk = sg.buckets[bucketAt[gi]];
-      if (bk !== undefined && bk[0] === e) {
-        if (slot >= 0) g.loadBuckets(slot, bk[1]);
-        bucketAt[gi]++;
-      }
-    }
-    if (slot < 0) continue;
+    if (keep !== null && !keep(key)) { slots[e] = -1; continue; }
+    onKey(key);
+    slots[e] = cols.addForLoad(key, ch.lastTs[e], ch.lastLsns[e]);
     loaded++;
-    for (let i = 0; i < cols.objs.length; i++) {
-      const col = cols.objs[i];
-      if (col === null) continue;
-      const rows = ch.fixed[i];
-      const objs = ch.objs[i];
-      if (col instanceof FixedColumn && rows !== null && rows !== undefined) col.data.set(rows.subarray(e * col.width, (e + 1) * col.width), slot * col.width);
-      else if (objs !== null && objs !== undefined) col.load(slot, objs[e]);
-      else col.create(slot);
+  }
+  for (let gi = 0; gi < cols.groups.length; gi++) loadRings(cols.groups[gi], ch.groups[gi], slots);
+  for (let i = 0; i < cols.objs.length; i++) {
+    const col = cols.objs[i];
+    if (col === null) continue;
+    const rows = ch.fixed[i];
+    const objs = ch.objs[i];
+    if (col instanceof FixedColumn && rows !== null && rows !== undefined) {
+      const w = col.width;
+      for (let e = 0; e < n; e++) if (slots[e] >= 0) for (let j = 0; j < w; j++) col.data[slots[e] * w + j] = rows[e * w + j];
+    } else {
+      for (let e = 0; e < n; e++) {
+        if (slots[e] < 0) continue;
+        if (objs !== null && objs !== undefined) col.load(slots[e], objs[e]);
+        else col.create(slots[e]);
+      }
     }
   }
   return loaded;
+}
+
+function loadRings(g: RingGroup, sg: SlabChunk['groups'][number], slots: Int32Array): void {
+  const ids = idMaps(sg);
+  const words = new Uint32Array(sg.cells.buffer, sg.cells.byteOffset, sg.cells.length * 2);
+  let at = 0;
+  for (let e = 0; e < slots.length; e++) {
+    const len = sg.lens[e];
+    if (slots[e] >= 0) g.importSlot(slots[e], words, at, len, ids);
+    at += len * g.stride;
+  }
+  for (const [e, saved] of sg.buckets) if (slots[e] >= 0) g.loadBuckets(slots[e], saved);
 }
 
 /**

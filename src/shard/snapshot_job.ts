@@ -310,10 +310,11 @@ function targetOf(state: ShardState, t: SnapshotMeta['tables'][number], format: 
 function restoreSlab(target: Target, ch: SlabChunk, keep: ((key: string) => boolean) | null): number {
   const { ts, identity, meta, map, liveOf } = target;
   const drop = (key: string): void => {
-    ts.cold.delete(key);
+    if (ts.cold.size > 0) ts.cold.delete(key);
     ts.cols.remove(key);
   };
-  if (identity) return loadSlab(ts.cols, ch, keep, drop);
+  // The hot copy of a key is replaced inside loadSlab (one hash insert per key).
+  if (identity) return loadSlab(ts.cols, ch, keep, (key) => { if (ts.cold.size > 0) ts.cold.delete(key); });
   const feats = ts.plan.features;
   const saves = slabSaves(ch, meta.groups.map((g) => 1 + g.fields.length), (j) => (liveOf[j] < 0 ? null : feats[liveOf[j]].factory.fixed ?? null));
   let n = 0;

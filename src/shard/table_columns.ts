@@ -46,6 +46,9 @@ export interface SaveMap {
   objSrc: Array<{ obj: number } | { group: number; member: number } | null>;
 }
 
+/** Out-parameter of EntityIndex.addReplacing (one per thread: restores are synchronous). */
+const REPLACED = new Int32Array(1);
+
 export class TableColumns {
   readonly index: EntityIndex;
   /** Intern table per column name, shared by the table's groups. */
@@ -254,6 +257,21 @@ export class TableColumns {
     for (let i = 0; i < feats.length; i++) {
       const col = this.objs[i];
       if (col !== null) col.create(slot);
+    }
+    return slot;
+  }
+
+  /**
+   * A slot for `key` whose columns the caller fills (slab restore): one hash
+   * insert; an older copy of the key (a fuzzy snapshot may capture an entity
+   * twice, the later copy wins) is emptied and released.
+   */
+  addForLoad(key: string, lastT: number, lastLsn: number): number {
+    const slot = this.index.addReplacing(key, lastT, lastLsn, REPLACED);
+    const old = REPLACED[0];
+    if (old >= 0) {
+      this.#clearSlot(old);
+      this.index.releaseSlot(old);
     }
     return slot;
   }

@@ -45,8 +45,25 @@ test('entity index: slots are reused from the free list, storage doubles, keys a
   assert.equal(ix.keys[5], 'y');
   assert.equal(ix.lastLsn[5], 8);
   assert.equal(ix.lastT[100], 1100, 'times survive growth');
-  assert.throws(() => ix.add('y', 1, 1), /already has a slot/);
   assert.equal(ix.liveSlots().length, ix.size);
+  // A programmer error (the shard crashes and recovers): the index is not usable after it.
+  assert.throws(() => ix.add('y', 1, 1), /already has a slot/);
+});
+
+test('entity index: a key loaded twice (restore) gets a new slot and hands back the old one', () => {
+  const ix = new EntityIndex();
+  const replaced = new Int32Array(1);
+  assert.equal(ix.addReplacing('a', 1, 1, replaced), 0);
+  assert.equal(replaced[0], -1);
+  assert.equal(ix.addReplacing('b', 1, 2, replaced), 1);
+  assert.equal(ix.addReplacing('a', 5, 9, replaced), 2);
+  assert.equal(replaced[0], 0, 'the older copy');
+  ix.releaseSlot(0);
+  assert.equal(ix.slotOf('a'), 2);
+  assert.equal(ix.lastLsn[2], 9);
+  assert.equal(ix.size, 2);
+  assert.deepEqual(ix.liveSlots(), [1, 2]);
+  assert.equal(ix.add('c', 1, 1), 0, 'the released slot is reused');
 });
 
 test('intern table: reference counted, ids reused once a value is gone, save and load keep ids', () => {
@@ -320,4 +337,33 @@ test('snapshot format 3 (one EntitySave per hot entity) still loads; format 4 wr
     assert.deepEqual(rowsOf(restored, keys, t2), rowsOf(reference, keys, t2));
     assert.equal(restored.tableByName('T')!.cols.interns.get('c')!.size, ts.cols.interns.get('c')!.size, 'intern counts rebuilt from the cells');
   }
+});
+
+import { encodeSlab, loadSlab } from '../../../src/shard/slab_chunk';
+
+test('slab chunks: a key loaded twice keeps the later copy, and the older one leaves nothing behind', () => {
+  const reg = registry([]);
+  const mk = (): ShardState => {
+    const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+    s.install(reg);
+    return s;
+  };
+  const a = mk();
+  const b = mk();
+  feed(a, ['k1', 'k2'], 50, 21);
+  const t = feed(b, ['k1', 'k3'], 80, 22);
+  const chunkOf = (s: ShardState) => {
+    const ts = s.tableByName('T')!;
+    return encodeSlab(ts.cols, 0, ts.cols.index.liveSlots());
+  };
+  const c = mk();
+  const cols = c.tableByName('T')!.cols;
+  assert.equal(loadSlab(cols, chunkOf(a), null, () => {}), 2);
+  assert.equal(loadSlab(cols, chunkOf(b), null, () => {}), 2);
+  assert.equal(c.tableByName('T')!.size, 3);
+  for (const k of ['k1', 'k3']) assert.equal(c.read('T', k, null, t), b.read('T', k, null, t));
+  assert.equal(c.read('T', 'k2', null, t), a.read('T', 'k2', null, t));
+  // The replaced copy's intern references went with it: removing everything empties the tables.
+  for (const k of ['k1', 'k2', 'k3']) cols.remove(k);
+  for (const table of cols.interns.values()) assert.equal(table.size, 0);
 });
