@@ -20,7 +20,7 @@
  * weighted mean and variance", 2009).
  */
 import type { JsonValue, Row, Value } from '../types';
-import { rowLoad, rowSave, type FixedOp } from './fixed';
+import { RowFixedOp } from './fixed';
 import type { WindowAgg } from './val_window';
 import { isNum, jsonNum, loadFields, saveFields } from './values';
 
@@ -34,10 +34,11 @@ export const enum EwOut {
 const SAME_MS_ALPHA = 0.5;
 
 /** ewma / ewvar / ew_zscore. Row (fixed.ts): [n, mean, s, tLast, last]. */
-export class EwFixed implements FixedOp {
+export class EwFixed extends RowFixedOp {
   readonly width = 5;
   readonly lambda: number;
   constructor(readonly out: EwOut, halfLifeMs: number) {
+    super();
     this.lambda = Math.LN2 / halfLifeMs;
   }
   update(a: Float64Array, at: number, x: Value | undefined, t: number): void {
@@ -66,18 +67,14 @@ export class EwFixed implements FixedOp {
     if (!(a[at + 2] > 0)) return null;
     return jsonNum((a[at + 4] - a[at + 1]) / Math.sqrt(a[at + 2]));
   }
-  save(a: Float64Array, at: number): unknown {
-    return rowSave(a, at, this.width);
-  }
-  load(a: Float64Array, at: number, saved: unknown): void {
-    rowLoad(a, at, saved, this.width);
-  }
 }
 
 /** decayed_sum / decayed_count: forward-decayed total, read decayed to the query time. Row: [n, total, tLast]. */
-export class DecayedFixed implements FixedOp {
+export class DecayedFixed extends RowFixedOp {
   readonly width = 3;
-  constructor(readonly count: boolean, readonly halfLifeMs: number) {}
+  constructor(readonly count: boolean, readonly halfLifeMs: number) {
+    super();
+  }
   update(a: Float64Array, at: number, x: Value | undefined, t: number): void {
     let v = 1;
     if (!this.count) {
@@ -93,12 +90,6 @@ export class DecayedFixed implements FixedOp {
   read(a: Float64Array, at: number, now: number): JsonValue {
     if (a[at] === 0) return this.count ? 0 : null;
     return jsonNum(a[at + 1] * Math.pow(2, -Math.max(0, now - a[at + 2]) / this.halfLifeMs));
-  }
-  save(a: Float64Array, at: number): unknown {
-    return rowSave(a, at, this.width);
-  }
-  load(a: Float64Array, at: number, saved: unknown): void {
-    rowLoad(a, at, saved, this.width);
   }
 }
 

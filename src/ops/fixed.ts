@@ -32,6 +32,20 @@ export function rowLoad(a: Float64Array, at: number, saved: unknown, width: numb
   for (let i = 0; i < width; i++) a[at + i] = s[i];
 }
 
+/** A fixed op whose save format is its row as `width` numbers (rowSave/rowLoad). */
+export abstract class RowFixedOp implements FixedOp {
+  abstract readonly width: number;
+  abstract update(a: Float64Array, at: number, x: Value | undefined, t: number): void;
+  abstract miss(a: Float64Array, at: number, t: number): void;
+  abstract read(a: Float64Array, at: number, now: number): JsonValue;
+  save(a: Float64Array, at: number): unknown {
+    return rowSave(a, at, this.width);
+  }
+  load(a: Float64Array, at: number, saved: unknown): void {
+    rowLoad(a, at, saved, this.width);
+  }
+}
+
 export class FixedState implements StoredState {
   readonly a: Float64Array;
   constructor(readonly op: FixedOp) {

@@ -8,7 +8,7 @@
  */
 import type { JsonValue, Row, Value } from '../types';
 import type { StoredState } from './factory';
-import { rowLoad, rowSave, type FixedOp } from './fixed';
+import { RowFixedOp, type FixedOp } from './fixed';
 import { isNum, jsonNum } from './values';
 import { zScore } from './num_window';
 
@@ -33,9 +33,11 @@ export class CountFixed implements FixedOp {
 }
 
 /** sum and mean: n and Σx in arrival order. Row: [n, sum]. */
-export class SumFixed implements FixedOp {
+export class SumFixed extends RowFixedOp {
   readonly width = 2;
-  constructor(readonly mean: boolean) {}
+  constructor(readonly mean: boolean) {
+    super();
+  }
   update(a: Float64Array, at: number, x: Value | undefined): void {
     if (!isNum(x)) return;
     a[at]++;
@@ -47,18 +49,14 @@ export class SumFixed implements FixedOp {
     if (n === 0) return null;
     return jsonNum(this.mean ? a[at + 1] / n : a[at + 1]);
   }
-  save(a: Float64Array, at: number): unknown {
-    return rowSave(a, at, this.width);
-  }
-  load(a: Float64Array, at: number, saved: unknown): void {
-    rowLoad(a, at, saved, this.width);
-  }
 }
 
 /** min / max over numbers (i64, f64, datetime): the first extreme value wins ties. Row: [n, v]. */
-export class ExtremeFixed implements FixedOp {
+export class ExtremeFixed extends RowFixedOp {
   readonly width = 2;
-  constructor(readonly isMax: boolean) {}
+  constructor(readonly isMax: boolean) {
+    super();
+  }
   update(a: Float64Array, at: number, x: Value | undefined): void {
     if (!isNum(x)) return;
     if (a[at] === 0 || (this.isMax ? x > a[at + 1] : x < a[at + 1])) a[at + 1] = x;
@@ -67,12 +65,6 @@ export class ExtremeFixed implements FixedOp {
   miss(): void {}
   read(a: Float64Array, at: number): JsonValue {
     return a[at] === 0 ? null : a[at + 1];
-  }
-  save(a: Float64Array, at: number): unknown {
-    return rowSave(a, at, this.width);
-  }
-  load(a: Float64Array, at: number, saved: unknown): void {
-    rowLoad(a, at, saved, this.width);
   }
 }
 
@@ -107,9 +99,11 @@ export const enum MomentOut {
 }
 
 /** var / std / z_score: Welford's running mean and M2; sample variance (n - 1). Row: [n, mean, m2, last]. */
-export class MomentsFixed implements FixedOp {
+export class MomentsFixed extends RowFixedOp {
   readonly width = 4;
-  constructor(readonly out: MomentOut) {}
+  constructor(readonly out: MomentOut) {
+    super();
+  }
   update(a: Float64Array, at: number, x: Value | undefined): void {
     if (!isNum(x)) return;
     const n = ++a[at];
@@ -126,16 +120,10 @@ export class MomentsFixed implements FixedOp {
     const variance = Math.max(0, a[at + 2] / (n - 1));
     return jsonNum(this.out === MomentOut.Var ? variance : Math.sqrt(variance));
   }
-  save(a: Float64Array, at: number): unknown {
-    return rowSave(a, at, this.width);
-  }
-  load(a: Float64Array, at: number, saved: unknown): void {
-    rowLoad(a, at, saved, this.width);
-  }
 }
 
 /** ratio: matching events / every event that reached the feature (where gates the numerator). Row: [n, matched]. */
-export class RatioFixed implements FixedOp {
+export class RatioFixed extends RowFixedOp {
   readonly width = 2;
   update(a: Float64Array, at: number): void {
     a[at]++;
@@ -146,11 +134,5 @@ export class RatioFixed implements FixedOp {
   }
   read(a: Float64Array, at: number): JsonValue {
     return a[at] === 0 ? null : a[at + 1] / a[at];
-  }
-  save(a: Float64Array, at: number): unknown {
-    return rowSave(a, at, this.width);
-  }
-  load(a: Float64Array, at: number, saved: unknown): void {
-    rowLoad(a, at, saved, this.width);
   }
 }
