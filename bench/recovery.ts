@@ -19,6 +19,7 @@ import { PushFrameWriter, RecordEncoder, RegistryLog, sealFrame, WalWriter } fro
 import { hashKey } from '../src/registry/key';
 import { compileRegistry } from '../src/registry/compile';
 import { PushRoute } from '../src/front/routing';
+import { RECOVERY_NODES } from './recovery_registry';
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
@@ -28,17 +29,7 @@ const SHARDS = Number(args.get('shards') ?? 1);
 const FORMAT = args.get('format') ?? 'push';
 const BATCH = 512;
 
-const NODES = [
-  { kind: 'event', name: 'Txn', schema: { fields: { user: 'str', amount: 'f64' }, optional_fields: [] } },
-  {
-    kind: 'table', name: 'U', upstreams: ['Txn'], key: ['user'],
-    agg: {
-      n: { op: 'count', params: { window: '1h' } },
-      total: { op: 'sum', params: { field: 'amount', window: 'forever' } },
-      mx: { op: 'max', params: { field: 'amount', window: '1h' } },
-    },
-  },
-];
+const NODES = RECOVERY_NODES;
 
 function buildDataDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'streamfeat-recovery-'));

@@ -17,6 +17,7 @@
  * API since issue 4), for a before/after on the same machine.
  */
 import { join } from 'node:path';
+import { RECOVERY_NODES } from './recovery_registry';
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
@@ -28,20 +29,7 @@ const SLICE_MS = 4;
 /** Pushes applied between two slices. */
 const PUSHES_BETWEEN_SLICES = 500;
 
-const REGISTRY = {
-  version: 1,
-  nodes: [
-    { kind: 'event', name: 'Txn', schema: { fields: { user: 'str', amount: 'f64' }, optional_fields: [] } },
-    {
-      kind: 'table', name: 'U', upstreams: ['Txn'], key: ['user'],
-      agg: {
-        n: { op: 'count', params: { window: '1h' } },
-        total: { op: 'sum', params: { field: 'amount', window: 'forever' } },
-        mx: { op: 'max', params: { field: 'amount', window: '1h' } },
-      },
-    },
-  ],
-};
+const REGISTRY = { version: 1, nodes: RECOVERY_NODES };
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 const { ShardState } = require(join(BUILD, 'src/shard/state')) as typeof import('../src/shard/state');
