@@ -213,12 +213,7 @@ export class ColdFiles {
     const seg = this.#segs.get(segId);
     if (seg === undefined) return null;
     const buf = Buffer.allocUnsafe(len);
-    let got = 0;
-    while (got < len) {
-      const n = readSync(seg.fd, buf, got, len - got, off + got);
-      if (n === 0) break;
-      got += n;
-    }
+    const got = readAt(seg.fd, buf, off);
     this.stats.reads++;
     const rec = got === len ? decodeRecord(buf, 0, segId, off) : null;
     if (rec === null) this.#corrupt(segId, off);
@@ -268,12 +263,7 @@ export class ColdFiles {
     if (first < HEADER_BYTES || at + first > seg.bytes) { this.#corrupt(seg.id, at); return null; }
     const n = Math.min(seg.bytes - at, Math.max(first, COLD_READ_CHUNK_BYTES));
     const buf = Buffer.allocUnsafe(n);
-    let got = 0;
-    while (got < n) {
-      const r = readSync(seg.fd, buf, got, n - got, at + got);
-      if (r === 0) break;
-      got += r;
-    }
+    const got = readAt(seg.fd, buf, at);
     this.stats.reads++;
     return got === n ? buf : buf.subarray(0, got);
   }
@@ -521,4 +511,15 @@ export class DiskColdStore implements ColdStore {
   get indexBytes(): number {
     return this.#index.bytes;
   }
+}
+
+/** Fills `buf` from `fd` at `position` (short reads continue); returns the bytes read, fewer only at end of file. */
+function readAt(fd: number, buf: Buffer, position: number): number {
+  let got = 0;
+  while (got < buf.length) {
+    const n = readSync(fd, buf, got, buf.length - got, position + got);
+    if (n === 0) break;
+    got += n;
+  }
+  return got;
 }
