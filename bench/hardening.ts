@@ -1,7 +1,7 @@
 /**
  * Issue 11 findings 1, 2, 3, 4 and 8, measured against any build of the server:
  *
- *   node dist/bench/hardening.js [--cli path/to/dist/src/cli.js] [--only compile,finding4,finding8]
+ *   node dist/bench/hardening.js [--cli path/to/dist/src/cli.js] [--only compile,transfer,finding4,finding4big,finding8]
  *
  * Starts `serve --memory-only --test-mode --shards 2` on free 127.0.0.1 ports and
  * prints one line per finding: whether the server survived finding 1, register
@@ -219,6 +219,56 @@ async function compileCost(): Promise<void> {
   }
 }
 
+/**
+ * In-process, this thread's CPU: what one register of the ~10 MB limits registry
+ * (one more table) costs the front in moving the registry between threads, as
+ * before (the state structured-cloned: received once from the coordinator, sent
+ * twice to each shard, PREPARE and INSTALL) and now (a wire: registry/wire.ts),
+ * and the longest slice of the front's sliced compile from the wire.
+ */
+async function transferCost(): Promise<void> {
+  const { MessageChannel, receiveMessageOnPort } = await import('node:worker_threads');
+  const { compileRegistry, SlicedCompile, wireOf } = await import('../src/registry/compile');
+  const REGISTRY_COMPILE_SLICE_MS = (await import('../src/limits')).REGISTRY_COMPILE_SLICE_MS;
+  const cpu = (): number => Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6;
+  const nodes = limitsRegistry();
+  const front = { memoryGovEnforce: false, pushValidators: true, features: false } as const;
+  const v1 = compileRegistry({ version: 1, nodes }, front);
+  const v2state = { version: 2, nodes: [...nodes, { kind: 'table', name: 'Extra', upstreams: ['Ev'], key: ['user'], agg: { n: { op: 'count' } } }] };
+  const { port1, port2 } = new MessageChannel();
+  const post = (v: unknown): { send: number; recv: number } => {
+    let c = cpu();
+    port1.postMessage(v);
+    const send = cpu() - c;
+    c = cpu();
+    receiveMessageOnPort(port2);
+    return { send, recv: cpu() - c };
+  };
+  const cloned: number[] = [];
+  const shared: number[] = [];
+  const longest: number[] = [];
+  for (let k = 0; k < 5; k++) {
+    const a = post(v2state);
+    const wire = wireOf(compileRegistry(v2state, front));
+    const b = post(wire);
+    // The front: one receive (from the coordinator) + 2 sends per shard (2 shards).
+    cloned.push(a.recv + 4 * a.send);
+    shared.push(b.recv + 4 * b.send);
+    const job = new SlicedCompile(wire, { ...front, previous: v1 });
+    let slowest = 0;
+    for (;;) {
+      const c = cpu();
+      const done = job.step(REGISTRY_COMPILE_SLICE_MS);
+      slowest = Math.max(slowest, cpu() - c);
+      if (done) break;
+      await new Promise((r) => setImmediate(r));
+    }
+    longest.push(slowest);
+  }
+  port1.close();
+  line(`transfer, ${(JSON.stringify(v2state.nodes).length / 1e6).toFixed(1)} MB registry, front thread (CPU, median of 5): structured clone (1 receive + 4 sends) ${median(cloned).toFixed(1)} ms, wire ${median(shared).toFixed(2)} ms; sliced compile from the wire: longest ${REGISTRY_COMPILE_SLICE_MS} ms slice ${median(longest).toFixed(1)} ms`);
+}
+
 async function finding4(s: Srv): Promise<void> {
   const nodes = expressionHeavy();
   const push = { event: 'Ev', data: { user: 'u1', a: 1, b: 2, s: 'x' } };
@@ -241,6 +291,49 @@ async function finding4(s: Srv): Promise<void> {
   line(`finding 4: 7 re-registers of the same registry + one more table each: register ${f(runs.map((r) => r.workMs))}, slowest concurrent /ping ${f(runs.map((r) => r.ms))}, /push ${f(runs.map((r) => r.pushMs))}`);
 }
 
+/** ~10 MB of registry JSON: 200 tables x 100 where-features (REGISTRY_EXPRESSIONS_MAX) and a 40 KB description each. */
+function limitsRegistry(): Nodes {
+  const nodes: Nodes = [{ kind: 'event', name: 'Ev', schema: { fields: { user: 'str', a: 'f64', b: 'f64', s: 'str' } } }];
+  const pad = 'd'.repeat(40 * 1024);
+  for (let t = 0; t < 200; t++) {
+    const agg = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`f${i}`, { op: 'sum', params: { field: 'a', window: '1h', where: `a * ${i} + b > ${t} and s != 'q${i}'` } }]));
+    nodes.push({ kind: 'table', name: `T${t}`, description: pad, upstreams: ['Ev'], key: ['user'], agg });
+  }
+  return nodes;
+}
+
+/**
+ * Finding 4 at the registry limits: ~10 MB of registry JSON (200 tables x 100
+ * where-features = 20,000 expressions, REGISTRY_EXPRESSIONS_MAX, plus a 40 KB
+ * description per table), registered in bodies under the 4 MiB cap, then
+ * re-registered with one more table at a time while /ping and /push loop.
+ */
+async function finding4big(s: Srv): Promise<void> {
+  const [ev, ...tables] = limitsRegistry();
+  const bytes = JSON.stringify([ev, ...tables]).length;
+  // The loops push another event (one count): a push to Ev would update 20,000 features.
+  const other = [{ kind: 'event', name: 'P', schema: { fields: { user: 'str' } } }, { kind: 'table', name: 'PT', upstreams: ['P'], key: ['user'], agg: { n: { op: 'count' } } }];
+  await post(s, '/register', { nodes: other });
+  const t0 = performance.now();
+  for (let i = 0; i < tables.length; i += 50) {
+    const r = await post(s, '/register', { nodes: [ev, ...tables.slice(i, i + 50)] });
+    if (r.status !== 200) throw new Error(`register: ${r.status} ${r.text.slice(0, 200)}`);
+  }
+  line(`finding 4 (limits): ${(bytes / 1e6).toFixed(1)} MB registry (200 tables x 100 where-features) registered in 4 bodies in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  const push = { event: 'P', data: { user: 'u1' } };
+  const floor = await slowestPing(s, () => new Promise((r) => setTimeout(r, 1000)), push);
+  line(`finding 4 (limits): no register (1 s) with that registry in place: slowest /ping ${floor.ms.toFixed(0)} ms, slowest /push ${floor.pushMs.toFixed(0)} ms`);
+  const runs: Array<{ ms: number; pushMs: number; workMs: number }> = [];
+  for (let k = 0; k < 7; k++) {
+    const extra = { kind: 'table', name: `Extra${k}`, upstreams: ['Ev'], key: ['user'], agg: { c: { op: 'count', params: { window: 'forever' } } } };
+    const again = await slowestPing(s, () => post(s, '/register', { nodes: [ev, extra] }), push);
+    if (again.result.status !== 200) throw new Error(`re-register: ${again.result.status} ${again.result.text.slice(0, 200)}`);
+    runs.push(again);
+  }
+  const f = (xs: number[]): string => `median ${median(xs).toFixed(0)} / max ${Math.max(...xs).toFixed(0)} ms`;
+  line(`finding 4 (limits): 7 registers of one more table: register ${f(runs.map((r) => r.workMs))}, slowest concurrent /ping ${f(runs.map((r) => r.ms))}, /push ${f(runs.map((r) => r.pushMs))}`);
+}
+
 async function finding8(s: Srv): Promise<void> {
   const nodes = deepChain();
   const reg = await slowestPing(s, () => post(s, '/register', { nodes }));
@@ -261,7 +354,8 @@ async function main(): Promise<void> {
   line(`server: ${cli}`);
   const only = args.includes('--only') ? args[args.indexOf('--only') + 1].split(',') : null;
   if (only === null || only.includes('compile')) await compileCost();
-  for (const f of [finding1, finding2, finding3, finding4, finding8]) {
+  if (only === null || only.includes('transfer')) await transferCost();
+  for (const f of [finding1, finding2, finding3, finding4, finding4big, finding8]) {
     if (only !== null && !only.includes(f.name)) continue;
     const s = await start();
     try {

@@ -101,6 +101,19 @@ export const REGISTRY_NODES_MAX = 10_000;
 export const REGISTRY_COMPILE_SLICE_MS = 4;
 /** How often the front asks a shard whether its sliced compile of the next version is done. */
 export const REGISTRY_PREPARE_POLL_MS = 2;
+/**
+ * Bytes of the registry's JSON (every node's text, registry_too_large). Every thread
+ * holds the registry, and the registry log appends the whole state per version; a
+ * registry of 1,000 tables x 100 features with `where` clauses is ~12 MB.
+ */
+export const REGISTRY_BYTES_MAX = 16 * 1024 * 1024;
+/**
+ * Bytes of one node's JSON (registry_too_large): a node is the unit of work of a
+ * compile slice (decode, hash, parse), so this bounds how far one slice can overrun
+ * REGISTRY_COMPILE_SLICE_MS (~5 ms to parse 1 MiB). 1,000 features with 500-character
+ * `where` clauses fit.
+ */
+export const REGISTRY_NODE_BYTES_MAX = 1024 * 1024;
 /** Features (aggregations) of one table: one op state each, per entity. */
 export const TABLE_FEATURES_MAX = 1_000;
 /** Features over all tables. */
@@ -244,6 +257,7 @@ assert(BATCH_GET_ENTRIES_MAX_DEFAULT > 0);
 assert(HTTP_TIMEOUT_SWEEP_MS < HTTP_HEADER_TIMEOUT_MS && HTTP_HEADER_TIMEOUT_MS <= HTTP_BODY_TIMEOUT_MS);
 assert(TOP_K_K_DEFAULT <= TOP_K_K_MAX);
 assert(REGISTER_NODES_MAX <= REGISTRY_NODES_MAX);
+assert(REGISTRY_NODE_BYTES_MAX <= REGISTRY_BYTES_MAX);
 assert(TABLE_FEATURES_MAX <= REGISTRY_FEATURES_MAX);
 assert(KEY_BYTES_MAX <= STRING_VALUE_BYTES_MAX, 'a one-field key is a pushed value');
 assert(RESPONSE_BYTES_MAX >= 4 * STRING_VALUE_BYTES_MAX * BUFFER_N_MAX, 'one stored buffer of strings fits an answer');

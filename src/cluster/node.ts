@@ -59,7 +59,7 @@ export async function startClusterNode(cfg: ClusterConfig, front: Front, log: Lo
   const hooks: ClusterHooks = {
     append: (push) => ingest.append(push),
     read: (item, sink, tag) => router!.read(item, sink, tag),
-    register: (payload, reply) => registry.register(payload, reply),
+    register: (text, reply) => registry.register(text, reply),
     reset: (reply) => registry.reset(reply),
   };
   front.attachCluster(hooks);

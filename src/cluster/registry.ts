@@ -14,23 +14,16 @@
 import type { Front } from '../front/front';
 import type { Reply } from '../front/reply';
 import type { Logger } from '../log';
-import { EMPTY_REGISTRY, type RegistryState } from '../registry/model';
 import { runCoordinator } from '../protocol/coordinator_calls';
+import type { DecodedRegistryValue } from '../protocol/messages';
+import { decodeWire, encodeWire } from '../registry/wire';
+import { encodeRegistryValue, type RegistryValue } from './registry_value';
 import { CLUSTER_CONSUMER_RETRY_MS, CLUSTER_REGISTRY_CAS_ATTEMPTS, CLUSTER_RESET_TIMEOUT_MS } from '../limits';
 import { EVENT_STREAM, META_REGISTRY_KEY, resetSubject } from './names';
 import type { NatsHandles, NatsRequest } from './nats';
 import type { Feeder } from './feed';
 import type { Ingest } from './ingest';
 import type { Membership } from './membership';
-
-interface RegistryValue {
-  state: RegistryState;
-  renames: Array<[string, string]>;
-  /** Version of the last reset's state (0: never reset); also the dedupe id epoch. */
-  epoch: number;
-  /** Stream sequence at the last reset: everything at or below it was purged. */
-  purgedSeq: number;
-}
 
 export class ClusterRegistry {
   #stopped = false;
@@ -41,7 +34,7 @@ export class ClusterRegistry {
 
   async start(membership: () => Membership, selfId: string): Promise<void> {
     const e = await this.nats.meta.get(META_REGISTRY_KEY);
-    if (e !== null && e.operation === 'PUT') this.#adopt(e.json<RegistryValue>());
+    if (e !== null && e.operation === 'PUT') this.#adopt(await this.#decode(e.value));
     void this.#watch();
     this.#membership = membership;
     const sub = this.nats.nc.subscribe(resetSubject(selfId), { callback: (err: Error | null, msg: NatsRequest) => { if (err === null) this.#onResetRequest(msg); } });
@@ -56,7 +49,8 @@ export class ClusterRegistry {
         const it = await this.nats.meta.watch({ key: META_REGISTRY_KEY });
         for await (const e of it) {
           if (this.#stopped) { it.stop(); break; }
-          if (e.operation === 'PUT') this.#adopt(e.json<RegistryValue>());
+          // Decoded on the coordinator thread, in order: the next value waits for this one.
+          if (e.operation === 'PUT') this.#adopt(await this.#decode(e.value));
         }
       } catch (err) {
         if (!this.#stopped) this.log.warn({ kind: 'cluster.registry_watch_failed', err: String((err as Error)?.message ?? err) });
@@ -65,22 +59,32 @@ export class ClusterRegistry {
     }
   }
 
+  /**
+   * A bucket value as the front uses it: parsed and turned into a wire on the
+   * coordinator thread, since the value holds the whole registry (megabytes at the
+   * limits) and parsing it here would stall the data plane.
+   */
+  #decode(bytes: Uint8Array): Promise<DecodedRegistryValue> {
+    return runCoordinator(this.front.coordinator, { kind: 'decode_value', bytes });
+  }
+
   /** Installs a value newer than the front's registry (a reset value clears this node first). */
-  #adopt(v: RegistryValue, done?: () => void): void {
+  #adopt(v: DecodedRegistryValue, done?: () => void): void {
     this.ingest.epoch = Math.max(this.ingest.epoch, v.epoch);
     if (v.epoch > this.#epochApplied) {
       this.#epochApplied = v.epoch;
       for (const f of this.feeder.feeds) f.resetTo(v.purgedSeq);
-      this.front.control.resetLocal(v.state, (err) => {
+      // A reset value has no nodes: decoding it costs nothing.
+      this.front.control.resetLocal(decodeWire(v.wire), (err) => {
         if (err !== null) this.log.error({ kind: 'cluster.reset_failed', err });
         this.feeder.versionInstalled();
         done?.();
       });
       return;
     }
-    if (v.state.version > this.front.version) {
+    if (v.wire.version > this.front.version) {
       // The front compiles the version in slices first (front.ts install): told once it is in place.
-      this.front.control.install(v.state, v.renames, () => {
+      this.front.control.install(v.wire, v.renames, () => {
         this.feeder.versionInstalled();
         done?.();
       });
@@ -89,14 +93,14 @@ export class ClusterRegistry {
     done?.();
   }
 
-  async #read(): Promise<{ value: RegistryValue; revision: number }> {
+  /** The bucket's value as stored (bytes, not parsed here) and its revision (0: none yet). */
+  async #read(): Promise<{ bytes: Uint8Array | null; revision: number }> {
     const e = await this.nats.meta.get(META_REGISTRY_KEY);
-    if (e === null || e.operation !== 'PUT') return { value: { state: EMPTY_REGISTRY, renames: [], epoch: 0, purgedSeq: 0 }, revision: 0 };
-    return { value: e.json<RegistryValue>(), revision: e.revision };
+    if (e === null || e.operation !== 'PUT') return { bytes: null, revision: 0 };
+    return { bytes: e.value, revision: e.revision };
   }
 
-  async #cas(revision: number, value: RegistryValue): Promise<boolean> {
-    const data = JSON.stringify(value);
+  async #cas(revision: number, data: Uint8Array): Promise<boolean> {
     try {
       if (revision === 0) await this.nats.meta.create(META_REGISTRY_KEY, data);
       else await this.nats.meta.update(META_REGISTRY_KEY, data, revision);
@@ -107,22 +111,23 @@ export class ClusterRegistry {
     }
   }
 
-  register(payload: unknown, reply: Reply): void {
-    void this.#register(payload, reply).catch((err: unknown) => {
+  /** `text`: the register body, depth-checked, not parsed (the coordinator parses it). */
+  register(text: string, reply: Reply): void {
+    void this.#register(text, reply).catch((err: unknown) => {
       this.front.fail(reply, { code: 'wal_unavailable', detail: { message: 'the registry bucket is unreachable; the registry is unchanged', reason: String((err as Error)?.message ?? err) } });
     });
   }
 
-  async #register(payload: unknown, reply: Reply): Promise<void> {
+  async #register(text: string, reply: Reply): Promise<void> {
     for (let attempt = 0; attempt < CLUSTER_REGISTRY_CAS_ATTEMPTS; attempt++) {
-      const { value, revision } = await this.#read();
-      const res = await runCoordinator(this.front.coordinator, { kind: 'register_on', base: value.state, payload });
+      const { bytes, revision } = await this.#read();
+      const res = await runCoordinator(this.front.coordinator, { kind: 'register_on', base: bytes, text });
       if (!res.ok) { this.front.fail(reply, res.error); return; }
-      if (res.changed) {
-        const next: RegistryValue = { state: res.state, renames: res.renames, epoch: value.epoch, purgedSeq: value.purgedSeq };
-        if (!(await this.#cas(revision, next))) continue; // another node changed it first: run again on its value
-        await new Promise<void>((installed) => this.#adopt(next, installed));
-        this.log.info({ kind: 'registry.registered', registry_version: res.state.version });
+      if (res.wire !== null && res.value !== null) {
+        if (!(await this.#cas(revision, res.value))) continue; // another node changed it first: run again on its value
+        const installed = { wire: res.wire, renames: res.renames, epoch: res.epoch, purgedSeq: res.purgedSeq };
+        await new Promise<void>((done) => this.#adopt(installed, done));
+        this.log.info({ kind: 'registry.registered', registry_version: res.wire.version });
       }
       this.front.metrics.registerTotal++;
       reply.ok(JSON.stringify(res.body));
@@ -142,12 +147,12 @@ export class ClusterRegistry {
 
   async #reset(): Promise<number> {
     for (let attempt = 0; attempt < CLUSTER_REGISTRY_CAS_ATTEMPTS; attempt++) {
-      const { value, revision } = await this.#read();
+      const { bytes, revision } = await this.#read();
       const info = await this.nats.jsm.streams.info(EVENT_STREAM);
       const purgedSeq = info.state.last_seq;
-      const version = value.state.version + 1;
+      const version = (bytes === null ? 0 : (await this.#decode(bytes)).wire.version) + 1;
       const next: RegistryValue = { state: { version, nodes: [] }, renames: [], epoch: version, purgedSeq };
-      if (!(await this.#cas(revision, next))) continue;
+      if (!(await this.#cas(revision, encodeRegistryValue(next)))) continue;
       await this.nats.jsm.streams.purge(EVENT_STREAM);
       // Every live node (this one too) clears its state before the reset is answered.
       const nodes = [...this.#membership().live.keys()];
@@ -164,7 +169,9 @@ export class ClusterRegistry {
     let v: RegistryValue;
     try { v = msg.json<RegistryValue>(); } catch { return; }
     if (v.epoch <= this.#epochApplied) { msg.respond('ok'); return; }
-    this.#adopt(v, () => msg.respond('ok'));
+    // A reset value has no nodes (#reset): small enough to parse here.
+    const wire = encodeWire(v.state.version, v.state.nodes.map((n) => JSON.stringify(n)));
+    this.#adopt({ wire, renames: v.renames, epoch: v.epoch, purgedSeq: v.purgedSeq }, () => msg.respond('ok'));
   }
 
   stop(): void {

@@ -2,18 +2,20 @@
  * Coordinator thread (a one-thread piscina pool): the only writer of the registry.
  * Serializes /register and /reset, persists each new registry version to the
  * registry log before anyone sees it (apply-after-persist), and answers with the
- * new state for the front to install on every shard channel.
+ * new version (a wire: registry/wire.ts) for the front to install on every shard channel.
  */
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import { asSfError, SfError } from '../errors';
 import { createLogger } from '../log';
 import { EMPTY_REGISTRY, type RegistryState } from '../registry/model';
-import type { CompiledRegistry } from '../registry/compile';
+import { wireOf, type CompiledRegistry } from '../registry/compile';
+import { encodeWire, type RegistryWire } from '../registry/wire';
 import type { CoordinatorAnswers, CoordinatorResult, CoordinatorTask } from '../protocol/messages';
 import { coordinatorInit } from '../protocol/coordinator_calls';
 import { RegistryLog } from '../wal';
-import { register } from './register';
+import { parseRegisterBody, register } from './register';
+import { encodeRegistryValue, parseRegistryValue } from '../cluster/registry_value';
 import { ThreadSampler } from '../admin/thread_stats';
 
 const init = coordinatorInit();
@@ -47,20 +49,30 @@ function persist(next: RegistryState): void {
   }
 }
 
+/** The answer of a registry task; a new version goes out as a wire of the current state. */
 function ok(body: Record<string, unknown> | null, renames: Array<[string, string]>, changed: boolean): CoordinatorResult {
-  return { ok: true, state, history: [], body, renames, changed };
+  return { ok: true, wire: changed ? currentWire() : null, body, renames, changed };
+}
+
+/** The current state as a wire (from its compile's texts; a reset's empty state has no compile). */
+function currentWire(): RegistryWire {
+  return compiled !== null && compiled.version === state.version ? wireOf(compiled) : encodeWire(state.version, state.nodes.map((n) => JSON.stringify(n)));
 }
 
 /** The thread's one entry: each task kind answers its CoordinatorAnswers type (runCoordinator on the main thread). */
 export default function handle<T extends CoordinatorTask>(task: T): CoordinatorAnswers[T['kind']];
 export default function handle(task: CoordinatorTask): CoordinatorAnswers[CoordinatorTask['kind']] {
   if (task.kind === 'stats') return { runtime: sampler.sample(), registryVersion: state.version, versions: history.length };
+  if (task.kind === 'decode_value') {
+    const v = parseRegistryValue(task.bytes);
+    return { wire: encodeWire(v.state.version, v.state.nodes.map((n) => JSON.stringify(n))), renames: v.renames, epoch: v.epoch, purgedSeq: v.purgedSeq };
+  }
   try {
     switch (task.kind) {
       case 'state':
-        return { ok: true, state, history, body: null, renames: [], changed: false };
+        return { ok: true, state, history };
       case 'register': {
-        const out = register(state, task.payload, { memoryGovEnforce: init.memoryGovEnforce, previous: compiled });
+        const out = register(state, parseRegisterBody(task.text), { memoryGovEnforce: init.memoryGovEnforce, previous: compiled });
         if (out.next === null) return ok(out.body, [], false);
         persist(out.next);
         state = out.next;
@@ -71,10 +83,14 @@ export default function handle(task: CoordinatorTask): CoordinatorAnswers[Coordi
       }
       case 'register_on': {
         // Cluster mode: the registry lives in a JetStream KV bucket; the caller
-        // compare-and-sets `next` there (src/cluster/registry.ts).
-        const out = register(task.base, task.payload, { memoryGovEnforce: init.memoryGovEnforce, previous: compiled });
-        if (out.next !== null) compiled = out.compiled;
-        return { ok: true, state: out.next ?? task.base, history: [], body: out.body, renames: out.renames, changed: out.next !== null };
+        // compare-and-sets `value` there (src/cluster/registry.ts).
+        const base = parseRegistryValue(task.base);
+        const out = register(base.state, parseRegisterBody(task.text), { memoryGovEnforce: init.memoryGovEnforce, previous: compiled });
+        const { epoch, purgedSeq } = base;
+        if (out.next === null) return { ok: true, wire: null, value: null, epoch, purgedSeq, body: out.body, renames: out.renames, changed: false };
+        compiled = out.compiled;
+        const value = encodeRegistryValue({ state: out.next, renames: out.renames, epoch, purgedSeq });
+        return { ok: true, wire: wireOf(out.compiled), value, epoch, purgedSeq, body: out.body, renames: out.renames, changed: true };
       }
       case 'reset': {
         const next: RegistryState = { version: state.version + 1, nodes: [] };

@@ -58,7 +58,7 @@ export class ShardChannel {
 
   /** Any item but a push (pushes: pushWriter + enqueuePush). An install's WAL frame goes into the bytes here. */
   enqueue(item: NonPushItem, sink: Sink, tag: number): void {
-    if (item.k === ITEM_INSTALL) this.#writer.install(item.lsn, item.state.version);
+    if (item.k === ITEM_INSTALL) this.#writer.install(item.lsn, item.wire.version);
     this.#run = null;
     this.#items.push(item);
     this.#sinks.push(sink);
@@ -84,7 +84,7 @@ export class ShardChannel {
 
   /** An install ahead of everything not yet dispatched (re-installing the registry on a replaced thread). */
   enqueueInstallFirst(item: InstallItem, sink: Sink): void {
-    this.#writer.prependInstall(item.lsn, item.state.version);
+    this.#writer.prependInstall(item.lsn, item.wire.version);
     this.#items.unshift(item);
     this.#sinks.unshift(sink);
     this.#tags.unshift(0);

@@ -43,7 +43,8 @@ export interface ClusterHooks {
   /** Read router: answer `item` into `sink` with `tag`, locally or from the key's owner. */
   read(get: ResolvedGet, sink: Sink, tag: number): void;
   /** Registry change through the cluster's serialized path. */
-  register(payload: unknown, reply: Reply): void;
+  /** `text`: the register body, depth-checked, not parsed (the coordinator parses it). */
+  register(text: string, reply: Reply): void;
   /** Test-mode reset of the whole cluster. */
   reset(reply: Reply): void;
 }

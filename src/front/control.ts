@@ -8,7 +8,8 @@ import type Piscina from 'piscina';
 import { asSfError } from '../errors';
 import type { Logger } from '../log';
 import type { Metrics } from '../admin/metrics';
-import { compileRegistry, SlicedCompile, type CompiledRegistry } from '../registry/compile';
+import { compileRegistry, SlicedCompile, wireOf, type CompiledRegistry } from '../registry/compile';
+import { decodeWire, type RegistryWire } from '../registry/wire';
 import type { RegistryState } from '../registry/model';
 import { ITEM_INSTALL, ITEM_PREPARE, ITEM_RESET, ITEM_SNAPSHOT, PREPARE_PENDING, type ErrorPayload } from '../protocol/messages';
 import { runCoordinator } from '../protocol/coordinator_calls';
@@ -17,7 +18,6 @@ import type { ClusterHooks } from './cluster_hooks';
 import type { DedupeStore } from './dedupe';
 import { CountdownSink } from './sinks';
 import type { Reply } from './reply';
-import { JSON_DEPTH_MAX, jsonDepthExceeds } from '../util/json_depth';
 import { REGISTRY_COMPILE_SLICE_MS, REGISTRY_PREPARE_POLL_MS } from '../limits';
 
 /** What the control side needs of the front (Front implements it). */
@@ -61,7 +61,7 @@ export class FrontControl {
     const h = this.host;
     h.log.error({ kind: 'shard.task_failed', shard, err });
     const ignore: Sink = { done: () => {} };
-    h.channels[shard].enqueueInstallFirst({ k: ITEM_INSTALL, lsn: h.takeLsn(), state: h.registry.state, renames: [] }, ignore);
+    h.channels[shard].enqueueInstallFirst({ k: ITEM_INSTALL, lsn: h.takeLsn(), wire: wireOf(h.registry), renames: [] }, ignore);
     h.schedule();
   }
 
@@ -74,14 +74,11 @@ export class FrontControl {
     }
   }
 
-  register(payload: unknown, reply: Reply): void {
+  /** `text`: the register body, depth-checked, not parsed (the coordinator parses it). */
+  register(text: string, reply: Reply): void {
     const h = this.host;
-    if (jsonDepthExceeds(payload)) {
-      h.fail(reply, { code: 'invalid_registration', detail: { message: `register payload is nested deeper than ${JSON_DEPTH_MAX} levels`, path: '' } });
-      return;
-    }
-    if (h.cluster !== null) { h.cluster.register(payload, reply); return; }
-    runCoordinator(h.coordinator, { kind: 'register', payload }).then(
+    if (h.cluster !== null) { h.cluster.register(text, reply); return; }
+    runCoordinator(h.coordinator, { kind: 'register', text }).then(
       (res) => this.#guarded(reply, () => {
         if (!res.ok) { h.fail(reply, res.error); return; }
         const answer = (): void => {
@@ -89,7 +86,7 @@ export class FrontControl {
           reply.ok(JSON.stringify(res.body));
         };
         // Answered once the new version is in place: pushes sent after the answer use it.
-        if (res.changed) this.install(res.state, res.renames, (err) => this.#guarded(reply, () => (err === null ? answer() : h.fail(reply, err))));
+        if (res.wire !== null) this.install(res.wire, res.renames, (err) => this.#guarded(reply, () => (err === null ? answer() : h.fail(reply, err))));
         else answer();
       }),
       (err: unknown) => h.failErr(reply, err),
@@ -105,12 +102,12 @@ export class FrontControl {
    * So a register of any size delays a request by about one slice, not by the
    * compile (issue 11 finding 4). `done` when the front has swapped.
    */
-  install(state: RegistryState, renames: Array<[string, string]>, done: (err: ErrorPayload | null) => void = () => {}): void {
+  install(wire: RegistryWire, renames: Array<[string, string]>, done: (err: ErrorPayload | null) => void = () => {}): void {
     const h = this.host;
     this.#serially((next) => {
-      if (state.version <= h.registry.version) { next(); done(null); return; } // already in place
+      if (wire.version <= h.registry.version) { next(); done(null); return; } // already in place
       // Incremental: only changed nodes (and their dependents) are compiled again.
-      const job = new SlicedCompile(state, { memoryGovEnforce: h.opts.memoryGovEnforce, pushValidators: true, features: false, previous: h.registry });
+      const job = new SlicedCompile(wire, { memoryGovEnforce: h.opts.memoryGovEnforce, pushValidators: true, features: false, previous: h.registry });
       let waiting = h.channels.length + 1;
       const ready = (): void => {
         if (--waiting > 0) return;
@@ -118,13 +115,13 @@ export class FrontControl {
         try {
           h.adoptRegistry(job.finish());
           const ignore: Sink = { done: (out) => { if (out !== null && typeof out === 'object') h.log.error({ kind: 'shard.install_failed', out }); } };
-          const item = { k: ITEM_INSTALL, lsn: h.takeLsn(), state, renames } as const;
+          const item = { k: ITEM_INSTALL, lsn: h.takeLsn(), wire, renames } as const;
           for (const ch of h.channels) ch.enqueue(item, ignore, 0);
           h.schedule();
-          h.log.info({ kind: 'registry.installed', registry_version: state.version });
+          h.log.info({ kind: 'registry.installed', registry_version: wire.version });
         } catch (e) {
           // The coordinator compiled this state already: a failure here is a bug.
-          h.log.error({ kind: 'registry.install_failed', registry_version: state.version, err: String((e as Error)?.stack ?? e) });
+          h.log.error({ kind: 'registry.install_failed', registry_version: wire.version, err: String((e as Error)?.stack ?? e) });
           const sf = asSfError(e);
           err = { code: sf.code, detail: sf.detail };
         }
@@ -135,25 +132,25 @@ export class FrontControl {
         if (job.step(REGISTRY_COMPILE_SLICE_MS)) ready();
         else setImmediate(stepFront);
       };
-      for (const ch of h.channels) this.#prepareOn(ch, state, ready);
+      for (const ch of h.channels) this.#prepareOn(ch, wire, ready);
       h.schedule();
       stepFront();
     });
   }
 
   /** PREPARE on one shard, asked again every REGISTRY_PREPARE_POLL_MS until its compile is done. */
-  #prepareOn(ch: ShardChannel, state: RegistryState, ready: () => void): void {
+  #prepareOn(ch: ShardChannel, wire: RegistryWire, ready: () => void): void {
     const sink: Sink = {
       done: (out) => {
         // null: compiled; an error (the thread died): its INSTALL compiles and reports.
         if (out !== PREPARE_PENDING) { ready(); return; }
         setTimeout(() => {
-          ch.enqueue({ k: ITEM_PREPARE, version: state.version, state: null }, sink, 0);
+          ch.enqueue({ k: ITEM_PREPARE, version: wire.version, wire: null }, sink, 0);
           this.host.schedule();
         }, REGISTRY_PREPARE_POLL_MS);
       },
     };
-    ch.enqueue({ k: ITEM_PREPARE, version: state.version, state }, sink, 0);
+    ch.enqueue({ k: ITEM_PREPARE, version: wire.version, wire }, sink, 0);
   }
 
   #serially(op: (next: () => void) => void): void {
@@ -192,7 +189,8 @@ export class FrontControl {
     runCoordinator(h.coordinator, { kind: 'reset' }).then(
       (res) => this.#guarded(reply, () => {
         if (!res.ok) { h.fail(reply, res.error); return; }
-        this.resetLocal(res.state, (err) => {
+        // A reset's state has no nodes: decoding it costs nothing.
+        this.resetLocal(decodeWire(res.wire!), (err) => {
           if (err !== null) { h.fail(reply, err); return; }
           h.metrics.resetTotal++;
           reply.ok(JSON.stringify(res.body));

@@ -4,6 +4,7 @@
  */
 import type { ErrorCode, ErrorDetail } from '../errors';
 import type { RegistryState } from '../registry/model';
+import type { RegistryWire } from '../registry/wire';
 import type { ThreadStats } from '../admin/thread_stats';
 
 /** A coded error as plain data (SfError does not survive structured clone). */
@@ -24,9 +25,15 @@ export interface CoordinatorInit {
 export type CoordinatorTask =
   | { kind: 'state' }
   | { kind: 'stats' }
-  | { kind: 'register'; payload: unknown }
+  /**
+   * `text`: the request body as received (depth-checked by the front). The front
+   * does not parse it: the coordinator does, off the data plane.
+   */
+  | { kind: 'register'; text: string }
   /** Cluster mode: the register algorithm against `base` (the registry bucket's value); nothing is kept or persisted here. */
-  | { kind: 'register_on'; base: RegistryState; payload: unknown }
+  | { kind: 'register_on'; base: Uint8Array | null; text: string }
+  /** Cluster mode: a registry bucket value (JSON bytes) decoded for the front. */
+  | { kind: 'decode_value'; bytes: Uint8Array }
   | { kind: 'reset' };
 
 /** Answer to the coordinator's `stats` task (admin/thread_stats.ts ThreadStats plus registry figures). */
@@ -36,12 +43,23 @@ export interface CoordinatorStats {
   versions: number;
 }
 
-/** A registry task done: the state now current (or, for register_on, the state to compare-and-set) and the answer body. */
-export interface CoordinatorDone {
+/** The registry at boot: the current state and every version since the last reset (shards replay under them). */
+export interface CoordinatorBoot {
   ok: true;
   state: RegistryState;
-  /** Every version since the last reset (the `state` task only; empty otherwise). */
   history: RegistryState[];
+}
+
+/**
+ * A registry task done: the version now current (or, for register_on, the version
+ * to compare-and-set) and the answer body. The version travels as a wire (node
+ * texts in shared memory, registry/wire.ts): posting it costs the front nothing
+ * whatever the registry's size.
+ */
+export interface CoordinatorDone {
+  ok: true;
+  /** The new version; null when nothing changed (a dry run, a no-op register). */
+  wire: RegistryWire | null;
   body: Record<string, unknown> | null;
   renames: Array<[string, string]>;
   /** A new version was made (install it); false: the registry is unchanged. */
@@ -58,11 +76,28 @@ export interface CoordinatorFailed {
 export type CoordinatorResult = CoordinatorDone | CoordinatorFailed;
 
 /** The answer of each coordinator task, by kind (protocol/coordinator_calls.ts ties it to the pool). */
+/** `register_on` done: also the bucket value to compare-and-set (null when nothing changed). */
+export interface ClusterRegisterDone extends CoordinatorDone {
+  value: Uint8Array | null;
+  /** The base value's reset epoch and purged sequence (the new value keeps them). */
+  epoch: number;
+  purgedSeq: number;
+}
+
+/** A registry bucket value, decoded: the version as a wire and the value's other fields. */
+export interface DecodedRegistryValue {
+  wire: RegistryWire;
+  renames: Array<[string, string]>;
+  epoch: number;
+  purgedSeq: number;
+}
+
 export interface CoordinatorAnswers {
-  state: CoordinatorResult;
+  state: CoordinatorBoot | CoordinatorFailed;
   stats: CoordinatorStats;
   register: CoordinatorResult;
-  register_on: CoordinatorResult;
+  register_on: ClusterRegisterDone | CoordinatorFailed;
+  decode_value: DecodedRegistryValue;
   reset: CoordinatorResult;
 }
 
@@ -118,21 +153,22 @@ export interface InstallItem {
   k: typeof ITEM_INSTALL;
   /** Own LSN, so WAL records grow strictly in every shard. */
   lsn: number;
-  state: RegistryState;
+  /** Shared, not copied (registry/wire.ts); a shard that prepared this version does not decode it again. */
+  wire: RegistryWire;
   renames: Array<[string, string]>;
 }
 
 /**
- * Compile `state` ahead of its install, in slices between batches (registry/compile.ts
+ * Compile `wire` ahead of its install, in slices between batches (registry/compile.ts
  * SlicedCompile). Answers null once the compiled version is ready (the INSTALL that
  * follows then swaps it in without compiling), or PREPARE_PENDING: the front asks
- * again with `state` null (the version only: the state is not copied again).
+ * again with `wire` null (the version only).
  * Not logged: the INSTALL is what the WAL records.
  */
 export interface PrepareItem {
   k: typeof ITEM_PREPARE;
   version: number;
-  state: RegistryState | null;
+  wire: RegistryWire | null;
 }
 
 export const PREPARE_PENDING = 'pending';

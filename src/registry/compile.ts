@@ -34,8 +34,9 @@ import type { NodeDef, RegistryState, TableNodeDef } from './model';
 import { parseNode } from './node_parse';
 import { PushValidator } from './push_validator';
 import { combineErrors } from './register_errors';
-import { checkRegistryLimits } from './registry_limits';
+import { checkNodeBytes, checkRegistryLimits } from './registry_limits';
 import { withPath } from './with_path';
+import { encodeWire, isWire, nodeCount, wireNodeText, type RegistrySource, type RegistryWire } from './wire';
 
 export interface CompileOptions {
   memoryGovEnforce: boolean;
@@ -205,6 +206,8 @@ export interface CompileNote {
 export class CompiledRegistry {
   /** Notes of this compile, for the register answer. */
   notes: readonly CompileNote[] = [];
+  /** This version as other threads receive it: the wire it was compiled from, or encoded once on demand (wireOf). */
+  wire: RegistryWire | null = null;
   constructor(
     readonly version: number,
     readonly state: RegistryState,
@@ -217,6 +220,8 @@ export class CompiledRegistry {
     readonly artefacts: ReadonlyMap<string, NodeArtefact>,
     /** The options the artefacts were compiled under (optionsKey). */
     readonly optionsKey: string,
+    /** Each node's JSON text, index for index with state.nodes (the next compile's reuse; wire.ts). */
+    readonly texts: readonly string[],
   ) {
     this.eventList = [...events.values()];
     this.tableList = [...tables.values()];
@@ -365,8 +370,8 @@ function* compileTable(def: TableNodeDef, up: NodeArtefact, index: number, path:
 }
 
 /** Compiles the whole state. Throws one SfError (with an `errors` list when there are several failures). */
-export function compileRegistry(state: RegistryState, opts: CompileOptions): CompiledRegistry {
-  const steps = compileSteps(state, opts);
+export function compileRegistry(source: RegistrySource, opts: CompileOptions): CompiledRegistry {
+  const steps = compileSteps(source, opts);
   for (;;) {
     const r = steps.next();
     if (r.done === true) return r.value;
@@ -386,8 +391,12 @@ export class SlicedCompile {
   #failed = false;
   #error: unknown = null;
 
-  constructor(readonly state: RegistryState, opts: CompileOptions) {
-    this.#steps = compileSteps(state, opts);
+  constructor(readonly source: RegistrySource, opts: CompileOptions) {
+    this.#steps = compileSteps(source, opts);
+  }
+
+  get version(): number {
+    return this.source.version;
   }
 
   /** Compiled, or failed (finish() then throws the error). */
@@ -420,8 +429,29 @@ export class SlicedCompile {
   }
 }
 
+/** `reg` as other threads receive it (encoded from its texts the first time it is asked for). */
+export function wireOf(reg: CompiledRegistry): RegistryWire {
+  reg.wire ??= encodeWire(reg.version, reg.texts);
+  return reg.wire;
+}
+
+/**
+ * The raw node objects of `previous` by their JSON text: a node whose text did not
+ * change is not parsed again (a wire carries text). Built in steps (yields).
+ */
+function* previousByText(previous: CompiledRegistry | null | undefined): Generator<void, Map<string, Record<string, unknown>>> {
+  const byText = new Map<string, Record<string, unknown>>();
+  if (previous === undefined || previous === null) return byText;
+  const { texts, state } = previous;
+  for (let i = 0; i < texts.length; i++) {
+    byText.set(texts[i], state.nodes[i]);
+    if ((i & 255) === 255) yield;
+  }
+  return byText;
+}
+
 /** The compile, yielding after each node and feature (SlicedCompile). */
-function* compileSteps(state: RegistryState, opts: CompileOptions): Generator<void, CompiledRegistry> {
+function* compileSteps(source: RegistrySource, opts: CompileOptions): Generator<void, CompiledRegistry> {
   const pathOf = opts.pathOf ?? ((_n: string, i: number) => `nodes[${i}]`);
   const optKey = optionsKey(opts);
   const reusable = opts.previous !== undefined && opts.previous !== null && opts.previous.optionsKey === optKey ? opts.previous.artefacts : null;
@@ -434,24 +464,45 @@ function* compileSteps(state: RegistryState, opts: CompileOptions): Generator<vo
   const keys = new Map<string, string>();
   const reused: Array<NodeArtefact | null> = [];
   const parsed: Array<NodeDef | null> = [];
-  for (let i = 0; i < state.nodes.length; i++) {
-    const raw = state.nodes[i];
-    const up = rawUpstream(raw);
-    const key = sha(JSON.stringify([up === null ? null : keys.get(up) ?? null, raw]));
+  const count = nodeCount(source);
+  const wire = isWire(source) ? source : null;
+  const known = wire === null ? null : yield* previousByText(opts.previous);
+  const texts: string[] = [];
+  const raws: Array<Record<string, unknown>> = [];
+  let bytes = 0;
+  for (let i = 0; i < count; i++) {
+    // One node per step, reused or not: hashing a large unchanged node is work too.
+    let raw: Record<string, unknown>;
+    let text: string;
+    if (wire === null) {
+      raw = (source as RegistryState).nodes[i];
+      text = JSON.stringify(raw);
+    } else {
+      text = wireNodeText(wire, i);
+      raw = known!.get(text) ?? JSON.parse(text) as Record<string, unknown>;
+    }
+    texts.push(text);
+    raws.push(raw);
     const name = typeof raw.name === 'string' ? raw.name : '';
+    if (opts.enforceLimits === true) bytes += checkNodeBytes(text, bytes, pathOf(name, i));
+    const up = rawUpstream(raw);
+    const key = sha(`${up === null ? '' : keys.get(up) ?? ''}\n${text}`);
     keys.set(name, key);
     const prior = reusable?.get(name);
     reused.push(prior !== undefined && prior.key === key ? prior : null);
-    if (reused[i] !== null) { parsed.push(reused[i]!.def); continue; }
-    try {
-      parsed.push(parseNode(raw, i));
-    } catch (err) {
-      if (!(err instanceof SfError)) throw err;
-      errors.push(err);
-      parsed.push(null);
+    if (reused[i] !== null) parsed.push(reused[i]!.def);
+    else {
+      try {
+        parsed.push(parseNode(raw, i));
+      } catch (err) {
+        if (!(err instanceof SfError)) throw err;
+        errors.push(err);
+        parsed.push(null);
+      }
     }
     yield;
   }
+  const state: RegistryState = wire === null ? source as RegistryState : { version: wire.version, nodes: raws };
   if (opts.enforceLimits === true && errors.length === 0) checkRegistryLimits(parsed as NodeDef[], pathOf);
   for (let i = 0; i < parsed.length; i++) {
     const def = parsed[i];
@@ -519,7 +570,8 @@ function* compileSteps(state: RegistryState, opts: CompileOptions): Generator<vo
       else had.push(t.name);
     }
   }
-  const compiled = new CompiledRegistry(state.version, state, defs, events, tables, featureTables, outs, optKey);
+  const compiled = new CompiledRegistry(state.version, state, defs, events, tables, featureTables, outs, optKey, texts);
+  compiled.wire = wire;
   compiled.notes = notes;
   return compiled;
 }

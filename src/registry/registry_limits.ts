@@ -7,7 +7,7 @@
  */
 import { SfError } from '../errors';
 import {
-  DERIVATION_DEPTH_MAX, KEY_FIELDS_MAX, REGISTRY_EXPRESSIONS_MAX, REGISTRY_FEATURES_MAX, REGISTRY_NODES_MAX, TABLE_FEATURES_MAX,
+  DERIVATION_DEPTH_MAX, KEY_FIELDS_MAX, REGISTRY_BYTES_MAX, REGISTRY_EXPRESSIONS_MAX, REGISTRY_FEATURES_MAX, REGISTRY_NODE_BYTES_MAX, REGISTRY_NODES_MAX, TABLE_FEATURES_MAX,
 } from '../limits';
 import type { ChainOpDef, NodeDef } from './model';
 
@@ -21,6 +21,17 @@ function chainExpressions(ops: readonly ChainOpDef[]): number {
     if (op.op === 'filter') n++;
     else if (op.op === 'with_columns') n += op.exprs.length;
   }
+  return n;
+}
+
+/**
+ * One node's JSON text against REGISTRY_NODE_BYTES_MAX, and the registry's bytes so
+ * far (`before`) plus this node against REGISTRY_BYTES_MAX; returns the node's bytes.
+ */
+export function checkNodeBytes(text: string, before: number, path: string): number {
+  const n = Buffer.byteLength(text, 'utf8');
+  if (n > REGISTRY_NODE_BYTES_MAX) tooLarge(path, `this node is ${n} bytes of JSON; at most ${REGISTRY_NODE_BYTES_MAX} (REGISTRY_NODE_BYTES_MAX)`);
+  if (before + n > REGISTRY_BYTES_MAX) tooLarge(path, `the registry would be more than ${REGISTRY_BYTES_MAX} bytes of JSON (REGISTRY_BYTES_MAX)`);
   return n;
 }
 

@@ -23,7 +23,7 @@ import {
 } from '../protocol/messages';
 import { COLD_COMPACT_BYTES_PER_TICK, MEMORY_CHECK_INTERVAL_MS, MEMORY_EVICT_FRACTION_MAX, MEMORY_EVICT_TARGET_RATIO, REGISTRY_COMPILE_SLICE_MS, RESPONSE_BYTES_MAX } from '../limits';
 import { getHeapStatistics } from 'node:v8';
-import type { RegistryState } from '../registry/model';
+import type { RegistryWire } from '../registry/wire';
 import { FRAME_HEADER_BYTES, FRAME_TYPE_BYTES } from '../wal/constants';
 import { frameEnd, sealFrame } from '../wal/push_record';
 import { readU64 } from '../wal/record';
@@ -257,12 +257,12 @@ export class Shard {
           outs[i] = this.#import(it.p, it.parts);
           break;
         case ITEM_PREPARE:
-          outs[i] = this.#prepare(it.version, it.state) ? null : PREPARE_PENDING;
+          outs[i] = this.#prepare(it.version, it.wire) ? null : PREPARE_PENDING;
           break;
         case ITEM_INSTALL:
           this.#cursor = frameEnd(this.#bytes, this.#cursor);
           this.#dropJob(); // the layout a running snapshot captured is gone: start over next time
-          this.#state.install(it.state, it.renames);
+          this.#state.install(it.wire, it.renames);
           if (it.lsn > this.#state.appliedLsn) this.#state.appliedLsn = it.lsn;
           outs[i] = null;
           break;
@@ -368,7 +368,7 @@ export class Shard {
   // ---- the next registry version, compiled in slices between batches ---------------
 
   /** PREPARE: one slice now (a small registry is ready at once), the rest between batches. */
-  #prepare(version: number, next: RegistryState | null): boolean {
+  #prepare(version: number, next: RegistryWire | null): boolean {
     const state = this.#state;
     const job = next !== null ? state.prepare(next) : state.preparing(version);
     if (job === null) return true; // superseded (or this thread was replaced): the INSTALL compiles

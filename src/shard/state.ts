@@ -10,6 +10,7 @@ import type { DedupeLog } from './dedupe_log';
 import { partitionOf, shardOf } from '../registry/key';
 import { renamesBetween, underNewNames } from '../coordinator/renames';
 import type { RegistryState } from '../registry/model';
+import type { RegistrySource } from '../registry/wire';
 import type { Row } from '../types';
 import { COLD_SWEEP_ENTITIES_PER_TICK, freeze, frozenParts, SweepCursor, thaw } from './cold';
 import { TableColumns } from './table_columns';
@@ -132,12 +133,21 @@ export interface ShardOptions {
 export class PreparedVersion {
   readonly #fresh = new Map<TablePlan, TableColumns>();
   #tables: Iterator<TablePlan> | null = null;
+  /** The previous version under this one's names (renames only), compiled in slices too. */
+  #ref: SlicedCompile | null = null;
+  #refFailed = false;
   #done = false;
 
-  constructor(private readonly compile: SlicedCompile, private readonly startsEmpty: (plan: TablePlan) => boolean) {}
+  constructor(
+    private readonly compile: SlicedCompile,
+    /** The version this one follows (install checks it is still the current one). */
+    readonly previous: CompiledRegistry | null,
+    private readonly memoryGovEnforce: boolean,
+    private readonly startsEmpty: (plan: TablePlan) => boolean,
+  ) {}
 
-  get state(): RegistryState {
-    return this.compile.state;
+  get version(): number {
+    return this.compile.version;
   }
 
   get done(): boolean {
@@ -151,7 +161,16 @@ export class PreparedVersion {
     if (!this.compile.step(budgetMs)) return false;
     let reg: CompiledRegistry;
     try { reg = this.compile.finish(); } catch { this.#done = true; return true; }
-    this.#tables ??= reg.tables.values();
+    if (this.#tables === null) {
+      this.#tables = reg.tables.values();
+      const moved = renamesBetween(this.previous === null ? null : this.previous.state, reg.state);
+      if (moved.length > 0) this.#ref = new SlicedCompile(underNewNames(this.previous!.state, moved), { memoryGovEnforce: this.memoryGovEnforce, pushValidators: false, previous: this.previous });
+    }
+    if (this.#ref !== null && !this.#refFailed) {
+      const left = end - performance.now();
+      if (!this.#ref.step(Math.max(0, left))) return false;
+      try { this.#ref.finish(); } catch { this.#refFailed = true; }
+    }
     for (;;) {
       const n = this.#tables.next();
       if (n.done === true) { this.#done = true; return true; }
@@ -163,6 +182,15 @@ export class PreparedVersion {
   /** The compiled version (compiling what is left now); throws the compile's error. */
   finish(): CompiledRegistry {
     return this.compile.finish();
+  }
+
+  /**
+   * The previous version under this one's names if the prepare compiled it (a
+   * rename), null if that compile failed, undefined if it was not made here.
+   */
+  renamedPrevious(): CompiledRegistry | null | undefined {
+    if (this.#ref === null || !this.#ref.done) return undefined;
+    return this.#refFailed ? null : this.#ref.finish();
   }
 
   /** Storage built ahead for `plan` of this version (once), or null. */
@@ -208,22 +236,26 @@ export class ShardState {
    * merged in for completeness. Across a rename the previous version is recompiled
    * under the new names, because signatures embed source event names.
    */
-  install(state: RegistryState, renames: ReadonlyArray<[string, string]> = []): void {
-    if (this.registry !== null && this.registry.version === state.version) return;
+  install(source: RegistrySource, renames: ReadonlyArray<[string, string]> = []): void {
+    if (this.registry !== null && this.registry.version === source.version) return;
     const prev = this.registry;
     // Incremental: unchanged nodes reuse the previous version's compiled artefacts.
     const opts = { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: false, previous: prev };
-    const ready = this.#prepared !== null && this.#prepared.state.version === state.version && this.#prepared.state.nodes.length === state.nodes.length ? this.#prepared : null;
+    const ready = this.#prepared !== null && this.#prepared.version === source.version && this.#prepared.previous === prev ? this.#prepared : null;
     this.#prepared = null;
-    const next = ready !== null ? ready.finish() : compileRegistry(state, opts);
-    const moved = new Map(renamesBetween(prev === null ? null : prev.state, state));
+    const next = ready !== null ? ready.finish() : compileRegistry(source, opts);
+    const moved = new Map(renamesBetween(prev === null ? null : prev.state, next.state));
     for (const [from, to] of renames) if (!moved.has(from)) moved.set(from, to);
     let ref: CompiledRegistry | null = prev;
     if (prev !== null && moved.size > 0) {
-      try {
-        ref = compileRegistry(underNewNames(prev.state, [...moved]), opts);
-      } catch {
-        ref = null; // Cannot compare across this rename: the affected tables start empty.
+      const prepared = ready?.renamedPrevious();
+      if (prepared !== undefined && moved.size === renamesBetween(prev.state, next.state).length) ref = prepared;
+      else {
+        try {
+          ref = compileRegistry(underNewNames(prev.state, [...moved]), opts);
+        } catch {
+          ref = null; // Cannot compare across this rename: the affected tables start empty.
+        }
       }
     }
     const renamedTo = new Map([...moved].map(([from, to]) => [to, from]));
@@ -250,18 +282,18 @@ export class ShardState {
    */
   #prepared: PreparedVersion | null = null;
 
-  /** The sliced preparation of `state` (started now unless already under way or done). */
-  prepare(state: RegistryState): PreparedVersion {
-    if (this.#prepared === null || this.#prepared.state.version !== state.version) {
-      const compile = new SlicedCompile(state, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: false, previous: this.registry });
-      this.#prepared = new PreparedVersion(compile, (plan) => this.#byName.get(plan.name)?.plan.keySignature !== plan.keySignature);
+  /** The sliced preparation of `source` (started now unless already under way or done). */
+  prepare(source: RegistrySource): PreparedVersion {
+    if (this.#prepared === null || this.#prepared.version !== source.version || this.#prepared.previous !== this.registry) {
+      const compile = new SlicedCompile(source, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: false, previous: this.registry });
+      this.#prepared = new PreparedVersion(compile, this.registry, this.opts.memoryGovEnforce, (plan) => this.#byName.get(plan.name)?.plan.keySignature !== plan.keySignature);
     }
     return this.#prepared;
   }
 
   /** The preparation a PREPARE of `version` started, if it is the current one. */
   preparing(version: number): PreparedVersion | null {
-    return this.#prepared !== null && this.#prepared.state.version === version ? this.#prepared : null;
+    return this.#prepared !== null && this.#prepared.version === version ? this.#prepared : null;
   }
 
   #newCold(): ColdStore {

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { get, post, startServer, type TestServer } from '../harness/server';
 import {
-  DERIVATION_DEPTH_MAX, KEY_BYTES_MAX, NAME_LENGTH_MAX, RESPONSE_BYTES_MAX, STRING_VALUE_BYTES_MAX, TABLE_FEATURES_MAX,
+  DERIVATION_DEPTH_MAX, KEY_BYTES_MAX, NAME_LENGTH_MAX, REGISTRY_NODE_BYTES_MAX, RESPONSE_BYTES_MAX, STRING_VALUE_BYTES_MAX, TABLE_FEATURES_MAX,
 } from '../../src/limits';
 
 let srv: TestServer;
@@ -239,6 +239,42 @@ test('finding 4: a register compiled in slices while pushes flow: every acked pu
     counted += (row.json as { n: number | null }).n ?? 0;
   }
   assert.equal(counted, acked, 'the table that every version keeps counted each acked push once');
+});
+
+test('finding 4: a registry of megabytes: re-registering it with one more table does not stall /ping or /push; node and registry bytes are capped', async () => {
+  await post(srv.base, '/reset', '');
+  // ~10 MB of registry JSON (12 nodes of ~0.9 MB), sent in bodies under the 4 MiB cap.
+  // Before the registry crossed threads as shared node texts (registry/wire.ts), each
+  // version was structured-cloned coordinator -> front -> every shard twice, and the
+  // front hashed every unchanged node in one turn: hundreds of ms per register.
+  const pad = 'x'.repeat(900 * 1024);
+  const ev = { kind: 'event', name: 'Ev', schema: { fields: { user: 'str', a: 'f64' } } };
+  const nodes: unknown[] = [ev];
+  for (let t = 0; t < 12; t++) nodes.push({ kind: 'table', name: `Big${t}`, description: pad, upstreams: ['Ev'], key: ['user'], agg: { n: { op: 'count', params: { window: 'forever' } } } });
+  for (let i = 1; i < nodes.length; i += 3) {
+    const r = await post(srv.base, '/register', { nodes: [ev, ...nodes.slice(i, i + 3)] });
+    assert.equal(r.status, 200, r.text.slice(0, 300));
+  }
+  assert.equal((await post(srv.base, '/push', { event: 'Ev', data: { user: 'u', a: 1 } })).status, 200);
+  let k = 0;
+  for (let round = 0; round < 3; round++) {
+    // Each attempt registers a new table (a retry of the same payload would change nothing).
+    const { result: r, slowestMs } = await slowestPingDuring(() => post(srv.base, '/register', {
+      nodes: [ev, { kind: 'table', name: `Small${k++}`, upstreams: ['Ev'], key: ['user'], agg: { n: { op: 'count', params: { window: 'forever' } } } }],
+    }));
+    assert.equal(r.status, 200, r.text.slice(0, 300));
+    assert.ok(slowestMs < PING_BOUND_MS, `a concurrent /ping took ${slowestMs.toFixed(0)} ms`);
+  }
+  // The registry and its state survived: every table counted the push.
+  assert.deepEqual((await post(srv.base, '/get', { table: 'Big11', key: 'u', features: ['n'] })).json, { n: 1 });
+  const reg = await get(srv.base, '/registry');
+  assert.equal(reg.status, 200);
+  const over = await post(srv.base, '/register', { nodes: [ev, { kind: 'table', name: 'Huge', description: 'y'.repeat(REGISTRY_NODE_BYTES_MAX), upstreams: ['Ev'], key: ['user'], agg: { n: { op: 'count' } } }] });
+  assert.equal(over.status, 400);
+  assert.equal(over.json.error.code, 'registry_too_large');
+  assert.equal(over.json.error.path, 'nodes[1]');
+  assert.match(over.json.error.message, /REGISTRY_NODE_BYTES_MAX/);
+  await post(srv.base, '/reset', '');
 });
 
 test('finding 5: string values, keys and the dedupe store are bounded with coded errors; nothing stored is lost', async () => {

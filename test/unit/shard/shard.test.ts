@@ -19,7 +19,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { compileRegistry, type CompiledRegistry } from '../../../src/registry/compile';
+import { compileRegistry, wireOf, type CompiledRegistry } from '../../../src/registry/compile';
 import type { RegistryState } from '../../../src/registry/model';
 import { PushRoute } from '../../../src/front/routing';
 import { PushFrameWriter } from '../../../src/wal/push_record';
@@ -94,7 +94,7 @@ class FrontSim {
     const lsn = ++this.lsn;
     for (let s = 0; s < this.shards; s++) {
       this.writers[s].install(lsn, state.version);
-      this.items[s].push({ k: ITEM_INSTALL, lsn, state, renames: [] });
+      this.items[s].push({ k: ITEM_INSTALL, lsn, wire: wireOf(this.reg), renames: [] });
     }
   }
 
