@@ -276,6 +276,19 @@ export const ADMIN_INSPECT_TIMEOUT_MS = 5_000;
 /** Admin: per-second rates kept for the dashboard's throughput chart (two minutes). */
 export const STATS_HISTORY_INTERVALS = 120;
 
+/** Cold sweep (shard/cold.ts): entities examined per sweep tick, per shard (at most; COLD_SWEEP_SLICE_MS bounds the time). */
+export const COLD_SWEEP_ENTITIES_PER_TICK = 100_000;
+/**
+ * Cold sweep cadence. Often and short: 150k new keys every 6 s (the churn bench) need
+ * 25k entities a second out of memory; a tick examines ~20k entities per ms and
+ * drops ~5k or freezes a few hundred per ms, so 5 ms slices every 100 ms keep up
+ * with dropping and bound the stall a batch can see behind a sweep.
+ */
+export const COLD_SWEEP_INTERVAL_MS = 100;
+/** Cold sweep: time budget of one tick, ms (checked every COLD_SWEEP_CLOCK_STRIDE entities). */
+export const COLD_SWEEP_SLICE_MS = 5;
+/** Cold sweep: entities examined between two clock reads. */
+export const COLD_SWEEP_CLOCK_STRIDE = 256;
 /** Cold store (shard/cold_files.ts): bytes per segment file before the next one starts. */
 export const COLD_SEGMENT_BYTES = 8 * 1024 * 1024;
 /** Cold store: queued frozen entities are written once this many bytes wait (and at the end of every sweep). */

@@ -445,7 +445,20 @@ export class Front implements PushDone, ControlHost {
     reply.ok(`{"pong":true,"registry_version":${this.#registry.version},${SERVER_VERSION_JSON}}`);
   }
 
+  /**
+   * GET /registry: joined from the node texts the compile kept (the same bytes as
+   * stringifying the nodes, without walking megabytes of objects per request), once
+   * per version.
+   */
   registryBody(): string {
-    return JSON.stringify({ registry_version: this.#registry.version, nodes: this.#registry.state.nodes });
+    const reg = this.#registry;
+    if (this.#registryBodyOf !== reg) {
+      this.#registryBody = `{"registry_version":${reg.version},"nodes":[${reg.texts.join(',')}]}`;
+      this.#registryBodyOf = reg;
+    }
+    return this.#registryBody;
   }
+
+  #registryBody = '';
+  #registryBodyOf: CompiledRegistry | null = null;
 }

@@ -18,20 +18,9 @@
  */
 import { deserialize, serialize } from 'node:v8';
 import type { EntityIndex } from './entity_index';
+import { COLD_SWEEP_CLOCK_STRIDE } from '../limits';
 import type { EntitySave, TableColumns } from './table_columns';
 
-/** Entities examined per sweep tick, per shard (at most; COLD_SWEEP_SLICE_MS bounds the time). */
-export const COLD_SWEEP_ENTITIES_PER_TICK = 100_000;
-/**
- * Sweep cadence. Often and short: 150k new keys every 6 s (the churn bench) need
- * 25k entities a second out of memory; a tick examines ~20k entities per ms and
- * drops ~5k or freezes a few hundred per ms, so 5 ms slices every 100 ms keep up
- * with dropping and bound the stall a batch can see behind a sweep.
- */
-export const COLD_SWEEP_INTERVAL_MS = 100;
-/** Time budget of one sweep tick, ms (checked every COLD_SWEEP_CLOCK_STRIDE entities). */
-export const COLD_SWEEP_SLICE_MS = 5;
-const COLD_SWEEP_CLOCK_STRIDE = 256;
 
 /**
  * The frozen encoding of the entity at `slot`: [lastT, lastLsn, EntitySave]

@@ -21,7 +21,7 @@ import {
   ITEM_EXPORT, ITEM_GET, ITEM_IMPORT, ITEM_INSPECT, ITEM_INSTALL, ITEM_PREPARE, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, ITEM_STATS, PREPARE_PENDING,
   type ErrorPayload, type GetItem, type InspectItem, type InspectResult, type PushRunOut, type ShardBatch, type ShardBatchResult, type ShardHello, type ShardInit, type ShardItem,
 } from '../protocol/messages';
-import { COLD_COMPACT_BYTES_PER_TICK, MEMORY_CHECK_INTERVAL_MS, MEMORY_EVICT_FRACTION_MAX, MEMORY_EVICT_TARGET_RATIO, REGISTRY_COMPILE_SLICE_MS, RESPONSE_BYTES_MAX } from '../limits';
+import { COLD_COMPACT_BYTES_PER_TICK, COLD_SWEEP_SLICE_MS, MEMORY_CHECK_INTERVAL_MS, MEMORY_EVICT_FRACTION_MAX, MEMORY_EVICT_TARGET_RATIO, REGISTRY_COMPILE_SLICE_MS, RESPONSE_BYTES_MAX } from '../limits';
 import { getHeapStatistics } from 'node:v8';
 import type { RegistryWire } from '../registry/wire';
 import { FRAME_HEADER_BYTES, FRAME_TYPE_BYTES } from '../wal/constants';
@@ -33,7 +33,6 @@ import type { SnapshotJob } from './snapshot_job';
 import type { ShardState } from './state';
 import type { ShardStore } from './store';
 import { coldView, snapshotView, tableStats, type ShardStats } from './shard_stats';
-import { COLD_SWEEP_SLICE_MS } from './cold';
 import type { ColdFiles } from './cold_files';
 import { exportPartition, importPartition } from './partition_io';
 import type { ThreadSampler } from '../admin/thread_stats';

@@ -11,7 +11,7 @@ import type { RegistryState } from '../registry/model';
 import { createLogger } from '../log';
 import type { ShardBatchResult, ShardHello, ShardInit, ShardTask } from '../protocol/messages';
 import { shardInit } from '../protocol/shard_calls';
-import { COLD_SWEEP_INTERVAL_MS } from './cold';
+import { COLD_SWEEP_INTERVAL_MS } from '../limits';
 import { ColdFiles } from './cold_files';
 import { DedupeLog } from './dedupe_log';
 import { Shard } from './shard';

@@ -12,13 +12,13 @@ import { renamesBetween, underNewNames } from '../coordinator/renames';
 import type { RegistryState } from '../registry/model';
 import type { RegistrySource } from '../registry/wire';
 import type { Row } from '../types';
-import { COLD_SWEEP_ENTITIES_PER_TICK, freeze, frozenParts, SweepCursor, thaw } from './cold';
+import { freeze, frozenParts, SweepCursor, thaw } from './cold';
 import { TableColumns } from './table_columns';
 import { MemColdStore, type ColdStore } from './cold_store';
 import type { ColdFiles } from './cold_files';
 import { jsonText } from './json_text';
 import { SfError } from '../errors';
-import { MEMORY_EVICT_SCAN_ENTITIES, RESPONSE_BYTES_MAX } from '../limits';
+import { COLD_SWEEP_ENTITIES_PER_TICK, MEMORY_EVICT_SCAN_ENTITIES, RESPONSE_BYTES_MAX } from '../limits';
 
 /** Cold-store counters of a shard (/metrics via shard_stats.ts). */
 export class ColdCounters {
