@@ -12,84 +12,16 @@
  * the previous record format (the envelope text), which recovery still replays.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { PushFrameWriter, RecordEncoder, RegistryLog, sealFrame, WalWriter } from '../src/wal';
-import { hashKey } from '../src/registry/key';
-import { compileRegistry } from '../src/registry/compile';
-import { PushRoute } from '../src/front/routing';
-import { RECOVERY_NODES } from './recovery_registry';
+import { buildRecoveryDataDir } from './recovery_wal';
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
 const EVENTS = Number(args.get('events') ?? 10_000_000);
 const ENTITIES = Number(args.get('entities') ?? 1_000_000);
 const SHARDS = Number(args.get('shards') ?? 1);
-const FORMAT = args.get('format') ?? 'push';
-const BATCH = 512;
-
-const NODES = RECOVERY_NODES;
-
-function buildDataDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'streamfeat-recovery-'));
-  mkdirSync(join(dir, 'registry'), { recursive: true });
-  const { log } = RegistryLog.open(join(dir, 'registry', 'registry.log'));
-  log.append({ version: 1, nodes: NODES });
-  log.close();
-  const writers: WalWriter[] = [];
-  const encoders: RecordEncoder[] = [];
-  const frames: PushFrameWriter[] = [];
-  const counts: number[] = [];
-  const firsts: number[] = [];
-  for (let s = 0; s < SHARDS; s++) {
-    writers.push(WalWriter.open(join(dir, `shard-${s}`, 'wal'), { segmentBytesMax: 64 * 1024 * 1024, nextLsnHint: 1 }));
-    encoders.push(new RecordEncoder());
-    frames.push(new PushFrameWriter());
-    counts.push(0);
-    firsts.push(-1);
-  }
-  const t0 = Date.now() - 30 * 60_000;
-  const flush = (s: number, last: number): void => {
-    if (FORMAT === 'event') {
-      writers[s].append(encoders[s].bytes(), firsts[s], last);
-      encoders[s].reset();
-    } else {
-      const bytes = Buffer.from(frames[s].take());
-      for (let p = 0; p < bytes.length;) p = sealFrame(bytes, p);
-      writers[s].append(bytes, firsts[s], last);
-    }
-    counts[s] = 0;
-    firsts[s] = -1;
-  };
-  // The front's side: the registry as the front compiles it, routing and record writing.
-  const reg = compileRegistry({ version: 1, nodes: NODES }, { memoryGovEnforce: true, pushValidators: true, features: false });
-  const plan = reg.events.get('Txn')!;
-  const route = new PushRoute();
-  const lastOf: number[] = new Array(SHARDS).fill(0);
-  for (let lsn = 1; lsn <= EVENTS; lsn++) {
-    const user = `user${(lsn * 2654435761) % ENTITIES}`;
-    const s = SHARDS === 1 ? 0 : hashKey(user) % SHARDS;
-    if (firsts[s] < 0) firsts[s] = lsn;
-    const t = t0 + Math.floor(lsn / 1000);
-    if (FORMAT === 'event') {
-      // The previous format: the push envelope as received.
-      encoders[s].event(lsn, t, 1, 'Txn', `{"event":"Txn","data":{"user":"${user}","amount":${lsn % 997}.5}}`);
-    } else {
-      route.route(plan, { user, amount: (lsn % 997) + 0.5 }, SHARDS);
-      route.write(frames[s], s, plan, lsn, t, 1, null);
-    }
-    counts[s]++;
-    lastOf[s] = lsn;
-    if (counts[s] >= BATCH) flush(s, lsn);
-  }
-  for (let s = 0; s < SHARDS; s++) {
-    if (counts[s] > 0) flush(s, lastOf[s]);
-    writers[s].sync();
-    writers[s].close();
-  }
-  return dir;
-}
+const FORMAT = args.get('format') === 'event' ? 'event' : 'push';
 
 interface LogLine { kind?: string; [k: string]: unknown }
 
@@ -121,7 +53,7 @@ function runServer(dir: string, extra: string[]): Promise<{ lines: LogLine[]; bo
 async function main(): Promise<void> {
   console.log(`recovery benchmark: ${EVENTS.toLocaleString()} events over ${ENTITIES.toLocaleString()} entities, ${SHARDS} shard(s), ${FORMAT} records`);
   let t = Date.now();
-  const dir = buildDataDir();
+  const dir = buildRecoveryDataDir({ events: EVENTS, entities: ENTITIES, shards: SHARDS, format: FORMAT });
   console.log(`  WAL generated in ${((Date.now() - t) / 1000).toFixed(1)} s`);
   try {
     t = Date.now();

@@ -303,6 +303,14 @@ export const COLD_COMPACT_BYTES_PER_TICK = 2 * 1024 * 1024;
 export const COLD_INDEX_SLOTS_MIN = 1024;
 /** Cold index: slots used at most before it doubles. */
 export const COLD_INDEX_LOAD_MAX = 0.75;
+/** Entity index (shard/entity_index.ts): slots and key-table entries of a new table (a power of two); both double from there. */
+export const ENTITY_SLOTS_MIN = 64;
+/** Entity index: key-table entries used at most before the table doubles (linear probing: short runs at half full). */
+export const ENTITY_INDEX_LOAD_MAX = 0.5;
+/** Entity index: first size of a table's key arena, bytes; it doubles when full. */
+export const ENTITY_KEY_ARENA_BYTES_MIN = 1024;
+/** Entity index: the key arena is compacted once the bytes of released keys pass this fraction of it. */
+export const ENTITY_KEY_ARENA_DEAD_MAX = 0.5;
 /** --memory-limit: how often the shard measures its memory and evicts when over. */
 export const MEMORY_CHECK_INTERVAL_MS = 1_000;
 /** --memory-limit: hot entities examined per table and tick to pick the least recently pushed to evict. */
@@ -313,4 +321,6 @@ export const MEMORY_EVICT_FRACTION_MAX = 0.5;
 export const MEMORY_EVICT_TARGET_RATIO = 0.9;
 
 assert((COLD_INDEX_SLOTS_MIN & (COLD_INDEX_SLOTS_MIN - 1)) === 0, 'cold index slots are a power of two');
+assert((ENTITY_SLOTS_MIN & (ENTITY_SLOTS_MIN - 1)) === 0, 'entity slots are a power of two');
+assert(KEY_BYTES_MAX * 2 < 65_536, 'the entity index stores a key\'s byte length (UTF-16 at worst) in 16 bits');
 assert(KEY_BYTES_MAX < 65_536, 'a cold record stores the key length in 16 bits');

@@ -63,7 +63,7 @@ export class SweepCursor {
       if (n % COLD_SWEEP_CLOCK_STRIDE === COLD_SWEEP_CLOCK_STRIDE - 1 && performance.now() > deadline) break;
       if (this.#at >= index.high) { this.#at = 0; break; }
       const slot = this.#at++;
-      if (index.keys[slot] === null || index.lastT[slot] >= idleBeforeMs) continue;
+      if (!index.live(slot) || index.lastT[slot] >= idleBeforeMs) continue;
       evict(slot);
       evicted++;
     }

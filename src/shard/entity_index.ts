@@ -4,32 +4,101 @@
  * push that reached it). Feature state lives in columns indexed by the same slot
  * (shard/table_columns.ts), so an entity is a slot number, not an object.
  *
- *   bySlot: Map<key, slot>     keys:    [k0 | k1 | null | k3 | ...]   (null = free)
- *                              lastT:   Float64Array, lastLsn: Float64Array
- *   free:   Int32Array stack of released slots, reused before `high` grows
+ * Keys are bytes, not JS strings (issue 12: a `Map<string, slot>` cost a key
+ * string decoded per WAL record plus its hashing, 33% of replay, and ~80 B per
+ * entity). A key's bytes are those the PUSH record carries (wal/push_record.ts
+ * str: UTF-8, ASCII when every unit is < 0x80, UTF-16LE when the string has a
+ * lone surrogate), so a record's feed is looked up in place, and a string key
+ * (a get, a snapshot, the cold store) is encoded the same way first.
  *
- * Storage grows by doubling (`capacity`); `onGrow` lets the columns grow with it.
+ *   arena    Buffer: every key's bytes, one after another   [user1|user22|...]
+ *   meta     per slot 3 u32: arena offset, byte length | str tag << 16 (tag 0 =
+ *            free slot), the key's hash (finds its table entry without hashing again)
+ *   lastT, lastLsn  per slot f64
+ *   table    open addressing, linear probing: per entry 2 i32, the key's hash and
+ *            slot + 1 (0 = empty); at most ENTITY_INDEX_LOAD_MAX full
+ *   free     Int32Array stack of released slots, reused before `high` grows
+ *
+ * A lookup touches one table entry (hash and slot side by side), one slot's meta
+ * and the key's bytes: three cache lines, not one per array.
+ *
+ * Slot storage and the table grow by doubling (`onGrow` lets the columns grow
+ * with the slots); the table halves when mostly empty. Deletion shifts the rest
+ * of a probe run back (no tombstones), so churning keys never fills it with dead
+ * entries. A released key's bytes stay in the arena as dead bytes until they pass
+ * ENTITY_KEY_ARENA_DEAD_MAX of it; the live keys are then copied into a new arena.
  * Slots are never moved while an entity lives: a slot is released only when its
- * entity leaves (cold freeze, partition drop) and is then reused by a new key.
+ * entity leaves (cold freeze, drop, partition drop) and is then reused by a new key.
+ * Keys come back as strings only where an answer or another store needs one
+ * (keyOf: inspect, snapshots, the cold store), decoded then.
  */
 import { strict as assert } from 'node:assert';
+import { ENTITY_INDEX_LOAD_MAX, ENTITY_KEY_ARENA_BYTES_MIN, ENTITY_KEY_ARENA_DEAD_MAX, ENTITY_SLOTS_MIN } from '../limits';
+import { hashBytes32 } from '../ops/sketch/hash';
+import { strOf, TAG_STR_ASCII, TAG_STR_UTF16, TAG_STR_UTF8, wellFormed } from '../wal/push_record';
 
-/** First allocation (slots); doubles from there. */
-export const ENTITY_SLOTS_MIN = 64;
+export { ENTITY_SLOTS_MIN };
 
 /** A copy of a typed array at a larger length (storage growth by doubling). */
-export function grown<T extends Float64Array | Int32Array | Uint16Array | Uint8Array>(a: T, length: number): T {
+export function grown<T extends Float64Array | Int32Array | Uint32Array | Uint16Array | Uint8Array>(a: T, length: number): T {
   const b = new (a.constructor as new (n: number) => T)(length);
   b.set(a);
   return b;
 }
 
+/**
+ * Seeds of the key hash. Not the routing hash (FNV, registry/key.ts): within one
+ * shard its low bits are correlated (they chose the shard), which would crowd the
+ * probe runs. UTF-16 keys hash under their own seed (their bytes could equal
+ * another key's UTF-8 bytes, and they are a different key).
+ */
+const SEED = 0x3c6ef372;
+/** Words of a slot's meta, and how its second word holds the byte length and the str tag. */
+const META_WORDS = 3;
+const LEN_MASK = 0xffff;
+const TAG_SHIFT = 16;
+const SEED_WIDE = 0x1b873593;
+
+/** The hash a key of these bytes and str tag is filed under. */
+export function keyHash(b: Uint8Array, from: number, len: number, tag: number): number {
+  return hashBytes32(b, from, len, tag === TAG_STR_UTF16 ? SEED_WIDE : SEED) | 0;
+}
+
+/**
+ * A string key encoded as the PUSH record writer encodes it, into a scratch
+ * buffer shared by every index (synchronous use only): its length is returned,
+ * its tag left in ENC_TAG.
+ */
+let SCRATCH = Buffer.allocUnsafeSlow(256);
+let ENC_TAG = 0;
+
+function encodeKey(s: string): number {
+  const n = s.length;
+  if (SCRATCH.length < 3 * n) SCRATCH = Buffer.allocUnsafeSlow(Math.max(3 * n, 2 * SCRATCH.length));
+  const b = SCRATCH;
+  let i = 0;
+  for (; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x80) break;
+    b[i] = c;
+  }
+  if (i === n) {
+    ENC_TAG = TAG_STR_ASCII;
+    return n;
+  }
+  if (wellFormed(s)) {
+    ENC_TAG = TAG_STR_UTF8;
+    return b.write(s, 0, 'utf8');
+  }
+  ENC_TAG = TAG_STR_UTF16;
+  return b.write(s, 0, 'utf16le');
+}
+
 export class EntityIndex {
-  readonly bySlot = new Map<string, number>();
-  /** Key per slot; null for a free slot. */
-  keys: Array<string | null> = [];
   lastT = new Float64Array(ENTITY_SLOTS_MIN);
   lastLsn = new Float64Array(ENTITY_SLOTS_MIN);
+  /** Per slot [arena offset, byte length | str tag << 16, hash]; tag 0 = free slot. */
+  #meta = new Uint32Array(ENTITY_SLOTS_MIN * META_WORDS);
   #free = new Int32Array(ENTITY_SLOTS_MIN);
   #freeLen = 0;
   /** Slots ever handed out (every live or free slot is below it). */
@@ -38,74 +107,277 @@ export class EntityIndex {
   /** Called with the new capacity before a slot at or past the old one is handed out. */
   onGrow: ((capacity: number) => void) | null = null;
 
+  #arena = Buffer.allocUnsafeSlow(ENTITY_KEY_ARENA_BYTES_MIN);
+  /** Arena bytes written (live and dead keys). */
+  #used = 0;
+  /** Arena bytes of released keys. */
+  #dead = 0;
+
+  /** Per entry [hash, slot + 1]; slot + 1 = 0: empty. */
+  #tab = new Int32Array(ENTITY_SLOTS_MIN * 2);
+  #mask = ENTITY_SLOTS_MIN - 1;
+  #count = 0;
+
   get size(): number {
-    return this.bySlot.size;
+    return this.#count;
+  }
+
+  /** Size of the key arena (live, dead and not yet used bytes). */
+  get arenaBytes(): number {
+    return this.#arena.length;
+  }
+
+  /** Entries of the table (used and empty). */
+  get tableEntries(): number {
+    return this.#mask + 1;
+  }
+
+  /** The slot of the key of `len` bytes at `from` of `b` (str tag `tag`, hash `h` = keyHash), -1 if none. */
+  findBytes(b: Uint8Array, from: number, len: number, tag: number, h: number): number {
+    const at = this.#probe(b, from, len, tag, h);
+    return at < 0 ? -1 : this.#tab[2 * at + 1] - 1;
   }
 
   slotOf(key: string): number {
-    const s = this.bySlot.get(key);
-    return s === undefined ? -1 : s;
+    const len = encodeKey(key);
+    return this.findBytes(SCRATCH, 0, len, ENC_TAG, keyHash(SCRATCH, 0, len, ENC_TAG));
   }
 
-  /** A slot for a key that has none (asserted after the insert: one hash lookup, not two). */
-  add(key: string, lastT: number, lastLsn: number): number {
-    const size = this.bySlot.size;
-    const slot = this.#takeSlot();
-    this.bySlot.set(key, slot);
-    // A key that had a slot would not grow the map (and its old slot would leak).
-    assert(this.bySlot.size === size + 1, 'entity already has a slot');
-    this.keys[slot] = key;
-    this.lastT[slot] = lastT;
-    this.lastLsn[slot] = lastLsn;
+  /** A slot for a key given by its bytes (as findBytes) that has none; throws when it has one. */
+  addBytes(b: Uint8Array, from: number, len: number, tag: number, h: number, lastT: number, lastLsn: number): number {
+    assert(len <= 0xffff, 'entity key longer than 65,535 bytes');
+    if (this.#count + 1 > (this.#mask + 1) * ENTITY_INDEX_LOAD_MAX) this.#resize((this.#mask + 1) * 2);
+    const mask = this.#mask;
+    const tab = this.#tab;
+    let i = h & mask;
+    for (; tab[2 * i + 1] !== 0; i = (i + 1) & mask) {
+      // A key that had a slot would leak it: a programmer error.
+      if (tab[2 * i] === h && this.#same(tab[2 * i + 1] - 1, b, from, len, tag)) assert.fail('entity already has a slot');
+    }
+    const slot = this.#place(b, from, len, tag, h, lastT, lastLsn);
+    tab[2 * i] = h;
+    tab[2 * i + 1] = slot + 1;
+    this.#count++;
     return slot;
   }
 
+  add(key: string, lastT: number, lastLsn: number): number {
+    const len = encodeKey(key);
+    return this.addBytes(SCRATCH, 0, len, ENC_TAG, keyHash(SCRATCH, 0, len, ENC_TAG), lastT, lastLsn);
+  }
+
   /**
-   * A new slot for `key` with one hash insert (restore: a key normally arrives
-   * once). Returns the slot, and in `replaced` the slot the key had before, -1 if
-   * none (found by a scan: a key captured twice by a fuzzy snapshot is rare); the
-   * caller empties and releases that one (releaseSlot).
+   * A new slot for `key` (restore: a key normally arrives once). Returns the
+   * slot, and in `replaced` the slot the key had before, -1 if none (a key
+   * captured twice by a fuzzy snapshot); the caller empties and releases that
+   * one (releaseSlot).
    */
   addReplacing(key: string, lastT: number, lastLsn: number, replaced: Int32Array): number {
-    const size = this.bySlot.size;
-    const slot = this.#takeSlot();
-    this.bySlot.set(key, slot);
-    replaced[0] = -1;
-    if (this.bySlot.size === size) {
-      for (let s = 0; s < this.high; s++) if (s !== slot && this.keys[s] === key) replaced[0] = s;
-      assert(replaced[0] >= 0, 'a key in the map without a slot');
+    const len = encodeKey(key);
+    const tag = ENC_TAG;
+    const h = keyHash(SCRATCH, 0, len, tag);
+    const at = this.#probe(SCRATCH, 0, len, tag, h);
+    if (at < 0) {
+      replaced[0] = -1;
+      return this.addBytes(SCRATCH, 0, len, tag, h, lastT, lastLsn);
     }
-    this.keys[slot] = key;
-    this.lastT[slot] = lastT;
-    this.lastLsn[slot] = lastLsn;
+    replaced[0] = this.#tab[2 * at + 1] - 1;
+    const slot = this.#place(SCRATCH, 0, len, tag, h, lastT, lastLsn);
+    this.#tab[2 * at + 1] = slot + 1;
     return slot;
   }
 
   /** Frees a slot whose key already points elsewhere (addReplacing). */
   releaseSlot(slot: number): void {
-    assert(this.keys[slot] !== null && this.bySlot.get(this.keys[slot] as string) !== slot);
-    this.keys[slot] = null;
-    this.lastT[slot] = 0;
-    this.lastLsn[slot] = 0;
-    this.#pushFree(slot);
-  }
-
-  #pushFree(slot: number): void {
-    if (this.#freeLen === this.#free.length) this.#free = grown(this.#free, this.#free.length * 2);
-    this.#free[this.#freeLen++] = slot;
+    assert(this.live(slot) && this.#tableAt(slot) < 0, 'releaseSlot of a slot the index still points to');
+    this.#release(slot);
   }
 
   /** Releases `key`'s slot (the caller has emptied its columns first). Returns the slot, -1 if none. */
   remove(key: string): number {
-    const slot = this.slotOf(key);
-    if (slot < 0) return -1;
-    assert(this.keys[slot] === key);
-    this.bySlot.delete(key);
-    this.keys[slot] = null;
+    const len = encodeKey(key);
+    const at = this.#probe(SCRATCH, 0, len, ENC_TAG, keyHash(SCRATCH, 0, len, ENC_TAG));
+    if (at < 0) return -1;
+    const slot = this.#tab[2 * at + 1] - 1;
+    this.#deleteAt(at);
+    this.#release(slot);
+    return slot;
+  }
+
+  /** Releases the live `slot` and its key (the caller has emptied its columns first). */
+  removeSlot(slot: number): void {
+    const at = this.#tableAt(slot);
+    assert(at >= 0, 'removeSlot of a free slot');
+    this.#deleteAt(at);
+    this.#release(slot);
+  }
+
+  live(slot: number): boolean {
+    return this.#meta[META_WORDS * slot + 1] !== 0;
+  }
+
+  /** The key of the live `slot` as a string (decoded now: keys are kept as bytes). */
+  keyOf(slot: number): string {
+    const m = META_WORDS * slot;
+    const lenTag = this.#meta[m + 1];
+    assert(lenTag !== 0, 'keyOf a free slot');
+    return strOf(this.#arena, this.#meta[m], lenTag & LEN_MASK, lenTag >>> TAG_SHIFT);
+  }
+
+  /** Bytes of the live `slot`'s key as stored. */
+  keyBytes(slot: number): number {
+    return this.#meta[META_WORDS * slot + 1] & LEN_MASK;
+  }
+
+  /** Makes room for `n` slots at once (restore): capacity is the next power of two at or above it, the table sized to hold them. */
+  reserve(n: number): void {
+    let cap = this.capacity;
+    while (cap < n) cap *= 2;
+    if (cap > this.capacity) this.#grow(cap);
+    let entries = this.#mask + 1;
+    while (n > entries * ENTITY_INDEX_LOAD_MAX) entries *= 2;
+    if (entries > this.#mask + 1) this.#resize(entries);
+  }
+
+  /** Live slots in slot order (a copy: callers may release slots while walking it). */
+  liveSlots(): number[] {
+    const out: number[] = [];
+    for (let s = 0; s < this.high; s++) if (this.#meta[META_WORDS * s + 1] !== 0) out.push(s);
+    return out;
+  }
+
+  /** Every live key, in slot order (tests, benches, rare admin paths). */
+  keyList(): string[] {
+    return this.liveSlots().map((s) => this.keyOf(s));
+  }
+
+  /** Table position of the key's entry, -1 if none. */
+  #probe(b: Uint8Array, from: number, len: number, tag: number, h: number): number {
+    const mask = this.#mask;
+    const tab = this.#tab;
+    for (let i = h & mask; ; i = (i + 1) & mask) {
+      const s1 = tab[2 * i + 1];
+      if (s1 === 0) return -1;
+      if (tab[2 * i] === h && this.#same(s1 - 1, b, from, len, tag)) return i;
+    }
+  }
+
+  /** Table position of the entry pointing at `slot`, -1 if none. */
+  #tableAt(slot: number): number {
+    const mask = this.#mask;
+    const tab = this.#tab;
+    for (let i = this.#meta[META_WORDS * slot + 2] & mask; tab[2 * i + 1] !== 0; i = (i + 1) & mask) {
+      if (tab[2 * i + 1] === slot + 1) return i;
+    }
+    return -1;
+  }
+
+  /** Whether the key at `slot` is this one. UTF-8 and ASCII bytes compare as one encoding; UTF-16 bytes only with UTF-16. */
+  #same(slot: number, b: Uint8Array, from: number, len: number, tag: number): boolean {
+    const m = META_WORDS * slot;
+    const lenTag = this.#meta[m + 1];
+    if ((lenTag & LEN_MASK) !== len || (lenTag >>> TAG_SHIFT === TAG_STR_UTF16) !== (tag === TAG_STR_UTF16)) return false;
+    const a = this.#arena;
+    const at = this.#meta[m];
+    for (let j = 0; j < len; j++) if (a[at + j] !== b[from + j]) return false;
+    return true;
+  }
+
+  /** A slot holding a copy of the key (not yet in the table). */
+  #place(b: Uint8Array, from: number, len: number, tag: number, h: number, lastT: number, lastLsn: number): number {
+    const slot = this.#takeSlot();
+    if (this.#used + len > this.#arena.length) this.#makeRoom(len);
+    const a = this.#arena;
+    const at = this.#used;
+    for (let j = 0; j < len; j++) a[at + j] = b[from + j];
+    this.#used = at + len;
+    const m = META_WORDS * slot;
+    this.#meta[m] = at;
+    this.#meta[m + 1] = len | (tag << TAG_SHIFT);
+    this.#meta[m + 2] = h;
+    this.lastT[slot] = lastT;
+    this.lastLsn[slot] = lastLsn;
+    return slot;
+  }
+
+  #release(slot: number): void {
+    const m = META_WORDS * slot;
+    this.#dead += this.#meta[m + 1] & LEN_MASK;
+    this.#meta[m + 1] = 0;
     this.lastT[slot] = 0;
     this.lastLsn[slot] = 0;
-    this.#pushFree(slot);
-    return slot;
+    if (this.#freeLen === this.#free.length) this.#free = grown(this.#free, this.#free.length * 2);
+    this.#free[this.#freeLen++] = slot;
+    if (this.#used > ENTITY_KEY_ARENA_BYTES_MIN && this.#dead > this.#used * ENTITY_KEY_ARENA_DEAD_MAX) this.#compact(0);
+  }
+
+  /** Room for `len` more arena bytes: compacts when half dead, else doubles. */
+  #makeRoom(len: number): void {
+    if (this.#dead > this.#used * ENTITY_KEY_ARENA_DEAD_MAX) this.#compact(len);
+    if (this.#used + len <= this.#arena.length) return;
+    let size = this.#arena.length * 2;
+    while (size < this.#used + len) size *= 2;
+    const next = Buffer.allocUnsafeSlow(size);
+    this.#arena.copy(next, 0, 0, this.#used);
+    this.#arena = next;
+  }
+
+  /** Copies the live keys into a new arena sized for them (and `extra` bytes) with room to grow. */
+  #compact(extra: number): void {
+    const liveBytes = this.#used - this.#dead;
+    let size = ENTITY_KEY_ARENA_BYTES_MIN;
+    while (size < 2 * (liveBytes + extra)) size *= 2;
+    const from = this.#arena;
+    const to = Buffer.allocUnsafeSlow(size);
+    let at = 0;
+    const meta = this.#meta;
+    for (let m = 0; m < META_WORDS * this.high; m += META_WORDS) {
+      if (meta[m + 1] === 0) continue;
+      const src = meta[m];
+      const len = meta[m + 1] & LEN_MASK;
+      for (let j = 0; j < len; j++) to[at + j] = from[src + j];
+      meta[m] = at;
+      at += len;
+    }
+    assert(at === liveBytes, 'key arena: live bytes do not add up');
+    this.#arena = to;
+    this.#used = at;
+    this.#dead = 0;
+  }
+
+  /** Removes the table entry at `i`, shifting the rest of its probe run back. */
+  #deleteAt(i: number): void {
+    const mask = this.#mask;
+    const tab = this.#tab;
+    let hole = i;
+    for (let j = (i + 1) & mask; tab[2 * j + 1] !== 0; j = (j + 1) & mask) {
+      // Entry j may fill the hole iff its home is not in the cyclic range (hole, j].
+      if (((j - (tab[2 * j] & mask)) & mask) >= ((j - hole) & mask)) {
+        tab[2 * hole] = tab[2 * j];
+        tab[2 * hole + 1] = tab[2 * j + 1];
+        hole = j;
+      }
+    }
+    tab[2 * hole + 1] = 0;
+    this.#count--;
+    const entries = mask + 1;
+    // Mostly empty after a wave of drops: give the memory back.
+    if (entries > ENTITY_SLOTS_MIN && this.#count < entries * ENTITY_INDEX_LOAD_MAX / 8) this.#resize(entries / 2);
+  }
+
+  #resize(entries: number): void {
+    const tab = this.#tab;
+    const next = new Int32Array(2 * entries);
+    const mask = entries - 1;
+    for (let i = 0; i < tab.length; i += 2) {
+      if (tab[i + 1] === 0) continue;
+      let j = tab[i] & mask;
+      while (next[2 * j + 1] !== 0) j = (j + 1) & mask;
+      next[2 * j] = tab[i];
+      next[2 * j + 1] = tab[i + 1];
+    }
+    this.#tab = next;
+    this.#mask = mask;
   }
 
   #takeSlot(): number {
@@ -114,25 +386,12 @@ export class EntityIndex {
     return this.high++;
   }
 
-  /** Makes room for `n` slots at once (restore): capacity is the next power of two at or above it. */
-  reserve(n: number): void {
-    let cap = this.capacity;
-    while (cap < n) cap *= 2;
-    if (cap > this.capacity) this.#grow(cap);
-  }
-
   #grow(capacity: number): void {
     assert(capacity > this.capacity);
     this.lastT = grown(this.lastT, capacity);
     this.lastLsn = grown(this.lastLsn, capacity);
+    this.#meta = grown(this.#meta, capacity * META_WORDS);
     this.capacity = capacity;
     if (this.onGrow !== null) this.onGrow(capacity);
-  }
-
-  /** Live slots in slot order (a copy: callers may release slots while walking it). */
-  liveSlots(): number[] {
-    const out: number[] = [];
-    for (let s = 0; s < this.high; s++) if (this.keys[s] !== null) out.push(s);
-    return out;
   }
 }

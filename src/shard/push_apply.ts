@@ -1,7 +1,8 @@
 /**
  * Applies PUSH records (wal/push_record.ts) to a ShardState, live or replayed:
- * no JSON.parse, no chains, no key building or hashing (the front did all of
- * that once). Each feed's values are decoded into one reused row object per
+ * no JSON.parse, no chains, no key building or routing hash (the front did all
+ * of that once), and no key string: the entity is found by the key's bytes in
+ * the record (entity_index.ts). Each feed's values are decoded into one reused row object per
  * table (same columns, same order, so one hidden class per table) and applied
  * through ShardState.applyFeed, the seam shared with every other way a row
  * reaches an entity.
@@ -41,13 +42,16 @@ export class PushApplier {
     const tables = state.tables;
     for (let f = rd.feedCount; f > 0; f--) {
       const ti = rd.u16();
-      const key = rd.str();
+      rd.strBytes();
+      const keyTag = rd.strTag;
+      const keyAt = rd.strAt;
+      const keyLen = rd.strLen;
       const n = rd.u16();
       const cols = reg.tableList[ti].columns;
       assert(n === cols.length, 'a feed carries one value per column of its table');
       const row = this.#rows[ti];
       for (let j = 0; j < n; j++) row[cols[j]] = rd.value();
-      state.applyFeed(tables[ti], key, row, t, lsn);
+      state.applyFeedBytes(tables[ti], buf, keyAt, keyLen, keyTag, row, t, lsn);
     }
     if (dedupe !== null && rd.dedupe !== null && plan.dedupeField !== null) {
       dedupe.record(plan.name, plan.dedupeWindowMs, rd.dedupe, lsn, rd.registryVersion, t);

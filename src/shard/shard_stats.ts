@@ -118,9 +118,8 @@ export function estimateTableBytes(ts: TableState): number {
     let n = 0;
     let sum = 0;
     for (let slot = 0; slot < index.high && n < TABLE_MEMORY_SAMPLE_ENTITIES; slot++) {
-      const key = index.keys[slot];
-      if (key === null) continue;
-      sum += serialize(ts.cols.save(slot)).length + key.length * 2 + 16;
+      if (!index.live(slot)) continue;
+      sum += serialize(ts.cols.save(slot)).length + index.keyBytes(slot) + 16;
       n++;
     }
     bytes += (sum / n) * ts.size;

@@ -46,7 +46,7 @@ export function encodeSlab(cols: TableColumns, t: number, slots: readonly number
   const lastLsns = new Float64Array(n);
   for (let e = 0; e < n; e++) {
     const s = slots[e];
-    keys[e] = index.keys[s] as string;
+    keys[e] = index.keyOf(s);
     lastTs[e] = index.lastT[s];
     lastLsns[e] = index.lastLsn[s];
   }

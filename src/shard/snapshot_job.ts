@@ -176,8 +176,7 @@ export class SnapshotJob {
     while (slots.length < SLAB_CHUNK_ENTITIES) {
       if (this.#slot >= index.high) { this.#slot = 0; this.#table++; break; }
       const slot = this.#slot++;
-      const key = index.keys[slot];
-      if (key === null || (this.keep !== null && !this.keep(key))) continue;
+      if (!index.live(slot) || (this.keep !== null && !this.keep(index.keyOf(slot)))) continue;
       slots.push(slot);
     }
     return slots;

@@ -14,6 +14,8 @@ import type { RegistrySource } from '../registry/wire';
 import type { Row } from '../types';
 import { freeze, frozenParts, SweepCursor, thaw } from './cold';
 import { TableColumns } from './table_columns';
+import { keyHash } from './entity_index';
+import { strOf } from '../wal/push_record';
 import { MemColdStore, type ColdStore } from './cold_store';
 import type { ColdFiles } from './cold_files';
 import { jsonText } from './json_text';
@@ -82,14 +84,13 @@ export class TableState {
    * pushed; docs/durability.md), else frozen into the cold store. Returns true when dropped.
    */
   evict(slot: number, t: number): boolean {
-    const key = this.cols.index.keys[slot] as string;
     if (this.cols.emptyAt(slot, t)) {
-      this.cols.remove(key);
+      this.cols.removeSlot(slot);
       this.counters.dropped++;
       return true;
     }
-    this.cold.set(key, freeze(this.cols, slot));
-    this.cols.remove(key);
+    this.cold.set(this.cols.index.keyOf(slot), freeze(this.cols, slot));
+    this.cols.removeSlot(slot);
     return false;
   }
 
@@ -397,6 +398,23 @@ export class ShardState {
   }
 
   /**
+   * applyFeed() for a key given by its bytes in a PUSH record (str tag `tag`,
+   * `len` bytes at `from` of `b`): looked up without a key string; one is decoded
+   * only to ask the cold store about a key that is not hot.
+   */
+  applyFeedBytes(ts: TableState, b: Buffer, from: number, len: number, tag: number, r: Row, t: number, lsn: number): void {
+    const index = ts.cols.index;
+    const h = keyHash(b, from, len, tag);
+    let slot = index.findBytes(b, from, len, tag, h);
+    if (slot < 0 && ts.cold.size > 0) slot = ts.hot(strOf(b, from, len, tag));
+    if (slot < 0) slot = ts.cols.addBytes(b, from, len, tag, h, t, 0);
+    else if (lsn <= index.lastLsn[slot]) return; // replay over a fuzzy snapshot: this entity already has the event
+    index.lastT[slot] = t;
+    index.lastLsn[slot] = lsn;
+    applyFeatures(ts, slot, r, t);
+  }
+
+  /**
    * Over --memory-limit in memory-only mode: throws memory_limit_exceeded when any
    * entity this push reaches on this shard is new, before anything is applied.
    */
@@ -490,10 +508,8 @@ export class ShardState {
     const parts = this.opts.partitions ?? 0;
     let n = 0;
     for (const ts of this.tables) {
-      // Deleting the current entry during Map iteration is safe in JS.
       for (const slot of ts.cols.index.liveSlots()) {
-        const key = ts.cols.index.keys[slot] as string;
-        if (partitionOf(key, parts) === p) { ts.cols.remove(key); n++; }
+        if (partitionOf(ts.cols.index.keyOf(slot), parts) === p) { ts.cols.removeSlot(slot); n++; }
       }
       for (const key of ts.cold.keys()) if (partitionOf(key, parts) === p) { ts.cold.delete(key); n++; }
     }

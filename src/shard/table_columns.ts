@@ -252,10 +252,18 @@ export class TableColumns {
 
   /** A new entity: a slot, fresh object states, empty rings. */
   add(key: string, lastT: number, lastLsn: number): number {
-    const slot = this.index.add(key, lastT, lastLsn);
-    const feats = this.plan.features;
-    for (let i = 0; i < feats.length; i++) {
-      const col = this.objs[i];
+    return this.#created(this.index.add(key, lastT, lastLsn));
+  }
+
+  /** add() for a key given by its bytes (EntityIndex.findBytes): a replayed or live PUSH record's feed. */
+  addBytes(b: Uint8Array, from: number, len: number, tag: number, h: number, lastT: number, lastLsn: number): number {
+    return this.#created(this.index.addBytes(b, from, len, tag, h, lastT, lastLsn));
+  }
+
+  #created(slot: number): number {
+    const objs = this.objs;
+    for (let i = 0; i < objs.length; i++) {
+      const col = objs[i];
       if (col !== null) col.create(slot);
     }
     return slot;
@@ -280,9 +288,14 @@ export class TableColumns {
   remove(key: string): boolean {
     const slot = this.index.slotOf(key);
     if (slot < 0) return false;
-    this.#clearSlot(slot);
-    this.index.remove(key);
+    this.removeSlot(slot);
     return true;
+  }
+
+  /** Forgets the entity at the live `slot`. */
+  removeSlot(slot: number): void {
+    this.#clearSlot(slot);
+    this.index.removeSlot(slot);
   }
 
   #clearSlot(slot: number): void {

@@ -290,7 +290,7 @@ function fail(message: string): never {
 }
 
 /** No lone surrogate (String#isWellFormed, which ES2022's typings lack). */
-function wellFormed(s: string): boolean {
+export function wellFormed(s: string): boolean {
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
     if (c < 0xd800 || c > 0xdfff) continue;
@@ -404,9 +404,14 @@ interface SliceBuffer {
   ucs2Slice(start: number, end: number): string;
 }
 
+/** The string of `len` bytes at `from` of `b` written under str tag `tag` (the writer's str()). */
+export function strOf(b: Buffer, from: number, len: number, tag: number): string {
+  const sl = b as unknown as SliceBuffer;
+  return tag === TAG_STR_ASCII ? sl.latin1Slice(from, from + len) : tag === TAG_STR_UTF8 ? sl.utf8Slice(from, from + len) : sl.ucs2Slice(from, from + len);
+}
+
 export class PushRecordReader {
   buf: Buffer = Buffer.alloc(0);
-  #slices: SliceBuffer = this.buf as unknown as SliceBuffer;
   p = 0;
   lsn = 0;
   timeMs = 0;
@@ -419,7 +424,7 @@ export class PushRecordReader {
   /** `body` = offset of the type byte. */
   open(buf: Buffer, body: number): void {
     assert(buf[body] === RECORD_TYPE_PUSH, 'not a PUSH record');
-    if (buf !== this.buf) { this.buf = buf; this.#slices = buf as unknown as SliceBuffer; }
+    this.buf = buf;
     const p = body + FRAME_TYPE_BYTES;
     this.lsn = readU64(buf, p);
     this.timeMs = readU64(buf, p + 8);
@@ -439,14 +444,28 @@ export class PushRecordReader {
   }
 
   str(): string {
+    this.strBytes();
+    return strOf(this.buf, this.strAt, this.strLen, this.strTag);
+  }
+
+  /** Tag, offset in `buf` and byte length of the str read by the last strBytes(). */
+  strTag = 0;
+  strAt = 0;
+  strLen = 0;
+
+  /**
+   * Steps over a str without decoding it, leaving where its bytes are in strTag,
+   * strAt and strLen: a feed's key is looked up by its bytes (entity_index.ts),
+   * so replay builds no key string per record.
+   */
+  strBytes(): void {
     const b = this.buf;
     const at = this.p;
     const n = u32(b, at + 1);
+    this.strTag = b[at];
+    this.strAt = at + 5;
+    this.strLen = n;
     this.p = at + 5 + n;
-    const tag = b[at];
-    const from = at + 5;
-    const sl = this.#slices;
-    return tag === TAG_STR_ASCII ? sl.latin1Slice(from, from + n) : tag === TAG_STR_UTF8 ? sl.utf8Slice(from, from + n) : sl.ucs2Slice(from, from + n);
   }
 
   value(): Value | undefined {

@@ -79,6 +79,39 @@ export function hashString32(s: string, seed = 0): number {
   return fmix32(h);
 }
 
+/**
+ * MurmurHash3 x86_32 over `len` bytes of `b` from `from` (4 bytes per block,
+ * little-endian). Unsigned 32-bit result; `hashString32(s, seed)` equals it over
+ * `Buffer.from(s, 'utf16le')`. The entity index hashes keys with it straight from
+ * the WAL record's bytes (shard/entity_index.ts).
+ */
+export function hashBytes32(b: Uint8Array, from: number, len: number, seed: number): number {
+  let h = seed | 0;
+  const end = from + (len & ~3);
+  let i = from;
+  for (; i < end; i += 4) {
+    let k = b[i] | (b[i + 1] << 8) | (b[i + 2] << 16) | (b[i + 3] << 24);
+    k = Math.imul(k, C1);
+    k = rotl32(k, 15);
+    k = Math.imul(k, C2);
+    h ^= k;
+    h = rotl32(h, 13);
+    h = (Math.imul(h, 5) + 0xe6546b64) | 0;
+  }
+  const rest = len & 3;
+  if (rest !== 0) {
+    let k = b[i];
+    if (rest > 1) k |= b[i + 1] << 8;
+    if (rest > 2) k |= b[i + 2] << 16;
+    k = Math.imul(k, C1);
+    k = rotl32(k, 15);
+    k = Math.imul(k, C2);
+    h ^= k;
+  }
+  h ^= len;
+  return fmix32(h);
+}
+
 /*
  * The 53-bit hash keeps its two lanes in locals (module-level state measured about
  * 2x slower in V8), so each entry point repeats the small block step inline:

@@ -36,13 +36,13 @@ test('entity index: slots are reused from the free list, storage doubles, keys a
   assert.equal(ix.slotOf('k5'), -1);
   assert.equal(ix.size, n - 2);
   assert.equal(ix.lastT[5], 0);
-  assert.equal(ix.keys[9], null);
+  assert.equal(ix.live(9), false);
   // Last freed first; `high` does not move while free slots exist.
   assert.equal(ix.add('x', 7, 8), 9);
   assert.equal(ix.add('y', 7, 8), 5);
   assert.equal(ix.add('z', 7, 8), n);
   assert.equal(ix.slotOf('y'), 5);
-  assert.equal(ix.keys[5], 'y');
+  assert.equal(ix.keyOf(5), 'y');
   assert.equal(ix.lastLsn[5], 8);
   assert.equal(ix.lastT[100], 1100, 'times survive growth');
   assert.equal(ix.liveSlots().length, ix.size);

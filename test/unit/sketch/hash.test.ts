@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { hashString32, hashValue, hashLo, hashHi } from '../../../src/ops/sketch';
+import { hashBytes32 } from '../../../src/ops/sketch/hash';
 import { Prng } from './prng';
 
 /** Byte-wise MurmurHash3 x86_32, written from the reference C code, as the oracle. */
@@ -54,6 +55,20 @@ test('hashString32 equals murmur3 over the UTF-16LE bytes', () => {
     const want = murmur3Bytes(new Uint8Array(Buffer.from(s, 'utf16le')), seed);
     assert.equal(hashString32(s, seed), want, `seed 7, case ${i}: ${JSON.stringify(s)}`);
   }
+});
+
+test('hashBytes32 equals murmur3 over the bytes it is given, wherever they sit in the buffer', () => {
+  const rng = new Prng(11);
+  for (let i = 0; i < 2000; i++) {
+    const len = rng.int(40);
+    const pad = rng.int(8);
+    const buf = new Uint8Array(pad + len + rng.int(8));
+    for (let j = 0; j < buf.length; j++) buf[j] = rng.int(256);
+    const seed = rng.int(0x7fffffff);
+    assert.equal(hashBytes32(buf, pad, len, seed), murmur3Bytes(buf.subarray(pad, pad + len), seed), `seed 11, case ${i}`);
+  }
+  const s = 'The quick brown fox';
+  assert.equal(hashBytes32(Buffer.from(s, 'utf16le'), 0, 2 * s.length, 99), hashString32(s, 99));
 });
 
 test('hashValue separates types and keeps SameValueZero equality', () => {

@@ -1,0 +1,88 @@
+/**
+ * WAL replay in process, in CPU time: ShardStore.open (the shard's recovery: scan,
+ * crc, decode, apply) on a WAL of `--events` PUSH records over `--entities` users
+ * (bench/recovery_wal.ts, the table of bench/recovery.ts), without process start.
+ * On a shared machine wall time includes time the process was not scheduled;
+ * process CPU time does not (it does include V8's GC helper threads).
+ *
+ *   node dist/bench/replay_cpu.js [--events 1000000] [--entities 100000] [--rounds 3] [--build <dist>[,<dist>...]]
+ *
+ * `--build` replays with the recovery code of other builds (the same ShardStore
+ * API since issue 4), round by round in turn with this one, for a before/after on
+ * the same machine at the same moment; the entity counts and a sample of rows
+ * must agree between builds.
+ */
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { buildRecoveryDataDir } from './recovery_wal';
+import { RECOVERY_NODES } from './recovery_registry';
+
+const args = new Map<string, string>();
+for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
+const EVENTS = Number(args.get('events') ?? 1_000_000);
+const ENTITIES = Number(args.get('entities') ?? 100_000);
+const ROUNDS = Number(args.get('rounds') ?? 3);
+const BUILDS = [join(__dirname, '..'), ...(args.get('build')?.split(',') ?? [])];
+/** Rows compared between builds. */
+const SAMPLE_KEYS = 1000;
+
+/* eslint-disable @typescript-eslint/no-require-imports */
+interface Build {
+  dir: string;
+  ShardStore: typeof import('../src/shard/store').ShardStore;
+  ShardState: typeof import('../src/shard/state').ShardState;
+  DedupeLog: typeof import('../src/shard/dedupe_log').DedupeLog;
+  createLogger: typeof import('../src/log').createLogger;
+}
+
+function load(dir: string): Build {
+  return {
+    dir,
+    ShardStore: (require(join(dir, 'src/shard/store')) as typeof import('../src/shard/store')).ShardStore,
+    ShardState: (require(join(dir, 'src/shard/state')) as typeof import('../src/shard/state')).ShardState,
+    DedupeLog: (require(join(dir, 'src/shard/dedupe_log')) as typeof import('../src/shard/dedupe_log')).DedupeLog,
+    createLogger: (require(join(dir, 'src/log')) as typeof import('../src/log')).createLogger,
+  };
+}
+
+function replay(b: Build, dataDir: string): { cpuMs: number; wallMs: number; records: number; sample: string } {
+  const registry = { version: 1, nodes: RECOVERY_NODES };
+  const state = new b.ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  const init = {
+    shardId: 0, shardCount: 1, dataDir, memoryOnly: false, memoryLimitBytes: 0, memoryGovEnforce: true, logLevel: 'warn',
+    walSync: 'batch' as const, walSyncTimeoutMs: 5000, walSyncIntervalMs: 10, walSegmentBytesMax: 64 * 1024 * 1024, faultFile: null,
+    partitions: 0, history: [registry], current: registry,
+  };
+  const log = b.createLogger('warn');
+  const c0 = process.cpuUsage();
+  const w0 = performance.now();
+  const { store, info } = b.ShardStore.open(init, state, new b.DedupeLog(), log);
+  const wallMs = performance.now() - w0;
+  const c = process.cpuUsage(c0);
+  store.close();
+  const ts = state.tableByName('U')!;
+  let sample = `${ts.size}`;
+  for (let i = 0; i < SAMPLE_KEYS; i++) sample += state.read('U', `user${(i * 7919) % ENTITIES}`, null, state.lastT);
+  return { cpuMs: (c.user + c.system) / 1000, wallMs, records: info.records, sample };
+}
+
+function main(): void {
+  const builds = BUILDS.map(load);
+  console.log(`replay CPU: ${EVENTS.toLocaleString()} PUSH records over ${ENTITIES.toLocaleString()} entities, ${ROUNDS} rounds per build`);
+  const dir = buildRecoveryDataDir({ events: EVENTS, entities: ENTITIES, shards: 1, format: 'push' });
+  try {
+    let first: string | null = null;
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const b of builds) {
+        const res = replay(b, dir);
+        if (first !== null && first !== res.sample) throw new Error(`${b.dir}: replayed state differs from the first replay's`);
+        first = res.sample;
+        console.log(`  ${b.dir}: ${res.records.toLocaleString()} records, ${res.cpuMs.toFixed(0)} ms CPU = ${Math.round(res.records / (res.cpuMs / 1000)).toLocaleString()} records/s of CPU (wall ${res.wallMs.toFixed(0)} ms)`);
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main();

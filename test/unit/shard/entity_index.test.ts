@@ -1,0 +1,190 @@
+/**
+ * The entity index (shard/entity_index.ts): keys as bytes in an arena, an
+ * open-addressing table over them. Collisions are forced by passing the same
+ * hash for different keys (findBytes/addBytes take the hash from the caller);
+ * a random run is checked against a Map as the model.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { EntityIndex, keyHash } from '../../../src/shard/entity_index';
+import { PushFrameWriter, PushRecordReader, TAG_STR_ASCII, TAG_STR_UTF16, TAG_STR_UTF8 } from '../../../src/wal/push_record';
+import { ENTITY_INDEX_LOAD_MAX, ENTITY_SLOTS_MIN } from '../../../src/limits';
+import { prng } from '../../harness/prng';
+
+/** The feed key of a PUSH record the front's writer encodes: where its bytes are, and their tag. */
+function recordKey(key: string): { buf: Buffer; at: number; len: number; tag: number } {
+  const w = new PushFrameWriter();
+  w.begin(1, 1000, 1, 0, null);
+  w.feed(0, key);
+  w.end();
+  const buf = Buffer.from(w.take());
+  const rd = new PushRecordReader();
+  rd.open(buf, 8);
+  rd.u16();
+  rd.strBytes();
+  return { buf, at: rd.strAt, len: rd.strLen, tag: rd.strTag };
+}
+
+function ascii(s: string): Buffer {
+  return Buffer.from(s, 'latin1');
+}
+
+test('entity index: keys with one hash (forced collisions) stay apart; removal shifts the run back', () => {
+  const ix = new EntityIndex();
+  const H = 12345;
+  const keys = ['a', 'b', 'ab', 'ba', 'abc', ''];
+  keys.forEach((k, i) => assert.equal(ix.addBytes(ascii(k), 0, k.length, TAG_STR_ASCII, H, i, i), i));
+  for (const [i, k] of keys.entries()) assert.equal(ix.findBytes(ascii(k), 0, k.length, TAG_STR_ASCII, H), i, k);
+  assert.equal(ix.findBytes(ascii('abcd'), 0, 4, TAG_STR_ASCII, H), -1);
+  // Entries of other homes sitting inside the collided run must survive removals.
+  ix.addBytes(ascii('x'), 0, 1, TAG_STR_ASCII, H + 1, 0, 0);
+  ix.addBytes(ascii('y'), 0, 1, TAG_STR_ASCII, H + 2, 0, 0);
+  ix.removeSlot(ix.findBytes(ascii('b'), 0, 1, TAG_STR_ASCII, H));
+  ix.removeSlot(ix.findBytes(ascii('a'), 0, 1, TAG_STR_ASCII, H));
+  assert.equal(ix.findBytes(ascii('a'), 0, 1, TAG_STR_ASCII, H), -1);
+  assert.equal(ix.findBytes(ascii('b'), 0, 1, TAG_STR_ASCII, H), -1);
+  for (const k of ['ab', 'ba', 'abc', '']) assert.ok(ix.findBytes(ascii(k), 0, k.length, TAG_STR_ASCII, H) >= 0, k);
+  assert.equal(ix.findBytes(ascii('x'), 0, 1, TAG_STR_ASCII, H + 1), keys.length);
+  assert.equal(ix.findBytes(ascii('y'), 0, 1, TAG_STR_ASCII, H + 2), keys.length + 1);
+  assert.equal(ix.size, keys.length);
+  assert.throws(() => ix.addBytes(ascii('ab'), 0, 2, TAG_STR_ASCII, H, 0, 0), /already has a slot/);
+});
+
+test('entity index: a key from a PUSH record and the same key as a string are one entity (ASCII, UTF-8, lone surrogate, long)', () => {
+  const ix = new EntityIndex();
+  const keys = ['user42', 'naïve|Zürich', '\u{1f600}', 'a\ud800b', 'x'.repeat(300), `${'y'.repeat(60)}é`, '1|2|3', ''];
+  const tags = [TAG_STR_ASCII, TAG_STR_UTF8, TAG_STR_UTF8, TAG_STR_UTF16, TAG_STR_ASCII, TAG_STR_UTF8, TAG_STR_ASCII, TAG_STR_ASCII];
+  keys.forEach((k, i) => {
+    const r = recordKey(k);
+    assert.equal(r.tag, tags[i], `tag of ${JSON.stringify(k)}`);
+    // Added from the record's bytes, found by the string; and the other way round.
+    const slot = ix.addBytes(r.buf, r.at, r.len, r.tag, keyHash(r.buf, r.at, r.len, r.tag), 1, 2);
+    assert.equal(ix.slotOf(k), slot, JSON.stringify(k));
+    assert.equal(ix.keyOf(slot), k, 'decoded back to the same string');
+  });
+  for (const k of ['user4', 'user420', 'a\ud801b', 'naive|Zurich']) assert.equal(ix.slotOf(k), -1, JSON.stringify(k));
+  const other = new EntityIndex();
+  for (const k of keys) other.add(k, 0, 0);
+  for (const k of keys) {
+    const r = recordKey(k);
+    assert.equal(other.findBytes(r.buf, r.at, r.len, r.tag, keyHash(r.buf, r.at, r.len, r.tag)), other.slotOf(k));
+  }
+  // UTF-16 bytes that spell a UTF-8 key are another key.
+  const wide = Buffer.from('ab', 'latin1');
+  assert.equal(ix.findBytes(wide, 0, 2, TAG_STR_UTF16, keyHash(wide, 0, 2, TAG_STR_UTF16)), -1);
+  ix.add('ab', 0, 0);
+  assert.equal(ix.findBytes(wide, 0, 2, TAG_STR_UTF16, keyHash(wide, 0, 2, TAG_STR_UTF16)), -1);
+  assert.ok(ix.findBytes(wide, 0, 2, TAG_STR_ASCII, keyHash(wide, 0, 2, TAG_STR_ASCII)) >= 0);
+});
+
+test('entity index: slots and table grow by doubling, free slots are reused last-freed first, lastT/lastLsn follow their slot', () => {
+  const ix = new EntityIndex();
+  const grown: number[] = [];
+  ix.onGrow = (cap) => grown.push(cap);
+  const n = ENTITY_SLOTS_MIN * 16;
+  for (let i = 0; i < n; i++) assert.equal(ix.add(`key-${i}`, i, i + 1), i);
+  assert.deepEqual(grown, [2, 4, 8, 16].map((m) => ENTITY_SLOTS_MIN * m));
+  assert.ok(ix.tableEntries >= n / ENTITY_INDEX_LOAD_MAX, 'the table is at most ENTITY_INDEX_LOAD_MAX full');
+  assert.ok(ix.tableEntries < 2 * n / ENTITY_INDEX_LOAD_MAX, 'and doubles only when it must');
+  for (let i = 0; i < n; i++) assert.equal(ix.slotOf(`key-${i}`), i);
+  assert.equal(ix.remove('key-7'), 7);
+  assert.equal(ix.remove('key-7'), -1);
+  ix.removeSlot(ix.slotOf('key-9'));
+  assert.equal(ix.live(7), false);
+  assert.equal(ix.lastT[9], 0);
+  assert.equal(ix.add('new-1', 5, 6), 9);
+  assert.equal(ix.add('new-2', 5, 6), 7);
+  assert.equal(ix.add('new-3', 5, 6), n);
+  assert.equal(ix.lastLsn[7], 6);
+  assert.equal(ix.lastT[100], 100, 'times survive growth');
+  assert.equal(ix.keyOf(7), 'new-2');
+  assert.equal(ix.size, n + 1);
+  assert.equal(ix.liveSlots().length, ix.size);
+  assert.equal(ix.keyList().length, ix.size);
+});
+
+test('entity index: released keys leave the arena once they pass the dead fraction; the table shrinks when mostly empty', () => {
+  const ix = new EntityIndex();
+  const n = 20_000;
+  const key = (i: number): string => `a-rather-long-entity-key-number-${i}`;
+  for (let i = 0; i < n; i++) ix.add(key(i), 0, 0);
+  const arena = ix.arenaBytes;
+  const entries = ix.tableEntries;
+  // Drop all but every 50th: the arena is compacted on the way and the table halves.
+  for (let i = 0; i < n; i++) if (i % 50 !== 0) ix.remove(key(i));
+  assert.equal(ix.size, n / 50);
+  assert.ok(ix.arenaBytes <= arena / 8, `arena ${ix.arenaBytes} B after the drops, ${arena} B before`);
+  assert.ok(ix.tableEntries <= entries / 8, `table ${ix.tableEntries} entries after the drops, ${entries} before`);
+  for (let i = 0; i < n; i++) {
+    const s = ix.slotOf(key(i));
+    if (i % 50 === 0) assert.equal(ix.keyOf(s), key(i));
+    else assert.equal(s, -1);
+  }
+  // Churn: new keys reuse slots and arena space; memory stays bounded.
+  for (let round = 0; round < 5; round++) {
+    for (let i = 0; i < 2000; i++) ix.add(`churn-${round}-${i}`, 0, 0);
+    for (let i = 0; i < 2000; i++) ix.remove(`churn-${round}-${i}`);
+  }
+  assert.equal(ix.size, n / 50);
+  assert.ok(ix.arenaBytes <= arena / 4, `arena ${ix.arenaBytes} B after churn`);
+  assert.ok(ix.high <= n, 'slots are reused');
+  for (let i = 0; i < n; i += 50) assert.equal(ix.keyOf(ix.slotOf(key(i))), key(i));
+});
+
+test('entity index: a key loaded twice (restore) gets a new slot and hands back the old one', () => {
+  const ix = new EntityIndex();
+  const replaced = new Int32Array(1);
+  assert.equal(ix.addReplacing('a', 1, 1, replaced), 0);
+  assert.equal(replaced[0], -1);
+  assert.equal(ix.addReplacing('b', 1, 2, replaced), 1);
+  assert.equal(ix.addReplacing('a', 5, 9, replaced), 2);
+  assert.equal(replaced[0], 0, 'the older copy');
+  assert.throws(() => ix.releaseSlot(2), /still points/);
+  ix.releaseSlot(0);
+  assert.equal(ix.slotOf('a'), 2);
+  assert.equal(ix.keyOf(2), 'a');
+  assert.equal(ix.size, 2);
+  assert.deepEqual(ix.liveSlots(), [1, 2]);
+  assert.equal(ix.add('c', 1, 1), 0, 'the released slot is reused');
+});
+
+test('entity index: random adds and removals (forced hash collisions, reserve) agree with a Map', () => {
+  const rnd = prng(1234);
+  const ix = new EntityIndex();
+  const model = new Map<string, number>();
+  const alphabet = ['a', 'é', '\u{1f600}', '\ud800', '|', '0'];
+  const keyOf = (): string => {
+    let s = '';
+    for (let n = Math.floor(rnd() * 6); n > 0; n--) s += alphabet[Math.floor(rnd() * alphabet.length)];
+    return s;
+  };
+  // A weak hash (few distinct values) makes long collided runs; the string API uses the real one.
+  const weak = (k: string): number => k.length % 3;
+  const asBytes = (k: string): { buf: Buffer; at: number; len: number; tag: number } => recordKey(k);
+  for (let step = 0; step < 20_000; step++) {
+    const k = keyOf();
+    const r = asBytes(k);
+    const h = weak(k) === 0 ? 7 : keyHash(r.buf, r.at, r.len, r.tag);
+    const op = rnd();
+    if (step === 10_000) ix.reserve(4096);
+    if (op < 0.55) {
+      if (model.has(k)) assert.equal(ix.findBytes(r.buf, r.at, r.len, r.tag, h), model.get(k));
+      else model.set(k, ix.addBytes(r.buf, r.at, r.len, r.tag, h, step, step));
+    } else if (op < 0.85) {
+      const slot = ix.findBytes(r.buf, r.at, r.len, r.tag, h);
+      assert.equal(slot, model.has(k) ? model.get(k) : -1, `step ${step}: ${JSON.stringify(k)}`);
+      if (slot >= 0) {
+        ix.removeSlot(slot);
+        model.delete(k);
+      }
+    } else {
+      assert.equal(ix.findBytes(r.buf, r.at, r.len, r.tag, h), model.has(k) ? model.get(k) : -1);
+    }
+    assert.equal(ix.size, model.size);
+  }
+  for (const [k, slot] of model) {
+    assert.equal(ix.keyOf(slot), k);
+    assert.equal(ix.lastLsn[slot] >= 0, true);
+  }
+  assert.equal(ix.liveSlots().length, model.size);
+});
