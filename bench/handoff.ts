@@ -3,10 +3,13 @@
  * from the front thread to a shard thread, three ways, with the same records and
  * the same work on the shard side (walk the frames, touch every record):
  *
- *   piscina     what the server does: one piscina task per batch, the batch's bytes
- *               transferred (not copied), at most SHARD_BATCHES_IN_FLIGHT_MAX in
- *               flight, the answer a small object; the worker waits on its event
- *               loop (useAtomics: false, as the shard pools are configured)
+ *   piscina     one piscina task per batch, the batch's bytes transferred (not
+ *               copied), at most SHARD_BATCHES_IN_FLIGHT_MAX in flight, the answer
+ *               a small object; the worker waits on its event loop (useAtomics:
+ *               false, as the shard pools are configured)
+ *   port        what the server does since 2026-11-24: the same pool, one long
+ *               "serve" task brings the worker a MessagePort, and batches and
+ *               answers are plain messages on it (no piscina task per batch)
  *   sab-async   a SharedArrayBuffer byte ring; the front copies each batch into the
  *               ring, bumps a counter and Atomics.notify()s; the worker waits with
  *               Atomics.waitAsync (its event loop keeps running: snapshots, fdatasync
@@ -25,7 +28,7 @@ import { join } from 'node:path';
 import Piscina from 'piscina';
 import { SHARD_BATCHES_IN_FLIGHT_MAX } from '../src/limits';
 import { PushFrameWriter } from '../src/wal/push_record';
-import { runShardBatch } from '../src/protocol/shard_calls';
+import { openShardPipe, type ShardPipe } from '../src/protocol/shard_calls';
 import { ITEM_PUSH, type ShardBatch } from '../src/protocol/messages';
 import { CTRL_CONSUMED, CTRL_PRODUCED, CTRL_SLOTS, CTRL_STOP, onChange, RING_BYTES } from './handoff_walk';
 
@@ -47,17 +50,34 @@ function batchBytes(w: PushFrameWriter, n: number, lsn: number): Uint8Array {
   return w.take();
 }
 
-interface Result { mode: string; batch: number; recordsPerS: number; p50Us: number; p99Us: number }
+interface Result { mode: string; batch: number; recordsPerS: number; p50Us: number; p99Us: number; cpuUsPerBatch: number }
+
+/** CPU of the whole process (both threads), µs. */
+function cpuUs(): number {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+}
 
 function percentile(xs: number[], p: number): number {
   const s = xs.slice().sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(p * s.length))];
 }
 
-async function runPiscina(batch: number): Promise<Result> {
-  const pool = new Piscina({ filename: join(__dirname, 'handoff_worker.js'), minThreads: 1, maxThreads: 1, idleTimeout: Number.MAX_SAFE_INTEGER, useAtomics: false, concurrentTasksPerWorker: SHARD_BATCHES_IN_FLIGHT_MAX });
+async function runPiscina(batch: number, overPort: boolean): Promise<Result> {
+  const pool = new Piscina({ filename: join(__dirname, 'handoff_worker.js'), minThreads: 1, maxThreads: 1, idleTimeout: Number.MAX_SAFE_INTEGER, useAtomics: false, concurrentTasksPerWorker: SHARD_BATCHES_IN_FLIGHT_MAX + 1 });
   const w = new PushFrameWriter();
-  await runShardBatch(pool, { items: [], bytes: new Uint8Array(0) });
+  // piscina: a task per batch (the server until 2026-11-24); port: the server's pipe (openShardPipe).
+  const perTask = (b: ShardBatch): Promise<unknown> => pool.run(b, b.bytes.byteLength > 0 ? { transferList: [b.bytes.buffer as ArrayBuffer] } : {});
+  await perTask({ items: [], bytes: new Uint8Array(0) });
+  let send = perTask;
+  let pipe: ShardPipe | null = null;
+  if (overPort) {
+    const waiting: Array<() => void> = [];
+    const p = openShardPipe(pool, { answer: () => waiting.shift()!(), lost: (err) => { throw err; } });
+    pipe = p;
+    send = (b) => new Promise<void>((resolve) => { waiting.push(resolve); p.send(b); });
+  }
+  const c0 = cpuUs();
   const rtts: number[] = [];
   const total = Math.ceil(RECORDS / batch);
   let sent = 0;
@@ -71,7 +91,7 @@ async function runPiscina(batch: number): Promise<Result> {
         const at = performance.now();
         sent++;
         inFlight++;
-        void runShardBatch(pool, b).then(() => {
+        void send(b).then(() => {
           rtts.push(performance.now() - at);
           inFlight--;
           if (++done === total) resolve();
@@ -82,8 +102,10 @@ async function runPiscina(batch: number): Promise<Result> {
     pump();
   });
   const s = (performance.now() - t0) / 1000;
+  const cpu = cpuUs() - c0;
+  pipe?.close();
   await pool.destroy();
-  return { mode: 'piscina', batch, recordsPerS: (total * batch) / s, p50Us: percentile(rtts, 0.5) * 1000, p99Us: percentile(rtts, 0.99) * 1000 };
+  return { mode: overPort ? 'port' : 'piscina', batch, recordsPerS: (total * batch) / s, p50Us: percentile(rtts, 0.5) * 1000, p99Us: percentile(rtts, 0.99) * 1000, cpuUsPerBatch: cpu / total };
 }
 
 async function runRing(batch: number, blocking: boolean): Promise<Result> {
@@ -117,6 +139,7 @@ async function runRing(batch: number, blocking: boolean): Promise<Result> {
     }
   };
   let seen = 0;
+  const c0 = cpuUs();
   await new Promise<void>((resolve) => {
     const onDone = (): void => {
       const c = Atomics.load(ctrl, CTRL_CONSUMED);
@@ -130,18 +153,19 @@ async function runRing(batch: number, blocking: boolean): Promise<Result> {
     onDone();
   });
   const s = (performance.now() - t0) / 1000;
+  const cpu = cpuUs() - c0;
   Atomics.store(ctrl, CTRL_STOP, 1);
   Atomics.notify(ctrl, CTRL_PRODUCED);
   await worker.terminate();
-  return { mode: blocking ? 'sab-block' : 'sab-async', batch, recordsPerS: (total * batch) / s, p50Us: percentile(rtts, 0.5) * 1000, p99Us: percentile(rtts, 0.99) * 1000 };
+  return { mode: blocking ? 'sab-block' : 'sab-async', batch, recordsPerS: (total * batch) / s, p50Us: percentile(rtts, 0.5) * 1000, p99Us: percentile(rtts, 0.99) * 1000, cpuUsPerBatch: cpu / total };
 }
 
 async function main(): Promise<void> {
   console.log(`hand-off: ${RECORDS.toLocaleString()} PUSH records of ~${VALUE_BYTES} B per mode and batch size; ${SHARD_BATCHES_IN_FLIGHT_MAX} batches in flight`);
-  console.log('mode        batch   records/s   batch round trip p50 / p99 (us)');
+  console.log('mode        batch   records/s   batch round trip p50 / p99 (us)   CPU us per batch (both threads)');
   for (const b of BATCHES) {
-    for (const r of [await runPiscina(b), await runRing(b, false), await runRing(b, true)]) {
-      console.log(`${r.mode.padEnd(10)} ${String(r.batch).padStart(6)} ${Math.round(r.recordsPerS).toLocaleString().padStart(11)}   ${r.p50Us.toFixed(0).padStart(6)} / ${r.p99Us.toFixed(0)}`);
+    for (const r of [await runPiscina(b, false), await runPiscina(b, true), await runRing(b, false), await runRing(b, true)]) {
+      console.log(`${r.mode.padEnd(10)} ${String(r.batch).padStart(6)} ${Math.round(r.recordsPerS).toLocaleString().padStart(11)}   ${r.p50Us.toFixed(0).padStart(6)} / ${r.p99Us.toFixed(0).padEnd(22)} ${r.cpuUsPerBatch.toFixed(1)}`);
     }
   }
 }

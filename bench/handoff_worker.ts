@@ -1,13 +1,21 @@
-/** bench/handoff.ts, piscina variant: the worker side (one task per batch, bytes transferred). */
+/** bench/handoff.ts, piscina variants: the worker side (a task per batch, or batches over a port the serve task brings). */
+import type { MessagePort } from 'node:worker_threads';
 import type { ShardBatch, ShardBatchResult } from '../src/protocol/messages';
 import { walk } from './handoff_walk';
 
 let checksum = 0;
 
-export default function handle(batch: ShardBatch): ShardBatchResult {
+function run(batch: ShardBatch): ShardBatchResult {
   const b = batch.bytes;
   checksum += walk(Buffer.from(b.buffer, b.byteOffset, b.byteLength), 0, b.byteLength);
   return { outs: batch.items.map(() => null) };
+}
+
+export default function handle(task: ShardBatch | { serve: MessagePort }): ShardBatchResult | Promise<void> {
+  if (!('serve' in task)) return run(task);
+  const port = task.serve;
+  port.on('message', (b: ShardBatch) => port.postMessage(run(b)));
+  return new Promise((resolve) => port.once('close', resolve));
 }
 
 process.on('exit', () => { if (checksum < 0) console.log(checksum); });

@@ -189,6 +189,7 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
       const { startClusterNode } = await import('./cluster/node');
       cluster = await startClusterNode(config.cluster, front, log);
     } catch (err) {
+      for (const ch of front.channels) ch.close();
       await Promise.all([coordinator.destroy(), ...shardPools.map((p) => p.destroy())]);
       throw err;
     }
@@ -239,6 +240,8 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
       if (!config.memoryOnly) await front.control.snapshot(true);
       await front.control.drain();
       stats.stop();
+      // The shard pipes end their serve tasks first: destroying a pool fails a task still open.
+      for (const ch of front.channels) ch.close();
       await Promise.all([coordinator.destroy(), ...shardPools.map((p) => p.destroy())]);
       lock?.release();
       // Last: /ready says "draining" to the end; then the port is free for the next process.

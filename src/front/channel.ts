@@ -1,11 +1,12 @@
 /**
  * One channel per shard: the items of the current event-loop turn, in arrival
- * order, and who is waiting for each. At most one piscina task per shard per
- * turn (never one per request), and at most SHARD_BATCHES_IN_FLIGHT_MAX tasks in
- * flight: the shard's single thread runs them in FIFO order (piscina's queue), so
- * order is kept, and a batch that arrives while the shard is busy does not wait
- * for the previous answer to travel back first. When the limit is reached, items
- * keep accumulating, so batches grow with load.
+ * order, and who is waiting for each. At most one batch per shard per turn
+ * (never one per request), sent on the shard's pipe (protocol/shard_calls.ts
+ * openShardPipe), and at most SHARD_BATCHES_IN_FLIGHT_MAX batches in flight: the
+ * shard's single thread runs them in the order sent and answers in that order,
+ * and a batch that arrives while the shard is busy does not wait for the
+ * previous answer to travel back first. When the limit is reached, items keep
+ * accumulating, so batches grow with load.
  *
  * Pushes do not travel as objects: the front writes each push's PUSH record into
  * this channel's PushFrameWriter (pushWriter, then enqueuePush), consecutive
@@ -13,11 +14,10 @@
  * shard with the items (protocol/messages.ts ShardBatch). Installs put their WAL
  * frame in the same bytes, in their place.
  */
-import type Piscina from 'piscina';
 import { SHARD_BATCHES_IN_FLIGHT_MAX } from '../limits';
-import { ITEM_INSTALL, ITEM_PUSH, type ErrorPayload, type InstallItem, type ItemOut, type NonPushItem, type PushRunItem, type ShardBatchResult, type ShardItem } from '../protocol/messages';
+import { ITEM_INSTALL, ITEM_PUSH, type ErrorPayload, type InstallItem, type ItemOut, type NonPushItem, type PushRunItem, type ShardBatchAnswer, type ShardBatchResult, type ShardItem } from '../protocol/messages';
 import { PushFrameWriter } from '../wal/push_record';
-import { runShardBatch } from '../protocol/shard_calls';
+import { openShardPipe, type ShardPipe, type ShardPipeEvents, type ShardPool } from '../protocol/shard_calls';
 import type { Reply } from './reply';
 
 export interface Sink {
@@ -32,6 +32,15 @@ export type SinkFailed = (sink: Sink, err: unknown) => void;
 /** A per-push answer list where one answer was due: a shard bug, answered as such. */
 const RUN_OUT_ON_ITEM: ErrorPayload = { code: 'internal_error', detail: { message: 'the shard answered a push run for an item that is not one' } };
 
+/** A batch sent on the pipe and not answered yet. */
+interface Sent {
+  items: ShardItem[];
+  sinks: Sink[];
+  tags: number[];
+  /** performance.now() at dispatch. */
+  at: number;
+}
+
 export class ShardChannel {
   #items: ShardItem[] = [];
   /** One per non-push item and one per push (a run of n pushes has n), in item order. */
@@ -40,7 +49,13 @@ export class ShardChannel {
   #writer = new PushFrameWriter();
   /** The open push run (the last item), or null. */
   #run: PushRunItem | null = null;
-  #inFlight = 0;
+  /** Opened at the first batch, and again after the thread behind it died. */
+  #pipe: ShardPipe | null = null;
+  /** Batches sent and not answered, oldest first (the pipe answers in order). */
+  #sent: Sent[] = [];
+  /** Shutdown: nothing more is sent. */
+  #closed = false;
+  readonly #events: ShardPipeEvents = { answer: (a) => this.#answer(a), lost: (err) => this.#lost(err) };
   batchesSent = 0;
   itemsSent = 0;
   /** Sum of batch round trips (dispatch to completion), seconds. */
@@ -51,7 +66,7 @@ export class ShardChannel {
 
   constructor(
     readonly shardId: number,
-    readonly pool: Pick<Piscina, 'run'>,
+    readonly pool: ShardPool,
     private readonly onFailure: (err: unknown) => void,
     private readonly onSinkFailed: SinkFailed,
   ) {}
@@ -97,15 +112,22 @@ export class ShardChannel {
 
   /** Batches dispatched to the shard thread and not yet answered. */
   get inFlight(): number {
-    return this.#inFlight;
+    return this.#sent.length;
   }
 
   get idle(): boolean {
-    return this.#inFlight === 0 && this.#items.length === 0;
+    return this.#sent.length === 0 && this.#items.length === 0;
+  }
+
+  /** Shutdown, after the last drain: ends the serve task so that the pool can be destroyed quietly. */
+  close(): void {
+    this.#closed = true;
+    this.#pipe?.close();
+    this.#pipe = null;
   }
 
   flush(): void {
-    if (this.#inFlight >= SHARD_BATCHES_IN_FLIGHT_MAX || this.#items.length === 0) return;
+    if (this.#closed || this.#sent.length >= SHARD_BATCHES_IN_FLIGHT_MAX || this.#items.length === 0) return;
     const items = this.#items;
     const sinks = this.#sinks;
     const tags = this.#tags;
@@ -114,21 +136,40 @@ export class ShardChannel {
     this.#tags = [];
     this.#run = null;
     const bytes = this.#writer.take();
-    this.#inFlight++;
-    const sentAt = performance.now();
     this.batchesSent++;
     this.itemsSent += sinks.length;
-    runShardBatch(this.pool, { items, bytes }).then(
-      (res: ShardBatchResult) => {
-        if (res.walError !== undefined) this.#walOutcome(res.walError);
-        this.#complete(items, sinks, tags, res.outs, sentAt);
-      },
-      (err: unknown) => {
-        this.onFailure(err);
-        const out: ErrorPayload = { code: 'internal_error', detail: { message: 'shard worker failed; the request may or may not have been applied', reason: String((err as Error)?.message ?? err) } };
-        this.#complete(items, sinks, tags, items.map(() => out), sentAt);
-      },
-    );
+    this.#sent.push({ items, sinks, tags, at: performance.now() });
+    (this.#pipe ??= openShardPipe(this.pool, this.#events)).send({ items, bytes });
+  }
+
+  #answer(a: ShardBatchAnswer): void {
+    const b = this.#sent.shift();
+    if (b === undefined) return; // answers only come for batches sent on the pipe
+    if ('failed' in a) {
+      // The batch threw in the shard (the thread lives on): as if its task had failed.
+      const err = Object.assign(new Error(a.failed.message), { stack: a.failed.stack });
+      this.onFailure(err);
+      this.#fail(b, err);
+      return;
+    }
+    if (a.walError !== undefined) this.#walOutcome(a.walError);
+    this.#complete(b, a.outs);
+  }
+
+  /** The thread died: every batch it did not answer fails; the next batch opens a pipe to its replacement. */
+  #lost(err: unknown): void {
+    this.#pipe = null;
+    const lost = this.#sent;
+    this.#sent = [];
+    if (this.#closed) return;
+    this.onFailure(err);
+    for (const b of lost) this.#fail(b, err);
+    this.flush();
+  }
+
+  #fail(b: Sent, err: unknown): void {
+    const out: ErrorPayload = { code: 'internal_error', detail: { message: 'shard worker failed; the request may or may not have been applied', reason: String((err as Error)?.message ?? err) } };
+    this.#complete(b, b.items.map(() => out));
   }
 
   #walOutcome(err: string | null): void {
@@ -138,14 +179,13 @@ export class ShardChannel {
   }
 
   /**
-   * Runs inside a promise callback: anything thrown here would be an unhandled
-   * rejection and end the process. So each sink completes on its own, and a sink
-   * that throws costs only its own request (internal_error), never the batch or
-   * the server.
+   * Runs inside a message or promise callback: anything thrown here would end the
+   * process. So each sink completes on its own, and a sink that throws costs only
+   * its own request (internal_error), never the batch or the server.
    */
-  #complete(items: ShardItem[], sinks: Sink[], tags: number[], outs: ShardBatchResult['outs'], sentAt: number): void {
-    this.#inFlight--;
-    this.batchSeconds += (performance.now() - sentAt) / 1000;
+  #complete(b: Sent, outs: ShardBatchResult['outs']): void {
+    const { items, sinks, tags } = b;
+    this.batchSeconds += (performance.now() - b.at) / 1000;
     let u = 0;
     for (let i = 0; i < items.length; i++) {
       const it = items[i];

@@ -2,6 +2,7 @@
  * Every message that crosses a thread boundary, in one place (STYLE.md synthesis 3).
  * Both sides import these with `import type`.
  */
+import type { MessagePort } from 'node:worker_threads';
 import type { ErrorCode, ErrorDetail } from '../errors';
 import type { RegistryState } from '../registry/model';
 import type { RegistryWire } from '../registry/wire';
@@ -249,8 +250,26 @@ export interface ShardHelloTask {
   hello: true;
 }
 
-/** Everything a shard thread is asked to do (shard_main.ts handle). */
-export type ShardTask = ShardBatch | ShardHelloTask;
+/**
+ * The task that opens a shard thread's batch pipe (protocol/shard_calls.ts
+ * openShardPipe): batches arrive on `port` as messages and are answered on it in
+ * order; the task ends when the front closes the port, and fails when the thread
+ * dies (that is how the front learns of it).
+ */
+export interface ShardServeTask {
+  serve: MessagePort;
+}
+
+/** Everything a shard thread is asked to do as a piscina task (shard_main.ts handle). */
+export type ShardTask = ShardHelloTask | ShardServeTask;
+
+/** A batch that threw in the shard (a bug): every item of it is answered internal_error. */
+export interface ShardBatchFailed {
+  failed: { message: string; stack: string };
+}
+
+/** What the shard posts back on the pipe for each batch, in batch order. */
+export type ShardBatchAnswer = ShardBatchResult | ShardBatchFailed;
 
 /** What one item is answered with (see ShardBatchResult). */
 export type ItemOut = string | ErrorPayload | Uint8Array | null;

@@ -2,22 +2,72 @@
  * The typed entry into a shard thread (shard/shard_main.ts handle), for the main
  * thread: piscina's run() takes and returns `any`, so this is the one place where
  * the task and answer types of the shard protocol are tied to it.
+ *
+ * Batches do not travel as piscina tasks: one long "serve" task hands the thread a
+ * MessagePort (openShardPipe), and batches and their answers are plain messages on
+ * it. A piscina task per batch cost ~10 µs more CPU per batch over both threads
+ * (TaskInfo and an async resource, promises and awaits in piscina's worker loop)
+ * and allocations that the shard's scavenges then copy (bench/RESULTS.md "Tail
+ * latency"). Piscina still owns the thread's life: the serve task fails when the
+ * thread dies, which is how the front learns of it, and piscina starts the
+ * replacement that the next pipe is opened to.
  */
 import { join } from 'node:path';
-import { workerData } from 'node:worker_threads';
+import { MessageChannel, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import Piscina from 'piscina';
-import { SHARD_BATCHES_IN_FLIGHT_MAX, SHARD_YOUNG_GENERATION_MB } from '../limits';
-import type { ShardBatch, ShardBatchResult, ShardHello, ShardHelloTask, ShardInit } from './messages';
+import { SHARD_YOUNG_GENERATION_MB } from '../limits';
+import type { ShardBatch, ShardBatchAnswer, ShardHello, ShardHelloTask, ShardInit, ShardServeTask } from './messages';
 
 /** What the shard calls need of a pool (a fake in unit tests). */
 export type ShardPool = Pick<Piscina, 'run'>;
 
 const HELLO: ShardHelloTask = { hello: true };
 
-/** Runs one batch; the batch's bytes are transferred to the shard thread (unusable here afterwards). */
-export function runShardBatch(pool: ShardPool, batch: ShardBatch): Promise<ShardBatchResult> {
-  const buf = batch.bytes.buffer;
-  return pool.run(batch, batch.bytes.byteLength > 0 && buf instanceof ArrayBuffer ? { transferList: [buf] } : {});
+/** What a pipe tells its owner (front/channel.ts). */
+export interface ShardPipeEvents {
+  /** The answer to the oldest batch sent on this pipe and not answered yet. */
+  answer(a: ShardBatchAnswer): void;
+  /** The thread is gone: batches sent and not answered (answer() was called for every one that was) never will be. */
+  lost(err: unknown): void;
+}
+
+export interface ShardPipe {
+  /** The batch's bytes are transferred to the shard thread (unusable here afterwards). */
+  send(batch: ShardBatch): void;
+  /** Ends the serve task (shutdown); nothing more is reported. */
+  close(): void;
+}
+
+/** Opens a batch pipe to the pool's thread (a replacement thread, if the last one died). */
+export function openShardPipe(pool: ShardPool, events: ShardPipeEvents): ShardPipe {
+  const { port1, port2 } = new MessageChannel();
+  let open = true;
+  port1.on('message', (a: ShardBatchAnswer) => { if (open) events.answer(a); });
+  // The pipe must not keep the process alive by itself (the server's listeners do).
+  port1.unref();
+  const task: ShardServeTask = { serve: port2 };
+  (pool.run(task, { transferList: [port2] }) as Promise<void>).then(
+    () => { if (open) { open = false; port1.close(); events.lost(new Error('the shard thread ended its batch pipe')); } },
+    (err: unknown) => {
+      if (!open) return;
+      // Answers the thread posted before it died are queued here already: deliver them first.
+      for (let m = receiveMessageOnPort(port1); m !== undefined; m = receiveMessageOnPort(port1)) events.answer(m.message as ShardBatchAnswer);
+      open = false;
+      port1.close();
+      events.lost(err);
+    },
+  );
+  return {
+    send(batch: ShardBatch): void {
+      const buf = batch.bytes.buffer;
+      port1.postMessage(batch, batch.bytes.byteLength > 0 && buf instanceof ArrayBuffer ? [buf] : []);
+    },
+    close(): void {
+      if (!open) return;
+      open = false;
+      port1.close();
+    },
+  };
 }
 
 /** The first task of a shard thread: answered once it has recovered. */
@@ -31,9 +81,8 @@ export function startShardPool(init: ShardInit): Piscina {
     filename: join(__dirname, '..', 'shard', 'shard_main.js'),
     minThreads: 1, maxThreads: 1, idleTimeout: Number.MAX_SAFE_INTEGER, useAtomics: false, workerData: init,
     resourceLimits: { maxYoungGenerationSizeMb: SHARD_YOUNG_GENERATION_MB },
-    // The handler is synchronous, so tasks posted ahead still run one at a time in
-    // FIFO order; posting them ahead saves a cross-thread round trip per batch.
-    concurrentTasksPerWorker: SHARD_BATCHES_IN_FLIGHT_MAX,
+    // The serve task stays open for the thread's life; the hello task runs beside it at start.
+    concurrentTasksPerWorker: 2,
   });
 }
 

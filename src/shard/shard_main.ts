@@ -1,15 +1,16 @@
 /**
  * Shard worker entry (a one-thread piscina pool per shard): recovers at module
  * load (so a replaced thread recovers by itself), starts the timers that run
- * between batches, and hands every task to the Shard (shard.ts), where batch
- * execution lives.
+ * between batches, and hands every batch that arrives on the pipe (the serve
+ * task's port) to the Shard (shard.ts), where batch execution lives.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { faultyFs, realFs, scanRegistryLog } from '../wal';
 import type { RegistryState } from '../registry/model';
 import { createLogger } from '../log';
-import type { ShardBatchResult, ShardHello, ShardInit, ShardTask } from '../protocol/messages';
+import type { MessagePort } from 'node:worker_threads';
+import type { ShardBatch, ShardBatchAnswer, ShardBatchFailed, ShardHello, ShardInit, ShardTask } from '../protocol/messages';
 import { shardInit } from '../protocol/shard_calls';
 import { COLD_SWEEP_INTERVAL_MS } from '../limits';
 import { ColdFiles } from './cold_files';
@@ -70,8 +71,31 @@ function refreshRegistry(i: ShardInit): void {
 }
 
 /** The thread's one entry (called through protocol/shard_calls.ts). */
-export default function handle(task: ShardTask): ShardBatchResult | ShardHello {
-  return 'hello' in task ? shard.hello() : shard.runBatch(task);
+export default function handle(task: ShardTask): ShardHello | Promise<void> {
+  return 'hello' in task ? shard.hello() : serve(task.serve);
+}
+
+/** The batch pipe (shard_calls.ts openShardPipe): each batch answered on the port, in order, until the front closes it. */
+function serve(port: MessagePort): Promise<void> {
+  port.on('message', (batch: ShardBatch) => {
+    let answer: ShardBatchAnswer;
+    try {
+      answer = shard.runBatch(batch);
+    } catch (err) {
+      answer = batchFailed(err);
+    }
+    try {
+      port.postMessage(answer);
+    } catch (err) {
+      port.postMessage(batchFailed(err)); // an answer that cannot be cloned: a bug, answered as one
+    }
+  });
+  return new Promise((resolve) => port.once('close', resolve));
+}
+
+/** The front logs it (shard.task_failed) and answers the batch's items internal_error. */
+function batchFailed(err: unknown): ShardBatchFailed {
+  return { failed: { message: String((err as Error)?.message ?? err), stack: String((err as Error)?.stack ?? err) } };
 }
 
 process.on('exit', () => {

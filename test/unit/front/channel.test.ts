@@ -6,19 +6,30 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ShardChannel, type Sink } from '../../../src/front/channel';
-import { ITEM_GET, type GetItem, type ShardBatch, type ShardBatchResult } from '../../../src/protocol/messages';
+import { ITEM_GET, type GetItem, type ShardBatch, type ShardBatchResult, type ShardServeTask } from '../../../src/protocol/messages';
 import { overResponseLimit } from '../../../src/front/sinks';
 import { RESPONSE_BYTES_MAX } from '../../../src/limits';
 
-function fakePool(): { run(task: ShardBatch): Promise<ShardBatchResult>; runs: number } {
+/** A shard thread's stand-in: serves the pipe (protocol/shard_calls.ts) and answers every get with row<i>. */
+function fakePool(): { run(task: ShardServeTask): Promise<void>; batches: number } {
   const pool = {
-    runs: 0,
-    run(task: ShardBatch): Promise<ShardBatchResult> {
-      pool.runs++;
-      return Promise.resolve({ outs: task.items.map((_, i) => `row${i}`) });
+    batches: 0,
+    run(task: ShardServeTask): Promise<void> {
+      const port = task.serve;
+      port.on('message', (b: ShardBatch) => {
+        pool.batches++;
+        const res: ShardBatchResult = { outs: b.items.map((_, i) => `row${i}`) };
+        port.postMessage(res);
+      });
+      return new Promise((resolve) => port.once('close', resolve));
     },
   };
   return pool;
+}
+
+/** Until the channel has nothing in flight (answers cross a real MessagePort). */
+async function settled(ch: ShardChannel): Promise<void> {
+  for (let i = 0; i < 500 && !ch.idle; i++) await new Promise((r) => setTimeout(r, 2));
 }
 
 // A get as the front builds it (the channel only looks at an item's kind).
@@ -36,16 +47,18 @@ test('a sink that throws answers through onSinkFailed; the other sinks of the ba
   ch.enqueue(item, bad, 0);
   ch.enqueue(item, good('c'), 0);
   ch.flush();
-  await new Promise((r) => setImmediate(r));
+  await settled(ch);
   assert.deepEqual(got, ['a:row0', 'c:row2']);
   assert.equal(failed.length, 1);
   assert.equal(failed[0].sink.reply, reply);
   assert.match(String(failed[0].err), /Invalid string length/);
   ch.enqueue(item, good('d'), 0);
   ch.flush();
-  await new Promise((r) => setImmediate(r));
+  await settled(ch);
   assert.deepEqual(got, ['a:row0', 'c:row2', 'd:row0']);
   assert.ok(ch.idle);
+  assert.equal(pool.batches, 2);
+  ch.close();
 });
 
 test('a failure handler that throws too does not escape the completion', async () => {
@@ -56,9 +69,10 @@ test('a failure handler that throws too does not escape the completion', async (
   try {
     ch.enqueue(item, { done: () => { throw new Error('sink broke'); } }, 0);
     ch.flush();
-    await new Promise((r) => setTimeout(r, 10));
+    await settled(ch);
     assert.equal(rejections.length, 0);
     assert.ok(ch.idle);
+    ch.close();
   } finally {
     process.off('unhandledRejection', onRej);
   }
@@ -71,4 +85,82 @@ test('overResponseLimit: counts UTF-8 bytes exactly near the limit, cheaply far 
   assert.equal(overResponseLimit(n, ['é'.repeat(n)]), false, '2-byte characters just under');
   const m = Math.floor(RESPONSE_BYTES_MAX / 2) + 10;
   assert.equal(overResponseLimit(m, ['é'.repeat(m)]), true, '2-byte characters just over');
+});
+
+/**
+ * A pool whose first thread answers the first batch only when the second arrives
+ * and dies at once: the answer is still queued on the front's port when the serve
+ * task fails (the race of a real thread's exit). Later serve tasks get a healthy thread.
+ */
+function dyingPool(): { run(task: ShardServeTask): Promise<void>; serves: number } {
+  const pool = {
+    serves: 0,
+    run(task: ShardServeTask): Promise<void> {
+      const port = task.serve;
+      const life = ++pool.serves;
+      let seen = 0;
+      return new Promise((resolve, reject) => {
+        port.on('message', (b: ShardBatch) => {
+          const ok: ShardBatchResult = { outs: b.items.map(() => 'ok') };
+          if (life > 1) { port.postMessage(ok); return; }
+          if (++seen === 2) {
+            port.postMessage(ok); // the answer to batch 1
+            reject(new Error('worker exited with code: 70'));
+          }
+        });
+        port.once('close', resolve);
+      });
+    },
+  };
+  return pool;
+}
+
+test('a thread that dies: answers it posted still complete, batches it did not answer get internal_error, the next batch goes to a new pipe', async () => {
+  const pool = dyingPool();
+  const failures: unknown[] = [];
+  const ch = new ShardChannel(0, pool as never, (err) => failures.push(err), () => assert.fail('no sink failure'));
+  const got: string[] = [];
+  const sink = (name: string): Sink => ({ done: (out) => { got.push(`${name}:${typeof out === 'string' ? out : (out as { code: string }).code}`); } });
+  ch.enqueue(item, sink('a'), 0);
+  ch.flush(); // batch 1: answered as the thread dies
+  ch.enqueue(item, sink('b'), 0);
+  ch.flush(); // batch 2: the thread dies on it
+  await settled(ch);
+  assert.deepEqual(got, ['a:ok', 'b:internal_error']);
+  assert.equal(failures.length, 1);
+  assert.match(String(failures[0]), /exited with code: 70/);
+  ch.enqueue(item, sink('c'), 0);
+  ch.flush();
+  await settled(ch);
+  assert.deepEqual(got, ['a:ok', 'b:internal_error', 'c:ok']);
+  assert.equal(pool.serves, 2, 'a second pipe, to the replacement thread');
+  ch.close();
+});
+
+test('a batch that throws in the shard is answered internal_error and reported; the pipe carries on', async () => {
+  const pool = {
+    run(task: ShardServeTask): Promise<void> {
+      const port = task.serve;
+      let n = 0;
+      port.on('message', (b: ShardBatch) => {
+        port.postMessage(++n === 1 ? { failed: { message: 'boom', stack: 'Error: boom\n    at shard' } } : { outs: b.items.map(() => 'ok') });
+      });
+      return new Promise((resolve) => port.once('close', resolve));
+    },
+  };
+  const failures: Error[] = [];
+  const ch = new ShardChannel(0, pool as never, (err) => failures.push(err as Error), () => assert.fail('no sink failure'));
+  const got: unknown[] = [];
+  ch.enqueue(item, { done: (out) => { got.push(out); } }, 0);
+  ch.flush();
+  await settled(ch);
+  ch.enqueue(item, { done: (out) => { got.push(out); } }, 0);
+  ch.flush();
+  await settled(ch);
+  assert.equal((got[0] as { code: string }).code, 'internal_error');
+  assert.equal(got[1], 'ok');
+  assert.equal(failures.length, 1);
+  assert.equal(failures[0].message, 'boom');
+  assert.match(String(failures[0].stack), /at shard/);
+  ch.close();
 });
