@@ -72,6 +72,8 @@ export class Shard {
   /** The batch's frames and the offset of the next one to apply. */
   #bytes: Buffer = Buffer.alloc(0);
   #cursor = 0;
+  /** Row text units per batch_get group of the run being handled (#runItems). */
+  readonly #groupUnits = new Map<number, number>();
   #job: SnapshotJob | null = null;
   #snapshotWriting = false;
   #prepareScheduled = false;
@@ -231,8 +233,10 @@ export class Shard {
     const walErr = this.#writeRun(items, from, to);
     const now = Date.now();
     // Units of row text already built per batch_get (GetItem.g): its later gets
-    // answer response_too_large instead of building rows nobody can send.
-    const groupUnits = new Map<number, number>();
+    // answer response_too_large instead of building rows nobody can send. One map
+    // for the thread, emptied per run: a Map per batch was garbage the scavenges copied.
+    const groupUnits = this.#groupUnits;
+    if (groupUnits.size > 0) groupUnits.clear();
     for (let i = from; i < to; i++) {
       const it = items[i];
       switch (it.k) {
