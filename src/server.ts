@@ -10,9 +10,10 @@
  *                  front/control.ts    register/install/reset, snapshot, drain,
  *                                      shard recovery (coordinator via protocol/coordinator_calls.ts)
  *                  front/routing.ts    key -> shard, one binary PUSH record per shard
- *                  front/channel.ts    one batch per shard per turn (protocol/shard_calls.ts)
+ *                  front/channel.ts    one batch per shard per turn, sent on the shard's
+ *                                      pipe (a MessagePort; protocol/shard_calls.ts)
  *                  front/sinks.ts, front/push.ts   who waits for shard answers
- *                               | ShardBatch (PUSH records + items) | answers
+ *                               | ShardBatch (PUSH records + items) | answers, in order
  *   shard threads  shard/shard_main.ts (entry: recover, timers) -> shard/shard.ts (batches)
  *   (one each)     shard/push_apply.ts (PUSH records -> state), shard/state.ts (columnar
  *                  entity state: entity_index, ring_group, kept/solo columns), shard/cold*.ts
@@ -37,7 +38,8 @@
  * Each listener logs one `server.*_bound` line.
  *
  * Shutdown (close()): /ready says "draining", stop accepting data, drain
- * channels, snapshot every shard, close pools, close the admin listener last.
+ * channels, snapshot every shard, close the shard pipes and pools, close the admin
+ * listener last.
  * The deadline on all of it is the caller's (serve_cli.ts).
  *
  * Before 1, a disk-mode server locks its data dir (data_dir_lock.ts); listeners are
