@@ -1,0 +1,152 @@
+/**
+ * How long a periodic snapshot stalls its shard thread: the longest event-loop
+ * pause while a fuzzy snapshot of `--entities` entities is encoded in slices,
+ * compressed and written to disk, next to the same measure over an equal window
+ * without a snapshot (the floor pushes alone cause: their own GCs).
+ *
+ * In process, with the shard's own pieces (ShardState, ShardStore.beginSnapshot /
+ * writeJob) and the shard's driving loop (shard.ts: one step of SNAPSHOT_SLICE_MS
+ * per event-loop turn, then the write): a 1 ms timer applies `--rate` pushes per
+ * second in 1 ms batches, like a shard fed batches; every late tick is a pause.
+ * Measures, per window: the largest gap between two ticks beyond the 1 ms period
+ * (what a batch waited), the event-loop delay histogram (perf_hooks
+ * monitorEventLoopDelay, 1 ms resolution) max and p99, and every GC pause V8
+ * reported (PerformanceObserver 'gc') with its kind.
+ *
+ *   node --expose-gc dist/bench/snapshot_pause.js [--entities 1000000] [--events 3000000] [--rate 20000] [--runs 3] [--build <dist dir of another checkout>]
+ *
+ * `--build` loads the state and store code from another build (same API shape),
+ * for a before/after on the same machine: run both, interleaved.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { monitorEventLoopDelay, PerformanceObserver, performance } from 'node:perf_hooks';
+import { RECOVERY_NODES } from './recovery_registry';
+
+const args = new Map<string, string>();
+for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
+const ENTITIES = Number(args.get('entities') ?? 1_000_000);
+const EVENTS = Number(args.get('events') ?? 3 * ENTITIES);
+const RATE = Number(args.get('rate') ?? 20_000);
+const RUNS = Number(args.get('runs') ?? 3);
+const BUILD = args.get('build') ?? join(__dirname, '..');
+/** The shard's slice budget (shard.ts SNAPSHOT_SLICE_MS). */
+const SLICE_MS = 4;
+
+const REGISTRY = { version: 1, nodes: RECOVERY_NODES };
+/* eslint-disable @typescript-eslint/no-require-imports */
+const { ShardState } = require(join(BUILD, 'src/shard/state')) as typeof import('../src/shard/state');
+const { ShardStore } = require(join(BUILD, 'src/shard/store')) as typeof import('../src/shard/store');
+const { DedupeLog } = require(join(BUILD, 'src/shard/dedupe_log')) as typeof import('../src/shard/dedupe_log');
+type Store = import('../src/shard/store').ShardStore;
+type Job = NonNullable<ReturnType<Store['beginSnapshot']>>;
+
+const GC_KINDS: Record<number, string> = { 1: 'scavenge', 2: 'minor-mc', 4: 'mark-compact', 8: 'incremental', 16: 'weakcb' };
+
+interface Window {
+  maxGapMs: number;
+  eldMaxMs: number;
+  eldP99Ms: number;
+  gcs: Array<{ kind: string; ms: number }>;
+  ms: number;
+}
+
+/** Pushes at RATE in 1 ms ticks while `during` runs; the pauses the ticks saw. */
+async function measure(push: () => void, during: () => Promise<void>): Promise<Window> {
+  const gcs: Array<{ kind: string; ms: number }> = [];
+  const obs = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) gcs.push({ kind: GC_KINDS[(e as unknown as { detail: { kind: number } }).detail?.kind] ?? '?', ms: e.duration });
+  });
+  obs.observe({ entryTypes: ['gc'] });
+  const eld = monitorEventLoopDelay({ resolution: 1 });
+  eld.enable();
+  let last = performance.now();
+  let maxGap = 0;
+  let owed = 0;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    const gap = now - last - 1;
+    if (gap > maxGap) maxGap = gap;
+    owed += (now - last) * RATE / 1000;
+    for (; owed >= 1; owed--) push();
+    last = performance.now();
+  }, 1);
+  const t0 = performance.now();
+  await during();
+  const ms = performance.now() - t0;
+  clearInterval(timer);
+  eld.disable();
+  // GC entries are delivered asynchronously.
+  await new Promise((r) => setTimeout(r, 20));
+  obs.disconnect();
+  return { maxGapMs: maxGap, eldMaxMs: eld.max / 1e6, eldP99Ms: eld.percentile(99) / 1e6, gcs, ms };
+}
+
+/** The shard's driver (shard.ts #stepSnapshotJob): one slice per turn, then the write. */
+function runSnapshot(store: Store, state: InstanceType<typeof ShardState>, job: Job): Promise<void> {
+  const dedupe = new DedupeLog();
+  return new Promise((resolve, reject) => {
+    const step = (): void => {
+      if (!job.step(SLICE_MS)) {
+        const waitable = job as unknown as { whenRoom?: (f: () => void) => void };
+        if (typeof waitable.whenRoom === 'function') waitable.whenRoom(step);
+        else setImmediate(step);
+        return;
+      }
+      store.writeJob(job, state, dedupe, SLICE_MS).then(resolve, reject);
+    };
+    setImmediate(step);
+  });
+}
+
+function fmt(w: Window): string {
+  const big = w.gcs.filter((g) => g.ms >= 2).sort((a, b) => b.ms - a.ms).slice(0, 5).map((g) => `${g.kind} ${g.ms.toFixed(1)}`).join(', ');
+  const mc = w.gcs.filter((g) => g.kind === 'mark-compact').length;
+  return `longest pause ${w.maxGapMs.toFixed(1)} ms (event-loop delay max ${w.eldMaxMs.toFixed(1)}, p99 ${w.eldP99Ms.toFixed(1)} ms); ${w.gcs.length} GCs (${mc} mark-compact), largest: ${big || 'none >= 2 ms'}; window ${w.ms.toFixed(0)} ms`;
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'sf-snappause-'));
+  const lines: Array<Record<string, unknown>> = [];
+  const log = {
+    info: (o: Record<string, unknown>) => { lines.push(o); }, warn: () => {}, error: (o: unknown) => { console.error(o); }, debug: () => {},
+  } as unknown as import('../src/log').Logger;
+  try {
+    const state = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+    const init = {
+      shardId: 0, shardCount: 1, dataDir: dir, memoryOnly: false, memoryLimitBytes: 0, memoryGovEnforce: true, logLevel: 'silent', walSync: 'batch' as const,
+      walSyncTimeoutMs: 1000, walSyncIntervalMs: 5, walSegmentBytesMax: 64 << 20, faultFile: null, partitions: 0, history: [REGISTRY], current: REGISTRY,
+    };
+    const { store } = ShardStore.open(init, state, new DedupeLog(), log);
+    state.install(REGISTRY);
+    const t0 = Date.now() - 30 * 60_000;
+    let lsn = 0;
+    const push = (): void => {
+      lsn++;
+      state.apply('Txn', { user: `user${(lsn * 2654435761) % ENTITIES}`, amount: (lsn % 997) + 0.5 }, t0 + Math.floor(lsn / 1000), lsn);
+    };
+    for (let i = 0; i < EVENTS; i++) push();
+    console.log(`${BUILD}: ${ENTITIES.toLocaleString()} entities (${EVENTS.toLocaleString()} pushes), ${RATE.toLocaleString()} pushes/s during the windows, slice ${SLICE_MS} ms`);
+    for (let r = 0; r < RUNS; r++) {
+      (globalThis as { gc?: () => void }).gc?.();
+      let snapMs = 0;
+      const snap = await measure(push, async () => {
+        const job = store.beginSnapshot(state)!;
+        const s = performance.now();
+        await runSnapshot(store, state, job);
+        snapMs = performance.now() - s;
+      });
+      const line = lines[lines.length - 1];
+      console.log(`  run ${r + 1} snapshot: ${fmt(snap)}; job's longest slice ${line.maxSliceMs} ms, encode ${line.encodeMs} ms, ${(Number(line.raw_bytes) / 1e6).toFixed(1)} MB raw, ${(Number(line.bytes) / 1e6).toFixed(1)} MB file`);
+      (globalThis as { gc?: () => void }).gc?.();
+      const idle = await measure(push, () => new Promise((res) => setTimeout(res, snapMs)));
+      console.log(`  run ${r + 1} no snapshot, same window: ${fmt(idle)}`);
+    }
+    store.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => { console.error(err); process.exit(1); });
