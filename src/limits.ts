@@ -299,6 +299,26 @@ export const COLD_READ_CHUNK_BYTES = 1024 * 1024;
 export const COLD_COMPACT_LIVE_RATIO = 0.5;
 /** Cold store: segment bytes compaction reads per sweep tick (bounds the stall it adds between batches). */
 export const COLD_COMPACT_BYTES_PER_TICK = 2 * 1024 * 1024;
+/**
+ * Periodic snapshots (shard/snapshot_job.ts): encoding work per event-loop turn of
+ * a job, between batches. With the chunk being encoded when it runs out (~0.5 ms
+ * for 1,024 entities) this is about the longest a batch waits behind a snapshot.
+ */
+export const SNAPSHOT_SLICE_MS = 4;
+/**
+ * Snapshot files are written as a stream of lz4 blocks of this many raw body bytes
+ * (wal/snapshot_stream.ts, file version 2): each block is compressed on libuv's
+ * threadpool and written while the job encodes the next, so no whole body is ever
+ * built in memory, and the crc32c of one compressed block on the shard thread
+ * stays well under a millisecond (a whole 33 MB body took ~30 ms).
+ */
+export const SNAPSHOT_BLOCK_BYTES = 1024 * 1024;
+/**
+ * Blocks one shard thread keeps for snapshot streams (filling, compressing,
+ * writing), allocated on its first snapshot and reused by every later one; a job
+ * waits for a free block rather than allocating (4 MiB per shard thread).
+ */
+export const SNAPSHOT_BLOCKS_IN_FLIGHT = 4;
 /** Cold index (shard/key_index.ts): initial slots (a power of two). */
 export const COLD_INDEX_SLOTS_MIN = 1024;
 /** Cold index: slots used at most before it doubles. */

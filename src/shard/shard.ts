@@ -21,7 +21,7 @@ import {
   ITEM_EXPORT, ITEM_GET, ITEM_IMPORT, ITEM_INSPECT, ITEM_INSTALL, ITEM_PREPARE, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, ITEM_STATS, PREPARE_PENDING,
   type ErrorPayload, type GetItem, type InspectItem, type InspectResult, type PushRunOut, type ShardBatch, type ShardBatchResult, type ShardHello, type ShardInit, type ShardItem,
 } from '../protocol/messages';
-import { COLD_COMPACT_BYTES_PER_TICK, COLD_SWEEP_SLICE_MS, MEMORY_CHECK_INTERVAL_MS, MEMORY_EVICT_FRACTION_MAX, MEMORY_EVICT_TARGET_RATIO, REGISTRY_COMPILE_SLICE_MS, RESPONSE_BYTES_MAX } from '../limits';
+import { COLD_COMPACT_BYTES_PER_TICK, COLD_SWEEP_SLICE_MS, MEMORY_CHECK_INTERVAL_MS, MEMORY_EVICT_FRACTION_MAX, MEMORY_EVICT_TARGET_RATIO, REGISTRY_COMPILE_SLICE_MS, RESPONSE_BYTES_MAX, SNAPSHOT_SLICE_MS } from '../limits';
 import { getHeapStatistics } from 'node:v8';
 import type { RegistryWire } from '../registry/wire';
 import { FRAME_HEADER_BYTES, FRAME_TYPE_BYTES } from '../wal/constants';
@@ -37,8 +37,6 @@ import type { ColdFiles } from './cold_files';
 import { exportPartition, importPartition } from './partition_io';
 import type { ThreadSampler } from '../admin/thread_stats';
 
-/** Encoding time per event-loop turn of a running snapshot job: bounds the stall it adds to a batch. */
-const SNAPSHOT_SLICE_MS = 4;
 
 export interface ShardDeps {
   init: ShardInit;
@@ -393,24 +391,27 @@ export class Shard {
   #startSnapshotJob(): void {
     const store = this.#store;
     if (store === null || this.#job !== null || this.#snapshotWriting) return;
-    this.#job = store.beginSnapshot(this.#state);
-    if (this.#job !== null) setImmediate(this.#stepSnapshotJob);
+    const job = store.beginSnapshot(this.#state);
+    this.#job = job;
+    if (job !== null) setImmediate(() => this.#stepSnapshotJob(job));
   }
 
-  readonly #stepSnapshotJob = (): void => {
-    const j = this.#job;
+  /** One slice of `job`; the next when its stream has room again (a slow disk slows the job, not the shard). */
+  #stepSnapshotJob(job: SnapshotJob): void {
     const store = this.#store;
-    if (j === null || store === null) return; // aborted by an install or reset
-    if (!j.step(SNAPSHOT_SLICE_MS)) { setImmediate(this.#stepSnapshotJob); return; }
+    if (this.#job !== job || store === null) return; // dropped by an install or reset
+    if (!job.step(SNAPSHOT_SLICE_MS)) { job.whenRoom(() => this.#stepSnapshotJob(job)); return; }
     this.#job = null;
     this.#snapshotWriting = true;
-    store.writeJob(j, this.#state, this.#dedupe, SNAPSHOT_SLICE_MS)
+    store.writeJob(job, this.#state, this.#dedupe)
       .catch((err) => { store.snapshotAbandoned(true); this.#log.error({ kind: 'wal.snapshot_failed', shard: this.#init.shardId, err }); })
       .finally(() => { this.#snapshotWriting = false; });
-  };
+  }
 
   #dropJob(): void {
-    if (this.#job !== null) this.#store?.snapshotAbandoned(false);
+    if (this.#job === null) return;
+    this.#job.abort();
+    this.#store?.snapshotAbandoned(false);
     this.#job = null;
   }
 

@@ -1,8 +1,7 @@
 /**
- * Snapshot chunks of hot entities as slab bytes (snapshot format 4): a run of
- * slots of one table copied column by column into typed arrays, not entity by
- * entity into objects. v8.serialize writes a typed array as one memcpy, and a
- * restore into the same layout copies the bytes back (a key per entity is the
+ * Snapshot chunks of hot entities as slab bytes: a run of slots of one table
+ * copied column by column into typed arrays, not entity by entity into objects.
+ * A restore into the same layout copies the bytes back (a key per entity is the
  * only per-entity allocation).
  *
  *   keys      string[]            the chunk's live entities, slot order
@@ -15,11 +14,34 @@
  *   fixed[i]  Float64Array        slab rows of lifetime op i (null: not fixed)
  *   objs[i]   unknown[]           saves of feature i held as objects or kept values (null: neither)
  *
+ * Snapshot format 5 writes a chunk as raw bytes (writeSlab), laid out in a scratch
+ * buffer the thread keeps and copied into the snapshot stream, so encoding
+ * allocates no typed array and no serializer output for the arrays (format 4
+ * v8-serialized the object above: ~200 KB of short-lived off-heap buffers per
+ * 1,024 entities, which drove major GCs into the shard's snapshot slices). Only
+ * the keys and the small parts that are not arrays go through v8.serialize:
+ *
+ *   0   u8     RAW_SLAB_TAG ('S'; a v8-serialized chunk starts with 0xFF)
+ *   1   u8[3]  0
+ *   4   u32    t            table index in the snapshot's meta
+ *   8   u32    n            entities
+ *   12  u32    G            ring groups
+ *   16  u32    C            solo columns (cols.objs)
+ *   20  u32    rest bytes   the v8-serialized rest (below)
+ *   24  u32    pad          zero bytes after the tables, so the doubles that follow
+ *                           are 8-aligned in the snapshot body (views on restore, no copy)
+ *   28  u32[G] cell doubles of each group
+ *       u32[C] width of each fixed column in doubles (0: not a fixed column)
+ *       pad bytes
+ *       f64[n] lastTs, f64[n] lastLsns, per group its cells, per fixed column f64[n * width],
+ *       per group u8[n] lens, then the rest: v8.serialize({ keys, ids, buckets, objs })
+ *
  * Each entity is captured whole at the moment its chunk is encoded (fuzzy
  * snapshots, snapshot_job.ts): ids travel with their values because an id may be
  * freed and reused by the time a later chunk is encoded.
  */
 import { strict as assert } from 'node:assert';
+import { deserialize, serialize } from 'node:v8';
 import type { Interned } from './intern';
 import { decodeCells, type GroupSave, type RingGroup } from './ring_group';
 import type { FixedOp } from '../ops/fixed';
@@ -37,51 +59,196 @@ export interface SlabChunk {
   objs: Array<unknown[] | null>;
 }
 
-/** The live slots of `slots` as a chunk of table `t`. */
-export function encodeSlab(cols: TableColumns, t: number, slots: readonly number[]): SlabChunk {
-  const n = slots.length;
+/** First byte of a chunk written by writeSlab. */
+export const RAW_SLAB_TAG = 0x53;
+const RAW_HEAD_BYTES = 28;
+
+/** The parts of a raw chunk that are not arrays (v8-serialized after them). */
+interface SlabRest {
+  keys: string[];
+  ids: Array<Array<Array<[number, Interned]>>>;
+  buckets: Array<Array<[number, unknown[]]>>;
+  objs: Array<unknown[] | null>;
+}
+
+/**
+ * writeSlab's buffer: one per thread, grown (by doubling) to the largest chunk and
+ * kept, so a snapshot's chunks reuse it. Views are remade only when it grows.
+ */
+let scratch = new ArrayBuffer(0);
+let scratchU8 = new Uint8Array(scratch);
+let scratchU32 = new Uint32Array(scratch);
+let scratchF64 = new Float64Array(scratch);
+let scratchView = new DataView(scratch);
+
+function reserve(bytes: number): void {
+  if (bytes <= scratch.byteLength) return;
+  // A multiple of 8: the Float64Array view covers it all.
+  const next = new ArrayBuffer(Math.max((bytes + 7) & ~7, 2 * scratch.byteLength, 64 * 1024));
+  new Uint8Array(next).set(scratchU8);
+  scratch = next;
+  scratchU8 = new Uint8Array(next);
+  scratchU32 = new Uint32Array(next);
+  scratchF64 = new Float64Array(next);
+  scratchView = new DataView(next);
+}
+
+/**
+ * The first `n` slots of `slots` (live ones) as a raw chunk of table `t` that
+ * will sit at byte `bodyAt` of the snapshot body. The bytes are a view of the
+ * thread's scratch buffer, valid until the next call: copy them out (the
+ * snapshot sink does).
+ */
+export function writeSlab(cols: TableColumns, t: number, slots: ArrayLike<number>, n: number, bodyAt: number): Uint8Array {
   const index = cols.index;
+  const groups = cols.groups;
+  const G = groups.length;
+  const C = cols.objs.length;
+  const head = RAW_HEAD_BYTES + 4 * (G + C);
+  // The chunk starts at the same offset mod 8 in the scratch as in the body, so the
+  // doubles are aligned in both (typed-array indexes here, views on restore).
+  const s0 = bodyAt & 7;
+  const pad = (8 - ((s0 + head) & 7)) & 7;
+  const cellDoubles: number[] = new Array(G);
+  let doubles = 2 * n;
+  for (let gi = 0; gi < G; gi++) {
+    const g = groups[gi];
+    let total = 0;
+    for (let e = 0; e < n; e++) total += g.len[slots[e]];
+    cellDoubles[gi] = total * g.stride;
+    doubles += total * g.stride;
+  }
+  const widths: number[] = new Array(C);
+  for (let i = 0; i < C; i++) {
+    const col = cols.objs[i];
+    widths[i] = col instanceof FixedColumn ? col.width : 0;
+    doubles += n * widths[i];
+  }
+  const arraysEnd = s0 + head + pad + 8 * doubles + G * n;
+  reserve(arraysEnd);
+  const u8 = scratchU8;
+  const f64 = scratchF64;
+  const dv = scratchView;
+  u8.fill(0, s0, s0 + head + pad);
+  u8[s0] = RAW_SLAB_TAG;
+  dv.setUint32(s0 + 4, t, true);
+  dv.setUint32(s0 + 8, n, true);
+  dv.setUint32(s0 + 12, G, true);
+  dv.setUint32(s0 + 16, C, true);
+  dv.setUint32(s0 + 24, pad, true);
+  for (let gi = 0; gi < G; gi++) dv.setUint32(s0 + RAW_HEAD_BYTES + 4 * gi, cellDoubles[gi], true);
+  for (let i = 0; i < C; i++) dv.setUint32(s0 + RAW_HEAD_BYTES + 4 * (G + i), widths[i], true);
+  let d = (s0 + head + pad) / 8;
   const keys: string[] = new Array(n);
-  const lastTs = new Float64Array(n);
-  const lastLsns = new Float64Array(n);
   for (let e = 0; e < n; e++) {
     const s = slots[e];
     keys[e] = index.keyOf(s);
-    lastTs[e] = index.lastT[s];
-    lastLsns[e] = index.lastLsn[s];
+    f64[d + e] = index.lastT[s];
+    f64[d + n + e] = index.lastLsn[s];
   }
-  const groups = cols.groups.map((g) => {
-    const lens = new Uint8Array(n);
-    let total = 0;
-    for (let e = 0; e < n; e++) total += (lens[e] = g.len[slots[e]]);
-    const cells = new Float64Array(total * g.stride);
-    const u32 = new Uint32Array(cells.buffer);
-    const ids = g.fields.map(() => new Map<number, Interned>());
-    const buckets: Array<[number, unknown[]]> = [];
-    let at = 0;
+  d += 2 * n;
+  const ids: SlabRest['ids'] = [];
+  const buckets: SlabRest['buckets'] = [];
+  for (let gi = 0; gi < G; gi++) {
+    const g = groups[gi];
+    const found = g.fields.map(() => new Map<number, Interned>());
+    const busy: Array<[number, unknown[]]> = [];
+    let at = d;
     for (let e = 0; e < n; e++) {
-      at += g.exportSlot(slots[e], u32, at, ids) * g.stride;
+      at += g.exportSlot(slots[e], scratchU32, at, found) * g.stride;
       const b = g.saveBuckets(slots[e]);
-      if (b !== null) buckets.push([e, b]);
+      if (b !== null) busy.push([e, b]);
     }
-    assert(at === cells.length);
-    return { lens, cells, ids: ids.map((m) => [...m]), buckets };
-  });
-  const fixed = cols.objs.map((col) => {
-    if (!(col instanceof FixedColumn)) return null;
-    const w = col.width;
-    const rows = new Float64Array(n * w);
-    for (let e = 0; e < n; e++) rows.set(col.data.subarray(slots[e] * w, slots[e] * w + w), e * w);
-    return rows;
-  });
-  // Object states and kept values (lifetime point ops, whose cells hold interned ids) as their saves.
-  const objs = cols.objs.map((col) => {
-    if (col === null || col instanceof FixedColumn) return null;
+    assert(at === d + cellDoubles[gi]);
+    d = at;
+    ids.push(found.map((m) => [...m]));
+    buckets.push(busy);
+  }
+  const objs: SlabRest['objs'] = new Array(C);
+  for (let i = 0; i < C; i++) {
+    const col = cols.objs[i];
+    objs[i] = null;
+    if (col === null) continue;
+    if (col instanceof FixedColumn) {
+      const w = col.width;
+      const data = col.data;
+      // Word by word: a subarray per entity would allocate 1,024 views per chunk.
+      for (let e = 0; e < n; e++) for (let j = 0, from = slots[e] * w; j < w; j++) f64[d + e * w + j] = data[from + j];
+      d += n * w;
+      continue;
+    }
+    // Object states and kept values (lifetime point ops, whose cells hold interned ids) as their saves.
     const out: unknown[] = new Array(n);
     for (let e = 0; e < n; e++) out[e] = col.save(slots[e]);
-    return out;
-  });
-  return { slab: true, t, keys, lastTs, lastLsns, groups, fixed, objs };
+    objs[i] = out;
+  }
+  let b = d * 8;
+  for (let gi = 0; gi < G; gi++) {
+    const len = groups[gi].len;
+    for (let e = 0; e < n; e++) u8[b + e] = len[slots[e]];
+    b += n;
+  }
+  assert(b === arraysEnd);
+  const rest = serialize({ keys, ids, buckets, objs } satisfies SlabRest);
+  reserve(arraysEnd + rest.length);
+  scratchU8.set(rest, arraysEnd);
+  scratchView.setUint32(s0 + 20, rest.length, true);
+  return scratchU8.subarray(s0, arraysEnd + rest.length);
+}
+
+/** `count` doubles at `at` of `body`: a view when aligned, else a copy. */
+function doublesAt(body: Uint8Array, at: number, count: number): Float64Array {
+  const off = body.byteOffset + at;
+  if ((off & 7) === 0) return new Float64Array(body.buffer, off, count);
+  const out = new Float64Array(count);
+  new Uint8Array(out.buffer).set(body.subarray(at, at + 8 * count));
+  return out;
+}
+
+/** The raw chunk of `len` bytes at `at` of `body` (written by writeSlab) as a SlabChunk; its arrays are views of `body` where aligned. */
+export function readSlab(body: Uint8Array, at: number, len: number): SlabChunk {
+  const dv = new DataView(body.buffer, body.byteOffset + at, len);
+  assert(dv.getUint8(0) === RAW_SLAB_TAG, 'not a raw slab chunk');
+  const t = dv.getUint32(4, true);
+  const n = dv.getUint32(8, true);
+  const G = dv.getUint32(12, true);
+  const C = dv.getUint32(16, true);
+  const restBytes = dv.getUint32(20, true);
+  const pad = dv.getUint32(24, true);
+  let p = at + RAW_HEAD_BYTES + 4 * (G + C) + pad;
+  const lastTs = doublesAt(body, p, n);
+  const lastLsns = doublesAt(body, p + 8 * n, n);
+  p += 16 * n;
+  const cells: Float64Array[] = [];
+  for (let gi = 0; gi < G; gi++) {
+    const count = dv.getUint32(RAW_HEAD_BYTES + 4 * gi, true);
+    cells.push(doublesAt(body, p, count));
+    p += 8 * count;
+  }
+  const fixed: Array<Float64Array | null> = [];
+  for (let i = 0; i < C; i++) {
+    const w = dv.getUint32(RAW_HEAD_BYTES + 4 * (G + i), true);
+    fixed.push(w === 0 ? null : doublesAt(body, p, n * w));
+    p += 8 * n * w;
+  }
+  const lens: Uint8Array[] = [];
+  for (let gi = 0; gi < G; gi++) {
+    lens.push(body.subarray(p, p + n));
+    p += n;
+  }
+  assert(p + restBytes === at + len, 'raw slab chunk: length mismatch');
+  const rest = deserialize(body.subarray(p, p + restBytes)) as SlabRest;
+  return {
+    slab: true, t, keys: rest.keys, lastTs, lastLsns,
+    groups: cells.map((c, gi) => ({ lens: lens[gi], cells: c, ids: rest.ids[gi], buckets: rest.buckets[gi] })),
+    fixed, objs: rest.objs,
+  };
+}
+
+/** The live slots of `slots` as a chunk of table `t` (writeSlab's bytes read back: what a restore loads). */
+export function encodeSlab(cols: TableColumns, t: number, slots: readonly number[]): SlabChunk {
+  const bytes = Uint8Array.from(writeSlab(cols, t, slots, slots.length, 0));
+  return readSlab(bytes, 0, bytes.length);
 }
 
 function idMaps(ch: SlabChunk['groups'][number]): Array<Map<number, Interned>> {

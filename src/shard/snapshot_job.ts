@@ -18,10 +18,17 @@
  * state at the thaw (every later push has a higher LSN and replays).
  * An install or reset aborts the job (the layout it captured is gone).
  *
- * Body: a sequence of [u32 LE length][v8-serialized chunk]:
+ * The body goes to a sink as it is encoded: a SnapshotStream (periodic snapshots:
+ * lz4 and the file write follow the encoding block by block, wal/snapshot_stream.ts)
+ * or one growing buffer (shutdown snapshots, cluster partition exports). A job
+ * whose stream has no free block stops its slice early and resumes when one is
+ * written (whenRoom): the body is never held whole in memory.
+ *
+ * Body: a sequence of [u32 LE length][chunk], each chunk v8-serialized except raw slab chunks:
  *   chunk 0            SnapshotMeta  (format, registry version, start LSN, tables: feature signatures, layout)
  *   chunks 1..n        EntityChunk   (one table, frozen buffers; format 3: per-entity saves)
- *                      SlabChunk     (one table, hot entities as slab bytes, slab_chunk.ts)
+ *                      SlabChunk     (one table, hot entities as slab bytes, slab_chunk.ts;
+ *                                     format 5 raw bytes by writeSlab, format 4 v8-serialized)
  *   last chunk         EndChunk      (dedupe entries, max LSN and time applied at the end)
  */
 import { deserialize, serialize } from 'node:v8';
@@ -30,21 +37,63 @@ import { frozenParts } from './cold';
 import type { DedupeEntry, DedupeLog } from './dedupe_log';
 import type { ShardState, TableState } from './state';
 import { TableColumns, type EntitySave, type LayoutMeta } from './table_columns';
-import { encodeSlab, loadSlab, slabSaves, type SlabChunk } from './slab_chunk';
+import { loadSlab, RAW_SLAB_TAG, readSlab, slabSaves, writeSlab, type SlabChunk } from './slab_chunk';
 
 /**
+ * 5: hot entities as raw slab chunks (slab_chunk.ts writeSlab: the arrays as bytes,
+ *    not v8-serialized); everything else as in 4.
  * 4: hot entities as slab chunks (slab_chunk.ts), cold ones as frozen buffers.
  * 3: columnar entity state (table_columns.ts): per table its layout (ring groups),
  *    per entity an EntitySave (also what a frozen buffer holds).
  * 2 (before issue 12): per entity one save per feature; it still loads, every
  *    windowed feature as an object column, exactly as it was saved.
  */
-export const SNAPSHOT_FORMAT = 4;
-const SNAPSHOT_FORMATS_READ = [2, 3, 4];
+export const SNAPSHOT_FORMAT = 5;
+const SNAPSHOT_FORMATS_READ = [2, 3, 4, 5];
 /** Cold entities per chunk (one v8.serialize call): small enough that a chunk stays within a few ms. */
 const CHUNK_ENTITIES = 256;
 /** Hot entities per slab chunk: typed-array copies, ~1 us per entity. */
 const SLAB_CHUNK_ENTITIES = 1024;
+
+/** Where a job's body bytes go (copied: the job reuses what it passes). */
+export interface BodySink {
+  write(bytes: Uint8Array): void;
+  /** True when the sink takes no more bytes for now (whenRoom says when it does). */
+  readonly full: boolean;
+  whenRoom(f: () => void): void;
+  /** The body is not wanted any more (the job was dropped). */
+  abort(): void;
+}
+
+/** A body kept in memory: one buffer grown by doubling. */
+export class BodyBuffer implements BodySink {
+  #buf = Buffer.allocUnsafe(64 * 1024);
+  #n = 0;
+  readonly full = false;
+
+  write(bytes: Uint8Array): void {
+    if (this.#n + bytes.length > this.#buf.length) {
+      const next = Buffer.allocUnsafe(Math.max(this.#buf.length * 2, this.#n + bytes.length));
+      this.#buf.copy(next, 0, 0, this.#n);
+      this.#buf = next;
+    }
+    this.#buf.set(bytes, this.#n);
+    this.#n += bytes.length;
+  }
+
+  whenRoom(f: () => void): void {
+    setImmediate(f);
+  }
+
+  abort(): void {
+    this.#buf = Buffer.alloc(0);
+    this.#n = 0;
+  }
+
+  get body(): Buffer {
+    return this.#buf.subarray(0, this.#n);
+  }
+}
 
 interface SnapshotMeta {
   format: number;
@@ -78,22 +127,30 @@ export class SnapshotJob {
   readonly registryVersion: number;
   readonly #state: ShardState;
   readonly #tables: TableState[];
-  readonly #parts: Buffer[] = [];
+  readonly sink: BodySink;
+  /** The length prefix of each chunk (copied by the sink). */
+  readonly #len = Buffer.alloc(4);
   #rawBytes = 0;
   #table = 0;
   #cold = true;
   #it: Iterator<[string, Buffer]> | null = null;
   /** Next slot to capture of the current table (hot phase). */
   #slot = 0;
+  /** The slots of the hot chunk being encoded (reused by every chunk). */
+  readonly #slots = new Int32Array(SLAB_CHUNK_ENTITIES);
   entities = 0;
   encodeMs = 0;
   /** Longest single step: the longest a batch waited behind this snapshot. */
   maxSliceMs = 0;
   done = false;
 
-  /** `keep`: only these keys (a cluster partition's, shard/partition_io.ts); default every key. */
-  constructor(state: ShardState, readonly keep: ((key: string) => boolean) | null = null) {
+  /**
+   * `keep`: only these keys (a cluster partition's, shard/partition_io.ts); default every key.
+   * `sink`: where the body goes; default a BodyBuffer, read by finish().
+   */
+  constructor(state: ShardState, readonly keep: ((key: string) => boolean) | null = null, sink: BodySink = new BodyBuffer()) {
     this.#state = state;
+    this.sink = sink;
     this.#tables = state.tables;
     this.startLsn = state.appliedLsn;
     this.registryVersion = state.registryVersion;
@@ -108,17 +165,25 @@ export class SnapshotJob {
   }
 
   #push(chunk: unknown): void {
-    const buf = serialize(chunk);
-    const len = Buffer.allocUnsafe(4);
-    len.writeUInt32LE(buf.length, 0);
-    this.#parts.push(len, buf);
-    this.#rawBytes += 4 + buf.length;
+    this.#frame(serialize(chunk));
   }
 
-  /** Encodes chunks until `budgetMs` has passed. Returns true when every entity is encoded. */
+  /** One chunk's bytes into the body, after their u32 length. */
+  #frame(bytes: Uint8Array): void {
+    this.#len.writeUInt32LE(bytes.length, 0);
+    this.sink.write(this.#len);
+    this.sink.write(bytes);
+    this.#rawBytes += 4 + bytes.length;
+  }
+
+  /**
+   * Encodes chunks until `budgetMs` has passed or the sink is full. Returns true
+   * when every entity is encoded; else call again (after whenRoom).
+   */
   step(budgetMs: number): boolean {
     const t0 = performance.now();
-    while (!this.done && performance.now() - t0 < budgetMs) this.#chunk();
+    const sink = this.sink;
+    while (!this.done && !sink.full && performance.now() - t0 < budgetMs) this.#chunk();
     const ms = performance.now() - t0;
     this.encodeMs += ms;
     if (ms > this.maxSliceMs) this.maxSliceMs = ms;
@@ -133,10 +198,11 @@ export class SnapshotJob {
     }
     const ts = this.#tables[this.#table];
     if (!this.#cold) {
-      const slots = this.#hotSlots(ts);
-      if (slots.length === 0) return;
-      this.entities += slots.length;
-      this.#push(encodeSlab(ts.cols, this.#tables.indexOf(ts), slots));
+      const n = this.#hotSlots(ts);
+      if (n === 0) return;
+      this.entities += n;
+      // The raw chunk's doubles are aligned to its place in the body (after its length).
+      this.#frame(writeSlab(ts.cols, this.#tables.indexOf(ts), this.#slots, n, this.#rawBytes + 4));
       return;
     }
     const keys: string[] = [];
@@ -170,46 +236,47 @@ export class SnapshotJob {
    * Slots in order: a slot freed and reused after the cursor passed it holds an
    * entity created after the job started (its pushes are all after startLsn).
    */
-  #hotSlots(ts: TableState): number[] {
+  #hotSlots(ts: TableState): number {
     const index = ts.cols.index;
-    const slots: number[] = [];
-    while (slots.length < SLAB_CHUNK_ENTITIES) {
+    const slots = this.#slots;
+    let n = 0;
+    while (n < SLAB_CHUNK_ENTITIES) {
       if (this.#slot >= index.high) { this.#slot = 0; this.#table++; break; }
       const slot = this.#slot++;
       if (!index.live(slot) || (this.keep !== null && !this.keep(index.keyOf(slot)))) continue;
-      slots.push(slot);
+      slots[n++] = slot;
     }
-    return slots;
+    return n;
   }
 
-  /** The whole body, after the end chunk (dedupe entries and the LSN reached). */
+  /** Runs `f` on a later event-loop turn when the sink takes bytes again. */
+  whenRoom(f: () => void): void {
+    this.sink.whenRoom(f);
+  }
+
+  /** The job is dropped (install, reset): its sink lets the body go. */
+  abort(): void {
+    this.sink.abort();
+  }
+
+  /** The whole body of a BodyBuffer job, after the end chunk (dedupe entries and the LSN reached). */
   finish(dedupe: DedupeLog): { body: Buffer; rawBytes: number } {
+    const sink = this.sink;
+    if (!(sink instanceof BodyBuffer)) throw new Error('finish() reads a body kept in memory; a streamed job ends with end()');
     this.#pushEnd(dedupe);
-    return { body: Buffer.concat(this.#parts), rawBytes: this.#rawBytes };
+    return { body: sink.body, rawBytes: this.#rawBytes };
   }
 
   /**
-   * The same body, joined in slices of at most `sliceMs` between event-loop turns:
-   * one Buffer.concat of a large snapshot (hundreds of MB) would stall the shard
-   * for tens of milliseconds. The slices count in maxSliceMs.
+   * Appends the end chunk (dedupe entries and the LSN reached) to the sink: the body
+   * is complete. Returns the body's bytes. Its time counts as a slice.
    */
-  async finishInSlices(dedupe: DedupeLog, sliceMs: number): Promise<{ body: Buffer; rawBytes: number }> {
+  end(dedupe: DedupeLog): number {
+    const t0 = performance.now();
     this.#pushEnd(dedupe);
-    const body = Buffer.allocUnsafe(this.#rawBytes);
-    let at = 0;
-    let t0 = performance.now();
-    for (const part of this.#parts) {
-      part.copy(body, at);
-      at += part.length;
-      const ms = performance.now() - t0;
-      if (ms < sliceMs) continue;
-      if (ms > this.maxSliceMs) this.maxSliceMs = ms;
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      t0 = performance.now();
-    }
     const ms = performance.now() - t0;
     if (ms > this.maxSliceMs) this.maxSliceMs = ms;
-    return { body, rawBytes: this.#rawBytes };
+    return this.#rawBytes;
   }
 
   #pushEnd(dedupe: DedupeLog): void {
@@ -222,7 +289,8 @@ function* chunks(body: Buffer): Generator<unknown> {
   let at = 0;
   while (at + 4 <= body.length) {
     const n = body.readUInt32LE(at);
-    yield deserialize(body.subarray(at + 4, at + 4 + n));
+    // v8.serialize output starts with 0xFF: a raw slab chunk (format 5) has its own tag.
+    yield body[at + 4] === RAW_SLAB_TAG ? readSlab(body, at + 4, n) : deserialize(body.subarray(at + 4, at + 4 + n));
     at += 4 + n;
   }
 }

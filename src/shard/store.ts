@@ -9,10 +9,11 @@
  */
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import type { Logger } from '../log';
 import type { RegistryState } from '../registry/model';
 import type { ShardInit } from '../protocol/messages';
-import { deleteAllSnapshots, faultyFs, fsError, realFs, type FaultCode, RecordEncoder, RECORD_TYPE_EVENT, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, WalWriter, recoverWal, readNewestSnapshot, writeSnapshot, writeSnapshotAsync, type FaultyFs, type RecoveryProgress, type WalRecord } from '../wal';
+import { deleteAllSnapshots, faultyFs, fsError, realFs, type FaultCode, RecordEncoder, RECORD_TYPE_EVENT, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, WalWriter, recoverWal, readNewestSnapshot, SnapshotStream, writeSnapshot, type FaultyFs, type RecoveryProgress, type SnapshotWriteResult, type WalRecord } from '../wal';
 import { PushApplier } from './push_apply';
 import { RECOVERY_PROGRESS_INTERVAL_MS, RECOVERY_PROGRESS_RECORDS_STRIDE } from '../limits';
 import type { ShardState } from './state';
@@ -48,6 +49,11 @@ export class ShardStore {
   /** Test hook only (SERVICE_FAULT_WAL_FILE); null in production. */
   #faults: FaultyFs | null = null;
   #failTruncate = false;
+  /**
+   * The shard thread's event-loop delay while a periodic snapshot runs (a 1 ms timer):
+   * its max is the longest the snapshot, or anything else, kept a batch waiting.
+   */
+  #pauses: IntervalHistogram | null = null;
 
   private constructor(readonly init: ShardInit, walDir: string, snapDir: string, wal: WalWriter, readonly log: Logger) {
     this.#walDir = walDir;
@@ -166,17 +172,31 @@ export class ShardStore {
     });
   }
 
-  /** A new snapshot job, or null when nothing was applied since the last one. */
+  /**
+   * A new periodic snapshot job, or null when nothing was applied since the last
+   * one. Its body streams to the snapshot file as it is encoded (SnapshotStream: lz4
+   * and the writes on libuv's threadpool, block by block); with injected faults
+   * (tests) it is kept in memory and written by writeSnapshot through the faulty fs.
+   */
   beginSnapshot(state: ShardState): SnapshotJob | null {
-    if (state.appliedLsn <= Math.max(this.#lastSnapshotLsn, this.#pendingSnapshotLsn)) return null;
+    if (!this.#snapshotDue(state)) return null;
+    const meta = { lsn: state.appliedLsn, registryVersion: state.registryVersion };
+    this.#pauses?.disable();
+    this.#pauses = monitorEventLoopDelay({ resolution: 1 });
+    this.#pauses.enable();
+    return new SnapshotJob(state, null, this.#faults === null ? new SnapshotStream(this.#snapDir, meta) : undefined);
+  }
+
+  #snapshotDue(state: ShardState): boolean {
+    if (state.appliedLsn <= Math.max(this.#lastSnapshotLsn, this.#pendingSnapshotLsn)) return false;
     this.snapshotStats.startedMs = Date.now();
-    return new SnapshotJob(state);
+    return true;
   }
 
   /** Shutdown: the whole snapshot now, blocking the shard (nothing else is coming). */
   snapshotNow(state: ShardState, dedupe: DedupeLog): void {
-    const job = this.beginSnapshot(state);
-    if (job === null) return;
+    if (!this.#snapshotDue(state)) return;
+    const job = new SnapshotJob(state);
     job.step(Number.POSITIVE_INFINITY);
     const { body, rawBytes } = job.finish(dedupe);
     this.syncIfDirty();
@@ -185,18 +205,32 @@ export class ShardStore {
   }
 
   /**
-   * Writes a finished job's body. lz4 and the file write run on the threadpool
-   * (writeSnapshotAsync), so the shard keeps applying batches meanwhile. A reset
-   * while this runs removes the file again when it lands.
+   * Completes a job whose every entity is encoded: the end chunk, then the rest of
+   * its stream (last block, header, fsync, rename) off the shard thread, which keeps
+   * applying batches meanwhile. A reset while this runs removes the file again when
+   * it lands (or the rename finds its tmp file gone: the snapshot is dropped quietly).
    */
-  async writeJob(job: SnapshotJob, state: ShardState, dedupe: DedupeLog, sliceMs: number): Promise<void> {
-    const { body, rawBytes } = await job.finishInSlices(dedupe, sliceMs);
+  async writeJob(job: SnapshotJob, state: ShardState, dedupe: DedupeLog): Promise<void> {
     this.#pendingSnapshotLsn = job.startLsn;
     const gen = this.#resetGeneration;
-    const meta = { lsn: job.startLsn, registryVersion: job.registryVersion };
-    const res = this.#faults === null
-      ? await writeSnapshotAsync(this.#snapDir, meta, body)
-      : writeSnapshot(this.#snapDir, meta, body, { fs: this.#faults });
+    const sink = job.sink;
+    let res: SnapshotWriteResult;
+    let rawBytes: number;
+    try {
+      if (sink instanceof SnapshotStream) {
+        rawBytes = job.end(dedupe);
+        res = await sink.finish();
+        if (sink.maxStepMs > job.maxSliceMs) job.maxSliceMs = sink.maxStepMs;
+      } else {
+        const out = job.finish(dedupe);
+        rawBytes = out.rawBytes;
+        res = writeSnapshot(this.#snapDir, { lsn: job.startLsn, registryVersion: job.registryVersion }, out.body, this.#faults === null ? {} : { fs: this.#faults });
+      }
+    } catch (err) {
+      if (gen === this.#resetGeneration) throw err;
+      this.snapshotAbandoned(false);
+      return;
+    }
     if (gen !== this.#resetGeneration) { deleteAllSnapshots(this.#snapDir); this.snapshotAbandoned(false); return; }
     this.#written(job, state, res, rawBytes);
   }
@@ -215,9 +249,11 @@ export class ShardStore {
     this.#lastSnapshotLsn = job.startLsn;
     // The WAL is kept back to the older of the two snapshots: a corrupt newest one falls back to it.
     const deleted = this.#olderSnapshotLsn > 0 ? this.#wal.deleteSegmentsCoveredBy(this.#olderSnapshotLsn) : 0;
+    const pauses = this.#takePauses();
     this.log.info({
       kind: 'shard.snapshot', shard: this.init.shardId, lsn: job.startLsn, entities: job.entities, cold: state.coldCount(),
-      encodeMs: Math.round(job.encodeMs), maxSliceMs: Math.round(job.maxSliceMs * 10) / 10, compressMs: Math.round(res.compressMs), writeMs: Math.round(res.writeMs),
+      encodeMs: Math.round(job.encodeMs), maxSliceMs: Math.round(job.maxSliceMs * 10) / 10,
+      ...(pauses === null ? {} : { loopDelayMaxMs: Math.round(pauses.max / 1e5) / 10, loopDelayP99Ms: Math.round(pauses.percentile(99) / 1e5) / 10 }), compressMs: Math.round(res.compressMs), writeMs: Math.round(res.writeMs),
       bytes: res.bytes, raw_bytes: rawBytes, segments_deleted: deleted,
     });
   }
@@ -247,8 +283,17 @@ export class ShardStore {
     this.#pendingSnapshotLsn = 0;
   }
 
+  /** The event-loop delay histogram of the periodic snapshot that ends, if one ran. */
+  #takePauses(): IntervalHistogram | null {
+    const h = this.#pauses;
+    this.#pauses = null;
+    h?.disable();
+    return h;
+  }
+
   /** A snapshot job was dropped (install, reset) or its write failed. */
   snapshotAbandoned(failed: boolean): void {
+    this.#takePauses();
     this.snapshotStats.startedMs = 0;
     if (failed) this.snapshotStats.failures++;
   }

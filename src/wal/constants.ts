@@ -48,7 +48,10 @@ export const LSN_DIGITS = 20;
 
 /** Snapshot files. */
 export const SNAPSHOT_MAGIC = 'SFSNAP01';
-export const SNAPSHOT_FORMAT_VERSION = 1;
+/** File version written: 2 = the body as a run of lz4 blocks (snapshot.ts); 1 = one lz4 block. */
+export const SNAPSHOT_FORMAT_VERSION = 2;
+/** File versions read (1: written before streamed snapshots). */
+export const SNAPSHOT_FORMAT_VERSIONS_READ: readonly number[] = [1, 2];
 export const SNAPSHOT_HEADER_BYTES = 64;
 /** How many verified snapshots writeSnapshot keeps by default. */
 export const SNAPSHOT_KEEP_DEFAULT = 2;

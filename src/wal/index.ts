@@ -40,12 +40,12 @@ export {
   deleteAllSnapshots,
   readNewestSnapshot,
   writeSnapshot,
-  writeSnapshotAsync,
   type SnapshotMeta,
   type SnapshotReadOptions,
   type SnapshotReadResult,
   type SnapshotWriteOptions,
   type SnapshotWriteResult,
 } from './snapshot';
+export { SnapshotStream } from './snapshot_stream';
 export { RegistryLog, scanRegistryLog, WalCorruptionError, type RegistryLogOpenResult } from './registry_log';
 export { checkRegistryLog, checkWalDir, formatWalCheckReport, type RegistryLogCheck, type WalCheckReport } from './wal_check';

@@ -1,19 +1,28 @@
 /**
  * Snapshot files of one shard: `<dir>/<lsn 20 digits>.snap`, a 64-byte header and
- * an lz4 body (lz4-napi block format with its own u32 size prefix). The body is an
- * opaque Buffer from the caller (the shard's state encoding).
+ * an lz4-compressed body. The body is an opaque byte string from the caller (the
+ * shard's state encoding).
  *
  *   offset size field
  *   0      8    magic "SFSNAP01"
- *   8      4    u32 format version (1)
+ *   8      4    u32 file version (2; version 1 is still read)
  *   12     4    u32 header bytes (64)
  *   16     8    u64 lsn               every WAL record with lsn <= this is in the body
  *   24     8    u64 registryVersion
  *   32     8    u64 createdAtMs
  *   40     8    u64 raw body bytes    (before compression)
  *   48     8    u64 compressed bytes  (what follows the header; file size - 64)
- *   56     4    u32 crc32c of the compressed body
+ *   56     4    u32 crc32c of the compressed bytes
  *   60     4    u32 crc32c of header bytes [0, 60)
+ *
+ * What follows the header:
+ *   version 2: blocks of at most SNAPSHOT_BLOCK_BYTES raw body bytes, each
+ *              [u32 LE n][n bytes: lz4-napi block, with its own u32 raw size prefix];
+ *              the raw body is the blocks' raw bytes one after another. Blocks let a
+ *              writer compress and write the body as it is produced
+ *              (snapshot_stream.ts) instead of building it whole first.
+ *   version 1: the whole body as one lz4-napi block (written before issue 12's
+ *              streamed snapshots; still read).
  *
  * Write protocol: `<name>.tmp`, write, fsync, close, rename, fsync directory; only
  * then are older snapshots pruned, so a crash at any point leaves the previous
@@ -22,10 +31,11 @@
 import { strict as assert } from 'node:assert';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { promises as fsp } from 'node:fs';
-import { compress, compressSync, uncompressSync } from 'lz4-napi';
+import { compressSync, uncompressSync } from 'lz4-napi';
+import { SNAPSHOT_BLOCK_BYTES } from '../limits';
 import {
   SNAPSHOT_FORMAT_VERSION,
+  SNAPSHOT_FORMAT_VERSIONS_READ,
   SNAPSHOT_HEADER_BYTES,
   SNAPSHOT_KEEP_DEFAULT,
   SNAPSHOT_MAGIC,
@@ -75,19 +85,42 @@ function writeU64(buf: Buffer, value: number, at: number): void {
   buf.writeUInt32LE(Math.floor(value / 2 ** 32), at + 4);
 }
 
-function encodeHeader(meta: SnapshotMeta, rawBytes: number, compressed: Buffer): Buffer {
-  const h = Buffer.alloc(SNAPSHOT_HEADER_BYTES);
-  MAGIC_BYTES.copy(h, 0);
-  h.writeUInt32LE(SNAPSHOT_FORMAT_VERSION, 8);
-  h.writeUInt32LE(SNAPSHOT_HEADER_BYTES, 12);
-  writeU64(h, meta.lsn, 16);
-  writeU64(h, meta.registryVersion, 24);
-  writeU64(h, meta.createdAtMs, 32);
-  writeU64(h, rawBytes, 40);
-  writeU64(h, compressed.length, 48);
-  h.writeUInt32LE(crc32c(compressed), BODY_CRC_AT);
-  h.writeUInt32LE(crc32c(h, 0, HEADER_CRC_AT), HEADER_CRC_AT);
-  return h;
+/**
+ * The bytes after the header of a version-2 file as they are produced, block by
+ * block: each block's length frame, the running crc32c and the byte counts the
+ * header records. Shared by the synchronous writer and the streamed one.
+ */
+export class BlockChain {
+  crc = 0;
+  /** Bytes after the header so far (frames and blocks). */
+  bytes = 0;
+  rawBytes = 0;
+
+  /** Takes the next compressed block (of `raw` body bytes); returns its u32 length frame, to be written just before it. */
+  frame(raw: number, packed: Uint8Array): Buffer {
+    const f = Buffer.allocUnsafe(4);
+    f.writeUInt32LE(packed.length, 0);
+    this.crc = crc32c(packed, 0, packed.length, crc32c(f, 0, 4, this.crc));
+    this.bytes += 4 + packed.length;
+    this.rawBytes += raw;
+    return f;
+  }
+
+  /** The header of the file these blocks make. */
+  header(meta: SnapshotMeta): Buffer {
+    const h = Buffer.alloc(SNAPSHOT_HEADER_BYTES);
+    MAGIC_BYTES.copy(h, 0);
+    h.writeUInt32LE(SNAPSHOT_FORMAT_VERSION, 8);
+    h.writeUInt32LE(SNAPSHOT_HEADER_BYTES, 12);
+    writeU64(h, meta.lsn, 16);
+    writeU64(h, meta.registryVersion, 24);
+    writeU64(h, meta.createdAtMs, 32);
+    writeU64(h, this.rawBytes, 40);
+    writeU64(h, this.bytes, 48);
+    h.writeUInt32LE(this.crc, BODY_CRC_AT);
+    h.writeUInt32LE(crc32c(h, 0, HEADER_CRC_AT), HEADER_CRC_AT);
+    return h;
+  }
 }
 
 export interface SnapshotWriteOptions {
@@ -111,17 +144,26 @@ export function writeSnapshot(
   assert(keep >= 1, 'keep must be >= 1');
   fs.mkdirSync(dir, { recursive: true });
   const t0 = performance.now();
-  const compressed = compressSync(body);
+  const chain = new BlockChain();
+  const parts: Buffer[] = [];
+  for (let at = 0; at < body.length; at += SNAPSHOT_BLOCK_BYTES) {
+    const raw = body.subarray(at, Math.min(body.length, at + SNAPSHOT_BLOCK_BYTES));
+    const packed = compressSync(raw);
+    parts.push(chain.frame(raw.length, packed), packed);
+  }
   const t1 = performance.now();
-  const full: SnapshotMeta = { lsn: meta.lsn, registryVersion: meta.registryVersion, createdAtMs: opts.nowMs ?? Date.now() };
-  const header = encodeHeader(full, body.length, compressed);
+  const header = chain.header({ lsn: meta.lsn, registryVersion: meta.registryVersion, createdAtMs: opts.nowMs ?? Date.now() });
   const name = lsnFileName(meta.lsn, 'snap');
   const path = join(dir, name);
   const tmp = path + TMP_SUFFIX;
   const fd = fs.openSync(tmp, 'w');
   try {
     writeFully(fs, fd, header, header.length, 0);
-    writeFully(fs, fd, compressed, compressed.length, header.length);
+    let pos = header.length;
+    for (const part of parts) {
+      writeFully(fs, fd, part, part.length, pos);
+      pos += part.length;
+    }
     fs.fsyncSync(fd);
   } catch (err) {
     closeQuietly(fs, fd);
@@ -136,54 +178,13 @@ export function writeSnapshot(
   // A newer snapshot than this one means /reset forgot deleteAllSnapshots: lsns went back.
   assert(!pruned.includes(name), `snapshot ${name} is older than ${keep} existing ones`);
   return {
-    path, bytes: header.length + compressed.length, rawBytes: body.length,
+    path, bytes: header.length + chain.bytes, rawBytes: body.length,
     compressMs: t1 - t0, writeMs: t2 - t1, pruned,
   };
 }
 
-/**
- * The same file, written without blocking the calling thread: lz4 runs on libuv's
- * threadpool and so do the tmp-file write and its fsync; only the rename, the
- * directory fsync and the pruning (all short) run on the caller's thread. Used by
- * shards for periodic snapshots so that a large snapshot does not stall pushes.
- * Real fs only (fault injection goes through the synchronous writeSnapshot).
- */
-export async function writeSnapshotAsync(
-  dir: string,
-  meta: { lsn: number; registryVersion: number },
-  body: Buffer,
-  opts: { keep?: number } = {},
-): Promise<SnapshotWriteResult> {
-  const keep = opts.keep ?? SNAPSHOT_KEEP_DEFAULT;
-  assert(Number.isInteger(keep) && keep >= 1, 'keep must be an integer >= 1');
-  const t0 = performance.now();
-  const compressed = await compress(body);
-  const t1 = performance.now();
-  const full: SnapshotMeta = { lsn: meta.lsn, registryVersion: meta.registryVersion, createdAtMs: Date.now() };
-  const header = encodeHeader(full, body.length, compressed);
-  const name = lsnFileName(meta.lsn, 'snap');
-  const path = join(dir, name);
-  const tmp = path + TMP_SUFFIX;
-  const fh = await fsp.open(tmp, 'w');
-  try {
-    await fh.writev([header, compressed], 0);
-    await fh.sync();
-  } catch (err) {
-    await fh.close().catch(() => {});
-    unlinkQuietly(realFs, tmp);
-    throw err;
-  }
-  await fh.close();
-  realFs.renameSync(tmp, path);
-  fsyncDir(realFs, dir);
-  const t2 = performance.now();
-  const pruned = pruneSnapshots(realFs, dir, keep);
-  assert(!pruned.includes(name), `snapshot ${name} is older than ${keep} existing ones`);
-  return { path, bytes: header.length + compressed.length, rawBytes: body.length, compressMs: t1 - t0, writeMs: t2 - t1, pruned };
-}
-
 /** Keeps the newest `keep` snapshots; removes older ones and every tmp leftover. */
-function pruneSnapshots(fs: FsLike, dir: string, keep: number): string[] {
+export function pruneSnapshots(fs: FsLike, dir: string, keep: number): string[] {
   const listing = listLsnFiles(fs, dir, 'snap');
   const doomed: string[] = [];
   for (let i = 0; i < listing.files.length - keep; i++) doomed.push(listing.files[i].name);
@@ -194,7 +195,7 @@ function pruneSnapshots(fs: FsLike, dir: string, keep: number): string[] {
 }
 
 export type SnapshotVerdict =
-  | { ok: true; meta: SnapshotMeta; rawBytes: number; compressedBytes: number }
+  | { ok: true; meta: SnapshotMeta; version: number; rawBytes: number; compressedBytes: number }
   | { ok: false; reason: string };
 
 /** Checks a snapshot file's header and body checksum (no decompression). */
@@ -202,7 +203,8 @@ export function verifySnapshotBytes(file: Buffer, expectedLsn: number): Snapshot
   if (file.length < SNAPSHOT_HEADER_BYTES) return { ok: false, reason: 'short_header' };
   if (!file.subarray(0, 8).equals(MAGIC_BYTES)) return { ok: false, reason: 'bad_magic' };
   if (crc32c(file, 0, HEADER_CRC_AT) !== file.readUInt32LE(HEADER_CRC_AT)) return { ok: false, reason: 'header_crc_mismatch' };
-  if (file.readUInt32LE(8) !== SNAPSHOT_FORMAT_VERSION) return { ok: false, reason: 'unknown_version' };
+  const version = file.readUInt32LE(8);
+  if (!SNAPSHOT_FORMAT_VERSIONS_READ.includes(version)) return { ok: false, reason: `unknown_version ${version} (reads ${SNAPSHOT_FORMAT_VERSIONS_READ.join(', ')})` };
   if (file.readUInt32LE(12) !== SNAPSHOT_HEADER_BYTES) return { ok: false, reason: 'bad_header_length' };
   for (let at = 16; at < 56; at += 8) {
     if (file.readUInt32LE(at + 4) > SAFE_HIGH_WORD_MAX) return { ok: false, reason: 'u64_out_of_range' };
@@ -212,18 +214,40 @@ export function verifySnapshotBytes(file: Buffer, expectedLsn: number): Snapshot
   const compressedBytes = readU64(file, 48);
   if (compressedBytes !== file.length - SNAPSHOT_HEADER_BYTES) return { ok: false, reason: 'length_mismatch' };
   if (crc32c(file, SNAPSHOT_HEADER_BYTES) !== file.readUInt32LE(BODY_CRC_AT)) return { ok: false, reason: 'body_crc_mismatch' };
-  return { ok: true, meta, rawBytes: readU64(file, 40), compressedBytes };
+  return { ok: true, meta, version, rawBytes: readU64(file, 40), compressedBytes };
 }
 
-/** Decompresses a verified snapshot body; null when lz4 or the raw length disagree. */
-export function decodeSnapshotBody(file: Buffer, rawBytes: number): Buffer | null {
-  let body: Buffer;
-  try {
-    body = uncompressSync(file.subarray(SNAPSHOT_HEADER_BYTES));
-  } catch {
-    return null;
+/** Decompresses a verified snapshot body (`verdict` of verifySnapshotBytes); null when lz4 or the raw length disagree. */
+export function decodeSnapshotBody(file: Buffer, verdict: { version: number; rawBytes: number }): Buffer | null {
+  const { version, rawBytes } = verdict;
+  if (version === 1) {
+    let body: Buffer;
+    try {
+      body = uncompressSync(file.subarray(SNAPSHOT_HEADER_BYTES));
+    } catch {
+      return null;
+    }
+    return body.length === rawBytes ? body : null;
   }
-  return body.length === rawBytes ? body : null;
+  const body = Buffer.allocUnsafe(rawBytes);
+  let out = 0;
+  for (let at = SNAPSHOT_HEADER_BYTES; at < file.length;) {
+    if (at + 4 > file.length) return null;
+    const n = file.readUInt32LE(at);
+    at += 4;
+    if (n > file.length - at) return null;
+    let raw: Buffer;
+    try {
+      raw = uncompressSync(file.subarray(at, at + n));
+    } catch {
+      return null;
+    }
+    at += n;
+    if (raw.length > rawBytes - out) return null;
+    raw.copy(body, out);
+    out += raw.length;
+  }
+  return out === rawBytes ? body : null;
 }
 
 export interface SnapshotReadOptions {
@@ -244,7 +268,7 @@ export function readNewestSnapshot(dir: string, opts: SnapshotReadOptions = {}):
     let reason = verdict.ok ? '' : verdict.reason;
     let body: Buffer | null = null;
     if (verdict.ok) {
-      body = decodeSnapshotBody(file, verdict.rawBytes);
+      body = decodeSnapshotBody(file, verdict);
       if (body === null) reason = 'decompress_failed';
     }
     if (verdict.ok && body !== null) return { meta: verdict.meta, body, skipped, name };

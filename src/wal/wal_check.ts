@@ -91,7 +91,7 @@ function checkSnapshots(fs: FsLike, dir: string): SnapshotCheck[] {
     const v = verifySnapshotBytes(file, lsn);
     const check: SnapshotCheck = { name, ok: false, reason: '', lsn, registryVersion: -1, rawBytes: -1, bytes: file.length };
     if (!v.ok) check.reason = v.reason;
-    else if (decodeSnapshotBody(file, v.rawBytes) === null) check.reason = 'decompress_failed';
+    else if (decodeSnapshotBody(file, v) === null) check.reason = 'decompress_failed';
     else {
       check.ok = true;
       check.registryVersion = v.meta.registryVersion;

@@ -278,7 +278,7 @@ test('snapshot format 2 (one save per feature) still loads, as object columns; u
   assert.equal(rts.cols.groups.length, 0, 'format 2 restores every windowed feature as an object column');
   // Format 1 predates per-entity LSNs: refused, naming the version.
   assert.throws(() => restoreSnapshot(new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true }), Buffer.concat([frame({ ...meta, format: 1 }), frame(end)]), () => reg),
-    /snapshot format 1 is not readable by this version \(reads formats 2, 3, 4\)/);
+    /snapshot format 1 is not readable by this version \(reads formats 2, 3, 4, 5\)/);
 });
 
 test('a snapshot restores the layout it was taken with (rings split by a registry change), or maps into a populated table', () => {
@@ -309,7 +309,7 @@ test('a snapshot restores the layout it was taken with (rings split by a registr
   assert.deepEqual(rowsOf(other, mine, t), before, 'the table\'s own entities are unchanged');
 });
 
-test('snapshot format 3 (one EntitySave per hot entity) still loads; format 4 writes slab chunks', () => {
+test('snapshot format 3 (one EntitySave per hot entity) still loads; format 5 writes raw slab chunks', () => {
   const reg = registry(['x']);
   const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   live.install(reg);
@@ -339,7 +339,7 @@ test('snapshot format 3 (one EntitySave per hot entity) still loads; format 4 wr
   }
 });
 
-import { encodeSlab, loadSlab } from '../../../src/shard/slab_chunk';
+import { encodeSlab, loadSlab, RAW_SLAB_TAG } from '../../../src/shard/slab_chunk';
 
 test('slab chunks: a key loaded twice keeps the later copy, and the older one leaves nothing behind', () => {
   const reg = registry([]);
@@ -366,4 +366,41 @@ test('slab chunks: a key loaded twice keeps the later copy, and the older one le
   // The replaced copy's intern references went with it: removing everything empties the tables.
   for (const k of ['k1', 'k2', 'k3']) cols.remove(k);
   for (const table of cols.interns.values()) assert.equal(table.size, 0);
+});
+
+test('snapshot format 4 (slab chunks v8-serialized) still loads; format 5 lays the arrays out raw, aligned in the body', () => {
+  const reg = registry(['x']);
+  const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  live.install(reg);
+  const keys = Array.from({ length: 40 }, (_, i) => `k${i}é`);
+  const t = feed(live, keys, 2_000, 31);
+  const ts = live.tableByName('T')!;
+  // What format 4 wrote: the meta, then each slab chunk as one v8-serialized object.
+  const meta = {
+    format: 4, shardId: 0, shardCount: 1, registryVersion: 1, startLsn: live.appliedLsn,
+    tables: [{ name: 'T', keySignature: ts.plan.keySignature, features: ts.plan.features.map((f) => [f.name, f.signature]), layout: ts.cols.layoutMeta() }],
+  };
+  const slots = ts.cols.index.liveSlots();
+  const end = { end: true, appliedLsn: live.appliedLsn, lastT: t, dedupe: [] };
+  const body4 = Buffer.concat([frame(meta), frame(encodeSlab(ts.cols, 0, slots.slice(0, 17))), frame(encodeSlab(ts.cols, 0, slots.slice(17))), frame(end)]);
+  const body5 = bodyOf(live);
+  // Format 5: the hot chunk is raw (its tag, not v8's 0xFF), and its doubles start 8-aligned in the body.
+  const metaLen = body5.readUInt32LE(0);
+  const at = 4 + metaLen + 4;
+  assert.equal(body5[at], RAW_SLAB_TAG);
+  const pad = body5.readUInt32LE(at + 24);
+  const G = body5.readUInt32LE(at + 12);
+  const C = body5.readUInt32LE(at + 16);
+  assert.equal((at + 28 + 4 * (G + C) + pad) % 8, 0);
+  for (const body of [body4, body5]) {
+    const restored = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+    restoreSnapshot(restored, body, () => reg);
+    for (const now of [t, t + 5_000, t + 30_000]) assert.deepEqual(rowsOf(restored, keys, now), rowsOf(live, keys, now));
+  }
+  // Raw chunks decode from a body at any byte offset (a cluster import's buffer): doubles are copied when unaligned.
+  const shifted = Buffer.alloc(body5.length + 3);
+  body5.copy(shifted, 3);
+  const restored = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  restoreSnapshot(restored, shifted.subarray(3), () => reg);
+  assert.deepEqual(rowsOf(restored, keys, t), rowsOf(live, keys, t));
 });

@@ -12,11 +12,13 @@
  * - with a store: the frames reach the WAL as written, and a restart recovers the
  *   same rows and dedupe entries;
  * - an old data dir (EVENT records) recovers, and keeps recovering once PUSH
- *   records follow them.
+ *   records follow them;
+ * - a periodic snapshot streams to its file between batches (which keep applying)
+ *   and a restart restores from it; an install drops a running one, leaving no file.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compileRegistry, wireOf, type CompiledRegistry } from '../../../src/registry/compile';
@@ -24,7 +26,7 @@ import type { RegistryState } from '../../../src/registry/model';
 import { PushRoute } from '../../../src/front/routing';
 import { PushFrameWriter } from '../../../src/wal/push_record';
 import { RecordEncoder, WalWriter } from '../../../src/wal';
-import { ITEM_GET, ITEM_INSTALL, ITEM_PUSH, type GetItem, type ShardBatch, type ShardInit, type ShardItem } from '../../../src/protocol/messages';
+import { ITEM_GET, ITEM_INSTALL, ITEM_PUSH, ITEM_SNAPSHOT, type GetItem, type ShardBatch, type ShardInit, type ShardItem } from '../../../src/protocol/messages';
 import { Shard } from '../../../src/shard/shard';
 import { ShardState } from '../../../src/shard/state';
 import { ShardStore } from '../../../src/shard/store';
@@ -287,6 +289,56 @@ test('an old data dir: EVENT records (the envelope text) replay, then the PUSH r
     const keys = naive.tableByName('Users')!.cols.index.keyList();
     for (const k of keys) assert.equal(restarted.state.read('Users', k, null, now), naive.read('Users', k, null, now), k);
     restarted.store.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('with a store: a periodic snapshot streams to its file while batches apply; an install drops a running one; a restart restores from it', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sf-shard-snap-'));
+  try {
+    const init = shardInit(0, 1, dir, false);
+    const snaps = join(dir, 'shard-0', 'snapshots');
+    const open = (): { shard: Shard; state: ShardState; store: ShardStore; info: { snapshotLsn: number; records: number } } => {
+      const state = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+      const { store, info } = ShardStore.open(init, state, new DedupeLog(), log);
+      if (state.registry === null) state.install(V1);
+      return { shard: new Shard({ init, state, dedupe: new DedupeLog(), store, coldFiles: null, log, recovered: info, sampler: new ThreadSampler('test') }), state, store, info };
+    };
+    const until = async (what: string, ok: () => boolean): Promise<void> => {
+      for (let i = 0; i < 1000 && !ok(); i++) await new Promise((r) => setTimeout(r, 10));
+      assert.ok(ok(), what);
+    };
+    const first = open();
+    const front = new FrontSim(V1, 1);
+    const r = prng(21);
+    for (let i = 0; i < 3000; i++) front.push('Tx', { ...randomTx(r, i), user: `user${i % 1500}` }, T0 + i);
+    assert.equal(first.shard.runBatch(front.batch(0)).walError ?? null, null);
+    // A job started, then an install in the same batch: the job is dropped before its first slice.
+    front.items[0].push({ k: ITEM_SNAPSHOT, sync: false });
+    front.install(V2);
+    assert.equal(first.shard.runBatch(front.batch(0)).walError ?? null, null);
+    await until('the dropped job left no file', () => readdirSync(snaps).length === 0);
+    // The next one runs to the end while batches keep coming between its slices.
+    front.items[0].push({ k: ITEM_SNAPSHOT, sync: false });
+    const snapLsn = front.lsn;
+    assert.equal(first.shard.runBatch(front.batch(0)).walError ?? null, null);
+    for (let b = 0; b < 5; b++) {
+      for (let i = 0; i < 50; i++) front.push('Tx', { ...randomTx(r, 5000 + b * 50 + i), user: `user${i}` }, T0 + 5000 + b * 50 + i);
+      assert.equal(first.shard.runBatch(front.batch(0)).walError ?? null, null);
+      await new Promise((res) => setImmediate(res));
+    }
+    await until('the snapshot file landed', () => readdirSync(snaps).some((n) => n.endsWith('.snap')));
+    assert.deepEqual(readdirSync(snaps), [`${String(snapLsn).padStart(20, '0')}.snap`], 'one file, no tmp left');
+    const now = Date.now();
+    const keys = first.state.tableByName('Users')!.cols.index.keyList();
+    const rows = keys.map((k) => first.state.read('Users', k, null, now));
+    first.store.close();
+    const second = open();
+    assert.equal(second.info.snapshotLsn, snapLsn, 'restored from the snapshot');
+    assert.ok(second.info.records < front.lsn - snapLsn + 10, 'only the WAL after it replayed');
+    assert.deepEqual(keys.map((k) => second.state.read('Users', k, null, now)), rows);
+    second.store.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -1,0 +1,165 @@
+/**
+ * Streamed snapshot files (src/wal/snapshot_stream.ts, file version 2): a body
+ * appended in pieces across several lz4 blocks reads back byte for byte; the file
+ * is the one writeSnapshot writes; version-1 files (one lz4 block) still read; a
+ * damaged block is refused by the body crc; the producer is held back while
+ * every block is busy; an abort or a failed write leaves no file behind.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { compressSync } from 'lz4-napi';
+import { crc32c, readNewestSnapshot, SnapshotStream, writeSnapshot } from '../../../src/wal';
+import { SNAPSHOT_BLOCK_BYTES, SNAPSHOT_BLOCKS_IN_FLIGHT } from '../../../src/limits';
+import { cleanup, prng, tempDir } from './helpers';
+
+/** Compressible but not trivial: a few random bytes per run of repeats. */
+function body(seed: number, bytes: number): Buffer {
+  const rnd = prng(seed);
+  const b = Buffer.alloc(bytes);
+  for (let i = 0; i < bytes; i++) b[i] = i % 13 === 0 ? Math.floor(rnd() * 256) : i % 7;
+  return b;
+}
+
+/** Appends `b` in pieces of varied sizes (some larger than a block). */
+function feed(s: SnapshotStream, b: Buffer, seed: number): void {
+  const rnd = prng(seed);
+  for (let at = 0; at < b.length;) {
+    const n = Math.min(b.length - at, 1 + Math.floor(rnd() * (rnd() < 0.1 ? 3 * SNAPSHOT_BLOCK_BYTES : 200_000)));
+    s.write(b.subarray(at, at + n));
+    at += n;
+  }
+}
+
+test('a streamed snapshot over several blocks reads back byte for byte, like writeSnapshot\'s file', async () => {
+  const dir = tempDir('snapstream');
+  try {
+    const b = body(1, Math.floor(3.5 * SNAPSHOT_BLOCK_BYTES));
+    const s = new SnapshotStream(dir, { lsn: 77, registryVersion: 3 });
+    feed(s, b, 2);
+    assert.equal(s.rawBytes, b.length);
+    const res = await s.finish();
+    assert.equal(res.path, join(dir, '00000000000000000077.snap'));
+    assert.equal(res.rawBytes, b.length);
+    assert.ok(res.bytes < b.length / 2, `compressed: ${res.bytes}`);
+    const file = readFileSync(res.path);
+    assert.equal(file.length, res.bytes);
+    assert.equal(file.readUInt32LE(8), 2, 'file version 2');
+    const got = readNewestSnapshot(dir);
+    assert.equal(got?.meta.lsn, 77);
+    assert.equal(got?.meta.registryVersion, 3);
+    assert.ok(got?.body.equals(b));
+    assert.deepEqual(readdirSync(dir), ['00000000000000000077.snap'], 'no tmp file left');
+    // The synchronous writer makes the same blocks: the same bytes after the header.
+    const other = tempDir('snapsync');
+    try {
+      const sync = writeSnapshot(other, { lsn: 77, registryVersion: 3 }, b);
+      assert.ok(readFileSync(sync.path).subarray(64).equals(file.subarray(64)));
+    } finally {
+      cleanup(other);
+    }
+    // An empty body is a file with no blocks.
+    const empty = new SnapshotStream(dir, { lsn: 78, registryVersion: 3 });
+    await empty.finish();
+    assert.equal(readNewestSnapshot(dir)?.body.length, 0);
+  } finally {
+    cleanup(dir);
+  }
+});
+
+test('a version-1 file (the whole body as one lz4 block) still reads', () => {
+  const dir = tempDir('snapv1');
+  try {
+    const b = body(3, 200_000);
+    // Written as builds before streamed snapshots did (docs/durability.md section 4).
+    const packed = compressSync(b);
+    const h = Buffer.alloc(64);
+    h.write('SFSNAP01', 0, 'latin1');
+    h.writeUInt32LE(1, 8);
+    h.writeUInt32LE(64, 12);
+    h.writeUInt32LE(500, 16);
+    h.writeUInt32LE(4, 24);
+    h.writeUInt32LE(123456, 32);
+    h.writeUInt32LE(b.length, 40);
+    h.writeUInt32LE(packed.length, 48);
+    h.writeUInt32LE(crc32c(packed), 56);
+    h.writeUInt32LE(crc32c(h, 0, 60), 60);
+    writeFileSync(join(dir, '00000000000000000500.snap'), Buffer.concat([h, packed]));
+    const got = readNewestSnapshot(dir);
+    assert.deepEqual(got?.meta, { lsn: 500, registryVersion: 4, createdAtMs: 123456 });
+    assert.ok(got?.body.equals(b));
+    // An unknown file version is skipped, naming the version.
+    h.writeUInt32LE(9, 8);
+    h.writeUInt32LE(crc32c(h, 0, 60), 60);
+    writeFileSync(join(dir, '00000000000000000600.snap'), Buffer.concat([h, packed]));
+    const seen: string[] = [];
+    assert.equal(readNewestSnapshot(dir, { onSkip: (_, r) => seen.push(r) })?.meta.lsn, 500);
+    assert.deepEqual(seen, ['unknown_version 9 (reads 1, 2)']);
+  } finally {
+    cleanup(dir);
+  }
+});
+
+test('a damaged block is refused (body crc) and the previous snapshot is used', async () => {
+  const dir = tempDir('snapdamage');
+  try {
+    const older = body(4, 1000);
+    writeSnapshot(dir, { lsn: 10, registryVersion: 1 }, older);
+    const s = new SnapshotStream(dir, { lsn: 20, registryVersion: 1 });
+    feed(s, body(5, 2 * SNAPSHOT_BLOCK_BYTES + 10), 6);
+    const res = await s.finish();
+    const file = readFileSync(res.path);
+    file[file.length - 100] ^= 0x10;
+    writeFileSync(res.path, file);
+    const got = readNewestSnapshot(dir);
+    assert.equal(got?.meta.lsn, 10);
+    assert.ok(got?.body.equals(older));
+    assert.match(got?.skipped[0] ?? '', /body_crc_mismatch/);
+  } finally {
+    cleanup(dir);
+  }
+});
+
+test('the producer is held back while every block is busy, then let go', async () => {
+  const dir = tempDir('snapfull');
+  try {
+    const s = new SnapshotStream(dir, { lsn: 5, registryVersion: 1 });
+    const b = body(7, SNAPSHOT_BLOCK_BYTES);
+    let blocks = 0;
+    while (!s.full) {
+      s.write(b);
+      blocks++;
+    }
+    assert.equal(blocks, SNAPSHOT_BLOCKS_IN_FLIGHT - 1, 'full once the blocks not being filled are all with lz4 or the disk');
+    await new Promise<void>((resolve) => s.whenRoom(resolve));
+    assert.equal(s.full, false);
+    const res = await s.finish();
+    assert.equal(res.rawBytes, blocks * b.length);
+    assert.equal(readNewestSnapshot(dir)?.body.length, blocks * b.length);
+  } finally {
+    cleanup(dir);
+  }
+});
+
+test('an aborted stream leaves no file; a failed one rejects and leaves the previous snapshot', async () => {
+  const dir = tempDir('snapabort');
+  try {
+    writeSnapshot(dir, { lsn: 1, registryVersion: 1 }, body(8, 100));
+    const s = new SnapshotStream(dir, { lsn: 2, registryVersion: 1 });
+    feed(s, body(9, 2 * SNAPSHOT_BLOCK_BYTES), 10);
+    s.abort();
+    // The tmp file goes once the blocks in flight settle.
+    for (let i = 0; i < 200 && readdirSync(dir).length > 1; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(readdirSync(dir), ['00000000000000000001.snap']);
+    // The directory disappears under a stream: its open fails, finish() rejects.
+    const gone = join(dir, 'gone');
+    const f = new SnapshotStream(gone, { lsn: 3, registryVersion: 1 });
+    f.write(body(11, 1000));
+    await assert.rejects(f.finish(), (e: NodeJS.ErrnoException) => e.code === 'ENOENT');
+    rmSync(gone, { recursive: true, force: true });
+    assert.equal(readNewestSnapshot(dir)?.meta.lsn, 1);
+  } finally {
+    cleanup(dir);
+  }
+});
