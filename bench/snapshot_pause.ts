@@ -11,14 +11,17 @@
  * Measures, per window: the largest gap between two ticks beyond the 1 ms period
  * (what a batch waited), the event-loop delay histogram (perf_hooks
  * monitorEventLoopDelay, 1 ms resolution) max and p99, and every GC pause V8
- * reported (PerformanceObserver 'gc') with its kind.
+ * reported (PerformanceObserver 'gc') with its kind. On a shared machine a gap also
+ * holds time the thread was not scheduled, so each gap is also measured as the
+ * main thread's own CPU time (/proc/self/task/<pid>/schedstat: its time on a CPU,
+ * in ns; GC helper threads and lz4's threadpool are not in it): the "CPU" figures.
  *
  *   node --expose-gc dist/bench/snapshot_pause.js [--entities 1000000] [--events 3000000] [--rate 20000] [--runs 3] [--build <dist dir of another checkout>]
  *
  * `--build` loads the state and store code from another build (same API shape),
  * for a before/after on the same machine: run both, interleaved.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay, PerformanceObserver, performance } from 'node:perf_hooks';
@@ -44,8 +47,21 @@ type Job = NonNullable<ReturnType<Store['beginSnapshot']>>;
 
 const GC_KINDS: Record<number, string> = { 1: 'scavenge', 2: 'minor-mc', 4: 'mark-compact', 8: 'incremental', 16: 'weakcb' };
 
+/** The main thread's time on a CPU so far, in ms (Linux schedstat); 0 where unavailable. */
+const schedFd = ((): number => { try { return openSync(`/proc/self/task/${process.pid}/schedstat`, 'r'); } catch { return -1; } })();
+const schedBuf = Buffer.alloc(128);
+function threadCpuMs(): number {
+  if (schedFd < 0) return 0;
+  const n = readSync(schedFd, schedBuf, 0, schedBuf.length, 0);
+  return Number(schedBuf.toString('latin1', 0, n).split(' ')[0]) / 1e6;
+}
+
 interface Window {
   maxGapMs: number;
+  /** The largest main-thread CPU time spent within one gap between ticks (beyond the tick's own work). */
+  maxGapCpuMs: number;
+  /** Gaps over 10 ms of main-thread CPU. */
+  gapsOver10Cpu: number;
   eldMaxMs: number;
   eldP99Ms: number;
   gcs: Array<{ kind: string; ms: number }>;
@@ -62,15 +78,23 @@ async function measure(push: () => void, during: () => Promise<void>): Promise<W
   const eld = monitorEventLoopDelay({ resolution: 1 });
   eld.enable();
   let last = performance.now();
+  let lastCpu = threadCpuMs();
   let maxGap = 0;
+  let maxGapCpu = 0;
+  let over10 = 0;
   let owed = 0;
   const timer = setInterval(() => {
     const now = performance.now();
+    const cpu = threadCpuMs();
     const gap = now - last - 1;
     if (gap > maxGap) maxGap = gap;
+    const gapCpu = cpu - lastCpu;
+    if (gapCpu > maxGapCpu) maxGapCpu = gapCpu;
+    if (gapCpu > 10) over10++;
     owed += (now - last) * RATE / 1000;
     for (; owed >= 1; owed--) push();
     last = performance.now();
+    lastCpu = threadCpuMs();
   }, 1);
   const t0 = performance.now();
   await during();
@@ -80,7 +104,7 @@ async function measure(push: () => void, during: () => Promise<void>): Promise<W
   // GC entries are delivered asynchronously.
   await new Promise((r) => setTimeout(r, 20));
   obs.disconnect();
-  return { maxGapMs: maxGap, eldMaxMs: eld.max / 1e6, eldP99Ms: eld.percentile(99) / 1e6, gcs, ms };
+  return { maxGapMs: maxGap, maxGapCpuMs: maxGapCpu, gapsOver10Cpu: over10, eldMaxMs: eld.max / 1e6, eldP99Ms: eld.percentile(99) / 1e6, gcs, ms };
 }
 
 /** The shard's driver (shard.ts #stepSnapshotJob): one slice per turn, then the write. */
@@ -104,7 +128,7 @@ function runSnapshot(store: Store, state: InstanceType<typeof ShardState>, job: 
 function fmt(w: Window): string {
   const big = w.gcs.filter((g) => g.ms >= 2).sort((a, b) => b.ms - a.ms).slice(0, 5).map((g) => `${g.kind} ${g.ms.toFixed(1)}`).join(', ');
   const mc = w.gcs.filter((g) => g.kind === 'mark-compact').length;
-  return `longest pause ${w.maxGapMs.toFixed(1)} ms (event-loop delay max ${w.eldMaxMs.toFixed(1)}, p99 ${w.eldP99Ms.toFixed(1)} ms); ${w.gcs.length} GCs (${mc} mark-compact), largest: ${big || 'none >= 2 ms'}; window ${w.ms.toFixed(0)} ms`;
+  return `longest pause ${w.maxGapMs.toFixed(1)} ms wall, ${w.maxGapCpuMs.toFixed(1)} ms main-thread CPU (${w.gapsOver10Cpu} over 10 ms CPU) (event-loop delay max ${w.eldMaxMs.toFixed(1)}, p99 ${w.eldP99Ms.toFixed(1)} ms); ${w.gcs.length} GCs (${mc} mark-compact), largest: ${big || 'none >= 2 ms'}; window ${w.ms.toFixed(0)} ms`;
 }
 
 async function main(): Promise<void> {
@@ -146,6 +170,7 @@ async function main(): Promise<void> {
       console.log(`  run ${r + 1} no snapshot, same window: ${fmt(idle)}`);
     }
     store.close();
+    if (schedFd >= 0) closeSync(schedFd);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

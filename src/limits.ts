@@ -306,6 +306,16 @@ export const COLD_COMPACT_BYTES_PER_TICK = 2 * 1024 * 1024;
  */
 export const SNAPSHOT_SLICE_MS = 4;
 /**
+ * Hot entities per snapshot chunk (shard/slab_chunk.ts), at most and at least: a
+ * job sizes each chunk to the time left in its slice from the cost per entity it
+ * measured on the chunk before (~0.25 us warm; ~10x more on a thread's first
+ * snapshot, before the JIT has optimized the encoder), so a slice overshoots
+ * SNAPSHOT_SLICE_MS by about one small chunk. Larger chunks cost less per entity
+ * to write and restore.
+ */
+export const SNAPSHOT_CHUNK_ENTITIES_MAX = 1024;
+export const SNAPSHOT_CHUNK_ENTITIES_MIN = 64;
+/**
  * Snapshot files are written as a stream of lz4 blocks of this many raw body bytes
  * (wal/snapshot_stream.ts, file version 2): each block is compressed on libuv's
  * threadpool and written while the job encodes the next, so no whole body is ever

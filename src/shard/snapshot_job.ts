@@ -33,6 +33,7 @@
  */
 import { deserialize, serialize } from 'node:v8';
 import type { RegistryState } from '../registry/model';
+import { SNAPSHOT_CHUNK_ENTITIES_MAX, SNAPSHOT_CHUNK_ENTITIES_MIN } from '../limits';
 import { frozenParts } from './cold';
 import type { DedupeEntry, DedupeLog } from './dedupe_log';
 import type { ShardState, TableState } from './state';
@@ -52,8 +53,6 @@ export const SNAPSHOT_FORMAT = 5;
 const SNAPSHOT_FORMATS_READ = [2, 3, 4, 5];
 /** Cold entities per chunk (one v8.serialize call): small enough that a chunk stays within a few ms. */
 const CHUNK_ENTITIES = 256;
-/** Hot entities per slab chunk: typed-array copies, ~1 us per entity. */
-const SLAB_CHUNK_ENTITIES = 1024;
 
 /** Where a job's body bytes go (copied: the job reuses what it passes). */
 export interface BodySink {
@@ -137,7 +136,13 @@ export class SnapshotJob {
   /** Next slot to capture of the current table (hot phase). */
   #slot = 0;
   /** The slots of the hot chunk being encoded (reused by every chunk). */
-  readonly #slots = new Int32Array(SLAB_CHUNK_ENTITIES);
+  readonly #slots = new Int32Array(SNAPSHOT_CHUNK_ENTITIES_MAX);
+  /**
+   * Encoding time per hot entity, measured on the last chunk (a first guess before
+   * any): sizes each chunk to the time left in its slice. A thread's first snapshot
+   * runs before the JIT has optimized the encoder, at ~10x the cost of later ones.
+   */
+  #usPerEntity = 10;
   entities = 0;
   encodeMs = 0;
   /** Longest single step: the longest a batch waited behind this snapshot. */
@@ -183,14 +188,19 @@ export class SnapshotJob {
   step(budgetMs: number): boolean {
     const t0 = performance.now();
     const sink = this.sink;
-    while (!this.done && !sink.full && performance.now() - t0 < budgetMs) this.#chunk();
+    while (!this.done && !sink.full) {
+      const left = budgetMs - (performance.now() - t0);
+      if (left <= 0) break;
+      this.#chunk(left);
+    }
     const ms = performance.now() - t0;
     this.encodeMs += ms;
     if (ms > this.maxSliceMs) this.maxSliceMs = ms;
     return this.done;
   }
 
-  #chunk(): void {
+  /** One chunk: of the cold entities (a fixed count), or of hot ones sized to fit `leftMs`. */
+  #chunk(leftMs: number): void {
     if (this.#table >= this.#tables.length) {
       if (this.#cold) { this.#cold = false; this.#table = 0; return; }
       this.done = true;
@@ -198,11 +208,14 @@ export class SnapshotJob {
     }
     const ts = this.#tables[this.#table];
     if (!this.#cold) {
-      const n = this.#hotSlots(ts);
+      const want = Math.max(SNAPSHOT_CHUNK_ENTITIES_MIN, Math.min(SNAPSHOT_CHUNK_ENTITIES_MAX, Math.floor((leftMs * 1000) / this.#usPerEntity)));
+      const t0 = performance.now();
+      const n = this.#hotSlots(ts, want);
       if (n === 0) return;
       this.entities += n;
       // The raw chunk's doubles are aligned to its place in the body (after its length).
       this.#frame(writeSlab(ts.cols, this.#tables.indexOf(ts), this.#slots, n, this.#rawBytes + 4));
+      if (n >= SNAPSHOT_CHUNK_ENTITIES_MIN) this.#usPerEntity = Math.max(0.05, ((performance.now() - t0) * 1000) / n);
       return;
     }
     const keys: string[] = [];
@@ -236,11 +249,11 @@ export class SnapshotJob {
    * Slots in order: a slot freed and reused after the cursor passed it holds an
    * entity created after the job started (its pushes are all after startLsn).
    */
-  #hotSlots(ts: TableState): number {
+  #hotSlots(ts: TableState, want: number): number {
     const index = ts.cols.index;
     const slots = this.#slots;
     let n = 0;
-    while (n < SLAB_CHUNK_ENTITIES) {
+    while (n < want) {
       if (this.#slot >= index.high) { this.#slot = 0; this.#table++; break; }
       const slot = this.#slot++;
       if (!index.live(slot) || (this.keep !== null && !this.keep(index.keyOf(slot)))) continue;

@@ -23,7 +23,7 @@ import { performance } from 'node:perf_hooks';
 import { compress } from 'lz4-napi';
 import { SNAPSHOT_BLOCK_BYTES, SNAPSHOT_BLOCKS_IN_FLIGHT } from '../limits';
 import { SNAPSHOT_HEADER_BYTES, SNAPSHOT_KEEP_DEFAULT, TMP_SUFFIX } from './constants';
-import { fsyncDir, lsnFileName, unlinkQuietly } from './file_ops';
+import { lsnFileName, unlinkQuietly } from './file_ops';
 import { realFs } from './fs_like';
 import { BlockChain, pruneSnapshots, type SnapshotWriteResult } from './snapshot';
 
@@ -167,8 +167,10 @@ export class SnapshotStream {
       await fh.sync();
       await fh.close();
       this.#fh = null;
-      realFs.renameSync(this.#tmp, this.path);
-      fsyncDir(realFs, this.#dir);
+      // On the threadpool too: a directory fsync can take milliseconds on a busy disk.
+      await fsp.rename(this.#tmp, this.path);
+      const d = await fsp.open(this.#dir, 'r');
+      try { await d.sync(); } finally { await d.close(); }
       const t2 = performance.now();
       const pruned = pruneSnapshots(realFs, this.#dir, this.#keep);
       const name = lsnFileName(this.#meta.lsn, 'snap');
