@@ -238,7 +238,8 @@ export class ShardStore {
   #written(job: SnapshotJob, state: ShardState, res: { bytes: number; compressMs: number; writeMs: number }, rawBytes: number): void {
     const ss = this.snapshotStats;
     const now = Date.now();
-    if (ss.startedMs > 0) ss.lastDurationS = (now - ss.startedMs) / 1000;
+    const durationMs = ss.startedMs > 0 ? now - ss.startedMs : 0;
+    if (ss.startedMs > 0) ss.lastDurationS = durationMs / 1000;
     ss.startedMs = 0;
     if (job.startLsn <= this.#lastSnapshotLsn) return; // a newer one landed first (shutdown during an async write)
     ss.lastSuccessMs = now;
@@ -254,7 +255,7 @@ export class ShardStore {
       kind: 'shard.snapshot', shard: this.init.shardId, lsn: job.startLsn, entities: job.entities, cold: state.coldCount(),
       encodeMs: Math.round(job.encodeMs), maxSliceMs: Math.round(job.maxSliceMs * 10) / 10,
       ...(pauses === null ? {} : { loopDelayMaxMs: Math.round(pauses.max / 1e5) / 10, loopDelayP99Ms: Math.round(pauses.percentile(99) / 1e5) / 10 }), compressMs: Math.round(res.compressMs), writeMs: Math.round(res.writeMs),
-      bytes: res.bytes, raw_bytes: rawBytes, segments_deleted: deleted,
+      bytes: res.bytes, raw_bytes: rawBytes, segments_deleted: deleted, durationMs,
     });
   }
 
