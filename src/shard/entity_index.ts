@@ -11,16 +11,16 @@
  * lone surrogate), so a record's feed is looked up in place, and a string key
  * (a get, a snapshot, the cold store) is encoded the same way first.
  *
- *   arena    Buffer: every key's bytes, one after another   [user1|user22|...]
- *   meta     per slot 3 u32: arena offset, byte length | str tag << 16 (tag 0 =
- *            free slot), the key's hash (finds its table entry without hashing again)
+ *   arena    Buffer: per key [u16 byte length][u8 str tag][bytes], one after another
+ *   meta     per slot 2 u32: the key's arena offset (FREE: free slot) and hash
+ *            (finds its table entry without hashing again)
  *   lastT, lastLsn  per slot f64
- *   table    open addressing, linear probing: per entry 2 i32, the key's hash and
- *            slot + 1 (0 = empty); at most ENTITY_INDEX_LOAD_MAX full
+ *   table    open addressing, linear probing: per entry 3 i32, the key's hash,
+ *            slot + 1 (0 = empty) and arena offset; at most ENTITY_INDEX_LOAD_MAX full
  *   free     Int32Array stack of released slots, reused before `high` grows
  *
- * A lookup touches one table entry (hash and slot side by side), one slot's meta
- * and the key's bytes: three cache lines, not one per array.
+ * A lookup touches one table entry and the key's length, tag and bytes side by
+ * side in the arena: two cache lines (a Map walk touched more, and needed a string).
  *
  * Slot storage and the table grow by doubling (`onGrow` lets the columns grow
  * with the slots); the table halves when mostly empty. Deletion shifts the rest
@@ -53,10 +53,12 @@ export function grown<T extends Float64Array | Int32Array | Uint32Array | Uint16
  * another key's UTF-8 bytes, and they are a different key).
  */
 const SEED = 0x3c6ef372;
-/** Words of a slot's meta, and how its second word holds the byte length and the str tag. */
-const META_WORDS = 3;
-const LEN_MASK = 0xffff;
-const TAG_SHIFT = 16;
+/** A key's bytes in the arena follow its u16 length and u8 str tag. */
+const KEY_HEAD = 3;
+/** meta[2 * slot] of a free slot. */
+const FREE = 0xffffffff;
+/** Words of a table entry: hash, slot + 1, arena offset. */
+const ENTRY = 3;
 const SEED_WIDE = 0x1b873593;
 
 /** The hash a key of these bytes and str tag is filed under. */
@@ -97,8 +99,8 @@ function encodeKey(s: string): number {
 export class EntityIndex {
   lastT = new Float64Array(ENTITY_SLOTS_MIN);
   lastLsn = new Float64Array(ENTITY_SLOTS_MIN);
-  /** Per slot [arena offset, byte length | str tag << 16, hash]; tag 0 = free slot. */
-  #meta = new Uint32Array(ENTITY_SLOTS_MIN * META_WORDS);
+  /** Per slot [arena offset (FREE: free slot), hash]. */
+  #meta = new Uint32Array(ENTITY_SLOTS_MIN * 2).fill(FREE);
   #free = new Int32Array(ENTITY_SLOTS_MIN);
   #freeLen = 0;
   /** Slots ever handed out (every live or free slot is below it). */
@@ -113,8 +115,8 @@ export class EntityIndex {
   /** Arena bytes of released keys. */
   #dead = 0;
 
-  /** Per entry [hash, slot + 1]; slot + 1 = 0: empty. */
-  #tab = new Int32Array(ENTITY_SLOTS_MIN * 2);
+  /** Per entry [hash, slot + 1, arena offset]; slot + 1 = 0: empty. */
+  #tab = new Int32Array(ENTITY_SLOTS_MIN * ENTRY);
   #mask = ENTITY_SLOTS_MIN - 1;
   #count = 0;
 
@@ -135,7 +137,7 @@ export class EntityIndex {
   /** The slot of the key of `len` bytes at `from` of `b` (str tag `tag`, hash `h` = keyHash), -1 if none. */
   findBytes(b: Uint8Array, from: number, len: number, tag: number, h: number): number {
     const at = this.#probe(b, from, len, tag, h);
-    return at < 0 ? -1 : this.#tab[2 * at + 1] - 1;
+    return at < 0 ? -1 : this.#tab[ENTRY * at + 1] - 1;
   }
 
   slotOf(key: string): number {
@@ -148,15 +150,17 @@ export class EntityIndex {
     assert(len <= 0xffff, 'entity key longer than 65,535 bytes');
     if (this.#count + 1 > (this.#mask + 1) * ENTITY_INDEX_LOAD_MAX) this.#resize((this.#mask + 1) * 2);
     const mask = this.#mask;
-    const tab = this.#tab;
     let i = h & mask;
-    for (; tab[2 * i + 1] !== 0; i = (i + 1) & mask) {
+    for (; this.#tab[ENTRY * i + 1] !== 0; i = (i + 1) & mask) {
       // A key that had a slot would leak it: a programmer error.
-      if (tab[2 * i] === h && this.#same(tab[2 * i + 1] - 1, b, from, len, tag)) assert.fail('entity already has a slot');
+      if (this.#tab[ENTRY * i] === h && this.#same(this.#tab[ENTRY * i + 2], b, from, len, tag)) assert.fail('entity already has a slot');
     }
     const slot = this.#place(b, from, len, tag, h, lastT, lastLsn);
-    tab[2 * i] = h;
-    tab[2 * i + 1] = slot + 1;
+    // #place may have compacted the arena (the table's offsets with it): set the entry after it.
+    const tab = this.#tab;
+    tab[ENTRY * i] = h;
+    tab[ENTRY * i + 1] = slot + 1;
+    tab[ENTRY * i + 2] = this.#meta[2 * slot];
     this.#count++;
     return slot;
   }
@@ -181,9 +185,10 @@ export class EntityIndex {
       replaced[0] = -1;
       return this.addBytes(SCRATCH, 0, len, tag, h, lastT, lastLsn);
     }
-    replaced[0] = this.#tab[2 * at + 1] - 1;
+    replaced[0] = this.#tab[ENTRY * at + 1] - 1;
     const slot = this.#place(SCRATCH, 0, len, tag, h, lastT, lastLsn);
-    this.#tab[2 * at + 1] = slot + 1;
+    this.#tab[ENTRY * at + 1] = slot + 1;
+    this.#tab[ENTRY * at + 2] = this.#meta[2 * slot];
     return slot;
   }
 
@@ -198,7 +203,7 @@ export class EntityIndex {
     const len = encodeKey(key);
     const at = this.#probe(SCRATCH, 0, len, ENC_TAG, keyHash(SCRATCH, 0, len, ENC_TAG));
     if (at < 0) return -1;
-    const slot = this.#tab[2 * at + 1] - 1;
+    const slot = this.#tab[ENTRY * at + 1] - 1;
     this.#deleteAt(at);
     this.#release(slot);
     return slot;
@@ -213,20 +218,21 @@ export class EntityIndex {
   }
 
   live(slot: number): boolean {
-    return this.#meta[META_WORDS * slot + 1] !== 0;
+    return this.#meta[2 * slot] !== FREE;
   }
 
   /** The key of the live `slot` as a string (decoded now: keys are kept as bytes). */
   keyOf(slot: number): string {
-    const m = META_WORDS * slot;
-    const lenTag = this.#meta[m + 1];
-    assert(lenTag !== 0, 'keyOf a free slot');
-    return strOf(this.#arena, this.#meta[m], lenTag & LEN_MASK, lenTag >>> TAG_SHIFT);
+    const at = this.#meta[2 * slot];
+    assert(at !== FREE, 'keyOf a free slot');
+    const a = this.#arena;
+    return strOf(a, at + KEY_HEAD, a[at] | (a[at + 1] << 8), a[at + 2]);
   }
 
   /** Bytes of the live `slot`'s key as stored. */
   keyBytes(slot: number): number {
-    return this.#meta[META_WORDS * slot + 1] & LEN_MASK;
+    const at = this.#meta[2 * slot];
+    return this.#arena[at] | (this.#arena[at + 1] << 8);
   }
 
   /** Makes room for `n` slots at once (restore): capacity is the next power of two at or above it, the table sized to hold them. */
@@ -242,7 +248,7 @@ export class EntityIndex {
   /** Live slots in slot order (a copy: callers may release slots while walking it). */
   liveSlots(): number[] {
     const out: number[] = [];
-    for (let s = 0; s < this.high; s++) if (this.#meta[META_WORDS * s + 1] !== 0) out.push(s);
+    for (let s = 0; s < this.high; s++) if (this.#meta[2 * s] !== FREE) out.push(s);
     return out;
   }
 
@@ -256,9 +262,9 @@ export class EntityIndex {
     const mask = this.#mask;
     const tab = this.#tab;
     for (let i = h & mask; ; i = (i + 1) & mask) {
-      const s1 = tab[2 * i + 1];
-      if (s1 === 0) return -1;
-      if (tab[2 * i] === h && this.#same(s1 - 1, b, from, len, tag)) return i;
+      const e = ENTRY * i;
+      if (tab[e + 1] === 0) return -1;
+      if (tab[e] === h && this.#same(tab[e + 2], b, from, len, tag)) return i;
     }
   }
 
@@ -266,44 +272,43 @@ export class EntityIndex {
   #tableAt(slot: number): number {
     const mask = this.#mask;
     const tab = this.#tab;
-    for (let i = this.#meta[META_WORDS * slot + 2] & mask; tab[2 * i + 1] !== 0; i = (i + 1) & mask) {
-      if (tab[2 * i + 1] === slot + 1) return i;
+    for (let i = this.#meta[2 * slot + 1] & mask; tab[ENTRY * i + 1] !== 0; i = (i + 1) & mask) {
+      if (tab[ENTRY * i + 1] === slot + 1) return i;
     }
     return -1;
   }
 
-  /** Whether the key at `slot` is this one. UTF-8 and ASCII bytes compare as one encoding; UTF-16 bytes only with UTF-16. */
-  #same(slot: number, b: Uint8Array, from: number, len: number, tag: number): boolean {
-    const m = META_WORDS * slot;
-    const lenTag = this.#meta[m + 1];
-    if ((lenTag & LEN_MASK) !== len || (lenTag >>> TAG_SHIFT === TAG_STR_UTF16) !== (tag === TAG_STR_UTF16)) return false;
+  /** Whether the key at arena offset `at` is this one. UTF-8 and ASCII bytes compare as one encoding; UTF-16 bytes only with UTF-16. */
+  #same(at: number, b: Uint8Array, from: number, len: number, tag: number): boolean {
     const a = this.#arena;
-    const at = this.#meta[m];
-    for (let j = 0; j < len; j++) if (a[at + j] !== b[from + j]) return false;
+    if ((a[at] | (a[at + 1] << 8)) !== len || (a[at + 2] === TAG_STR_UTF16) !== (tag === TAG_STR_UTF16)) return false;
+    const k = at + KEY_HEAD;
+    for (let j = 0; j < len; j++) if (a[k + j] !== b[from + j]) return false;
     return true;
   }
 
   /** A slot holding a copy of the key (not yet in the table). */
   #place(b: Uint8Array, from: number, len: number, tag: number, h: number, lastT: number, lastLsn: number): number {
     const slot = this.#takeSlot();
-    if (this.#used + len > this.#arena.length) this.#makeRoom(len);
+    const size = KEY_HEAD + len;
+    if (this.#used + size > this.#arena.length) this.#makeRoom(size);
     const a = this.#arena;
     const at = this.#used;
-    for (let j = 0; j < len; j++) a[at + j] = b[from + j];
-    this.#used = at + len;
-    const m = META_WORDS * slot;
-    this.#meta[m] = at;
-    this.#meta[m + 1] = len | (tag << TAG_SHIFT);
-    this.#meta[m + 2] = h;
+    a[at] = len & 0xff;
+    a[at + 1] = len >>> 8;
+    a[at + 2] = tag;
+    for (let j = 0; j < len; j++) a[at + KEY_HEAD + j] = b[from + j];
+    this.#used = at + size;
+    this.#meta[2 * slot] = at;
+    this.#meta[2 * slot + 1] = h;
     this.lastT[slot] = lastT;
     this.lastLsn[slot] = lastLsn;
     return slot;
   }
 
   #release(slot: number): void {
-    const m = META_WORDS * slot;
-    this.#dead += this.#meta[m + 1] & LEN_MASK;
-    this.#meta[m + 1] = 0;
+    this.#dead += KEY_HEAD + this.keyBytes(slot);
+    this.#meta[2 * slot] = FREE;
     this.lastT[slot] = 0;
     this.lastLsn[slot] = 0;
     if (this.#freeLen === this.#free.length) this.#free = grown(this.#free, this.#free.length * 2);
@@ -331,18 +336,20 @@ export class EntityIndex {
     const to = Buffer.allocUnsafeSlow(size);
     let at = 0;
     const meta = this.#meta;
-    for (let m = 0; m < META_WORDS * this.high; m += META_WORDS) {
-      if (meta[m + 1] === 0) continue;
+    for (let m = 0; m < 2 * this.high; m += 2) {
       const src = meta[m];
-      const len = meta[m + 1] & LEN_MASK;
-      for (let j = 0; j < len; j++) to[at + j] = from[src + j];
+      if (src === FREE) continue;
+      const size = KEY_HEAD + (from[src] | (from[src + 1] << 8));
+      for (let j = 0; j < size; j++) to[at + j] = from[src + j];
       meta[m] = at;
-      at += len;
+      at += size;
     }
     assert(at === liveBytes, 'key arena: live bytes do not add up');
     this.#arena = to;
     this.#used = at;
     this.#dead = 0;
+    const tab = this.#tab;
+    for (let e = 0; e < tab.length; e += ENTRY) if (tab[e + 1] !== 0) tab[e + 2] = meta[2 * (tab[e + 1] - 1)];
   }
 
   /** Removes the table entry at `i`, shifting the rest of its probe run back. */
@@ -350,15 +357,14 @@ export class EntityIndex {
     const mask = this.#mask;
     const tab = this.#tab;
     let hole = i;
-    for (let j = (i + 1) & mask; tab[2 * j + 1] !== 0; j = (j + 1) & mask) {
+    for (let j = (i + 1) & mask; tab[ENTRY * j + 1] !== 0; j = (j + 1) & mask) {
       // Entry j may fill the hole iff its home is not in the cyclic range (hole, j].
-      if (((j - (tab[2 * j] & mask)) & mask) >= ((j - hole) & mask)) {
-        tab[2 * hole] = tab[2 * j];
-        tab[2 * hole + 1] = tab[2 * j + 1];
+      if (((j - (tab[ENTRY * j] & mask)) & mask) >= ((j - hole) & mask)) {
+        tab.copyWithin(ENTRY * hole, ENTRY * j, ENTRY * j + ENTRY);
         hole = j;
       }
     }
-    tab[2 * hole + 1] = 0;
+    tab[ENTRY * hole + 1] = 0;
     this.#count--;
     const entries = mask + 1;
     // Mostly empty after a wave of drops: give the memory back.
@@ -367,14 +373,15 @@ export class EntityIndex {
 
   #resize(entries: number): void {
     const tab = this.#tab;
-    const next = new Int32Array(2 * entries);
+    const next = new Int32Array(ENTRY * entries);
     const mask = entries - 1;
-    for (let i = 0; i < tab.length; i += 2) {
+    for (let i = 0; i < tab.length; i += ENTRY) {
       if (tab[i + 1] === 0) continue;
       let j = tab[i] & mask;
-      while (next[2 * j + 1] !== 0) j = (j + 1) & mask;
-      next[2 * j] = tab[i];
-      next[2 * j + 1] = tab[i + 1];
+      while (next[ENTRY * j + 1] !== 0) j = (j + 1) & mask;
+      next[ENTRY * j] = tab[i];
+      next[ENTRY * j + 1] = tab[i + 1];
+      next[ENTRY * j + 2] = tab[i + 2];
     }
     this.#tab = next;
     this.#mask = mask;
@@ -390,7 +397,9 @@ export class EntityIndex {
     assert(capacity > this.capacity);
     this.lastT = grown(this.lastT, capacity);
     this.lastLsn = grown(this.lastLsn, capacity);
-    this.#meta = grown(this.#meta, capacity * META_WORDS);
+    const old = this.#meta.length;
+    this.#meta = grown(this.#meta, capacity * 2);
+    this.#meta.fill(FREE, old);
     this.capacity = capacity;
     if (this.onGrow !== null) this.onGrow(capacity);
   }
