@@ -89,15 +89,7 @@ export function hashBytes32(b: Uint8Array, from: number, len: number, seed: numb
   let h = seed | 0;
   const end = from + (len & ~3);
   let i = from;
-  for (; i < end; i += 4) {
-    let k = b[i] | (b[i + 1] << 8) | (b[i + 2] << 16) | (b[i + 3] << 24);
-    k = Math.imul(k, C1);
-    k = rotl32(k, 15);
-    k = Math.imul(k, C2);
-    h ^= k;
-    h = rotl32(h, 13);
-    h = (Math.imul(h, 5) + 0xe6546b64) | 0;
-  }
+  for (; i < end; i += 4) h = step1(h, b[i] | (b[i + 1] << 8) | (b[i + 2] << 16) | (b[i + 3] << 24));
   const rest = len & 3;
   if (rest !== 0) {
     let k = b[i];
