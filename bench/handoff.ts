@@ -18,10 +18,12 @@
  *   sab-block   the same ring, the worker blocked in Atomics.wait between batches
  *               (the upper bound: its event loop would starve)
  *
- *   node dist/bench/handoff.js [--records 1000000] [--batch 1,16,128,512] [--bytes 90]
+ *   node dist/bench/handoff.js [--records 1000000] [--batch 1,16,128,512] [--bytes 90] [--paced R]
  *
- * Prints records/s and batch round trips (dispatch to answer) per mode and batch
- * size. Results: bench/RESULTS.md "Hand-off".
+ * Prints records/s, batch round trips (dispatch to answer) and CPU per batch over
+ * both threads, per mode and batch size. Closed loop by default (as many batches
+ * as answers allow, SHARD_BATCHES_IN_FLIGHT_MAX in flight); --paced R sends on a
+ * timer at R records/s instead (piscina and port only): the hop at a fixed rate. Results: bench/RESULTS.md "Hand-off".
  */
 import { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
@@ -37,6 +39,8 @@ for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replac
 const RECORDS = Number(args.get('records') ?? 1_000_000);
 const BATCHES = (args.get('batch') ?? '1,16,128,512').split(',').map(Number);
 const VALUE_BYTES = Number(args.get('bytes') ?? 90);
+/** --paced R: batches sent on a timer at R records/s (piscina and port only), not as fast as answers allow. */
+const PACED = Number(args.get('paced') ?? 0);
 
 /** One batch of `n` PUSH records (a key and a few values, like the medium workload). */
 function batchBytes(w: PushFrameWriter, n: number, lsn: number): Uint8Array {
@@ -85,6 +89,21 @@ async function runPiscina(batch: number, overPort: boolean): Promise<Result> {
   let inFlight = 0;
   const t0 = performance.now();
   await new Promise<void>((resolve) => {
+    if (PACED > 0) {
+      // Paced: a batch every batch/PACED seconds, whatever is in flight (a push's
+      // view at a fixed rate); the round trip is what one batch waits for the shard's hop.
+      const timer = setInterval(() => {
+        if (sent >= total) { clearInterval(timer); return; }
+        const b: ShardBatch = { items: [{ k: ITEM_PUSH, n: batch }], bytes: batchBytes(w, batch, sent * batch + 1) };
+        const at = performance.now();
+        sent++;
+        void send(b).then(() => {
+          rtts.push(performance.now() - at);
+          if (++done === total) resolve();
+        });
+      }, (batch / PACED) * 1000);
+      return;
+    }
     const pump = (): void => {
       while (inFlight < SHARD_BATCHES_IN_FLIGHT_MAX && sent < total) {
         const b: ShardBatch = { items: [{ k: ITEM_PUSH, n: batch }], bytes: batchBytes(w, batch, sent * batch + 1) };
@@ -164,7 +183,8 @@ async function main(): Promise<void> {
   console.log(`hand-off: ${RECORDS.toLocaleString()} PUSH records of ~${VALUE_BYTES} B per mode and batch size; ${SHARD_BATCHES_IN_FLIGHT_MAX} batches in flight`);
   console.log('mode        batch   records/s   batch round trip p50 / p99 (us)   CPU us per batch (both threads)');
   for (const b of BATCHES) {
-    for (const r of [await runPiscina(b, false), await runPiscina(b, true), await runRing(b, false), await runRing(b, true)]) {
+    const runs = PACED > 0 ? [await runPiscina(b, false), await runPiscina(b, true)] : [await runPiscina(b, false), await runPiscina(b, true), await runRing(b, false), await runRing(b, true)];
+    for (const r of runs) {
       console.log(`${r.mode.padEnd(10)} ${String(r.batch).padStart(6)} ${Math.round(r.recordsPerS).toLocaleString().padStart(11)}   ${r.p50Us.toFixed(0).padStart(6)} / ${r.p99Us.toFixed(0).padEnd(22)} ${r.cpuUsPerBatch.toFixed(1)}`);
     }
   }

@@ -58,10 +58,10 @@ export const PUSH_INDEX_MAX = 0xffff;
 const ASCII_LOOP_UNITS_MAX = 48;
 /** Worst-case UTF-8 bytes of one UTF-16 unit. */
 const UTF8_BYTES_PER_UNIT_MAX = 3;
-/** First capacity of a batch buffer; the next batch starts at the size the last one needed. */
+/** First capacity of a writer's buffer (it doubles as a batch needs). */
 export const PUSH_BATCH_BYTES_INITIAL = 16 * 1024;
-/** A batch buffer never starts larger than this, whatever the last batch needed. */
-const PUSH_BATCH_BYTES_START_MAX = 4 * 1024 * 1024;
+/** A writer keeps its buffer between batches up to this size; a larger one (one huge batch) is let go. */
+const PUSH_BATCH_BYTES_KEPT_MAX = 4 * 1024 * 1024;
 const TWO_POW_32 = 2 ** 32;
 const SAFE_HIGH_WORD_MAX = 0x1fffff;
 const PAYLOAD_OFFSET = FRAME_HEADER_BYTES + FRAME_TYPE_BYTES;
@@ -71,8 +71,12 @@ const NO_BYTES = new Uint8Array(0);
 
 /**
  * Builds the frames of one shard batch. One per shard channel on the front; take()
- * hands the bytes over (a fresh ArrayBuffer each batch, so it can be transferred
- * to the shard thread, not copied).
+ * hands the bytes over in an ArrayBuffer of exactly their size (transferred to the
+ * shard thread) and keeps the writer's buffer for the next batch. Handing over the
+ * writer's own buffer saved a copy of a few KB but moved a >= 16 KB ArrayBuffer per
+ * batch: at half the max rate (batches of ~10 pushes, ~2,500 a second) that was
+ * ~40 MB/s of array-buffer memory the shard's heap had to account and free, and its
+ * mark-compacts followed it (bench/RESULTS.md "Tail latency").
  */
 export class PushFrameWriter {
   buf: Buffer;
@@ -96,16 +100,14 @@ export class PushFrameWriter {
   }
 
   /**
-   * The frames written so far; the writer starts over on a new buffer (the old one
-   * is handed to the shard thread). A batch without frames (gets only) takes nothing
-   * and keeps the buffer.
+   * A copy of the frames written so far, in its own ArrayBuffer (to transfer); the
+   * writer starts over in its buffer. A batch without frames (gets only) takes nothing.
    */
   take(): Uint8Array {
     if (this.pos === 0) return NO_BYTES;
-    const out = new Uint8Array(this.buf.buffer, this.buf.byteOffset, this.pos);
-    let next = PUSH_BATCH_BYTES_INITIAL;
-    while (next < this.pos && next < PUSH_BATCH_BYTES_START_MAX) next *= 2;
-    this.#setBuf(Buffer.allocUnsafeSlow(next));
+    const out = new Uint8Array(this.pos);
+    this.buf.copy(out, 0, 0, this.pos);
+    if (this.buf.length > PUSH_BATCH_BYTES_KEPT_MAX) this.#setBuf(Buffer.allocUnsafeSlow(PUSH_BATCH_BYTES_INITIAL));
     this.pos = 0;
     return out;
   }

@@ -170,6 +170,32 @@ test('the writer leaves the crc to the shard: sealFrame fills it in; install and
   assert.equal(w.byteLength, 0, 'take() starts a new batch');
 });
 
+test('take() hands over a copy of exactly the batch in its own ArrayBuffer; the next batch reuses the writer and leaves it intact', () => {
+  const w = new PushFrameWriter(64);
+  const batch = (lsn: number, key: string): Uint8Array => {
+    w.begin(lsn, 5, 1, 0, null);
+    w.feed(0, key);
+    w.value(lsn);
+    w.end();
+    return w.take();
+  };
+  const a = batch(1, 'first-key');
+  const before = Buffer.from(a);
+  assert.equal(a.byteOffset, 0);
+  assert.equal(a.buffer.byteLength, a.byteLength, 'exactly the frames: nothing more is transferred');
+  const b = batch(2, 'other');
+  assert.notEqual(a.buffer, b.buffer);
+  assert.deepEqual(Buffer.from(a), before, 'writing the next batch does not touch the one handed over');
+  assert.equal(readFeed(Buffer.from(b)).key, 'other');
+  // A batch far past the kept size: handed over whole, then the writer starts small again.
+  for (let i = 0; i < 40_000; i++) { w.begin(i, 5, 1, 0, null); w.feed(0, 'k'.repeat(100)); w.end(); }
+  const big = w.take();
+  assert.ok(big.byteLength > 4 * 1024 * 1024);
+  assert.equal(big.buffer.byteLength, big.byteLength);
+  assert.ok(w.buf.length < 4 * 1024 * 1024, 'a huge buffer is not kept between batches');
+  assert.equal(readFeed(Buffer.from(batch(3, 'after'))).key, 'after');
+});
+
 test('WAL round trip: sealed frames written with one append recover byte for byte, after EVENT records of the old format', () => {
   const dir = mkdtempSync(join(tmpdir(), 'sf-push-wal-'));
   try {
