@@ -175,6 +175,15 @@ export const SHARD_BATCHES_IN_FLIGHT_MAX = 4;
  */
 export const SHARD_YOUNG_GENERATION_MB = 12;
 
+/** First capacity of a shard channel's PUSH batch buffer on the front (wal/push_record.ts PushFrameWriter; it doubles as a batch needs). */
+export const PUSH_BATCH_BYTES_INITIAL = 16 * 1024;
+/**
+ * A channel's batch buffer is kept between batches up to this size; a larger one
+ * (one huge batch) is let go. The shard gets a copy of each batch's frames, not
+ * this buffer (bench/RESULTS.md "Tail latency").
+ */
+export const PUSH_BATCH_BYTES_KEPT_MAX = 4 * 1024 * 1024;
+
 /** Shards: hard cap on --shards (a push's target shards travel as a 31-bit mask). */
 export const SHARDS_MAX = 31;
 

@@ -28,6 +28,7 @@ import { strict as assert } from 'node:assert';
 import { FRAME_HEADER_BYTES, FRAME_TYPE_BYTES, RECORD_BYTES_MAX, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, VERSION_PAYLOAD_BYTES } from './constants';
 import { crc32c } from './crc32c';
 import type { Value } from '../types';
+import { PUSH_BATCH_BYTES_INITIAL, PUSH_BATCH_BYTES_KEPT_MAX } from '../limits';
 
 export const TAG_ABSENT = 0;
 export const TAG_NULL = 1;
@@ -58,10 +59,6 @@ export const PUSH_INDEX_MAX = 0xffff;
 const ASCII_LOOP_UNITS_MAX = 48;
 /** Worst-case UTF-8 bytes of one UTF-16 unit. */
 const UTF8_BYTES_PER_UNIT_MAX = 3;
-/** First capacity of a writer's buffer (it doubles as a batch needs). */
-export const PUSH_BATCH_BYTES_INITIAL = 16 * 1024;
-/** A writer keeps its buffer between batches up to this size; a larger one (one huge batch) is let go. */
-const PUSH_BATCH_BYTES_KEPT_MAX = 4 * 1024 * 1024;
 const TWO_POW_32 = 2 ** 32;
 const SAFE_HIGH_WORD_MAX = 0x1fffff;
 const PAYLOAD_OFFSET = FRAME_HEADER_BYTES + FRAME_TYPE_BYTES;

@@ -17,7 +17,7 @@ import {
 import { FRAME_HEADER_BYTES, RECORD_TYPE_EVENT, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH } from '../../../src/wal/constants';
 import { checkWalDir, formatWalCheckReport, RecordEncoder, recoverWal, WalWriter, type WalRecord } from '../../../src/wal';
 import { crc32c } from '../../../src/wal/crc32c';
-import { KEY_BYTES_MAX, STRING_VALUE_BYTES_MAX } from '../../../src/limits';
+import { KEY_BYTES_MAX, PUSH_BATCH_BYTES_KEPT_MAX, STRING_VALUE_BYTES_MAX } from '../../../src/limits';
 import type { Value } from '../../../src/types';
 
 const VALUES: Array<Value | undefined> = [
@@ -190,9 +190,9 @@ test('take() hands over a copy of exactly the batch in its own ArrayBuffer; the 
   // A batch far past the kept size: handed over whole, then the writer starts small again.
   for (let i = 0; i < 40_000; i++) { w.begin(i, 5, 1, 0, null); w.feed(0, 'k'.repeat(100)); w.end(); }
   const big = w.take();
-  assert.ok(big.byteLength > 4 * 1024 * 1024);
+  assert.ok(big.byteLength > PUSH_BATCH_BYTES_KEPT_MAX);
   assert.equal(big.buffer.byteLength, big.byteLength);
-  assert.ok(w.buf.length < 4 * 1024 * 1024, 'a huge buffer is not kept between batches');
+  assert.ok(w.buf.length <= PUSH_BATCH_BYTES_KEPT_MAX, 'a huge buffer is not kept between batches');
   assert.equal(readFeed(Buffer.from(batch(3, 'after'))).key, 'after');
 });
 
