@@ -64,16 +64,19 @@ interface Window {
   gapsOver10Cpu: number;
   eldMaxMs: number;
   eldP99Ms: number;
-  gcs: Array<{ kind: string; ms: number }>;
+  gcs: Array<{ kind: string; ms: number; at: number }>;
+  /** The gaps of over 5 ms of main-thread CPU, with the GCs that started inside each. */
+  long: Array<{ cpuMs: number; wallMs: number; gcs: string }>;
   ms: number;
 }
 
 /** Pushes at RATE in 1 ms ticks while `during` runs; the pauses the ticks saw. */
 async function measure(push: () => void, during: () => Promise<void>): Promise<Window> {
-  const gcs: Array<{ kind: string; ms: number }> = [];
+  const gcs: Array<{ kind: string; ms: number; at: number }> = [];
   const obs = new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) gcs.push({ kind: GC_KINDS[(e as unknown as { detail: { kind: number } }).detail?.kind] ?? '?', ms: e.duration });
+    for (const e of list.getEntries()) gcs.push({ kind: GC_KINDS[(e as unknown as { detail: { kind: number } }).detail?.kind] ?? '?', ms: e.duration, at: e.startTime });
   });
+  const longGaps: Array<{ from: number; to: number; cpu: number }> = [];
   obs.observe({ entryTypes: ['gc'] });
   const eld = monitorEventLoopDelay({ resolution: 1 });
   eld.enable();
@@ -91,6 +94,7 @@ async function measure(push: () => void, during: () => Promise<void>): Promise<W
     const gapCpu = cpu - lastCpu;
     if (gapCpu > maxGapCpu) maxGapCpu = gapCpu;
     if (gapCpu > 10) over10++;
+    if (gapCpu > 5) longGaps.push({ from: last, to: now, cpu: gapCpu });
     owed += (now - last) * RATE / 1000;
     for (; owed >= 1; owed--) push();
     last = performance.now();
@@ -104,7 +108,11 @@ async function measure(push: () => void, during: () => Promise<void>): Promise<W
   // GC entries are delivered asynchronously.
   await new Promise((r) => setTimeout(r, 20));
   obs.disconnect();
-  return { maxGapMs: maxGap, maxGapCpuMs: maxGapCpu, gapsOver10Cpu: over10, eldMaxMs: eld.max / 1e6, eldP99Ms: eld.percentile(99) / 1e6, gcs, ms };
+  const long = longGaps.sort((a, b) => b.cpu - a.cpu).slice(0, 5).map((g) => ({
+    cpuMs: g.cpu, wallMs: g.to - g.from,
+    gcs: gcs.filter((x) => x.at >= g.from && x.at <= g.to).map((x) => `${x.kind} ${x.ms.toFixed(1)}`).join('+') || 'no GC',
+  }));
+  return { long, maxGapMs: maxGap, maxGapCpuMs: maxGapCpu, gapsOver10Cpu: over10, eldMaxMs: eld.max / 1e6, eldP99Ms: eld.percentile(99) / 1e6, gcs, ms };
 }
 
 /** The shard's driver (shard.ts #stepSnapshotJob): one slice per turn, then the write. */
@@ -128,7 +136,8 @@ function runSnapshot(store: Store, state: InstanceType<typeof ShardState>, job: 
 function fmt(w: Window): string {
   const big = w.gcs.filter((g) => g.ms >= 2).sort((a, b) => b.ms - a.ms).slice(0, 5).map((g) => `${g.kind} ${g.ms.toFixed(1)}`).join(', ');
   const mc = w.gcs.filter((g) => g.kind === 'mark-compact').length;
-  return `longest pause ${w.maxGapMs.toFixed(1)} ms wall, ${w.maxGapCpuMs.toFixed(1)} ms main-thread CPU (${w.gapsOver10Cpu} over 10 ms CPU) (event-loop delay max ${w.eldMaxMs.toFixed(1)}, p99 ${w.eldP99Ms.toFixed(1)} ms); ${w.gcs.length} GCs (${mc} mark-compact), largest: ${big || 'none >= 2 ms'}; window ${w.ms.toFixed(0)} ms`;
+  const long = w.long.map((g) => `${g.cpuMs.toFixed(1)}/${g.wallMs.toFixed(1)} (${g.gcs})`).join(', ');
+  return `gaps over 5 ms CPU (CPU/wall, GCs in them): ${long || 'none'}; longest pause ${w.maxGapMs.toFixed(1)} ms wall, ${w.maxGapCpuMs.toFixed(1)} ms main-thread CPU (${w.gapsOver10Cpu} over 10 ms CPU) (event-loop delay max ${w.eldMaxMs.toFixed(1)}, p99 ${w.eldP99Ms.toFixed(1)} ms); ${w.gcs.length} GCs (${mc} mark-compact), largest: ${big || 'none >= 2 ms'}; window ${w.ms.toFixed(0)} ms`;
 }
 
 async function main(): Promise<void> {

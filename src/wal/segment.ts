@@ -26,7 +26,7 @@ import { strict as assert } from 'node:assert';
 import { join } from 'node:path';
 import { SfError } from '../errors';
 import { FRAME_HEADER_BYTES } from './constants';
-import { closeQuietly, fileSizeOrMissing, fsyncDir, listLsnFiles, lsnFileName, unlinkQuietly, writeFully } from './file_ops';
+import { closeQuietly, fileSizeOrMissing, fsyncDir, listLsnFiles, lsnFileName, RETIRED_SUFFIX, unlinkQuietly, writeFully } from './file_ops';
 import nodeFs from 'node:fs';
 import { realFs, type FsLike } from './fs_like';
 import type { RecordEncoder } from './record';
@@ -200,19 +200,26 @@ export class WalWriter {
    * Deletes closed segments whose every record has lsn <= `lsn` (a durable snapshot
    * covers them). The current segment, and the newest one when none is open, are
    * kept because nothing bounds their records from above. Returns the count deleted.
+   * `retire` (a shard on the real fs: file_ops retireFile) takes each segment's name
+   * instead of a blocking unlink, and retired leftovers of a crash too.
    */
-  deleteSegmentsCoveredBy(lsn: number): number {
+  deleteSegmentsCoveredBy(lsn: number, retire: ((name: string) => void) | null = null): number {
     assert(!this.#closed, 'deleteSegmentsCoveredBy after close');
     assert(Number.isSafeInteger(lsn), 'lsn must be an integer');
-    const files = listLsnFiles(this.#fs, this.dir, 'log').files;
+    const listing = listLsnFiles(this.#fs, this.dir, 'log');
+    const files = listing.files;
     let deleted = 0;
     for (let i = 0; i + 1 < files.length; i++) {
       if (files[i].name === this.#segmentName) break;
       if (files[i + 1].lsn - 1 > lsn) break;
-      this.#fs.unlinkSync(join(this.dir, files[i].name));
+      if (retire !== null) retire(files[i].name);
+      else this.#fs.unlinkSync(join(this.dir, files[i].name));
       deleted++;
     }
-    if (deleted > 0) fsyncDir(this.#fs, this.dir);
+    if (retire !== null) {
+      // Leftovers of a crash between a retire's rename and its unlink.
+      for (const other of listing.others) if (other.endsWith(RETIRED_SUFFIX)) retire(other);
+    } else if (deleted > 0) fsyncDir(this.#fs, this.dir);
     return deleted;
   }
 

@@ -43,7 +43,7 @@ import {
 } from './constants';
 import { SfError } from '../errors';
 import { crc32c } from './crc32c';
-import { closeQuietly, fsyncDir, listLsnFiles, lsnFileName, unlinkQuietly, writeFully } from './file_ops';
+import { closeQuietly, fsyncDir, listLsnFiles, lsnFileName, RETIRED_SUFFIX, unlinkQuietly, writeFully } from './file_ops';
 import { realFs, type FsLike } from './fs_like';
 import { readU64 } from './record';
 
@@ -183,15 +183,33 @@ export function writeSnapshot(
   };
 }
 
-/** Keeps the newest `keep` snapshots; removes older ones and every tmp leftover. */
-export function pruneSnapshots(fs: FsLike, dir: string, keep: number): string[] {
+/**
+ * Keeps the newest `keep` snapshots; removes older ones and every tmp leftover.
+ * `retire` (the streamed writer: retireFile) takes each older snapshot and retired
+ * leftover instead of a blocking unlink. A leftover that is gone by the time it is
+ * unlinked (a retired file whose unlink just landed) is not an error.
+ */
+export function pruneSnapshots(fs: FsLike, dir: string, keep: number, retire: ((name: string) => void) | null = null): string[] {
   const listing = listLsnFiles(fs, dir, 'snap');
   const doomed: string[] = [];
   for (let i = 0; i < listing.files.length - keep; i++) doomed.push(listing.files[i].name);
   for (const other of listing.others) if (other.endsWith(TMP_SUFFIX)) doomed.push(other);
-  for (const name of doomed) fs.unlinkSync(join(dir, name));
-  if (doomed.length > 0) fsyncDir(fs, dir);
+  let synced = 0;
+  for (const name of doomed) {
+    if (retire !== null && (name.endsWith(RETIRED_SUFFIX) || !name.endsWith(TMP_SUFFIX))) { retire(name); continue; }
+    unlinkIfThere(fs, join(dir, name));
+    synced++;
+  }
+  if (synced > 0) fsyncDir(fs, dir);
   return doomed;
+}
+
+function unlinkIfThere(fs: FsLike, path: string): void {
+  try {
+    fs.unlinkSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
 }
 
 export type SnapshotVerdict =
@@ -287,7 +305,7 @@ export function deleteAllSnapshots(dir: string, opts: { fs?: FsLike } = {}): num
   try {
     const listing = listLsnFiles(fs, dir, 'snap');
     const names = listing.files.map((f) => f.name).concat(listing.others.filter((n) => n.endsWith(TMP_SUFFIX)));
-    for (const name of names) fs.unlinkSync(join(dir, name));
+    for (const name of names) unlinkIfThere(fs, join(dir, name));
     if (names.length > 0) fsyncDir(fs, dir);
     return names.length;
   } catch (err) {

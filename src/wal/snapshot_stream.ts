@@ -23,7 +23,7 @@ import { performance } from 'node:perf_hooks';
 import { compress } from 'lz4-napi';
 import { SNAPSHOT_BLOCK_BYTES, SNAPSHOT_BLOCKS_IN_FLIGHT } from '../limits';
 import { SNAPSHOT_HEADER_BYTES, SNAPSHOT_KEEP_DEFAULT, TMP_SUFFIX } from './constants';
-import { lsnFileName, unlinkQuietly } from './file_ops';
+import { lsnFileName, retireFile, unlinkQuietly } from './file_ops';
 import { realFs } from './fs_like';
 import { BlockChain, pruneSnapshots, type SnapshotWriteResult } from './snapshot';
 
@@ -172,7 +172,8 @@ export class SnapshotStream {
       const d = await fsp.open(this.#dir, 'r');
       try { await d.sync(); } finally { await d.close(); }
       const t2 = performance.now();
-      const pruned = pruneSnapshots(realFs, this.#dir, this.#keep);
+      // Older snapshots (tens of MB) leave without a blocking unlink on this thread.
+      const pruned = pruneSnapshots(realFs, this.#dir, this.#keep, (n) => retireFile(this.#dir, n));
       const name = lsnFileName(this.#meta.lsn, 'snap');
       if (pruned.includes(name)) throw new Error(`snapshot ${name} is older than ${this.#keep} existing ones`);
       const packMs = this.#firstPackMs === 0 ? 0 : this.#lastWriteMs - this.#firstPackMs;

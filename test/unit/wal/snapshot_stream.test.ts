@@ -3,16 +3,24 @@
  * appended in pieces across several lz4 blocks reads back byte for byte; the file
  * is the one writeSnapshot writes; version-1 files (one lz4 block) still read; a
  * damaged block is refused by the body crc; the producer is held back while
- * every block is busy; an abort or a failed write leaves no file behind.
+ * every block is busy; an abort or a failed write leaves no file behind; older
+ * snapshots and covered WAL segments are retired (renamed out of every listing,
+ * unlinked off-thread), and retired leftovers of a crash go too.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { compressSync } from 'lz4-napi';
-import { crc32c, readNewestSnapshot, SnapshotStream, writeSnapshot } from '../../../src/wal';
+import { crc32c, readNewestSnapshot, RecordEncoder, recoverWal, SnapshotStream, WalWriter, writeSnapshot } from '../../../src/wal';
+import { retireFile, RETIRED_SUFFIX } from '../../../src/wal/file_ops';
 import { SNAPSHOT_BLOCK_BYTES, SNAPSHOT_BLOCKS_IN_FLIGHT } from '../../../src/limits';
-import { cleanup, prng, tempDir } from './helpers';
+import { cleanup, makeEvents, prng, stage, tempDir } from './helpers';
+
+async function settle(dir: string, n: number): Promise<string[]> {
+  for (let i = 0; i < 300 && readdirSync(dir).length > n; i++) await new Promise((r) => setTimeout(r, 10));
+  return readdirSync(dir).sort();
+}
 
 /** Compressible but not trivial: a few random bytes per run of repeats. */
 function body(seed: number, bytes: number): Buffer {
@@ -159,6 +167,51 @@ test('an aborted stream leaves no file; a failed one rejects and leaves the prev
     await assert.rejects(f.finish(), (e: NodeJS.ErrnoException) => e.code === 'ENOENT');
     rmSync(gone, { recursive: true, force: true });
     assert.equal(readNewestSnapshot(dir)?.meta.lsn, 1);
+  } finally {
+    cleanup(dir);
+  }
+});
+
+test('a stream retires older snapshots (no blocking unlink) and retired leftovers; readers never see them', async () => {
+  const dir = tempDir('snapretire');
+  try {
+    writeFileSync(join(dir, `00000000000000000001.snap${RETIRED_SUFFIX}`), 'left by a crash');
+    for (const lsn of [10, 20, 30]) {
+      const s = new SnapshotStream(dir, { lsn, registryVersion: 1 });
+      s.write(body(lsn, 5000));
+      const res = await s.finish();
+      if (lsn === 30) assert.ok(res.pruned.includes('00000000000000000010.snap'), 'the oldest snapshot');
+      assert.equal(readNewestSnapshot(dir)?.meta.lsn, lsn);
+    }
+    assert.deepEqual(await settle(dir, 2), ['00000000000000000020.snap', '00000000000000000030.snap']);
+  } finally {
+    cleanup(dir);
+  }
+});
+
+test('covered WAL segments retired off-thread: gone from the listing at once, unlinked later; recovery reads the rest', async () => {
+  const dir = tempDir('walretire');
+  try {
+    const w = WalWriter.open(dir, { segmentBytesMax: 1024 });
+    const records = makeEvents(200, 1);
+    const enc = new RecordEncoder(256);
+    for (let i = 0; i < records.length; i += 5) {
+      enc.reset();
+      for (const r of records.slice(i, i + 5)) stage(enc, r);
+      w.appendStaged(enc);
+    }
+    const segs = (): string[] => readdirSync(dir).filter((n) => n.endsWith('.log')).sort();
+    const before = segs();
+    assert.ok(before.length >= 4);
+    const firsts = before.map((n) => Number(n.slice(0, 20)));
+    writeFileSync(join(dir, `00000000000000000000.log${RETIRED_SUFFIX}`), 'left by a crash');
+    assert.equal(w.deleteSegmentsCoveredBy(firsts[2] - 1, (name) => retireFile(dir, name)), 2);
+    assert.deepEqual(segs(), before.slice(2), 'renamed out of the listing before the call returns');
+    assert.deepEqual(await settle(dir, before.length - 2), before.slice(2), 'retired files and the leftover unlinked');
+    w.close();
+    const got: number[] = [];
+    recoverWal(dir, -1, (r) => got.push(r.lsn));
+    assert.deepEqual(got, records.filter((r) => r.lsn >= firsts[2]).map((r) => r.lsn));
   } finally {
     cleanup(dir);
   }
