@@ -326,16 +326,15 @@ export const SNAPSHOT_CHUNK_ENTITIES_MAX = 1024;
 export const SNAPSHOT_CHUNK_ENTITIES_MIN = 64;
 /**
  * Snapshot files are written as a stream of lz4 blocks of this many raw body bytes
- * (wal/snapshot_stream.ts, file version 2): each block is compressed on libuv's
- * threadpool and written while the job encodes the next, so no whole body is ever
- * built in memory, and the crc32c of one compressed block on the shard thread
- * stays well under a millisecond (a whole 33 MB body took ~30 ms).
+ * (wal/snapshot_stream.ts, file version 2): each full block is compressed on the
+ * shard thread inside the job's slice and written on libuv's threadpool while the
+ * job encodes the next, so no whole body is ever built in memory; lz4 and the
+ * crc32c of one block take ~0.5 ms (a whole 33 MB body's crc alone took ~30 ms).
  */
 export const SNAPSHOT_BLOCK_BYTES = 1024 * 1024;
 /**
- * Blocks one shard thread keeps for snapshot streams (filling, compressing,
- * writing), allocated on its first snapshot and reused by every later one; a job
- * waits for a free block rather than allocating (4 MiB per shard thread).
+ * Compressed snapshot blocks whose write may be in flight at once (~0.35 MB
+ * each); a job that gets this far ahead of the disk waits for a write to land.
  */
 export const SNAPSHOT_BLOCKS_IN_FLIGHT = 4;
 /** Cold index (shard/key_index.ts): initial slots (a power of two). */

@@ -280,15 +280,9 @@ export class SnapshotJob {
     return { body: sink.body, rawBytes: this.#rawBytes };
   }
 
-  /**
-   * Appends the end chunk (dedupe entries and the LSN reached) to the sink: the body
-   * is complete. Returns the body's bytes. Its time counts as a slice.
-   */
+  /** Appends the end chunk (dedupe entries and the LSN reached) to the sink: the body is complete. Returns the body's bytes. */
   end(dedupe: DedupeLog): number {
-    const t0 = performance.now();
     this.#pushEnd(dedupe);
-    const ms = performance.now() - t0;
-    if (ms > this.maxSliceMs) this.maxSliceMs = ms;
     return this.#rawBytes;
   }
 

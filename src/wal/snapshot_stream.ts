@@ -1,26 +1,29 @@
 /**
  * A snapshot file written while its body is being produced (file version 2,
- * snapshot.ts): the caller appends body bytes, which fill fixed blocks of
- * SNAPSHOT_BLOCK_BYTES; each full block is compressed on libuv's threadpool
- * (lz4-napi `compress`) and written at its place in the `.tmp` file, in order,
- * while the caller goes on. finish() writes the last block and the header, then
- * follows the write protocol of writeSnapshot (fsync, rename, directory fsync,
- * prune).
+ * snapshot.ts): the caller appends body bytes, which fill a block of
+ * SNAPSHOT_BLOCK_BYTES; each full block is lz4-compressed at once, on the caller's
+ * thread, and its compressed bytes are written at their place in the `.tmp` file
+ * on libuv's threadpool while the caller goes on. finish() writes the last block
+ * and the header, then follows the write protocol of writeSnapshot (fsync, rename,
+ * directory fsync, prune).
  *
  * Why: a periodic snapshot of 1M entities is ~96 MB of body. Built whole before
  * compression, its parts, the joined body and the compressed copy (~230 MB that
  * live for a second) drove major GCs into the shard's slices, and the crc32c of
- * the compressed body alone blocked the shard ~30 ms. Here the shard thread only
- * copies bytes into a pooled block and takes the crc of one compressed block
- * (~0.3 ms) per SNAPSHOT_BLOCK_BYTES; the blocks are allocated once per thread
- * and reused by every snapshot (BlockPool), and a producer that runs ahead of lz4
- * and the disk waits (`full`, whenRoom) instead of allocating more.
+ * the compressed body alone blocked the shard ~30 ms. Here the shard thread copies
+ * bytes into one reused block and, per SNAPSHOT_BLOCK_BYTES, compresses it and
+ * takes its crc (~0.5 ms together, inside the job's slice, which counts it). lz4
+ * runs inline rather than on the threadpool: on two cores, up to three lz4
+ * threads running beside the shard thread took its CPU in the middle of its
+ * slices (measured: slices of 20-78 ms wall with threadpool lz4 under load). A
+ * producer that runs ahead of the disk waits (`full`, whenRoom) instead of
+ * holding more compressed blocks.
  */
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { compress } from 'lz4-napi';
+import { compressSync } from 'lz4-napi';
 import { SNAPSHOT_BLOCK_BYTES, SNAPSHOT_BLOCKS_IN_FLIGHT } from '../limits';
 import { SNAPSHOT_HEADER_BYTES, SNAPSHOT_KEEP_DEFAULT, TMP_SUFFIX } from './constants';
 import { lsnFileName, retireFile, unlinkQuietly } from './file_ops';
@@ -28,24 +31,22 @@ import { realFs } from './fs_like';
 import { BlockChain, pruneSnapshots, type SnapshotWriteResult } from './snapshot';
 
 /**
- * The thread's snapshot blocks: SNAPSHOT_BLOCKS_IN_FLIGHT buffers, made on first
- * use and kept. A block taken beyond that (one body write larger than the free
- * blocks) is a plain allocation that is dropped, not pooled, when released.
+ * The thread's snapshot blocks, made on first use and reused by every later
+ * snapshot (a stream holds one while it fills it). More than SNAPSHOT_BLOCKS_KEPT
+ * at once (never in practice) are plain allocations, dropped when released.
  */
+const SNAPSHOT_BLOCKS_KEPT = 2;
+
 class BlockPool {
   readonly #free: Buffer[] = [];
-  #made = 0;
 
   take(): Buffer {
-    const b = this.#free.pop();
-    if (b !== undefined) return b;
-    if (this.#made < SNAPSHOT_BLOCKS_IN_FLIGHT) this.#made++;
     // allocUnsafeSlow: a block of its own, never a slice of Node's shared pool.
-    return Buffer.allocUnsafeSlow(SNAPSHOT_BLOCK_BYTES);
+    return this.#free.pop() ?? Buffer.allocUnsafeSlow(SNAPSHOT_BLOCK_BYTES);
   }
 
   release(b: Buffer): void {
-    if (this.#free.length < this.#made) this.#free.push(b);
+    if (this.#free.length < SNAPSHOT_BLOCKS_KEPT) this.#free.push(b);
   }
 }
 
@@ -63,19 +64,16 @@ export class SnapshotStream {
   #tail: Promise<void>;
   #block: Buffer | null = null;
   #fill = 0;
-  /** Blocks handed to lz4 and not yet back in the pool. */
-  #packing = 0;
+  /** Compressed blocks whose write has not completed. */
+  #writing = 0;
   #pos = SNAPSHOT_HEADER_BYTES;
   #failed: unknown = null;
   #aborted = false;
   readonly #waiters: Array<() => void> = [];
   /** Raw body bytes appended so far. */
   rawBytes = 0;
-  /** Longest step of the block pipeline on the calling thread (a block's crc and bookkeeping). */
-  maxStepMs = 0;
-  /** Wall time from the first block handed to lz4 to the last one written. */
-  #firstPackMs = 0;
-  #lastWriteMs = 0;
+  /** Time spent compressing blocks and taking their crc, on the calling thread. */
+  packMs = 0;
 
   constructor(dir: string, meta: { lsn: number; registryVersion: number }, opts: { keep?: number } = {}) {
     this.#dir = dir;
@@ -88,12 +86,12 @@ export class SnapshotStream {
     this.#tail = fsp.open(this.#tmp, 'w').then((fh) => { this.#fh = fh; }, (err) => this.#fail(err));
   }
 
-  /** True while every pooled block is busy: the producer should wait (whenRoom) before appending more. */
+  /** True while SNAPSHOT_BLOCKS_IN_FLIGHT compressed blocks wait for the disk: the producer should wait (whenRoom). */
   get full(): boolean {
-    return this.#packing >= SNAPSHOT_BLOCKS_IN_FLIGHT - 1 && this.#failed === null;
+    return this.#writing >= SNAPSHOT_BLOCKS_IN_FLIGHT && this.#failed === null;
   }
 
-  /** Runs `f` on a later event-loop turn once a block is free (at once if one is). */
+  /** Runs `f` on a later event-loop turn once a block's write completed (at once if none waits). */
   whenRoom(f: () => void): void {
     if (this.full) this.#waiters.push(f);
     else setImmediate(f);
@@ -114,7 +112,7 @@ export class SnapshotStream {
     }
   }
 
-  /** The current block to lz4 now, to be written after every block before it. */
+  /** Compresses the current block now and queues its write after every block before it. */
   #pack(): void {
     const block = this.#block;
     const n = this.#fill;
@@ -122,27 +120,28 @@ export class SnapshotStream {
     this.#fill = 0;
     if (block === null) return;
     if (n === 0 || this.#failed !== null) { pool.release(block); return; }
-    this.#packing++;
-    if (this.#firstPackMs === 0) this.#firstPackMs = performance.now();
-    const packed = compress(block.subarray(0, n)).finally(() => {
-      pool.release(block);
-      this.#packing--;
-      if (!this.full) for (const f of this.#waiters.splice(0)) setImmediate(f);
-    });
-    const before = this.#tail;
-    this.#tail = Promise.all([packed, before]).then(([out]) => this.#writeBlock(n, out)).catch((err) => this.#fail(err));
-  }
-
-  async #writeBlock(raw: number, out: Buffer): Promise<void> {
-    if (this.#failed !== null || this.#fh === null) return;
     const t0 = performance.now();
-    const frame = this.#chain.frame(raw, out);
+    let out: Buffer;
+    try {
+      out = compressSync(block.subarray(0, n));
+    } catch (err) {
+      this.#fail(err);
+      return;
+    } finally {
+      pool.release(block);
+    }
+    const frame = this.#chain.frame(n, out);
     const at = this.#pos;
     this.#pos += frame.length + out.length;
-    const ms = performance.now() - t0;
-    if (ms > this.maxStepMs) this.maxStepMs = ms;
-    await this.#fh.writev([frame, out], at);
-    this.#lastWriteMs = performance.now();
+    this.packMs += performance.now() - t0;
+    this.#writing++;
+    this.#tail = this.#tail
+      .then(async () => { if (this.#failed === null && this.#fh !== null) await this.#fh.writev([frame, out], at); })
+      .catch((err) => this.#fail(err))
+      .finally(() => {
+        this.#writing--;
+        if (!this.full) for (const f of this.#waiters.splice(0)) setImmediate(f);
+      });
   }
 
   #fail(err: unknown): void {
@@ -176,10 +175,9 @@ export class SnapshotStream {
       const pruned = pruneSnapshots(realFs, this.#dir, this.#keep, (n) => retireFile(this.#dir, n));
       const name = lsnFileName(this.#meta.lsn, 'snap');
       if (pruned.includes(name)) throw new Error(`snapshot ${name} is older than ${this.#keep} existing ones`);
-      const packMs = this.#firstPackMs === 0 ? 0 : this.#lastWriteMs - this.#firstPackMs;
       return {
         path: this.path, bytes: SNAPSHOT_HEADER_BYTES + this.#chain.bytes, rawBytes: this.#chain.rawBytes,
-        compressMs: packMs, writeMs: t2 - t1, pruned,
+        compressMs: this.packMs, writeMs: t2 - t1, pruned,
       };
     } catch (err) {
       await this.#discard();

@@ -3,7 +3,7 @@
  * appended in pieces across several lz4 blocks reads back byte for byte; the file
  * is the one writeSnapshot writes; version-1 files (one lz4 block) still read; a
  * damaged block is refused by the body crc; the producer is held back while
- * every block is busy; an abort or a failed write leaves no file behind; older
+ * its compressed blocks wait for the disk; an abort or a failed write leaves no file behind; older
  * snapshots and covered WAL segments are retired (renamed out of every listing,
  * unlinked off-thread), and retired leftovers of a crash go too.
  */
@@ -129,7 +129,7 @@ test('a damaged block is refused (body crc) and the previous snapshot is used', 
   }
 });
 
-test('the producer is held back while every block is busy, then let go', async () => {
+test('the producer is held back while SNAPSHOT_BLOCKS_IN_FLIGHT blocks wait for the disk, then let go', async () => {
   const dir = tempDir('snapfull');
   try {
     const s = new SnapshotStream(dir, { lsn: 5, registryVersion: 1 });
@@ -139,7 +139,7 @@ test('the producer is held back while every block is busy, then let go', async (
       s.write(b);
       blocks++;
     }
-    assert.equal(blocks, SNAPSHOT_BLOCKS_IN_FLIGHT - 1, 'full once the blocks not being filled are all with lz4 or the disk');
+    assert.equal(blocks, SNAPSHOT_BLOCKS_IN_FLIGHT, 'full once that many compressed blocks wait for the disk');
     await new Promise<void>((resolve) => s.whenRoom(resolve));
     assert.equal(s.full, false);
     const res = await s.finish();
