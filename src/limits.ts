@@ -328,15 +328,17 @@ export const SNAPSHOT_CHUNK_ENTITIES_MIN = 64;
  * Snapshot files are written as a stream of lz4 blocks of this many raw body bytes
  * (wal/snapshot_stream.ts, file version 2): each full block is compressed on the
  * shard thread inside the job's slice and written on libuv's threadpool while the
- * job encodes the next, so no whole body is ever built in memory; lz4 and the
- * crc32c of one block take ~0.5 ms (a whole 33 MB body's crc alone took ~30 ms).
+ * job encodes the next, so no whole body is ever built in memory. lz4 and the
+ * crc32c of a 256 KiB block take ~0.25 ms (a 1 MiB block ~1 ms; a whole 33 MB
+ * body's crc alone took ~30 ms).
  */
-export const SNAPSHOT_BLOCK_BYTES = 1024 * 1024;
+export const SNAPSHOT_BLOCK_BYTES = 256 * 1024;
 /**
- * Compressed snapshot blocks whose write may be in flight at once (~0.35 MB
- * each); a job that gets this far ahead of the disk waits for a write to land.
+ * Compressed snapshot blocks whose write may be in flight at once (~70 KB each
+ * for slab chunks); a job that gets this far ahead of the disk waits for a write
+ * to land.
  */
-export const SNAPSHOT_BLOCKS_IN_FLIGHT = 4;
+export const SNAPSHOT_BLOCKS_IN_FLIGHT = 8;
 /** Cold index (shard/key_index.ts): initial slots (a power of two). */
 export const COLD_INDEX_SLOTS_MIN = 1024;
 /** Cold index: slots used at most before it doubles. */

@@ -229,6 +229,22 @@ export class EntityIndex {
     return strOf(a, at + KEY_HEAD, a[at] | (a[at + 1] << 8), a[at + 2]);
   }
 
+  /**
+   * Copies the live `slot`'s key bytes into `out` at `at`, as stored (no string is
+   * made: snapshots write keys as bytes, slab_chunk.ts). Returns the key's byte
+   * length | str tag << 16, the tag strOf decodes it with.
+   */
+  copyKey(slot: number, out: Uint8Array, at: number): number {
+    const k = this.#meta[2 * slot];
+    assert(k !== FREE, 'copyKey of a free slot');
+    const a = this.#arena;
+    const len = a[k] | (a[k + 1] << 8);
+    const from = k + KEY_HEAD;
+    // Byte by byte: keys are short, and a native copy per key costs more.
+    for (let i = 0; i < len; i++) out[at + i] = a[from + i];
+    return len | (a[k + 2] << 16);
+  }
+
   /** Bytes of the live `slot`'s key as stored. */
   keyBytes(slot: number): number {
     const at = this.#meta[2 * slot];

@@ -18,10 +18,14 @@
  * buffer the thread keeps and copied into the snapshot stream, so encoding
  * allocates no typed array and no serializer output for the arrays (format 4
  * v8-serialized the object above: ~200 KB of short-lived off-heap buffers per
- * 1,024 entities, which drove major GCs into the shard's snapshot slices). Only
- * the keys and the small parts that are not arrays go through v8.serialize:
+ * 1,024 entities, which drove major GCs into the shard's snapshot slices). Keys
+ * are copied as the entity index stores them (bytes and str tag), so encoding
+ * makes no key string (~40 B of young garbage per entity when it did); only the
+ * small parts that are not arrays go through v8.serialize:
  *
- *   0   u8     RAW_SLAB_TAG ('S'; a v8-serialized chunk starts with 0xFF)
+ *   0   u8     RAW_SLAB_KEYS_TAG ('K'), or RAW_SLAB_TAG ('S': the first format-5
+ *              writer, keys in the v8 rest; still read). A v8-serialized chunk
+ *              starts with 0xFF.
  *   1   u8[3]  0
  *   4   u32    t            table index in the snapshot's meta
  *   8   u32    n            entities
@@ -34,7 +38,10 @@
  *       u32[C] width of each fixed column in doubles (0: not a fixed column)
  *       pad bytes
  *       f64[n] lastTs, f64[n] lastLsns, per group its cells, per fixed column f64[n * width],
- *       per group u8[n] lens, then the rest: v8.serialize({ keys, ids, buckets, objs })
+ *       per group u8[n] lens,
+ *       ('K') u32[n] per key its byte length | str tag << 16 (wal/push_record.ts str tags),
+ *             then the keys' bytes one after another,
+ *       then the rest: v8.serialize({ ids, buckets, objs }) ('S': { keys, ids, buckets, objs })
  *
  * Each entity is captured whole at the moment its chunk is encoded (fuzzy
  * snapshots, snapshot_job.ts): ids travel with their values because an id may be
@@ -46,6 +53,7 @@ import type { Interned } from './intern';
 import { decodeCells, type GroupSave, type RingGroup } from './ring_group';
 import type { FixedOp } from '../ops/fixed';
 import { FixedColumn } from './solo_column';
+import { strOf } from '../wal/push_record';
 import type { EntitySave, TableColumns } from './table_columns';
 
 export interface SlabChunk {
@@ -59,13 +67,23 @@ export interface SlabChunk {
   objs: Array<unknown[] | null>;
 }
 
-/** First byte of a chunk written by writeSlab. */
+/** First byte of a chunk written by writeSlab: keys as bytes. */
+export const RAW_SLAB_KEYS_TAG = 0x4b;
+/** First byte of a raw chunk whose keys are in the v8 rest (written for a while in format 5; read). */
 export const RAW_SLAB_TAG = 0x53;
-const RAW_HEAD_BYTES = 28;
 
-/** The parts of a raw chunk that are not arrays (v8-serialized after them). */
+/** Whether a body chunk starting with `byte` is a raw slab chunk (readSlab), not a v8-serialized one. */
+export function isRawSlab(byte: number): boolean {
+  return byte === RAW_SLAB_KEYS_TAG || byte === RAW_SLAB_TAG;
+}
+const RAW_HEAD_BYTES = 28;
+/** A key's byte length in its length | tag word (entity_index.ts copyKey). */
+const KEY_LEN_MASK = 0xffff;
+const KEY_TAG_SHIFT = 16;
+
+/** The parts of a raw chunk that are not arrays (v8-serialized after them); `keys` only in an 'S' chunk. */
 interface SlabRest {
-  keys: string[];
+  keys?: string[];
   ids: Array<Array<Array<[number, Interned]>>>;
   buckets: Array<Array<[number, unknown[]]>>;
   objs: Array<unknown[] | null>;
@@ -125,12 +143,15 @@ export function writeSlab(cols: TableColumns, t: number, slots: ArrayLike<number
     doubles += n * widths[i];
   }
   const arraysEnd = s0 + head + pad + 8 * doubles + G * n;
-  reserve(arraysEnd);
+  let keyBytes = 0;
+  for (let e = 0; e < n; e++) keyBytes += index.keyBytes(slots[e]);
+  const keysEnd = arraysEnd + 4 * n + keyBytes;
+  reserve(keysEnd);
   const u8 = scratchU8;
   const f64 = scratchF64;
   const dv = scratchView;
   u8.fill(0, s0, s0 + head + pad);
-  u8[s0] = RAW_SLAB_TAG;
+  u8[s0] = RAW_SLAB_KEYS_TAG;
   dv.setUint32(s0 + 4, t, true);
   dv.setUint32(s0 + 8, n, true);
   dv.setUint32(s0 + 12, G, true);
@@ -139,10 +160,8 @@ export function writeSlab(cols: TableColumns, t: number, slots: ArrayLike<number
   for (let gi = 0; gi < G; gi++) dv.setUint32(s0 + RAW_HEAD_BYTES + 4 * gi, cellDoubles[gi], true);
   for (let i = 0; i < C; i++) dv.setUint32(s0 + RAW_HEAD_BYTES + 4 * (G + i), widths[i], true);
   let d = (s0 + head + pad) / 8;
-  const keys: string[] = new Array(n);
   for (let e = 0; e < n; e++) {
     const s = slots[e];
-    keys[e] = index.keyOf(s);
     f64[d + e] = index.lastT[s];
     f64[d + n + e] = index.lastLsn[s];
   }
@@ -189,11 +208,18 @@ export function writeSlab(cols: TableColumns, t: number, slots: ArrayLike<number
     b += n;
   }
   assert(b === arraysEnd);
-  const rest = serialize({ keys, ids, buckets, objs } satisfies SlabRest);
-  reserve(arraysEnd + rest.length);
-  scratchU8.set(rest, arraysEnd);
+  let k = arraysEnd + 4 * n;
+  for (let e = 0; e < n; e++) {
+    const lenTag = index.copyKey(slots[e], u8, k);
+    dv.setUint32(arraysEnd + 4 * e, lenTag, true);
+    k += lenTag & KEY_LEN_MASK;
+  }
+  assert(k === keysEnd);
+  const rest = serialize({ ids, buckets, objs } satisfies SlabRest);
+  reserve(keysEnd + rest.length);
+  scratchU8.set(rest, keysEnd);
   scratchView.setUint32(s0 + 20, rest.length, true);
-  return scratchU8.subarray(s0, arraysEnd + rest.length);
+  return scratchU8.subarray(s0, keysEnd + rest.length);
 }
 
 /** `count` doubles at `at` of `body`: a view when aligned, else a copy. */
@@ -206,9 +232,10 @@ function doublesAt(body: Uint8Array, at: number, count: number): Float64Array {
 }
 
 /** The raw chunk of `len` bytes at `at` of `body` (written by writeSlab) as a SlabChunk; its arrays are views of `body` where aligned. */
-export function readSlab(body: Uint8Array, at: number, len: number): SlabChunk {
+export function readSlab(body: Buffer, at: number, len: number): SlabChunk {
   const dv = new DataView(body.buffer, body.byteOffset + at, len);
-  assert(dv.getUint8(0) === RAW_SLAB_TAG, 'not a raw slab chunk');
+  const tag = dv.getUint8(0);
+  assert(isRawSlab(tag), 'not a raw slab chunk');
   const t = dv.getUint32(4, true);
   const n = dv.getUint32(8, true);
   const G = dv.getUint32(12, true);
@@ -236,10 +263,24 @@ export function readSlab(body: Uint8Array, at: number, len: number): SlabChunk {
     lens.push(body.subarray(p, p + n));
     p += n;
   }
+  let keys: string[] | undefined;
+  if (tag === RAW_SLAB_KEYS_TAG) {
+    keys = new Array<string>(n);
+    let k = p + 4 * n;
+    for (let e = 0; e < n; e++) {
+      const lenTag = dv.getUint32(p - at + 4 * e, true);
+      const kl = lenTag & KEY_LEN_MASK;
+      keys[e] = strOf(body, k, kl, lenTag >>> KEY_TAG_SHIFT);
+      k += kl;
+    }
+    p = k;
+  }
   assert(p + restBytes === at + len, 'raw slab chunk: length mismatch');
   const rest = deserialize(body.subarray(p, p + restBytes)) as SlabRest;
+  keys ??= rest.keys;
+  assert(keys !== undefined && keys.length === n, 'raw slab chunk without its keys');
   return {
-    slab: true, t, keys: rest.keys, lastTs, lastLsns,
+    slab: true, t, keys, lastTs, lastLsns,
     groups: cells.map((c, gi) => ({ lens: lens[gi], cells: c, ids: rest.ids[gi], buckets: rest.buckets[gi] })),
     fixed, objs: rest.objs,
   };
@@ -247,7 +288,7 @@ export function readSlab(body: Uint8Array, at: number, len: number): SlabChunk {
 
 /** The live slots of `slots` as a chunk of table `t` (writeSlab's bytes read back: what a restore loads). */
 export function encodeSlab(cols: TableColumns, t: number, slots: readonly number[]): SlabChunk {
-  const bytes = Uint8Array.from(writeSlab(cols, t, slots, slots.length, 0));
+  const bytes = Buffer.from(writeSlab(cols, t, slots, slots.length, 0));
   return readSlab(bytes, 0, bytes.length);
 }
 

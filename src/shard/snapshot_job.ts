@@ -38,7 +38,7 @@ import { frozenParts } from './cold';
 import type { DedupeEntry, DedupeLog } from './dedupe_log';
 import type { ShardState, TableState } from './state';
 import { TableColumns, type EntitySave, type LayoutMeta } from './table_columns';
-import { loadSlab, RAW_SLAB_TAG, readSlab, slabSaves, writeSlab, type SlabChunk } from './slab_chunk';
+import { isRawSlab, loadSlab, readSlab, slabSaves, writeSlab, type SlabChunk } from './slab_chunk';
 
 /**
  * 5: hot entities as raw slab chunks (slab_chunk.ts writeSlab: the arrays as bytes,
@@ -297,7 +297,7 @@ function* chunks(body: Buffer): Generator<unknown> {
   while (at + 4 <= body.length) {
     const n = body.readUInt32LE(at);
     // v8.serialize output starts with 0xFF: a raw slab chunk (format 5) has its own tag.
-    yield body[at + 4] === RAW_SLAB_TAG ? readSlab(body, at + 4, n) : deserialize(body.subarray(at + 4, at + 4 + n));
+    yield isRawSlab(body[at + 4]) ? readSlab(body, at + 4, n) : deserialize(body.subarray(at + 4, at + 4 + n));
     at += 4 + n;
   }
 }

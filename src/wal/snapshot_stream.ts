@@ -12,7 +12,7 @@
  * live for a second) drove major GCs into the shard's slices, and the crc32c of
  * the compressed body alone blocked the shard ~30 ms. Here the shard thread copies
  * bytes into one reused block and, per SNAPSHOT_BLOCK_BYTES, compresses it and
- * takes its crc (~0.5 ms together, inside the job's slice, which counts it). lz4
+ * takes its crc (~0.25 ms together, inside the job's slice, which counts it). lz4
  * runs inline rather than on the threadpool: on two cores, up to three lz4
  * threads running beside the shard thread took its CPU in the middle of its
  * slices (measured: slices of 20-78 ms wall with threadpool lz4 under load). A

@@ -222,7 +222,7 @@ test('a feature added by a registry change starts empty while its window-mates k
 
 // ---------------------------------------------------------------- snapshots of columns
 
-import { serialize } from 'node:v8';
+import { deserialize, serialize } from 'node:v8';
 import { restoreSnapshot, SnapshotJob } from '../../../src/shard/snapshot_job';
 import { DedupeLog } from '../../../src/shard/dedupe_log';
 
@@ -339,7 +339,7 @@ test('snapshot format 3 (one EntitySave per hot entity) still loads; format 5 wr
   }
 });
 
-import { encodeSlab, loadSlab, RAW_SLAB_TAG } from '../../../src/shard/slab_chunk';
+import { encodeSlab, loadSlab, RAW_SLAB_KEYS_TAG, RAW_SLAB_TAG } from '../../../src/shard/slab_chunk';
 
 test('slab chunks: a key loaded twice keeps the later copy, and the older one leaves nothing behind', () => {
   const reg = registry([]);
@@ -387,12 +387,30 @@ test('snapshot format 4 (slab chunks v8-serialized) still loads; format 5 lays t
   // Format 5: the hot chunk is raw (its tag, not v8's 0xFF), and its doubles start 8-aligned in the body.
   const metaLen = body5.readUInt32LE(0);
   const at = 4 + metaLen + 4;
-  assert.equal(body5[at], RAW_SLAB_TAG);
+  assert.equal(body5[at], RAW_SLAB_KEYS_TAG);
   const pad = body5.readUInt32LE(at + 24);
+  const n = body5.readUInt32LE(at + 8);
   const G = body5.readUInt32LE(at + 12);
   const C = body5.readUInt32LE(at + 16);
+  assert.equal(n, keys.length);
   assert.equal((at + 28 + 4 * (G + C) + pad) % 8, 0);
-  for (const body of [body4, body5]) {
+  // The first format-5 writer ('S'): keys in the v8 rest instead of as bytes. Made from the 'K' chunk.
+  let doubles = 2 * n;
+  for (let i = 0; i < G; i++) doubles += body5.readUInt32LE(at + 28 + 4 * i);
+  for (let i = 0; i < C; i++) doubles += n * body5.readUInt32LE(at + 28 + 4 * (G + i));
+  const lensEnd = at + 28 + 4 * (G + C) + pad + 8 * doubles + G * n;
+  let keysEnd = lensEnd + 4 * n;
+  for (let e = 0; e < n; e++) keysEnd += body5.readUInt32LE(lensEnd + 4 * e) & 0xffff;
+  const chunkLen = body5.readUInt32LE(at - 4);
+  const rest = deserialize(body5.subarray(keysEnd, at + chunkLen)) as Record<string, unknown>;
+  const restS = serialize({ keys: ts.cols.index.keyList(), ...rest });
+  const chunkS = Buffer.concat([body5.subarray(at, lensEnd), restS]);
+  chunkS[0] = RAW_SLAB_TAG;
+  chunkS.writeUInt32LE(restS.length, 20);
+  const lenS = Buffer.alloc(4);
+  lenS.writeUInt32LE(chunkS.length, 0);
+  const bodyS = Buffer.concat([body5.subarray(0, at - 4), lenS, chunkS, body5.subarray(at + chunkLen)]);
+  for (const body of [body4, body5, bodyS]) {
     const restored = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
     restoreSnapshot(restored, body, () => reg);
     for (const now of [t, t + 5_000, t + 30_000]) assert.deepEqual(rowsOf(restored, keys, now), rowsOf(live, keys, now));
