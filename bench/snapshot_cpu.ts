@@ -9,7 +9,9 @@
  * Table as bench/recovery.ts: `U` keyed by user with count over 1h, a lifetime
  * sum, max over 1h; `--events` pushes spread over `--entities` users through
  * ShardState.apply. The snapshot runs in SNAPSHOT_SLICE_MS steps with pushes in
- * between, like a live shard; then the body is restored into a fresh state.
+ * between, like a live shard, into memory (a periodic snapshot streams to its file
+ * instead: bench/snapshot_pause.ts measures its pauses); then the body is restored
+ * into a fresh state.
  *
  *   node dist/bench/snapshot_cpu.js [--entities 1000000] [--events 3000000] [--build <dist dir of another checkout>]
  *
@@ -24,7 +26,7 @@ for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replac
 const ENTITIES = Number(args.get('entities') ?? 1_000_000);
 const EVENTS = Number(args.get('events') ?? 3 * ENTITIES);
 const BUILD = args.get('build') ?? join(__dirname, '..');
-/** The shard's slice budget (shard.ts SNAPSHOT_SLICE_MS). */
+/** The shard's slice budget (src/limits.ts SNAPSHOT_SLICE_MS). */
 const SLICE_MS = 4;
 /** Pushes applied between two slices. */
 const PUSHES_BETWEEN_SLICES = 500;

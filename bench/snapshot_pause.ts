@@ -26,6 +26,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay, PerformanceObserver, performance } from 'node:perf_hooks';
 import { RECOVERY_NODES } from './recovery_registry';
+import { SNAPSHOT_SLICE_MS } from '../src/limits';
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
@@ -34,8 +35,8 @@ const EVENTS = Number(args.get('events') ?? 3 * ENTITIES);
 const RATE = Number(args.get('rate') ?? 20_000);
 const RUNS = Number(args.get('runs') ?? 3);
 const BUILD = args.get('build') ?? join(__dirname, '..');
-/** The shard's slice budget (shard.ts SNAPSHOT_SLICE_MS). */
-const SLICE_MS = 4;
+/** The shard's slice budget. */
+const SLICE_MS = SNAPSHOT_SLICE_MS;
 
 const REGISTRY = { version: 1, nodes: RECOVERY_NODES };
 /* eslint-disable @typescript-eslint/no-require-imports */
