@@ -50,8 +50,21 @@ export class PushApplier {
       const cols = reg.tableList[ti].columns;
       assert(n === cols.length, 'a feed carries one value per column of its table');
       const row = this.#rows[ti];
-      for (let j = 0; j < n; j++) row[cols[j]] = rd.value();
-      state.applyFeedBytes(tables[ti], buf, keyAt, keyLen, keyTag, row, t, lsn);
+      const ts = tables[ti];
+      // A column whose values cells hold: an ASCII value is found by its bytes (no
+      // string made for a value the table holds already), and the row gets the
+      // table's own string, whose reference each cell then takes at once (intern.ts).
+      const interns = ts.cols.colInterns;
+      for (let j = 0; j < n; j++) {
+        const it = interns[j];
+        if (it !== null && rd.asciiBytes()) row[cols[j]] = it.values[it.idOfAscii(buf, rd.strAt, rd.strAt + rd.strLen)];
+        else row[cols[j]] = rd.value();
+      }
+      state.applyFeedBytes(ts, buf, keyAt, keyLen, keyTag, row, t, lsn);
+      for (let j = 0; j < n; j++) {
+        const it = interns[j];
+        if (it !== null) it.settle();
+      }
     }
     if (dedupe !== null && rd.dedupe !== null && plan.dedupeField !== null) {
       dedupe.record(plan.name, plan.dedupeWindowMs, rd.dedupe, lsn, rd.registryVersion, t);

@@ -53,6 +53,12 @@ export class TableColumns {
   readonly index: EntityIndex;
   /** Intern table per column name, shared by the table's groups. */
   readonly interns: Map<string, InternTable>;
+  /**
+   * By position in `plan.columns` (the values of a PUSH record's feed): the
+   * column's intern table, or null when no cell holds its values (push_apply.ts
+   * looks such values up by their bytes).
+   */
+  readonly colInterns: Array<InternTable | null>;
   groups: RingGroup[] = [];
   /** Per feature: the group and member serving it, or null (object column). */
   readonly featGroup: Array<RingGroup | null>;
@@ -64,6 +70,7 @@ export class TableColumns {
   constructor(public plan: TablePlan, from: TableColumns | null = null, assign = true) {
     this.index = from === null ? new EntityIndex() : from.index;
     this.interns = from === null ? new Map() : from.interns;
+    this.colInterns = plan.columns.map((c) => this.interns.get(c) ?? null);
     const n = plan.features.length;
     this.featGroup = new Array<RingGroup | null>(n).fill(null);
     this.featMember = new Array<RingMember | null>(n).fill(null);
@@ -214,7 +221,11 @@ export class TableColumns {
   /** The intern table of column `field` (shared by the table's rings and kept-value columns). */
   #internOf(field: string): InternTable {
     let t = this.interns.get(field);
-    if (t === undefined) this.interns.set(field, (t = new InternTable()));
+    if (t === undefined) {
+      this.interns.set(field, (t = new InternTable()));
+      const at = this.plan.columns.indexOf(field);
+      if (at >= 0) this.colInterns[at] = t;
+    }
     return t;
   }
 
@@ -370,6 +381,7 @@ export class TableColumns {
 
   /** After `plan` was replaced by an identical layout (same signatures, same order): members use its configs. */
   rebind(): void {
+    this.plan.columns.forEach((c, j) => { this.colInterns[j] = this.interns.get(c) ?? null; });
     for (const g of this.groups) {
       for (const m of g.members) {
         const sh = this.plan.features[m.feature].factory.shared!;

@@ -467,6 +467,17 @@ export class PushRecordReader {
     this.p = at + 5 + n;
   }
 
+  /**
+   * When the next value is an ASCII string: steps over it as strBytes() does and
+   * answers true (the shard looks it up by its bytes, shard/intern.ts); otherwise
+   * answers false and stays put.
+   */
+  asciiBytes(): boolean {
+    if (this.buf[this.p] !== TAG_STR_ASCII) return false;
+    this.strBytes();
+    return true;
+  }
+
   value(): Value | undefined {
     const b = this.buf;
     const at = this.p;

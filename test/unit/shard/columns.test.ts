@@ -90,6 +90,38 @@ test('intern table: reference counted, ids reused once a value is gone, save and
   assert.equal(u.size, t.size);
 });
 
+test('intern table: ASCII bytes find the same id as the string, settle drops ids no cell took, grows and shrinks', () => {
+  const t = new InternTable();
+  const buf = Buffer.from('xxmerchant-7yy', 'latin1');
+  const m = t.ref('merchant-7');
+  assert.equal(t.idOfAscii(buf, 2, 12), m, 'the bytes of a held value find its id');
+  assert.equal(t.values[m], 'merchant-7');
+  t.settle();
+  assert.equal(t.size, 1, 'a held value is not settled away');
+  const n = t.idOfAscii(buf, 2, 6);
+  assert.equal(t.values[n], 'merc', 'a new value is added by its bytes');
+  assert.equal(t.ref('merc'), n, 'the string finds the id the bytes added');
+  const o = t.idOfAscii(buf, 0, 2);
+  t.settle();
+  assert.equal(t.size, 2, 'the id no cell took is removed');
+  assert.equal(t.values[o], undefined);
+  assert.equal(t.value(n), 'merc');
+  // Many values: the table grows, every one stays findable by string and bytes; removing them shrinks it back.
+  const ids: number[] = [];
+  for (let i = 0; i < 5000; i++) ids.push(t.ref(`v${i}`));
+  for (let i = 0; i < 5000; i += 7) {
+    const b = Buffer.from(`v${i}`, 'latin1');
+    assert.equal(t.idOfAscii(b, 0, b.length), ids[i]);
+  }
+  for (let i = 0; i < 5000; i += 2) t.unref(ids[i]);
+  for (let i = 1; i < 5000; i += 2) assert.equal(t.ref(`v${i}`), ids[i], 'backward-shift deletion keeps every other value findable');
+  for (let i = 1; i < 5000; i += 2) { t.unref(ids[i]); t.unref(ids[i]); }
+  assert.equal(t.size, 2);
+  assert.equal(t.ref('merchant-7'), m);
+  assert.equal(t.ref(false), t.ref(false));
+  assert.notEqual(t.ref(false), t.ref('false'));
+});
+
 const W = '10s';
 const SHARED_AGG = {
   n: { op: 'count', params: { window: W } },
