@@ -16,6 +16,7 @@ import {
   BurstState,
   DeltaState,
   InterArrivalAgg,
+  InterArrivalFixed,
   OutlierState,
   outlierFlagsCfg,
   RateOfChangeState,
@@ -314,9 +315,11 @@ function windowableDef(name: string, build: (c: BuildCtx) => Factory): OpDef {
 }
 
 /** A change-over-time op over a mergeable summary: lifetime, or a bucketed sliding window. */
-function motionDef<A>(name: string, types: readonly FieldType[] | null, agg: () => WindowAgg<A>): OpDef {
+function motionDef<A>(name: string, types: readonly FieldType[] | null, agg: () => WindowAgg<A>, life: (() => FixedOp) | null = null): OpDef {
   return windowableDef(name, (c) => {
     const field = types === null ? null : fieldOf(c, types);
+    // Lifetime with a slab-row form (same answers and save format): no object per entity.
+    if (c.windowMs === 0 && life !== null) return fixed(name, field, life());
     // inter_arrival_stats (no field) keeps 0s in the value ring: a double array too.
     return valOp(name, field, agg(), c, MOTION_BUCKETS_PER_WINDOW, types === NUMERIC_TYPES || types === null);
   });
@@ -600,7 +603,7 @@ export const OP_DEFS: readonly OpDef[] = [
   decayDef('decayed_count', [], (h) => new DecayedFixed(true, h), false),
   motionDef('twa', NUMERIC_TYPES, () => new TwaAgg()),
   lastPairDef('rate_of_change', (w) => new RateOfChangeState(w)),
-  motionDef('inter_arrival_stats', null, () => new InterArrivalAgg()),
+  motionDef('inter_arrival_stats', null, () => new InterArrivalAgg(), () => new InterArrivalFixed()),
   burstDef(),
   lastPairDef('delta_from_prev', (w) => new DeltaState(w)),
   motionDef('trend', NUMERIC_TYPES, () => new TrendAgg(false)),

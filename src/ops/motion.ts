@@ -21,6 +21,7 @@
  */
 import type { JsonValue, Row, Value } from '../types';
 import type { StoredState } from './factory';
+import { RowFixedOp } from './fixed';
 import { Input, NumKind, NumWindowCfg, NumWindowState } from './num_window';
 import type { WindowAgg } from './val_window';
 import { isNum, jsonNum, loadFields, newDoubles, saveFields } from './values';
@@ -162,13 +163,43 @@ export class InterArrivalAgg implements WindowAgg<GapAcc> {
     return into;
   }
   result(a: GapAcc): JsonValue {
-    return a.n < 2 ? null : (a.last - a.first) / (a.n - 1);
+    return gapResult(a.n, a.first, a.last);
   }
   save(a: GapAcc): unknown {
     return saveFields(a, GAP_FIELDS);
   }
   load(saved: unknown): GapAcc {
     return loadFields(new GapAcc(), GAP_FIELDS, saved as number[]);
+  }
+}
+
+/** Mean gap of `n` events from `first` to `last` (null below two events). */
+function gapResult(n: number, first: number, last: number): JsonValue {
+  return n < 2 ? null : (last - first) / (n - 1);
+}
+
+/**
+ * Lifetime inter_arrival_stats as a slab row (fixed.ts): [n, first, last], a zero
+ * row before the first event. Saved as the lifetime ValLifeState of InterArrivalAgg
+ * saved (null before the first event, else [n, first, last]), so snapshots and cold
+ * entities of either form load into the other.
+ */
+export class InterArrivalFixed extends RowFixedOp {
+  readonly width = 3;
+  update(a: Float64Array, at: number, _x: Value | undefined, t: number): void {
+    if (a[at] === 0) a[at + 1] = t;
+    a[at + 2] = t;
+    a[at]++;
+  }
+  miss(): void {}
+  read(a: Float64Array, at: number): JsonValue {
+    return gapResult(a[at], a[at + 1], a[at + 2]);
+  }
+  override save(a: Float64Array, at: number): unknown {
+    return a[at] === 0 ? null : super.save(a, at);
+  }
+  override load(a: Float64Array, at: number, saved: unknown): void {
+    if (saved !== null) super.load(a, at, saved);
   }
 }
 

@@ -60,3 +60,24 @@ test('burst_count: most matches in one sub_window slot, lifetime and within the 
     });
   }
 });
+
+test('lifetime inter_arrival_stats as a slab row saves and loads in the object form\'s format (old snapshots and cold entities)', async () => {
+  const { ValLifeState } = await import('../../../src/ops/val_window');
+  const { InterArrivalAgg, InterArrivalFixed } = await import('../../../src/ops/motion');
+  const { FixedState } = await import('../../../src/ops/fixed');
+  const obj = new ValLifeState(new InterArrivalAgg());
+  const row = new FixedState(new InterArrivalFixed());
+  expectEq(row.save() as JsonValue, obj.save() as JsonValue);
+  for (const t of [1000, 1000, 1250, 4000, 4001]) {
+    obj.update(undefined, t, {});
+    row.update(undefined, t, {});
+    expectEq(row.save() as JsonValue, obj.save() as JsonValue);
+    expectEq(row.read(5000), obj.read(5000));
+    const back = new FixedState(new InterArrivalFixed());
+    back.restore(obj.save());
+    expectEq(back.read(5000), obj.read(5000));
+  }
+  const fresh = new FixedState(new InterArrivalFixed());
+  fresh.restore(null);
+  expectEq(fresh.read(1), null);
+});
