@@ -369,4 +369,10 @@ assert(KEY_BYTES_MAX < 65_536, 'a cold record stores the key length in 16 bits')
 export const INTERN_SLOTS_MIN = 16;
 /** Intern tables: values held at most per slot before the table doubles (linear probing stays short below 1/2). */
 export const INTERN_LOAD_MAX = 0.5;
+/**
+ * bloom_member filters of at most this many 32-bit words (2,048 = 8 KiB: capacity
+ * ~6,800 at fpr 1 %) are kept in pooled blocks per table (shard/bloom_column.ts);
+ * larger ones stay one object per entity (a pool grows by doubling its blocks).
+ */
+export const BLOOM_POOLED_WORDS_MAX = 2048;
 assert((INTERN_SLOTS_MIN & (INTERN_SLOTS_MIN - 1)) === 0, 'intern table slots are a power of two');

@@ -427,7 +427,7 @@ function bloomDef(): OpDef {
         if (err instanceof SfError) c.r.fail(err.code, err.code === 'invalid_bloom_fpr' ? 'fpr' : 'capacity', err.message);
         throw err;
       }
-      return f('bloom_member', field, () => new BloomMemberState(geometry));
+      return new Factory('bloom_member', field, false, () => new BloomMemberState(geometry), null, null, null, geometry);
     },
   };
 }

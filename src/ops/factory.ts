@@ -8,6 +8,7 @@ import type { NumWindowCfg } from './num_window';
 import type { ValWindowCfg } from './val_window';
 import type { FixedOp } from './fixed';
 import type { PointAgg } from './point';
+import type { BloomGeometry } from './sketch/bloom';
 
 /**
  * A sliding-window op whose raw events the shard may keep in a ring shared with
@@ -32,9 +33,11 @@ export class Factory implements OpFactory {
   readonly fixed: FixedOp | null;
   /** A lifetime point op (first, last, first_n, last_n, most_recent_n, lag): kept values per entity in a slab (shard/kept_column.ts); null otherwise. */
   readonly kept: PointAgg | null;
+  /** bloom_member: its filter geometry (pooled filters per table, shard/bloom_column.ts); null otherwise. */
+  readonly bloom: BloomGeometry | null;
   private readonly make: () => StoredState;
 
-  constructor(op: string, field: string | null, wantsMiss: boolean, make: () => StoredState, shared: SharedWindow | null = null, fixed: FixedOp | null = null, kept: PointAgg | null = null) {
+  constructor(op: string, field: string | null, wantsMiss: boolean, make: () => StoredState, shared: SharedWindow | null = null, fixed: FixedOp | null = null, kept: PointAgg | null = null, bloom: BloomGeometry | null = null) {
     this.op = op;
     this.field = field;
     this.wantsMiss = wantsMiss;
@@ -42,6 +45,7 @@ export class Factory implements OpFactory {
     this.shared = shared;
     this.fixed = fixed;
     this.kept = kept;
+    this.bloom = bloom;
   }
 
   create(): OpState {

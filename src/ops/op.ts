@@ -15,6 +15,7 @@ import type { JsonValue, Row, Value } from '../types';
 import type { SharedWindow } from './factory';
 import type { FixedOp } from './fixed';
 import type { PointAgg } from './point';
+import type { BloomGeometry } from './sketch/bloom';
 
 export interface OpState {
   /** A matching event. `x` is row[field] (undefined when the op has no field). */
@@ -48,6 +49,8 @@ export interface OpFactory {
   readonly fixed?: FixedOp | null;
   /** Set for a lifetime point op (first, last, *_n, lag): its parameters (ops/point.ts PointAgg); null otherwise. */
   readonly kept?: PointAgg | null;
+  /** Set for bloom_member: its filter geometry (shard/bloom_column.ts); null otherwise. */
+  readonly bloom?: BloomGeometry | null;
   create(): OpState;
   /** Inverse of OpState.save(). */
   load(saved: unknown): OpState;

@@ -26,7 +26,7 @@ import {
 type Scalar = string | number | boolean;
 
 /** A present value that equality-based ops can use (NaN is never equal to itself). */
-function isScalar(x: Value | undefined): x is Scalar {
+export function isScalar(x: Value | undefined): x is Scalar {
   if (x === null || x === undefined) return false;
   return typeof x !== 'number' || x === x;
 }

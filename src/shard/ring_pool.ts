@@ -18,22 +18,22 @@ export const RING_CLASS_MAX = 6;
 /** First allocation of a class (blocks); doubles from there. */
 const POOL_BLOCKS_MIN = 16;
 
-export class ClassPool {
-  readonly blockDoubles: number;
+/**
+ * One Float64Array cut into equal blocks of `blockDoubles`, handed out by number
+ * (ring classes below; the pooled bloom filters of shard/bloom_column.ts).
+ *
+ * Empty until the first block is taken: a table with many windows allocates
+ * pools for six size classes per group, most of which a given workload never
+ * uses (a 4,000-feature registry spent ~150 ms allocating them at install).
+ */
+export class BlockPool {
   data: Float64Array;
   u32: Uint32Array;
   /** Blocks ever handed out. */
   used = 0;
   #free: number[] = [];
 
-  /**
-   * Empty until the first block is taken: a table with many windows allocates
-   * pools for six size classes per group, most of which a given workload never
-   * uses (a 4,000-feature registry spent ~150 ms allocating them at install).
-   */
-  constructor(readonly cls: number, readonly stride: number, blocks = 0) {
-    assert(cls >= 1 && cls <= RING_CLASS_MAX);
-    this.blockDoubles = (1 << cls) * stride;
+  constructor(readonly blockDoubles: number, blocks = 0) {
     this.data = new Float64Array(blocks * this.blockDoubles);
     this.u32 = new Uint32Array(this.data.buffer);
   }
@@ -82,5 +82,13 @@ export class ClassPool {
   /** Bytes held (allocated, used or not). */
   get bytes(): number {
     return this.data.byteLength;
+  }
+}
+
+/** The pool of ring size class `cls`: blocks of 2^cls entries of `stride` doubles. */
+export class ClassPool extends BlockPool {
+  constructor(readonly cls: number, readonly stride: number, blocks = 0) {
+    assert(cls >= 1 && cls <= RING_CLASS_MAX);
+    super((1 << cls) * stride, blocks);
   }
 }

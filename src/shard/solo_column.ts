@@ -1,12 +1,13 @@
 /**
  * The state of one feature that does not read a shared ring (table_columns.ts),
- * for every entity slot of its table. Two kinds:
+ * for every entity slot of its table. The kinds:
  *
  *   FixedColumn   a lifetime op of K doubles (ops/fixed.ts: count, sum, mean,
  *                 min/max, var/std/z_score, ratio, ewma/ewvar/ew_zscore,
  *                 decayed_sum/count, first_seen/last_seen/age/has_seen/
  *                 time_since/first_seen_in_window): one Float64Array, row `slot`
  *                 at slot * K, grown by doubling with the entity index
+ *   BloomColumn   bloom_member: filters in pooled blocks (bloom_column.ts)
  *   KeptColumn    the lifetime point ops (first, last, first_n, last_n,
  *                 most_recent_n, lag): kept values as cells (kept_column.ts)
  *   ObjectColumn  any other op: one OpState per slot (the hybrid that keeps every
@@ -20,6 +21,7 @@ import type { OpFactory, OpState } from '../ops/op';
 import type { JsonValue, Row, Value } from '../types';
 import { grown } from './entity_index';
 import type { InternTable } from './intern';
+import { BloomColumn, bloomPooled } from './bloom_column';
 import { KeptColumn } from './kept_column';
 
 export interface SoloColumn {
@@ -111,6 +113,8 @@ export class ObjectColumn implements SoloColumn {
 export function soloColumn(factory: OpFactory, capacity: number, internOf: (field: string) => InternTable): SoloColumn {
   const fixed = factory.fixed;
   if (fixed !== null && fixed !== undefined) return new FixedColumn(fixed, capacity);
+  const bloom = factory.bloom;
+  if (bloom !== null && bloom !== undefined && bloomPooled(bloom)) return new BloomColumn(bloom, capacity);
   const kept = factory.kept;
   if (kept !== null && kept !== undefined && factory.field !== null) return new KeptColumn(kept, internOf(factory.field), capacity);
   return new ObjectColumn(factory);

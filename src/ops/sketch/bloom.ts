@@ -91,6 +91,11 @@ export interface BloomSaved {
   words: Int32Array | null;
 }
 
+/** A filter's save (BloomFilter.save; shard/bloom_column.ts saves its pooled filters the same way). */
+export function bloomSaved(g: BloomGeometry, inserted: number, list: Float64Array | null, words: Int32Array | null): BloomSaved {
+  return { kind: 'bloom_member', v: SAVE_VERSION, capacity: g.capacity, fpr: g.fpr, bits: g.bits, hashes: g.hashes, inserted, list, words };
+}
+
 export class BloomFilter {
   readonly geometry: BloomGeometry;
   /** Exact mode: sorted hashes (null when empty or in bits mode). */
@@ -181,18 +186,7 @@ export class BloomFilter {
   }
 
   save(): BloomSaved {
-    const g = this.geometry;
-    return {
-      kind: 'bloom_member',
-      v: SAVE_VERSION,
-      capacity: g.capacity,
-      fpr: g.fpr,
-      bits: g.bits,
-      hashes: g.hashes,
-      inserted: this.inserted,
-      list: this.words === null && this.list !== null ? this.list.toArray() : null,
-      words: this.words === null ? null : this.words.slice(),
-    };
+    return bloomSaved(this.geometry, this.inserted, this.words === null && this.list !== null ? this.list.toArray() : null, this.words === null ? null : this.words.slice());
   }
 
   /** Inverse of save(). Pass the feature's geometry to share it; else it is recomputed. */
@@ -230,36 +224,48 @@ export class BloomFilter {
 
   /** Sets the k bits of h; returns true if they were all set already. */
   private bitsAdd(h: number): boolean {
-    const m = this.geometry.bits;
-    const words = this.words!;
-    const a = hashLo(h);
-    let pos = a % m;
-    const step = m > 1 ? (probeStep(h, a) % (m - 1)) + 1 : 0;
-    let present = true;
-    for (let j = 0; j < this.geometry.hashes; j++) {
-      const w = pos >>> 5;
-      const bit = 1 << (pos & 31);
-      if ((words[w] & bit) === 0) {
-        present = false;
-        words[w] |= bit;
-      }
-      pos += step;
-      if (pos >= m) pos -= m;
-    }
-    return present;
+    return bloomBitsAdd(this.words!, 0, this.geometry, h);
   }
 
   private bitsHas(h: number): boolean {
-    const m = this.geometry.bits;
-    const words = this.words!;
-    const a = hashLo(h);
-    let pos = a % m;
-    const step = m > 1 ? (probeStep(h, a) % (m - 1)) + 1 : 0;
-    for (let j = 0; j < this.geometry.hashes; j++) {
-      if ((words[pos >>> 5] & (1 << (pos & 31))) === 0) return false;
-      pos += step;
-      if (pos >= m) pos -= m;
-    }
-    return true;
+    return bloomBitsHas(this.words!, 0, this.geometry, h);
   }
+}
+
+/**
+ * Sets the k bits of hash h in the bit array of geometry `g` that starts at word
+ * `base` of `words` (a filter's own array, or a block of a pooled one:
+ * shard/bloom_column.ts); returns true if they were all set already.
+ */
+export function bloomBitsAdd(words: Int32Array, base: number, g: BloomGeometry, h: number): boolean {
+  const m = g.bits;
+  const a = hashLo(h);
+  let pos = a % m;
+  const step = m > 1 ? (probeStep(h, a) % (m - 1)) + 1 : 0;
+  let present = true;
+  for (let j = 0; j < g.hashes; j++) {
+    const w = base + (pos >>> 5);
+    const bit = 1 << (pos & 31);
+    if ((words[w] & bit) === 0) {
+      present = false;
+      words[w] |= bit;
+    }
+    pos += step;
+    if (pos >= m) pos -= m;
+  }
+  return present;
+}
+
+/** Whether every one of the k bits of h is set (bloomBitsAdd's array layout). */
+export function bloomBitsHas(words: Int32Array, base: number, g: BloomGeometry, h: number): boolean {
+  const m = g.bits;
+  const a = hashLo(h);
+  let pos = a % m;
+  const step = m > 1 ? (probeStep(h, a) % (m - 1)) + 1 : 0;
+  for (let j = 0; j < g.hashes; j++) {
+    if ((words[base + (pos >>> 5)] & (1 << (pos & 31))) === 0) return false;
+    pos += step;
+    if (pos >= m) pos -= m;
+  }
+  return true;
 }

@@ -40,16 +40,7 @@ export class HashList {
   find(h: number): number {
     const a = this.arr;
     if (a === null) return -1;
-    let lo = 0;
-    let hi = this.len - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      const x = a[mid];
-      if (x < h) lo = mid + 1;
-      else if (x > h) hi = mid - 1;
-      else return mid;
-    }
-    return -lo - 1;
+    return sortedFind(a, 0, this.len, h);
   }
 
   has(h: number): boolean {
@@ -124,4 +115,22 @@ export class HashList {
     list.len = members.length;
     return list;
   }
+}
+
+/**
+ * Binary search of `h` among the `len` ascending doubles of `a` from `from`:
+ * its index relative to `from` if present, else -(insertion point) - 1 (a
+ * HashList's array, or a block of a pooled one: shard/bloom_column.ts).
+ */
+export function sortedFind(a: Float64Array, from: number, len: number, h: number): number {
+  let lo = 0;
+  let hi = len - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const x = a[from + mid];
+    if (x < h) lo = mid + 1;
+    else if (x > h) hi = mid - 1;
+    else return mid;
+  }
+  return -lo - 1;
 }

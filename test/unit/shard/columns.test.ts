@@ -454,3 +454,43 @@ test('snapshot format 4 (slab chunks v8-serialized) still loads; format 5 lays t
   restoreSnapshot(restored, shifted.subarray(3), () => reg);
   assert.deepEqual(rowsOf(restored, keys, t), rowsOf(live, keys, t));
 });
+
+test('bloom_member in pooled blocks answers and saves like the object form, through the list, class moves, bits, slot reuse and loads', async () => {
+  const { BloomColumn } = await import('../../../src/shard/bloom_column');
+  const { BloomMemberState } = await import('../../../src/ops/sketch_ops');
+  const { bloomGeometry } = await import('../../../src/ops/sketch/bloom');
+  const rnd = prng(17);
+  // exactMax 0 (bits at once), 38 (the fraud workload's capacity 256), 153 (the default).
+  for (const [capacity, fpr] of [[3, 0.5], [256, 0.01], [1024, 0.01]] as const) {
+    const g = bloomGeometry(capacity, fpr);
+    const col = new BloomColumn(g, 4);
+    const SLOTS = 12;
+    col.grow(SLOTS);
+    let objs: InstanceType<typeof BloomMemberState>[] = [];
+    for (let s = 0; s < SLOTS; s++) { col.create(s); objs.push(new BloomMemberState(g)); }
+    for (let i = 0; i < 6000; i++) {
+      const s = Math.floor(rnd() * SLOTS);
+      const r = rnd();
+      const x = r < 0.05 ? null : r < 0.1 ? Math.floor(rnd() * 5) : r < 0.12 ? rnd() < 0.5 : `m${Math.floor(rnd() * (s + 1) * 40)}`;
+      col.update(s, x);
+      objs[s].update(x, i, {});
+      assert.equal(col.read(s), objs[s].read(i), `slot ${s} event ${i}`);
+      if (i % 500 === 499) {
+        for (let k = 0; k < SLOTS; k++) assert.deepEqual(col.save(k), objs[k].save(), `save of slot ${k}`);
+        // Reuse a slot (entity left), load another from the object form's save and the column's own.
+        const gone = Math.floor(rnd() * SLOTS);
+        col.clear(gone);
+        col.create(gone);
+        objs[gone] = new BloomMemberState(g);
+        const from = Math.floor(rnd() * SLOTS);
+        const to = (from + 1) % SLOTS;
+        col.load(to, objs[from].save());
+        objs[to] = new BloomMemberState(g);
+        objs[to].restore(objs[from].save());
+        assert.deepEqual(col.save(to), col.save(from));
+      }
+    }
+    assert.ok(col.poolBytes > 0);
+    objs = [];
+  }
+});
