@@ -102,10 +102,17 @@ export class InternTable {
    * Its value is `values[id]`.
    */
   idOfAscii(b: Uint8Array, from: number, to: number): number {
+    const n = to - from;
+    // The same value as the last lookup (a low-cardinality column: a country, a category) costs no hash or probe.
+    const lv = this.#lastV;
+    if (typeof lv === 'string' && lv.length === n) {
+      let k = 0;
+      while (k < n && lv.charCodeAt(k) === b[from + k]) k++;
+      if (k === n) return this.#lastId;
+    }
     const h = hashOfBytes(b, from, to);
     const s = this.#slots;
     const mask = this.#mask;
-    const n = to - from;
     for (let i = h & mask; ; i = (i + 1) & mask) {
       const e = s[2 * i + 1];
       if (e === 0) break;
