@@ -18,16 +18,19 @@
  * Map<string, id> cost a fresh string per record value plus a hash-table walk
  * that missed the cache on tables of 10^5-10^6 values (bench/RESULTS.md).
  *
- * `ref(v)` first compares `v` with the value of the last lookup (`===`, a pointer
- * compare for the table's own string): the push path looks a value up by its
- * bytes once per feed, then each cell that stores it takes its reference there.
- * A value added by a lookup holds no reference until a cell takes one; `settle()`
- * removes those no cell took (a push whose feed was skipped, or filtered out).
+ * A slot holds the value's length and first 8 code units as well, so a lookup of
+ * a short ASCII value (most ids) compares in the slot and never touches the
+ * string. The push path looks a value up by its bytes once per feed and holds a
+ * reference while the feed applies (idOfAscii, refId, unref: a value added by the
+ * lookup goes again if no cell took it); ring cells take theirs by id
+ * (ring_group.ts). `ref(v)` first compares `v` with the value of the last lookup
+ * (`===`, a pointer compare for the table's own string).
  */
 import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
 import { INTERN_LOAD_MAX, INTERN_SLOTS_MIN } from '../limits';
 import { fmix32 } from '../ops/sketch/hash';
+import { grown } from './entity_index';
 
 export type Interned = string | boolean;
 
@@ -38,6 +41,41 @@ const HASH_TRUE = 0x5bd1e995;
 const HASH_FALSE = 0x1b873593;
 /** Ids held no more than this fraction of the slots before the table shrinks (when above INTERN_SLOTS_MIN). */
 const SHRINK_BELOW = INTERN_LOAD_MAX / 8;
+/** Int32s per slot: key word, id + 1, prefix words 0 and 1. */
+const W = 4;
+/** Code units a slot's prefix holds (two words of four ASCII bytes). */
+const PREFIX_UNITS = 8;
+/** The prefix of a value no ASCII bytes can equal (a boolean, a string with a unit >= 0x80 among its first 8). */
+const NO_PREFIX = -1;
+const LEN_SHIFT = 24;
+const LEN_MAX = 255;
+
+/** The word a slot keys on: the hash's low 24 bits and the length (capped), so a prefix match of a short value is a match. */
+function keyWord(h: number, n: number): number {
+  return (h & 0x00ffffff) | ((n < LEN_MAX ? n : LEN_MAX) << LEN_SHIFT);
+}
+
+function keyOfValue(v: Interned): number {
+  return keyWord(hashOf(v), typeof v === 'string' ? v.length : 0);
+}
+
+/** Prefix word `w` (0 or 1) of `v`: its code units 4w..4w+3 as bytes, little-endian, 0 past the end. */
+function prefixOf(v: Interned, w: number): number {
+  if (typeof v !== 'string') return NO_PREFIX;
+  let p = 0;
+  for (let k = 0; k < PREFIX_UNITS; k++) {
+    const c = k < v.length ? v.charCodeAt(k) : 0;
+    if (c >= 0x80) return NO_PREFIX;
+    if (k >> 2 === w) p |= c << (8 * (k & 3));
+  }
+  return p;
+}
+
+/** Prefix word `w` of the ASCII bytes [from, to) of `b` (prefixOf of their string). */
+function prefixOfBytes(b: Uint8Array, from: number, to: number, w: number): number {
+  const at = from + 4 * w;
+  return (at < to ? b[at] : 0) | (at + 1 < to ? b[at + 1] << 8 : 0) | (at + 2 < to ? b[at + 2] << 16 : 0) | (at + 3 < to ? b[at + 3] << 24 : 0);
+}
 
 function hashOf(v: Interned): number {
   if (typeof v === 'boolean') return v ? HASH_TRUE : HASH_FALSE;
@@ -61,13 +99,13 @@ export class InternTable {
   /** Value per id (undefined for a free id). */
   values: Array<Interned | undefined> = [];
   refs = new Int32Array(INTERN_SLOTS_MIN);
-  /** Slot pairs: [2i] the hash, [2i + 1] id + 1 (0: empty). */
-  #slots = new Int32Array(2 * INTERN_SLOTS_MIN);
+  /** keyWord per id: its slot is found (removal) without hashing the value again. */
+  #keys = new Int32Array(INTERN_SLOTS_MIN);
+  /** Slots of W words: [W i] keyWord, [W i + 1] id + 1 (0: empty), [W i + 2, W i + 3] the prefix. */
+  #slots = new Int32Array(W * INTERN_SLOTS_MIN);
   #mask = INTERN_SLOTS_MIN - 1;
   #size = 0;
   #free: number[] = [];
-  /** Ids added by a lookup, without a reference yet (settle). */
-  #pending: number[] = [];
   /** The last value looked up and its id (ref's fast path); undefined when none. */
   #lastV: Interned | undefined = undefined;
   #lastId = -1;
@@ -83,23 +121,29 @@ export class InternTable {
     return id;
   }
 
+  /** One more reference of live `id` (the push path's hold on a value it looked up; a ring cell's). */
+  refId(id: number): void {
+    this.refs[id]++;
+  }
+
   /** The id of `v`, added (without a reference) when new. */
   #idOf(v: Interned): number {
-    const h = hashOf(v);
+    const key = keyOfValue(v);
     const s = this.#slots;
     const mask = this.#mask;
-    for (let i = h & mask; ; i = (i + 1) & mask) {
-      const e = s[2 * i + 1];
+    for (let i = key & mask; ; i = (i + 1) & mask) {
+      const e = s[W * i + 1];
       if (e === 0) break;
-      if (s[2 * i] === h && this.values[e - 1] === v) return this.#hit(v, e - 1);
+      if (s[W * i] === key && this.values[e - 1] === v) return this.#hit(v, e - 1);
     }
-    return this.#add(v, h);
+    return this.#add(v, key);
   }
 
   /**
    * The id of the ASCII string in bytes [from, to) of `b` (a PUSH record value),
-   * added without a reference when new, without making a string unless it is new.
-   * Its value is `values[id]`.
+   * without making a string unless it is new; its value is `values[id]`. A new
+   * value has no reference: the caller takes one (refId) at once and drops it
+   * (unref) when done, which removes the value if nothing else took one.
    */
   idOfAscii(b: Uint8Array, from: number, to: number): number {
     const n = to - from;
@@ -110,22 +154,24 @@ export class InternTable {
       while (k < n && lv.charCodeAt(k) === b[from + k]) k++;
       if (k === n) return this.#lastId;
     }
-    const h = hashOfBytes(b, from, to);
+    const key = keyWord(hashOfBytes(b, from, to), n);
+    const p0 = prefixOfBytes(b, from, to, 0);
+    const p1 = prefixOfBytes(b, from, to, 1);
     const s = this.#slots;
     const mask = this.#mask;
-    for (let i = h & mask; ; i = (i + 1) & mask) {
-      const e = s[2 * i + 1];
+    for (let i = key & mask; ; i = (i + 1) & mask) {
+      const e = s[W * i + 1];
       if (e === 0) break;
-      if (s[2 * i] !== h) continue;
+      if (s[W * i] !== key || s[W * i + 2] !== p0 || s[W * i + 3] !== p1) continue;
+      // Same length, same first 8 units: equal when that is all of it.
+      if (n <= PREFIX_UNITS) return this.#hit(this.values[e - 1] as Interned, e - 1);
       const v = this.values[e - 1];
       if (typeof v !== 'string' || v.length !== n) continue;
-      let k = 0;
+      let k = PREFIX_UNITS;
       while (k < n && v.charCodeAt(k) === b[from + k]) k++;
       if (k === n) return this.#hit(v, e - 1);
     }
-    const id = this.#add(latin1Slice.call(b, from, to), h);
-    this.#pending.push(id);
-    return id;
+    return this.#add(latin1Slice.call(b, from, to), key);
   }
 
   #hit(v: Interned, id: number): number {
@@ -134,50 +180,43 @@ export class InternTable {
     return id;
   }
 
-  #add(v: Interned, h: number): number {
+  #add(v: Interned, key: number): number {
     const id = this.#free.length > 0 ? (this.#free.pop() as number) : this.values.length;
     if (id >= this.refs.length) {
-      const r = new Int32Array(this.refs.length * 2);
-      r.set(this.refs);
-      this.refs = r;
+      this.refs = grown(this.refs, this.refs.length * 2);
+      this.#keys = grown(this.#keys, this.#keys.length * 2);
     }
     this.values[id] = v;
+    this.#keys[id] = key;
     this.refs[id] = 0;
     this.#size++;
     if (this.#size > (this.#mask + 1) * INTERN_LOAD_MAX) this.#rehash((this.#mask + 1) * 2);
-    else this.#place(id, h);
+    this.#place(id, key, v);
     return this.#hit(v, id);
   }
 
-  #place(id: number, h: number): void {
+  #place(id: number, key: number, v: Interned): void {
     const s = this.#slots;
     const mask = this.#mask;
-    let i = h & mask;
-    while (s[2 * i + 1] !== 0) i = (i + 1) & mask;
-    s[2 * i] = h;
-    s[2 * i + 1] = id + 1;
+    let i = key & mask;
+    while (s[W * i + 1] !== 0) i = (i + 1) & mask;
+    s[W * i] = key;
+    s[W * i + 1] = id + 1;
+    s[W * i + 2] = prefixOf(v, 0);
+    s[W * i + 3] = prefixOf(v, 1);
   }
 
+  /** Moves every slot into a table of `slots` slots: its key word gives its new home, no value is read or hashed. */
   #rehash(slots: number): void {
-    this.#slots = new Int32Array(2 * slots);
-    this.#mask = slots - 1;
-    const values = this.values;
-    for (let id = 0; id < values.length; id++) {
-      const v = values[id];
-      if (v !== undefined) this.#place(id, hashOf(v));
+    const old = this.#slots;
+    const s = (this.#slots = new Int32Array(W * slots));
+    const mask = (this.#mask = slots - 1);
+    for (let o = 0; o < old.length; o += W) {
+      if (old[o + 1] === 0) continue;
+      let i = old[o] & mask;
+      while (s[W * i + 1] !== 0) i = (i + 1) & mask;
+      s.set(old.subarray(o, o + W), W * i);
     }
-  }
-
-  /** Removes the ids added by lookups that no cell took a reference of. */
-  settle(): void {
-    const p = this.#pending;
-    if (p.length === 0) return;
-    for (let k = 0; k < p.length; k++) {
-      const id = p[k];
-      // A pending id may have been removed (and reused) meanwhile: only an unreferenced live one goes.
-      if (this.values[id] !== undefined && this.refs[id] === 0) this.#remove(id);
-    }
-    p.length = 0;
   }
 
   /** Drops one reference of `id`; the value goes when none is left. */
@@ -188,22 +227,19 @@ export class InternTable {
   }
 
   #remove(id: number): void {
-    const v = this.values[id] as Interned;
     const s = this.#slots;
     const mask = this.#mask;
-    let i = hashOf(v) & mask;
-    while (s[2 * i + 1] !== id + 1) i = (i + 1) & mask;
+    let i = this.#keys[id] & mask;
+    while (s[W * i + 1] !== id + 1) i = (i + 1) & mask;
     // Backward-shift deletion: every later entry of the run whose home is not in (i, j] moves into the hole.
-    for (let j = (i + 1) & mask; s[2 * j + 1] !== 0; j = (j + 1) & mask) {
-      const home = s[2 * j] & mask;
+    for (let j = (i + 1) & mask; s[W * j + 1] !== 0; j = (j + 1) & mask) {
+      const home = s[W * j] & mask;
       if (((j - home) & mask) >= ((j - i) & mask)) {
-        s[2 * i] = s[2 * j];
-        s[2 * i + 1] = s[2 * j + 1];
+        s.copyWithin(W * i, W * j, W * j + W);
         i = j;
       }
     }
-    s[2 * i] = 0;
-    s[2 * i + 1] = 0;
+    s.fill(0, W * i, W * i + W);
     this.values[id] = undefined;
     this.#free.push(id);
     this.#size--;
@@ -227,7 +263,6 @@ export class InternTable {
   /** Replaces the content by a saved table (slab restore: ring cells keep their ids). */
   load(saved: { values: Array<Interned | null>; refs: Int32Array }): void {
     this.#free = [];
-    this.#pending = [];
     this.#lastV = undefined;
     this.#lastId = -1;
     this.values = [];
@@ -235,6 +270,11 @@ export class InternTable {
     let cap = INTERN_SLOTS_MIN;
     while (cap < saved.values.length) cap *= 2;
     this.refs = new Int32Array(cap);
+    this.#keys = new Int32Array(cap);
+    let slots = INTERN_SLOTS_MIN;
+    while (saved.values.length > slots * INTERN_LOAD_MAX) slots *= 2;
+    this.#slots = new Int32Array(W * slots);
+    this.#mask = slots - 1;
     for (let id = 0; id < saved.values.length; id++) {
       const v = saved.values[id];
       if (v === null || saved.refs[id] <= 0) {
@@ -244,10 +284,9 @@ export class InternTable {
       }
       this.values[id] = v;
       this.refs[id] = saved.refs[id];
+      this.#keys[id] = keyOfValue(v);
+      this.#place(id, this.#keys[id], v);
       this.#size++;
     }
-    let slots = INTERN_SLOTS_MIN;
-    while (this.#size > slots * INTERN_LOAD_MAX) slots *= 2;
-    this.#rehash(slots);
   }
 }

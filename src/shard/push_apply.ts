@@ -12,6 +12,7 @@ import type { CompiledRegistry } from '../registry/compile';
 import type { Row } from '../types';
 import { PushRecordReader } from '../wal/push_record';
 import type { DedupeLog } from './dedupe_log';
+import type { InternTable } from './intern';
 import type { ShardState } from './state';
 
 export class PushApplier {
@@ -55,15 +56,25 @@ export class PushApplier {
       // string made for a value the table holds already), and the row gets the
       // table's own string, whose reference each cell then takes at once (intern.ts).
       const interns = ts.cols.colInterns;
+      const ids = ts.cols.colIds;
       for (let j = 0; j < n; j++) {
         const it = interns[j];
-        if (it !== null && rd.asciiBytes()) row[cols[j]] = it.values[it.idOfAscii(buf, rd.strAt, rd.strAt + rd.strLen)];
-        else row[cols[j]] = rd.value();
+        if (it !== null && rd.asciiBytes()) {
+          // Held while the feed applies: a cell that expires meanwhile cannot free it under the ring cells that take it by id.
+          const id = it.idOfAscii(buf, rd.strAt, rd.strAt + rd.strLen);
+          it.refId(id);
+          ids[j] = id;
+          row[cols[j]] = it.values[id];
+        } else row[cols[j]] = rd.value();
       }
-      state.applyFeedBytes(ts, buf, keyAt, keyLen, keyTag, row, t, lsn);
-      for (let j = 0; j < n; j++) {
-        const it = interns[j];
-        if (it !== null) it.settle();
+      try {
+        state.applyFeedBytes(ts, buf, keyAt, keyLen, keyTag, row, t, lsn);
+      } finally {
+        for (let j = 0; j < n; j++) {
+          if (ids[j] < 0) continue;
+          (interns[j] as InternTable).unref(ids[j]);
+          ids[j] = -1;
+        }
       }
     }
     if (dedupe !== null && rd.dedupe !== null && plan.dedupeField !== null) {

@@ -65,6 +65,8 @@ export class RingGroup {
   len: Uint8Array;
   /** Members holding buckets for the slot (0: the ring is all there is). */
   busy: Uint16Array;
+  /** Per field: its position in the table's columns (TableColumns.colIds), -1 when it has none. */
+  colOf: Int32Array;
 
   constructor(
     readonly windowMs: number,
@@ -83,6 +85,7 @@ export class RingGroup {
     this.head = new Uint8Array(capacity);
     this.len = new Uint8Array(capacity);
     this.busy = new Uint16Array(capacity);
+    this.colOf = new Int32Array(fields.length).fill(-1);
   }
 
   /** Grows the per-slot arrays with the entity index (entity_index.ts onGrow). */
@@ -94,8 +97,12 @@ export class RingGroup {
     this.busy = grown(this.busy, capacity);
   }
 
-  /** Appends one event (that passed `where`) to the slot's ring. */
-  push(slot: number, row: Row, t: number): void {
+  /**
+   * Appends one event (that passed `where`) to the slot's ring. `ids` (by table
+   * column, -1 for none) gives the interned id of a field's value when the caller
+   * holds a reference to it: the cell takes one more without a lookup.
+   */
+  push(slot: number, row: Row, t: number, ids: Int32Array): void {
     const cutoff = t - this.windowMs;
     this.#expire(slot, cutoff);
     let cls = this.cls[slot];
@@ -111,7 +118,18 @@ export class RingGroup {
     const at = this.blk[slot] * pool.blockDoubles + ((this.head[slot] + this.len[slot]) & (cap - 1)) * this.stride;
     pool.data[at] = t;
     const fields = this.fields;
-    for (let c = 0; c < fields.length; c++) this.#encode(pool, at + 1 + c, c, row[fields[c]]);
+    const colOf = this.colOf;
+    for (let c = 0; c < fields.length; c++) {
+      const j = colOf[c];
+      const id = j < 0 ? -1 : ids[j];
+      if (id < 0) this.#encode(pool, at + 1 + c, c, row[fields[c]]);
+      else {
+        const w = 2 * (at + 1 + c);
+        pool.u32[w] = id;
+        pool.u32[w + 1] = HI_ID;
+        this.interns[c].refId(id);
+      }
+    }
     this.len[slot]++;
   }
 

@@ -59,6 +59,13 @@ export class TableColumns {
    * looks such values up by their bytes).
    */
   readonly colInterns: Array<InternTable | null>;
+  /**
+   * By position in `plan.columns`: the id (in colInterns) of the value of the row
+   * being applied when the push path looked it up by its bytes and holds a
+   * reference to it, else -1 (every other path). Ring cells then take the id
+   * without looking at the string (ring_group.ts push).
+   */
+  readonly colIds: Int32Array;
   groups: RingGroup[] = [];
   /** Per feature: the group and member serving it, or null (object column). */
   readonly featGroup: Array<RingGroup | null>;
@@ -71,6 +78,7 @@ export class TableColumns {
     this.index = from === null ? new EntityIndex() : from.index;
     this.interns = from === null ? new Map() : from.interns;
     this.colInterns = plan.columns.map((c) => this.interns.get(c) ?? null);
+    this.colIds = new Int32Array(plan.columns.length).fill(-1);
     const n = plan.features.length;
     this.featGroup = new Array<RingGroup | null>(n).fill(null);
     this.featMember = new Array<RingMember | null>(n).fill(null);
@@ -249,6 +257,7 @@ export class TableColumns {
     const f0 = feats[list[0]].factory.shared!;
     const windowMs = fixedWindowMs >= 0 ? fixedWindowMs : f0.num !== null ? f0.num.windowMs : f0.val.windowMs;
     const g = new RingGroup(windowMs, feats[list[0]].where, fields, interns, members, this.index.capacity);
+    this.#bindColumns(g);
     this.groups.push(g);
     for (const m of members) {
       this.featGroup[m.feature] = g;
@@ -314,12 +323,18 @@ export class TableColumns {
     for (const col of this.objs) if (col !== null) col.clear(slot);
   }
 
+  /** Where each of the group's fields is in `plan.columns` (its values' ids in colIds). */
+  #bindColumns(g: RingGroup): void {
+    g.colOf = Int32Array.from(g.fields, (f) => this.plan.columns.indexOf(f));
+  }
+
   /** One row that reached the table, for the entity at `slot`. */
   apply(slot: number, r: Row, t: number): void {
     const groups = this.groups;
+    const ids = this.colIds;
     for (let g = 0; g < groups.length; g++) {
       const grp = groups[g];
-      if (grp.where === null || grp.where(r)) grp.push(slot, r, t);
+      if (grp.where === null || grp.where(r)) grp.push(slot, r, t, ids);
     }
     const feats = this.plan.features;
     const objs = this.objs;
@@ -382,6 +397,7 @@ export class TableColumns {
   /** After `plan` was replaced by an identical layout (same signatures, same order): members use its configs. */
   rebind(): void {
     this.plan.columns.forEach((c, j) => { this.colInterns[j] = this.interns.get(c) ?? null; });
+    for (const g of this.groups) this.#bindColumns(g);
     for (const g of this.groups) {
       for (const m of g.members) {
         const sh = this.plan.features[m.feature].factory.shared!;
@@ -420,6 +436,7 @@ export class TableColumns {
         next.featMember[m.feature] = m;
       }
       g.members = kept;
+      next.#bindColumns(g);
       next.groups.push(g);
     }
     const fresh: number[] = [];
