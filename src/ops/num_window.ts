@@ -349,6 +349,11 @@ export function numBucketsGoneAt(b: NumBuckets, c: NumWindowCfg, cutoff: number)
   return b.len === 0 || (b.bk[newestSlot(b, c.bStride)] + 1) * c.bucketMs <= cutoff;
 }
 
+/** When the oldest bucket stops counting: numExpireBuckets drops nothing for a cutoff below it. */
+export function numOldestEnd(b: NumBuckets, c: NumWindowCfg): number {
+  return (b.bk[b.head * c.bStride] + 1) * c.bucketMs;
+}
+
 /** Drops buckets that no read at or after `cutoff + window` can see; null once none is left. */
 export function numExpireBuckets(b: NumBuckets, c: NumWindowCfg, cutoff: number): NumBuckets | null {
   const bs = c.bStride;

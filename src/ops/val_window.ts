@@ -303,6 +303,11 @@ export function valBucketsGoneAt<A>(b: ValBuckets<A>, c: ValWindowCfg<A>, cutoff
   return b.len === 0 || (b.epochs[b.newest()] + 1) * c.bucketMs <= cutoff;
 }
 
+/** When the oldest bucket stops counting: valExpireBuckets drops nothing for a cutoff below it. */
+export function valOldestEnd<A>(b: ValBuckets<A>, c: ValWindowCfg<A>): number {
+  return (b.epochs[b.head] + 1) * c.bucketMs;
+}
+
 /** Drops expired buckets; null once none is left. */
 export function valExpireBuckets<A>(b: ValBuckets<A>, c: ValWindowCfg<A>, cutoff: number): ValBuckets<A> | null {
   const slots = b.epochs.length;

@@ -26,10 +26,10 @@ import { strict as assert } from 'node:assert';
 import type { JsonValue, Row, Value } from '../types';
 import {
   FOLDS, foldValue, Input, numBucketsGoneAt, numExpireBuckets, numFoldBuckets, numFoldIntoBucket, numJoinNewest, numLoadBuckets, numResult,
-  numSaveBuckets, resetFold, RING_ENTRIES_MAX, type NumBuckets, type NumWindowCfg,
+  numOldestEnd, numSaveBuckets, resetFold, RING_ENTRIES_MAX, type NumBuckets, type NumWindowCfg,
 } from '../ops/num_window';
 import {
-  valBucketsGoneAt, valExpireBuckets, valFoldIntoBucket, valJoinNewest, valKeepScratch, valLoadBuckets, valMergeBuckets, valSaveBuckets, valScratch,
+  valBucketsGoneAt, valExpireBuckets, valFoldIntoBucket, valJoinNewest, valKeepScratch, valLoadBuckets, valMergeBuckets, valOldestEnd, valSaveBuckets, valScratch,
   type ValBuckets, type ValWindowCfg,
 } from '../ops/val_window';
 import { InternTable, type Interned } from './intern';
@@ -67,6 +67,14 @@ export class RingGroup {
   busy: Uint16Array;
   /** Per field: its position in the table's columns (TableColumns.colIds), -1 when it has none. */
   colOf: Int32Array;
+  /**
+   * Per busy slot: the earliest time any member's oldest bucket stops counting,
+   * so a push whose cutoff is below it skips the per-member expiry walk (a Map
+   * lookup per member per push of a hot entity). Absent: not known, walk. Only
+   * ever at or below the true earliest end (a new bucket list or a load deletes
+   * it), so skipping never keeps a bucket that should go.
+   */
+  readonly #nextEnd = new Map<number, number>();
 
   constructor(
     readonly windowMs: number,
@@ -191,7 +199,10 @@ export class RingGroup {
       this.head[slot] = (this.head[slot] + 1) & mask;
       this.len[slot]--;
     }
-    if (this.busy[slot] > 0) this.#expireBuckets(slot, cutoff);
+    if (this.busy[slot] > 0) {
+      const end = this.#nextEnd.get(slot);
+      if (end === undefined || end <= cutoff) this.#expireBuckets(slot, cutoff);
+    }
     if (this.len[slot] === 0 && this.busy[slot] === 0) this.#freeRing(slot);
   }
 
@@ -211,6 +222,7 @@ export class RingGroup {
   }
 
   #expireBuckets(slot: number, cutoff: number): void {
+    let next = Infinity;
     for (const m of this.members) {
       const b = m.buckets.get(slot);
       if (b === undefined) continue;
@@ -218,8 +230,13 @@ export class RingGroup {
       if (left === null) {
         m.buckets.delete(slot);
         this.busy[slot]--;
+        continue;
       }
+      const end = m.num !== null ? numOldestEnd(left as NumBuckets, m.num) : valOldestEnd(left as ValBuckets<unknown>, m.val as ValWindowCfg<unknown>);
+      if (end < next) next = end;
     }
+    if (this.busy[slot] > 0) this.#nextEnd.set(slot, next);
+    else this.#nextEnd.delete(slot);
   }
 
   /** The ring is full of live events: its oldest goes into each accepting member's bucket. */
@@ -240,7 +257,10 @@ export class RingGroup {
       }
       if (b !== had && b !== undefined) {
         m.buckets.set(slot, b);
-        if (had === undefined) this.busy[slot]++;
+        if (had === undefined) {
+          this.busy[slot]++;
+          this.#nextEnd.delete(slot); // a new oldest bucket: the next expiry walks
+        }
       }
     }
     this.#release(pool, at);
@@ -268,6 +288,7 @@ export class RingGroup {
     }
     if (this.busy[slot] > 0) for (const m of this.members) m.buckets.delete(slot);
     this.busy[slot] = 0;
+    this.#nextEnd.delete(slot);
   }
 
   /**
@@ -384,6 +405,7 @@ export class RingGroup {
       m.buckets.set(slot, b);
       this.busy[slot]++;
     }
+    this.#nextEnd.delete(slot);
   }
 
   /**
