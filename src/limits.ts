@@ -325,6 +325,12 @@ export const SNAPSHOT_SLICE_MS = 4;
 export const SNAPSHOT_CHUNK_ENTITIES_MAX = 1024;
 export const SNAPSHOT_CHUNK_ENTITIES_MIN = 64;
 /**
+ * Dedupe entries per chunk of a periodic snapshot (snapshot_job.ts stepDedupe): a
+ * shard's entries are written across slices, not as one end chunk (one
+ * v8.serialize of 1M entries would stall the shard for a second).
+ */
+export const SNAPSHOT_DEDUPE_CHUNK_ENTRIES = 512;
+/**
  * Snapshot files are written as a stream of lz4 blocks of this many raw body bytes
  * (wal/snapshot_stream.ts, file version 2): each full block is compressed on the
  * shard thread inside the job's slice and written on libuv's threadpool while the

@@ -26,10 +26,17 @@ export class DedupeLog {
   }
 
   entries(now: number): DedupeEntry[] {
+    return [...this.each(now)];
+  }
+
+  /**
+   * The entries one at a time, after a sweep (a periodic snapshot writes them
+   * across slices). An entry recorded while this is walked may or may not be seen:
+   * it comes from a push after the snapshot's start, which recovery replays.
+   */
+  *each(now: number): Generator<DedupeEntry> {
     this.sweep(now);
-    const out: DedupeEntry[] = [];
-    for (const [event, e] of this.#byEvent) for (const [value, [lsn, v, t]] of e.entries) out.push([event, value, lsn, v, t]);
-    return out;
+    for (const [event, e] of this.#byEvent) for (const [value, [lsn, v, t]] of e.entries) yield [event, value, lsn, v, t];
   }
 
   load(entries: readonly DedupeEntry[], windowOf: (event: string) => number): void {

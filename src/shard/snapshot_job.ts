@@ -29,11 +29,12 @@
  *   chunks 1..n        EntityChunk   (one table, frozen buffers; format 3: per-entity saves)
  *                      SlabChunk     (one table, hot entities as slab bytes, slab_chunk.ts;
  *                                     format 5 raw bytes by writeSlab, format 4 v8-serialized)
- *   last chunk         EndChunk      (dedupe entries, max LSN and time applied at the end)
+ *                      DedupeChunk   (periodic snapshots: the dedupe entries, written across slices)
+ *   last chunk         EndChunk      (dedupe entries when not written before, max LSN and time applied at the end)
  */
 import { deserialize, serialize } from 'node:v8';
 import type { RegistryState } from '../registry/model';
-import { SNAPSHOT_CHUNK_ENTITIES_MAX, SNAPSHOT_CHUNK_ENTITIES_MIN } from '../limits';
+import { SNAPSHOT_CHUNK_ENTITIES_MAX, SNAPSHOT_CHUNK_ENTITIES_MIN, SNAPSHOT_DEDUPE_CHUNK_ENTRIES } from '../limits';
 import { frozenParts } from './cold';
 import type { DedupeEntry, DedupeLog } from './dedupe_log';
 import type { ShardState, TableState } from './state';
@@ -114,6 +115,11 @@ interface EntityChunk {
   frozen: Buffer[] | null;
 }
 
+/** Some of the dedupe entries (a periodic snapshot writes them in chunks before the end chunk). */
+interface DedupeChunk {
+  dedupeMore: DedupeEntry[];
+}
+
 interface EndChunk {
   end: true;
   appliedLsn: number;
@@ -135,6 +141,8 @@ export class SnapshotJob {
   #it: Iterator<[string, Buffer]> | null = null;
   /** Next slot to capture of the current table (hot phase). */
   #slot = 0;
+  #dedupeIt: Generator<DedupeEntry> | null = null;
+  #dedupeDone = false;
   /** The slots of the hot chunk being encoded (reused by every chunk). */
   readonly #slots = new Int32Array(SNAPSHOT_CHUNK_ENTITIES_MAX);
   /**
@@ -280,14 +288,37 @@ export class SnapshotJob {
     return { body: sink.body, rawBytes: this.#rawBytes };
   }
 
-  /** Appends the end chunk (dedupe entries and the LSN reached) to the sink: the body is complete. Returns the body's bytes. */
+  /**
+   * Appends dedupe entries in chunks of SNAPSHOT_DEDUPE_CHUNK_ENTRIES until
+   * `budgetMs` has passed or the sink is full (after every entity is encoded).
+   * Returns true when every entry is written; the end chunk then carries none.
+   */
+  stepDedupe(dedupe: DedupeLog, budgetMs: number): boolean {
+    const t0 = performance.now();
+    const it = (this.#dedupeIt ??= dedupe.each(Date.now()));
+    while (!this.#dedupeDone && !this.sink.full && performance.now() - t0 < budgetMs) {
+      const batch: DedupeEntry[] = [];
+      while (batch.length < SNAPSHOT_DEDUPE_CHUNK_ENTRIES) {
+        const r = it.next();
+        if (r.done === true) { this.#dedupeDone = true; break; }
+        batch.push(r.value);
+      }
+      if (batch.length > 0) this.#push({ dedupeMore: batch } satisfies DedupeChunk);
+    }
+    const ms = performance.now() - t0;
+    if (ms > this.maxSliceMs) this.maxSliceMs = ms;
+    return this.#dedupeDone;
+  }
+
+  /** Appends the end chunk (the LSN reached, and the dedupe entries unless stepDedupe wrote them) to the sink: the body is complete. Returns the body's bytes. */
   end(dedupe: DedupeLog): number {
     this.#pushEnd(dedupe);
     return this.#rawBytes;
   }
 
   #pushEnd(dedupe: DedupeLog): void {
-    const end: EndChunk = { end: true, appliedLsn: this.#state.appliedLsn, lastT: this.#state.lastT, dedupe: dedupe.entries(Date.now()) };
+    const entries = this.#dedupeDone ? [] : dedupe.entries(Date.now());
+    const end: EndChunk = { end: true, appliedLsn: this.#state.appliedLsn, lastT: this.#state.lastT, dedupe: entries };
     this.#push(end);
   }
 }
@@ -321,8 +352,14 @@ export function restoreSnapshot(
   const targets = meta.tables.map((t) => targetOf(state, t, meta.format));
   let end: EndChunk | null = null;
   let entities = 0;
+  const dedupe: DedupeEntry[] = [];
   for (const c of it) {
     if ((c as EndChunk).end === true) { end = c as EndChunk; break; }
+    const more = (c as DedupeChunk).dedupeMore;
+    if (more !== undefined) {
+      for (const e of more) dedupe.push(e);
+      continue;
+    }
     const ch = c as EntityChunk | SlabChunk;
     const target = targets[ch.t];
     if (target === null || target === undefined) continue;
@@ -341,7 +378,8 @@ export function restoreSnapshot(
   if (end === null) throw new Error('snapshot body has no end chunk');
   if (end.appliedLsn > state.appliedLsn) state.appliedLsn = end.appliedLsn;
   if (end.lastT > state.lastT) state.lastT = end.lastT;
-  return { startLsn: meta.startLsn, dedupe: end.dedupe, entities };
+  for (const e of end.dedupe) dedupe.push(e);
+  return { startLsn: meta.startLsn, dedupe, entities };
 }
 
 interface Target {

@@ -15,7 +15,7 @@ import type { RegistryState } from '../registry/model';
 import type { ShardInit } from '../protocol/messages';
 import { deleteAllSnapshots, faultyFs, fsError, realFs, type FaultCode, RecordEncoder, RECORD_TYPE_EVENT, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, WalWriter, recoverWal, readNewestSnapshot, SnapshotStream, writeSnapshot, type FaultyFs, type RecoveryProgress, type SnapshotWriteResult, type WalRecord } from '../wal';
 import { PushApplier } from './push_apply';
-import { RECOVERY_PROGRESS_INTERVAL_MS, RECOVERY_PROGRESS_RECORDS_STRIDE } from '../limits';
+import { RECOVERY_PROGRESS_INTERVAL_MS, RECOVERY_PROGRESS_RECORDS_STRIDE, SNAPSHOT_SLICE_MS } from '../limits';
 import type { ShardState } from './state';
 import { restoreSnapshot, SnapshotJob } from './snapshot_job';
 import type { DedupeLog } from './dedupe_log';
@@ -219,7 +219,8 @@ export class ShardStore {
     let rawBytes: number;
     try {
       if (sink instanceof SnapshotStream) {
-        // The end chunk and the last block's lz4 run now, on this thread: a step like a slice.
+        // The dedupe entries in slices, then the end chunk and the last block's lz4 now, on this thread: a step like a slice.
+        while (!job.stepDedupe(dedupe, SNAPSHOT_SLICE_MS)) await new Promise<void>((resolve) => job.whenRoom(resolve));
         const t0 = performance.now();
         rawBytes = job.end(dedupe);
         const written = sink.finish();

@@ -14,7 +14,8 @@
  * - an old data dir (EVENT records) recovers, and keeps recovering once PUSH
  *   records follow them;
  * - a periodic snapshot streams to its file between batches (which keep applying)
- *   and a restart restores from it; an install drops a running one, leaving no file.
+ *   and a restart restores from it, dedupe entries included (written in chunks); an
+ *   install drops a running one, leaving no file.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -30,6 +31,7 @@ import { ITEM_GET, ITEM_INSTALL, ITEM_PUSH, ITEM_SNAPSHOT, type GetItem, type Sh
 import { Shard } from '../../../src/shard/shard';
 import { ShardState } from '../../../src/shard/state';
 import { ShardStore } from '../../../src/shard/store';
+import { SNAPSHOT_DEDUPE_CHUNK_ENTRIES } from '../../../src/limits';
 import { DedupeLog } from '../../../src/shard/dedupe_log';
 import { createLogger } from '../../../src/log';
 import { ThreadSampler } from '../../../src/admin/thread_stats';
@@ -301,9 +303,10 @@ test('with a store: a periodic snapshot streams to its file while batches apply;
     const snaps = join(dir, 'shard-0', 'snapshots');
     const open = (): { shard: Shard; state: ShardState; store: ShardStore; info: { snapshotLsn: number; records: number } } => {
       const state = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-      const { store, info } = ShardStore.open(init, state, new DedupeLog(), log);
+      const dedupe = new DedupeLog();
+      const { store, info } = ShardStore.open(init, state, dedupe, log);
       if (state.registry === null) state.install(V1);
-      return { shard: new Shard({ init, state, dedupe: new DedupeLog(), store, coldFiles: null, log, recovered: info, sampler: new ThreadSampler('test') }), state, store, info };
+      return { shard: new Shard({ init, state, dedupe, store, coldFiles: null, log, recovered: info, sampler: new ThreadSampler('test') }), state, store, info };
     };
     const until = async (what: string, ok: () => boolean): Promise<void> => {
       for (let i = 0; i < 1000 && !ok(); i++) await new Promise((r) => setTimeout(r, 10));
@@ -333,9 +336,12 @@ test('with a store: a periodic snapshot streams to its file while batches apply;
     const now = Date.now();
     const keys = first.state.tableByName('Users')!.cols.index.keyList();
     const rows = keys.map((k) => first.state.read('Users', k, null, now));
+    const dedupe = first.shard.hello().dedupe;
+    assert.ok(dedupe.length > SNAPSHOT_DEDUPE_CHUNK_ENTRIES, `dedupe entries span more than one chunk: ${dedupe.length}`);
     first.store.close();
     const second = open();
     assert.equal(second.info.snapshotLsn, snapLsn, 'restored from the snapshot');
+    assert.deepEqual(second.shard.hello().dedupe, dedupe, 'dedupe entries written in chunks come back, in order');
     assert.ok(second.info.records < front.lsn - snapLsn + 10, 'only the WAL after it replayed');
     assert.deepEqual(keys.map((k) => second.state.read('Users', k, null, now)), rows);
     second.store.close();
