@@ -315,6 +315,11 @@ export const COLD_COMPACT_BYTES_PER_TICK = 2 * 1024 * 1024;
  */
 export const SNAPSHOT_SLICE_MS = 4;
 /**
+ * Period of the timer that measures a shard's event-loop delay while a periodic
+ * snapshot runs (shard.snapshot loopDelayMaxMs / loopDelayP99Ms, which include it).
+ */
+export const SNAPSHOT_LOOP_DELAY_RESOLUTION_MS = 1;
+/**
  * Hot entities per snapshot chunk (shard/slab_chunk.ts), at most and at least: a
  * job sizes each chunk to the time left in its slice from the cost per entity it
  * measured on the chunk before (~0.25 us warm; ~10x more on a thread's first

@@ -15,7 +15,7 @@ import type { RegistryState } from '../registry/model';
 import type { ShardInit } from '../protocol/messages';
 import { deleteAllSnapshots, faultyFs, fsError, realFs, type FaultCode, RecordEncoder, RECORD_TYPE_EVENT, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, WalWriter, recoverWal, readNewestSnapshot, SnapshotStream, writeSnapshot, type FaultyFs, type RecoveryProgress, type SnapshotWriteResult, type WalRecord } from '../wal';
 import { PushApplier } from './push_apply';
-import { RECOVERY_PROGRESS_INTERVAL_MS, RECOVERY_PROGRESS_RECORDS_STRIDE, SNAPSHOT_SLICE_MS } from '../limits';
+import { RECOVERY_PROGRESS_INTERVAL_MS, RECOVERY_PROGRESS_RECORDS_STRIDE, SNAPSHOT_LOOP_DELAY_RESOLUTION_MS, SNAPSHOT_SLICE_MS } from '../limits';
 import type { ShardState } from './state';
 import { restoreSnapshot, SnapshotJob } from './snapshot_job';
 import type { DedupeLog } from './dedupe_log';
@@ -51,7 +51,7 @@ export class ShardStore {
   #faults: FaultyFs | null = null;
   #failTruncate = false;
   /**
-   * The shard thread's event-loop delay while a periodic snapshot runs (a 1 ms timer):
+   * The shard thread's event-loop delay while a periodic snapshot runs (a 1 ms timer; its figures include the period):
    * its max is the longest the snapshot, or anything else, kept a batch waiting.
    */
   #pauses: IntervalHistogram | null = null;
@@ -183,7 +183,7 @@ export class ShardStore {
     if (!this.#snapshotDue(state)) return null;
     const meta = { lsn: state.appliedLsn, registryVersion: state.registryVersion };
     this.#pauses?.disable();
-    this.#pauses = monitorEventLoopDelay({ resolution: 1 });
+    this.#pauses = monitorEventLoopDelay({ resolution: SNAPSHOT_LOOP_DELAY_RESOLUTION_MS });
     this.#pauses.enable();
     return new SnapshotJob(state, null, this.#faults === null ? new SnapshotStream(this.#snapDir, meta) : undefined);
   }
