@@ -225,8 +225,16 @@ test('kill -9 of a node under load: its partitions are served by the others with
 });
 
 test('NATS stopped: pushes answer 503 wal_unavailable and reads keep working; NATS restarted: full service', { timeout: 60_000 }, async () => {
-  // Settled first: a partition still moving from the test before (a loaded box) cannot
-  // finish its move while NATS is down, and would answer partition_unavailable.
+  // Settled first: a partition still moving from the test before (the restarted node
+  // taking its share back, late on a loaded box) cannot finish its move while NATS is
+  // down, and would answer partition_unavailable. Every node's latest map must have
+  // every live node, and the moved partitions must be served.
+  const t0 = Date.now();
+  const latestMap = (s: TestServer): number => (s.logs.filter((l) => l.kind === 'cluster.partitions_assigned').at(-1)?.nodes as string[] | undefined)?.length ?? 0;
+  while (live().some((s) => latestMap(s) !== live().length)) {
+    assert.ok(Date.now() - t0 < 15_000, 'the nodes never agreed on a map of every live node');
+    await sleep(100);
+  }
   await converge(live(), 15_000);
   await nats.stop();
   for (const n of live()) {
