@@ -5,14 +5,18 @@
  * On a shared machine wall time includes time the process was not scheduled;
  * process CPU time does not (it does include V8's GC helper threads).
  *
- *   node dist/bench/replay_cpu.js [--events 1000000] [--entities 100000] [--rounds 3] [--build <dist>[,<dist>...]]
+ *   node dist/bench/replay_cpu.js [--events 1000000] [--entities 100000] [--rounds 3] [--build <dist>[,<dist>...]] [--snapshot 1]
+ *
+ * `--snapshot 1`: each build first replays the WAL in a copy of the data dir of its
+ * own and writes a shutdown snapshot (ShardStore.snapshotNow), then the rounds time
+ * the restart from that snapshot (restore, then the WAL after it: nothing here).
  *
  * `--build` replays with the recovery code of other builds (the same ShardStore
  * API since issue 4), round by round in turn with this one, for a before/after on
  * the same machine at the same moment; the entity counts and a sample of rows
  * must agree between builds.
  */
-import { rmSync } from 'node:fs';
+import { cpSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildRecoveryDataDir } from './recovery_wal';
 import { RECOVERY_NODES } from './recovery_registry';
@@ -22,6 +26,7 @@ for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replac
 const EVENTS = Number(args.get('events') ?? 1_000_000);
 const ENTITIES = Number(args.get('entities') ?? 100_000);
 const ROUNDS = Number(args.get('rounds') ?? 3);
+const SNAPSHOT = args.get('snapshot') === '1';
 const BUILDS = [join(__dirname, '..'), ...(args.get('build')?.split(',') ?? [])];
 /** Rows compared between builds. */
 const SAMPLE_KEYS = 1000;
@@ -45,7 +50,7 @@ function load(dir: string): Build {
   };
 }
 
-function replay(b: Build, dataDir: string): { cpuMs: number; wallMs: number; records: number; sample: string } {
+function replay(b: Build, dataDir: string, snapshotAfter = false): { cpuMs: number; wallMs: number; records: number; sample: string } {
   const registry = { version: 1, nodes: RECOVERY_NODES };
   const state = new b.ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   const init = {
@@ -59,6 +64,7 @@ function replay(b: Build, dataDir: string): { cpuMs: number; wallMs: number; rec
   const { store, info } = b.ShardStore.open(init, state, new b.DedupeLog(), log);
   const wallMs = performance.now() - w0;
   const c = process.cpuUsage(c0);
+  if (snapshotAfter) store.snapshotNow(state, new b.DedupeLog());
   store.close();
   const ts = state.tableByName('U')!;
   let sample = `${ts.size}`;
@@ -70,18 +76,27 @@ function main(): void {
   const builds = BUILDS.map(load);
   console.log(`replay CPU: ${EVENTS.toLocaleString()} PUSH records over ${ENTITIES.toLocaleString()} entities, ${ROUNDS} rounds per build`);
   const dir = buildRecoveryDataDir({ events: EVENTS, entities: ENTITIES, shards: 1, format: 'push' });
+  // --snapshot: a data dir per build, holding the WAL and a snapshot that build wrote.
+  const dirs = builds.map((b, i) => {
+    if (!SNAPSHOT) return dir;
+    const own = `${dir}-${i}`;
+    cpSync(dir, own, { recursive: true });
+    replay(b, own, true);
+    return own;
+  });
   try {
     let first: string | null = null;
     for (let r = 0; r < ROUNDS; r++) {
-      for (const b of builds) {
-        const res = replay(b, dir);
+      for (const [i, b] of builds.entries()) {
+        const res = replay(b, dirs[i]);
         if (first !== null && first !== res.sample) throw new Error(`${b.dir}: replayed state differs from the first replay's`);
         first = res.sample;
-        console.log(`  ${b.dir}: ${res.records.toLocaleString()} records, ${res.cpuMs.toFixed(0)} ms CPU = ${Math.round(res.records / (res.cpuMs / 1000)).toLocaleString()} records/s of CPU (wall ${res.wallMs.toFixed(0)} ms)`);
+        if (SNAPSHOT) console.log(`  ${b.dir}: restart from the snapshot (${res.records.toLocaleString()} WAL records after it): ${res.cpuMs.toFixed(0)} ms CPU (wall ${res.wallMs.toFixed(0)} ms)`);
+        else console.log(`  ${b.dir}: ${res.records.toLocaleString()} records, ${res.cpuMs.toFixed(0)} ms CPU = ${Math.round(res.records / (res.cpuMs / 1000)).toLocaleString()} records/s of CPU (wall ${res.wallMs.toFixed(0)} ms)`);
       }
     }
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    for (const d of new Set([dir, ...dirs])) rmSync(d, { recursive: true, force: true });
   }
 }
 

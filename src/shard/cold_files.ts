@@ -30,6 +30,7 @@ import type { Logger } from '../log';
 import { COLD_COMPACT_LIVE_RATIO, COLD_FLUSH_BYTES, COLD_READ_CHUNK_BYTES, COLD_SEGMENT_BYTES } from '../limits';
 import { crc32c } from '../wal/crc32c';
 import { realFs, type FsLike } from '../wal/fs_like';
+import { readAt } from '../wal/file_ops';
 import type { ColdStore } from './cold_store';
 import { hashKey, KeyIndex } from './key_index';
 
@@ -213,7 +214,7 @@ export class ColdFiles {
     const seg = this.#segs.get(segId);
     if (seg === undefined) return null;
     const buf = Buffer.allocUnsafe(len);
-    const got = readAt(seg.fd, buf, off);
+    const got = readAt(realFs, seg.fd, buf, off);
     this.stats.reads++;
     const rec = got === len ? decodeRecord(buf, 0, segId, off) : null;
     if (rec === null) this.#corrupt(segId, off);
@@ -263,7 +264,7 @@ export class ColdFiles {
     if (first < HEADER_BYTES || at + first > seg.bytes) { this.#corrupt(seg.id, at); return null; }
     const n = Math.min(seg.bytes - at, Math.max(first, COLD_READ_CHUNK_BYTES));
     const buf = Buffer.allocUnsafe(n);
-    const got = readAt(seg.fd, buf, at);
+    const got = readAt(realFs, seg.fd, buf, at);
     this.stats.reads++;
     return got === n ? buf : buf.subarray(0, got);
   }
@@ -513,13 +514,3 @@ export class DiskColdStore implements ColdStore {
   }
 }
 
-/** Fills `buf` from `fd` at `position` (short reads continue); returns the bytes read, fewer only at end of file. */
-function readAt(fd: number, buf: Buffer, position: number): number {
-  let got = 0;
-  while (got < buf.length) {
-    const n = readSync(fd, buf, got, buf.length - got, position + got);
-    if (n === 0) break;
-    got += n;
-  }
-  return got;
-}

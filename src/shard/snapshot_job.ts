@@ -34,6 +34,7 @@
  */
 import { deserialize, serialize } from 'node:v8';
 import type { RegistryState } from '../registry/model';
+import type { WalPosition } from '../wal';
 import { SNAPSHOT_CHUNK_ENTITIES_MAX, SNAPSHOT_CHUNK_ENTITIES_MIN, SNAPSHOT_DEDUPE_CHUNK_ENTRIES } from '../limits';
 import { frozenParts } from './cold';
 import type { DedupeEntry, DedupeLog } from './dedupe_log';
@@ -101,7 +102,13 @@ interface SnapshotMeta {
   shardCount: number;
   registryVersion: number;
   startLsn: number;
-  tables: Array<{ name: string; keySignature: string; features: Array<[string, string]>; layout?: LayoutMeta }>;
+  /**
+   * Per table; `hot`: its hot entities when the job began (a restore sizes the
+   * entity index for them at once; absent before it was recorded).
+   */
+  tables: Array<{ name: string; keySignature: string; features: Array<[string, string]>; layout?: LayoutMeta; hot?: number }>;
+  /** Where WAL replay after this snapshot may start (WalWriter.position() when it began); absent or null: none. */
+  walResume?: WalPosition | null;
 }
 
 interface EntityChunk {
@@ -160,8 +167,9 @@ export class SnapshotJob {
   /**
    * `keep`: only these keys (a cluster partition's, shard/partition_io.ts); default every key.
    * `sink`: where the body goes; default a BodyBuffer, read by finish().
+   * `walResume`: the WAL writer's position now (recorded when its batch is in the snapshot).
    */
-  constructor(state: ShardState, readonly keep: ((key: string) => boolean) | null = null, sink: BodySink = new BodyBuffer()) {
+  constructor(state: ShardState, readonly keep: ((key: string) => boolean) | null = null, sink: BodySink = new BodyBuffer(), walResume: WalPosition | null = null) {
     this.#state = state;
     this.sink = sink;
     this.#tables = state.tables;
@@ -171,8 +179,10 @@ export class SnapshotJob {
       format: SNAPSHOT_FORMAT, shardId: state.opts.shardId, shardCount: state.opts.shardCount,
       registryVersion: state.registryVersion, startLsn: this.startLsn,
       tables: state.tables.map((ts) => ({
-        name: ts.plan.name, keySignature: ts.plan.keySignature, features: ts.plan.features.map((f) => [f.name, f.signature]), layout: ts.cols.layoutMeta(),
+        name: ts.plan.name, keySignature: ts.plan.keySignature, features: ts.plan.features.map((f) => [f.name, f.signature]), layout: ts.cols.layoutMeta(), hot: ts.size,
       })),
+      // A batch past the job's LSN (appended, not applied) is no resume point.
+      walResume: walResume !== null && walResume.lsn <= this.startLsn ? walResume : null,
     };
     this.#push(meta);
   }
@@ -341,7 +351,7 @@ function* chunks(body: Buffer): Generator<unknown> {
  */
 export function restoreSnapshot(
   state: ShardState, body: Buffer, registryOf: (version: number) => RegistryState | undefined, keep: ((key: string) => boolean) | null = null,
-): { startLsn: number; dedupe: DedupeEntry[]; entities: number } {
+): { startLsn: number; dedupe: DedupeEntry[]; entities: number; walResume: WalPosition | null } {
   const it = chunks(body);
   const meta = it.next().value as SnapshotMeta;
   if (meta === undefined || !SNAPSHOT_FORMATS_READ.includes(meta.format)) {
@@ -379,7 +389,7 @@ export function restoreSnapshot(
   if (end.appliedLsn > state.appliedLsn) state.appliedLsn = end.appliedLsn;
   if (end.lastT > state.lastT) state.lastT = end.lastT;
   for (const e of end.dedupe) dedupe.push(e);
-  return { startLsn: meta.startLsn, dedupe, entities };
+  return { startLsn: meta.startLsn, dedupe, entities, walResume: meta.walResume ?? null };
 }
 
 interface Target {
@@ -410,7 +420,11 @@ function targetOf(state: ShardState, t: SnapshotMeta['tables'][number], format: 
   });
   // Format 2 has no groups: every saved feature is an object state.
   const meta: LayoutMeta = format === 2 || t.layout === undefined ? { groups: [] } : t.layout;
-  if (ts.size === 0 && ts.cold.size === 0) ts.replaceColumns(TableColumns.fromLayout(ts.plan, meta, liveOf));
+  if (ts.size === 0 && ts.cold.size === 0) {
+    ts.replaceColumns(TableColumns.fromLayout(ts.plan, meta, liveOf));
+    // Room for every entity at once: no doubling and rehashing of the index on the way.
+    if (t.hot !== undefined) ts.cols.index.reserve(t.hot);
+  }
   const sameFeatures = liveOf.length === feats.length && liveOf.every((i, j) => i === j);
   const identity = format !== 2 && sameFeatures && JSON.stringify(ts.cols.layoutMeta()) === JSON.stringify(meta);
   if (!identity) ts.thawAll();

@@ -13,7 +13,7 @@ import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import type { Logger } from '../log';
 import type { RegistryState } from '../registry/model';
 import type { ShardInit } from '../protocol/messages';
-import { deleteAllSnapshots, faultyFs, fsError, realFs, type FaultCode, RecordEncoder, RECORD_TYPE_EVENT, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, WalWriter, recoverWal, readNewestSnapshot, SnapshotStream, writeSnapshot, type FaultyFs, type RecoveryProgress, type SnapshotWriteResult, type WalRecord } from '../wal';
+import { deleteAllSnapshots, faultyFs, fsError, realFs, type FaultCode, RecordEncoder, RECORD_TYPE_EVENT, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, WalWriter, recoverWal, readNewestSnapshot, SnapshotStream, writeSnapshot, type FaultyFs, type RecoveryProgress, type SnapshotWriteResult, type WalPosition, type WalRecord } from '../wal';
 import { PushApplier } from './push_apply';
 import { RECOVERY_PROGRESS_INTERVAL_MS, RECOVERY_PROGRESS_RECORDS_STRIDE, SNAPSHOT_LOOP_DELAY_RESOLUTION_MS, SNAPSHOT_SLICE_MS } from '../limits';
 import type { ShardState } from './state';
@@ -27,6 +27,8 @@ export interface RecoveryInfo {
   records: number;
   snapshotLsn: number;
   ms: number;
+  /** WAL bytes not read thanks to the snapshot's resume point (recover.ts resumeAt). */
+  resumeSkippedBytes: number;
 }
 
 export class ShardStore {
@@ -72,6 +74,7 @@ export class ShardStore {
     mkdirSync(snapDir, { recursive: true });
     const history = new Map<number, RegistryState>(init.history.map((s) => [s.version, s]));
     let snapshotLsn = 0;
+    let walResume: WalPosition | null = null;
     log.info({ kind: 'shard.recovery_started', shard: init.shardId });
     const snap = readNewestSnapshot(snapDir);
     if (snap !== null) {
@@ -79,6 +82,7 @@ export class ShardStore {
       const restored = restoreSnapshot(state, snap.body, (v) => history.get(v));
       dedupe.load(restored.dedupe, (e) => state.registry?.events.get(e)?.dedupeWindowMs ?? 0);
       snapshotLsn = restored.startLsn;
+      walResume = restored.walResume;
     }
     const snapshotCreatedMs = snap === null ? 0 : snap.meta.createdAtMs;
     let records = 0;
@@ -98,19 +102,19 @@ export class ShardStore {
           percent: progress.bytesTotal === 0 ? 100 : Math.floor((progress.bytesRead / progress.bytesTotal) * 1000) / 10, elapsed_ms: Date.now() - t0,
         });
       }
-    }, { progress });
+    }, { progress, resumeAt: walResume });
     // One line for all undecodable rows: a damaged WAL must not flood the log.
     if (bad.count > 0) log.warn({ kind: 'wal.bad_rows', shard: init.shardId, count: bad.count, first_lsn: bad.firstLsn, last_lsn: bad.lastLsn });
     for (const entry of report.log) log.warn({ ...entry, kind: `wal.${entry.kind}` });
     // nextLsnMin also covers LSNs of skipped (corrupt) records: new LSNs never reuse them.
     const lastLsn = Math.max(report.lastLsn, report.nextLsnMin - 1, snapshotLsn, state.appliedLsn);
     const faults = init.faultFile === null ? null : faultyFs(realFs);
-    const wal = WalWriter.open(walDir, { segmentBytesMax: init.walSegmentBytesMax, nextLsnHint: lastLsn + 1, ...(faults === null ? {} : { fs: faults }) });
+    const wal = WalWriter.open(walDir, { segmentBytesMax: init.walSegmentBytesMax, nextLsnHint: lastLsn + 1, resumeFrom: report.lastRecordAt, ...(faults === null ? {} : { fs: faults }) });
     const store = new ShardStore(init, walDir, snapDir, wal, log);
     store.#faults = faults;
     store.#lastSnapshotLsn = snapshotLsn;
     store.snapshotStats.lastSuccessMs = snapshotCreatedMs;
-    const info = { lastLsn, records, snapshotLsn, ms: Date.now() - t0 };
+    const info = { lastLsn, records, snapshotLsn, ms: Date.now() - t0, resumeSkippedBytes: report.resumeSkippedBytes };
     log.info({ kind: 'shard.recovered', shard: init.shardId, ...info, truncated_bytes: report.truncatedBytes, corrupt_segments: report.corruptSegments });
     return { store, info };
   }
@@ -185,7 +189,8 @@ export class ShardStore {
     this.#pauses?.disable();
     this.#pauses = monitorEventLoopDelay({ resolution: SNAPSHOT_LOOP_DELAY_RESOLUTION_MS });
     this.#pauses.enable();
-    return new SnapshotJob(state, null, this.#faults === null ? new SnapshotStream(this.#snapDir, meta) : undefined);
+    // Batches are appended and applied in one turn: the WAL's position is inside what the job captures.
+    return new SnapshotJob(state, null, this.#faults === null ? new SnapshotStream(this.#snapDir, meta) : undefined, this.#wal.position());
   }
 
   #snapshotDue(state: ShardState): boolean {
@@ -197,7 +202,7 @@ export class ShardStore {
   /** Shutdown: the whole snapshot now, blocking the shard (nothing else is coming). */
   snapshotNow(state: ShardState, dedupe: DedupeLog): void {
     if (!this.#snapshotDue(state)) return;
-    const job = new SnapshotJob(state);
+    const job = new SnapshotJob(state, null, undefined, this.#wal.position());
     job.step(Number.POSITIVE_INFINITY);
     const { body, rawBytes } = job.finish(dedupe);
     this.syncIfDirty();

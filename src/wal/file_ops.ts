@@ -78,6 +78,30 @@ export function listLsnFiles(fs: FsLike, dir: string, ext: string): DirListing {
   return { files, others };
 }
 
+/** Fills `buf` from `fd` at `position` (short reads continue); returns the bytes read, fewer only at end of file. */
+export function readAt(fs: FsLike, fd: number, buf: Uint8Array, position: number): number {
+  let got = 0;
+  while (got < buf.length) {
+    const n = fs.readSync(fd, buf, got, buf.length - got, position + got);
+    if (n === 0) break;
+    got += n;
+  }
+  return got;
+}
+
+/** The bytes of `path` from `position` to its end; null when the file is shorter than `position`. */
+export function readFileFrom(fs: FsLike, path: string, position: number): Buffer | null {
+  const fd = fs.openSync(path, 'r');
+  try {
+    const size = fs.statSync(path).size;
+    if (size < position) return null;
+    const buf = Buffer.allocUnsafe(size - position);
+    return buf.subarray(0, readAt(fs, fd, buf, position));
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 /**
  * Writes all of `buf[0, length)` at `position`, looping over short writes. A write
  * that makes no progress throws EIO rather than spinning. Errors propagate as is;

@@ -15,6 +15,8 @@ export interface FsLike {
   openSync(path: string, flags: string | number, mode?: number): number;
   /** pwrite-style: writes `length` bytes of `buffer` from `offset` at file `position`. */
   writeSync(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): number;
+  /** pread-style: reads up to `length` bytes at file `position` into `buffer` from `offset`; 0 at end of file. */
+  readSync(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): number;
   fdatasyncSync(fd: number): void;
   fsyncSync(fd: number): void;
   closeSync(fd: number): void;
@@ -31,6 +33,7 @@ export interface FsLike {
 export const realFs: FsLike = {
   openSync: (path, flags, mode) => nodeFs.openSync(path, flags, mode),
   writeSync: (fd, buffer, offset, length, position) => nodeFs.writeSync(fd, buffer, offset, length, position),
+  readSync: (fd, buffer, offset, length, position) => nodeFs.readSync(fd, buffer, offset, length, position),
   fdatasyncSync: (fd) => nodeFs.fdatasyncSync(fd),
   fsyncSync: (fd) => nodeFs.fsyncSync(fd),
   closeSync: (fd) => nodeFs.closeSync(fd),

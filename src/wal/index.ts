@@ -26,7 +26,7 @@ export {
   type WalRecord,
 } from './record';
 export { PushFrameWriter, PushRecordReader, frameEnd, sealFrame } from './push_record';
-export { WalWriter, type WalWriterOptions } from './segment';
+export { WalWriter, type WalPosition, type WalWriterOptions } from './segment';
 export {
   RECOVERY_CASES,
   recoverWal,

@@ -45,9 +45,10 @@ import { strict as assert } from 'node:assert';
 import { join } from 'node:path';
 import { FRAME_HEADER_BYTES, RECORD_BYTES_MAX } from './constants';
 import { crc32c } from './crc32c';
-import { listLsnFiles, fileSizeOrMissing, truncateFile } from './file_ops';
+import { listLsnFiles, fileSizeOrMissing, readFileFrom, truncateFile } from './file_ops';
 import { realFs, type FsLike } from './fs_like';
 import { WAL_CODEC, decodeWalRecord, type FrameCodec, type WalRecord } from './record';
+import type { WalPosition } from './segment';
 
 export const CASE_END = 0;
 export const CASE_OK = 1;
@@ -204,6 +205,8 @@ export interface RecoveryReport {
   segments: number;
   /** Segments not read because every record in them is <= afterLsn. */
   segmentsSkipped: number;
+  /** Bytes not read at the start of the segment holding afterLsn, thanks to the snapshot's WAL resume point. */
+  resumeSkippedBytes: number;
   /** Records passed to onRecord (lsn > afterLsn). */
   records: number;
   /** Valid records read, including those at or below afterLsn. */
@@ -216,6 +219,12 @@ export interface RecoveryReport {
   corruptSegments: string[];
   /** Highest lsn of any valid record read, -1 when none was read. */
   lastLsn: number;
+  /**
+   * Where the record of lastLsn starts (a resume point for a snapshot taken before
+   * anything else is appended: WalWriter.open's `resumeFrom`); null when no record
+   * was read. Only a record above every lsn before it counts.
+   */
+  lastRecordAt: WalPosition | null;
   /**
    * Lowest lsn the shard may append next: above lastLsn, afterLsn and the name of
    * the newest non-empty segment (WalWriter.open asserts the same bound).
@@ -238,6 +247,13 @@ export interface RecoverOptions {
   progress?: RecoveryProgress;
   /** Truncate the torn tail of the tail segment (default true). wal_check passes false. */
   repair?: boolean;
+  /**
+   * The snapshot's WAL resume point (segment.ts WalPosition): the segment it names
+   * is read from that offset when the record there is the one it names, with an
+   * lsn <= afterLsn (every record before it is older, so in the snapshot); else,
+   * or when the file is shorter, the segment is read whole as without it.
+   */
+  resumeAt?: WalPosition | null;
 }
 
 interface SegmentRef {
@@ -256,8 +272,8 @@ export function recoverWal(dir: string, afterLsn: number, onRecord: (r: WalRecor
   const fs = opts.fs ?? realFs;
   const repair = opts.repair ?? true;
   const report: RecoveryReport = {
-    segments: 0, segmentsSkipped: 0, records: 0, recordsRead: 0, truncatedBytes: 0,
-    skippedBytes: 0, corruptSegments: [], lastLsn: -1, nextLsnMin: 0, log: [],
+    segments: 0, segmentsSkipped: 0, resumeSkippedBytes: 0, records: 0, recordsRead: 0, truncatedBytes: 0,
+    skippedBytes: 0, corruptSegments: [], lastLsn: -1, lastRecordAt: null, nextLsnMin: 0, log: [],
   };
   const listing = listLsnFiles(fs, dir, 'log');
   for (const name of listing.others) report.log.push({ kind: 'stray_file', level: 'info', name });
@@ -277,17 +293,37 @@ export function recoverWal(dir: string, afterLsn: number, onRecord: (r: WalRecor
       report.segmentsSkipped++;
       continue;
     }
-    const buf = fs.readFileSync(join(dir, files[i].name));
+    const path = join(dir, files[i].name);
     const lsnFloor = Math.max(report.lastLsn, files[i].lsn - 1);
-    const tailAt = replaySegment(buf, files[i].name, lsnFloor, afterLsn, report, onRecord, progress, bytesBefore);
+    const resumed = resumeRead(fs, path, files[i].lsn, afterLsn, lsnFloor, opts.resumeAt ?? null);
+    const base = resumed === null ? 0 : opts.resumeAt!.offset;
+    const buf = resumed ?? fs.readFileSync(path);
+    report.resumeSkippedBytes += base;
+    bytesBefore += base;
+    const tailAt = replaySegment(buf, files[i], base, lsnFloor, afterLsn, report, onRecord, progress, bytesBefore);
     bytesBefore += buf.length;
     progress.bytesRead = bytesBefore;
-    if (tailAt >= 0) handleTail(fs, dir, files[i].name, buf.length, tailAt, i === tailIndex, repair, report);
-    const sizeAfter = tailAt >= 0 && i === tailIndex && repair ? tailAt : buf.length;
+    if (tailAt >= 0) handleTail(fs, dir, files[i].name, base + buf.length, base + tailAt, i === tailIndex, repair, report);
+    const sizeAfter = base + (tailAt >= 0 && i === tailIndex && repair ? tailAt : buf.length);
     if (sizeAfter > 0) newestNonEmptyLsn = files[i].lsn;
   }
   report.nextLsnMin = Math.max(report.lastLsn, newestNonEmptyLsn, afterLsn) + 1;
   return report;
+}
+
+/**
+ * The bytes of segment `path` (first lsn `segmentLsn`) from the resume point on,
+ * when it applies to this segment and holds: the file reaches the offset, a valid
+ * record starts there with exactly the lsn the point names, and that lsn is <=
+ * afterLsn. Else null (the caller reads the whole segment).
+ */
+function resumeRead(fs: FsLike, path: string, segmentLsn: number, afterLsn: number, lsnFloor: number, at: WalPosition | null): Buffer | null {
+  if (at === null || at.segmentLsn !== segmentLsn || at.lsn > afterLsn || at.offset <= 0) return null;
+  const buf = readFileFrom(fs, path, at.offset);
+  if (buf === null) return null;
+  const probe = new FrameProbe();
+  classifyAt(buf, 0, buf.length, WAL_CODEC, lsnFloor, probe);
+  return probe.caseId === CASE_OK && probe.lsn === at.lsn ? buf : null;
 }
 
 /** Index of the last non-empty segment (the one a crash can tear), or the last one. */
@@ -301,7 +337,8 @@ function tailSegmentIndex(fs: FsLike, dir: string, files: SegmentRef[]): number 
 /** Runs the table over one segment; returns the offset of a bad tail, or -1. */
 function replaySegment(
   buf: Buffer,
-  name: string,
+  segment: SegmentRef,
+  base: number,
   lsnFloorStart: number,
   afterLsn: number,
   report: RecoveryReport,
@@ -309,6 +346,7 @@ function replaySegment(
   progress: RecoveryProgress,
   bytesBefore: number,
 ): number {
+  const name = segment.name;
   const probe = new FrameProbe();
   let lsnFloor = lsnFloorStart;
   let o = 0;
@@ -317,17 +355,22 @@ function replaySegment(
     const c = RECOVERY_CASES[probe.caseId];
     if (c.action === 'stop') return -1;
     if (c.action === 'tail') {
-      report.log.push(finding(c, name, o, buf.length - o, lsnFloor));
+      report.log.push(finding(c, name, base + o, buf.length - o, lsnFloor));
       return o;
     }
     if (c.action === 'yield') {
       report.recordsRead++;
       if (probe.caseId === CASE_LSN_REGRESSION) {
-        const entry = finding(c, name, o, probe.next - o, lsnFloor);
+        const entry = finding(c, name, base + o, probe.next - o, lsnFloor);
         entry.lsn = probe.lsn;
         report.log.push(entry);
       }
       lsnFloor = Math.max(lsnFloor, probe.lsn);
+      if (probe.caseId === CASE_OK && probe.lsn > report.lastLsn) {
+        const at = report.lastRecordAt;
+        if (at === null || at.segmentLsn !== segment.lsn) report.lastRecordAt = { segmentLsn: segment.lsn, offset: base + o, lsn: probe.lsn };
+        else { at.offset = base + o; at.lsn = probe.lsn; }
+      }
       if (probe.lsn > report.lastLsn) report.lastLsn = probe.lsn;
       if (probe.lsn > afterLsn) {
         report.records++;
@@ -335,7 +378,7 @@ function replaySegment(
         onRecord(decodeWalRecord(buf, o + FRAME_HEADER_BYTES, probe.next));
       }
     } else {
-      reportSkip(buf, name, o, probe, lsnFloor, report);
+      reportSkip(buf, name, base, o, probe, lsnFloor, report);
     }
     assert(probe.next > o, 'recovery must make progress');
     o = probe.next;
@@ -347,9 +390,9 @@ function finding(c: RecoveryCase, segment: string, offset: number, bytes: number
   return { kind: c.name, level: c.level ?? 'warn', label: c.label, segment, offset, bytes, lsnBefore };
 }
 
-function reportSkip(buf: Buffer, name: string, o: number, probe: FrameProbe, lsnFloor: number, report: RecoveryReport): void {
+function reportSkip(buf: Buffer, name: string, base: number, o: number, probe: FrameProbe, lsnFloor: number, report: RecoveryReport): void {
   const c = RECOVERY_CASES[probe.caseId];
-  const entry = finding(c, name, o, probe.next - o, lsnFloor);
+  const entry = finding(c, name, base + o, probe.next - o, lsnFloor);
   if (probe.caseId === CASE_UNKNOWN_TYPE) entry.type = probe.type;
   // Corrupt record/region end at a verified record: its lsn bounds what was lost.
   if (probe.caseId === CASE_CORRUPT_RECORD || probe.caseId === CASE_CORRUPT_REGION) {

@@ -26,7 +26,7 @@ import { strict as assert } from 'node:assert';
 import { join } from 'node:path';
 import { SfError } from '../errors';
 import { FRAME_HEADER_BYTES } from './constants';
-import { closeQuietly, fileSizeOrMissing, fsyncDir, listLsnFiles, lsnFileName, RETIRED_SUFFIX, unlinkQuietly, writeFully } from './file_ops';
+import { closeQuietly, fileSizeOrMissing, fsyncDir, listLsnFiles, lsnFileName, lsnOfFileName, RETIRED_SUFFIX, unlinkQuietly, writeFully } from './file_ops';
 import nodeFs from 'node:fs';
 import { realFs, type FsLike } from './fs_like';
 import type { RecordEncoder } from './record';
@@ -37,9 +37,28 @@ export interface WalWriterOptions {
   fs?: FsLike;
   /** The next lsn the caller will append (RecoveryReport.nextLsnMin or above); appends below it are a bug. */
   nextLsnHint?: number;
+  /**
+   * Where the last record recovery read starts (RecoveryReport.lastRecordAt):
+   * position() answers it until the first append, so a snapshot taken right
+   * after recovery (a shutdown) gets a resume point too.
+   */
+  resumeFrom?: WalPosition | null;
 }
 
 const NO_FD = -1;
+
+/**
+ * A place in the WAL where replay after a snapshot may start instead of the start
+ * of the segment holding the snapshot's lsn: the byte offset of a batch in the
+ * segment named by its first lsn `segmentLsn`, whose first record has lsn `lsn`.
+ * Records are in lsn order, so when `lsn` is in the snapshot every record before
+ * the batch is too (recover.ts resumeAt).
+ */
+export interface WalPosition {
+  segmentLsn: number;
+  offset: number;
+  lsn: number;
+}
 
 export class WalWriter {
   readonly dir: string;
@@ -57,6 +76,11 @@ export class WalWriter {
   #generation = 0;
   #asyncSyncInFlight = false;
   #closed: boolean;
+  /** Offset and first lsn of the last batch appended to the current segment (offset -1: none yet). */
+  #batchAt = -1;
+  #batchLsn = 0;
+  /** The recovered WAL's last record (WalWriterOptions.resumeFrom) until a segment is opened or the WAL reset. */
+  #recovered: WalPosition | null = null;
 
   private constructor(dir: string, fs: FsLike, segmentBytesMax: number, lastLsn: number) {
     this.dir = dir;
@@ -66,6 +90,7 @@ export class WalWriter {
     this.#generation++;
     this.#segmentName = '';
     this.#segmentBytes = 0;
+    this.#batchAt = -1;
     this.#tailDirty = false;
     this.#lastLsn = lastLsn;
     this.#bytesSinceSync = 0;
@@ -101,7 +126,9 @@ export class WalWriter {
       assert(Number.isSafeInteger(opts.nextLsnHint), 'nextLsnHint must be an integer');
       lastLsn = Math.max(lastLsn, opts.nextLsnHint - 1);
     }
-    return new WalWriter(dir, fs, opts.segmentBytesMax, lastLsn);
+    const w = new WalWriter(dir, fs, opts.segmentBytesMax, lastLsn);
+    w.#recovered = opts.resumeFrom ?? null;
+    return w;
   }
 
   /** Bytes appended since the last successful fdatasync. */
@@ -146,6 +173,19 @@ export class WalWriter {
     this.#segmentBytes = at + buf.length;
     this.#bytesSinceSync += buf.length;
     this.#lastLsn = lastLsn;
+    this.#batchAt = at;
+    this.#batchLsn = firstLsn;
+  }
+
+  /**
+   * The last batch appended to the current segment, as a snapshot's WAL resume
+   * point; null before the first append to it. Taken when a snapshot begins (the
+   * shard applies each batch in the turn it appends it), that batch and every
+   * record before it are in the snapshot.
+   */
+  position(): WalPosition | null {
+    if (this.#batchAt < 0) return this.#segmentName === '' ? this.#recovered : null;
+    return { segmentLsn: lsnOfFileName(this.#segmentName, 'log'), offset: this.#batchAt, lsn: this.#batchLsn };
   }
 
   /** append() of everything staged in `enc`. */
@@ -234,6 +274,8 @@ export class WalWriter {
     this.#generation++;
     this.#segmentName = '';
     this.#segmentBytes = 0;
+    this.#batchAt = -1;
+    this.#recovered = null;
     this.#tailDirty = false;
     this.#bytesSinceSync = 0;
     this.#lastLsn = -1;
@@ -301,6 +343,8 @@ export class WalWriter {
     this.#generation++;
     this.#segmentName = name;
     this.#segmentBytes = 0;
+    this.#batchAt = -1;
+    this.#recovered = null;
   }
 
   /** Cuts the segment back to `length` after a failed write; remembers a failure. */
@@ -347,6 +391,7 @@ export class WalWriter {
     this.#generation++;
     this.#segmentName = '';
     this.#segmentBytes = 0;
+    this.#batchAt = -1;
     this.#tailDirty = false;
   }
 }

@@ -30,7 +30,7 @@ import { RecordEncoder, WalWriter } from '../../../src/wal';
 import { ITEM_GET, ITEM_INSTALL, ITEM_PUSH, ITEM_SNAPSHOT, type GetItem, type ShardBatch, type ShardInit, type ShardItem } from '../../../src/protocol/messages';
 import { Shard } from '../../../src/shard/shard';
 import { ShardState } from '../../../src/shard/state';
-import { ShardStore } from '../../../src/shard/store';
+import { ShardStore, type RecoveryInfo } from '../../../src/shard/store';
 import { SNAPSHOT_DEDUPE_CHUNK_ENTRIES } from '../../../src/limits';
 import { DedupeLog } from '../../../src/shard/dedupe_log';
 import { createLogger } from '../../../src/log';
@@ -220,17 +220,27 @@ test('install ordering: in one batch, pushes before an install apply under the o
   assert.equal(state.registryVersion, 2);
 });
 
+interface StoredShard {
+  shard: Shard;
+  state: ShardState;
+  store: ShardStore;
+  info: RecoveryInfo;
+}
+
+/** A shard with a store on `init`'s data dir, recovered from it (V1 installed when it held no registry). */
+function openStored(init: ReturnType<typeof shardInit>): StoredShard {
+  const state = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  const dedupe = new DedupeLog();
+  const { store, info } = ShardStore.open(init, state, dedupe, log);
+  if (state.registry === null) state.install(V1);
+  return { shard: new Shard({ init, state, dedupe, store, coldFiles: null, log, recovered: info, sampler: new ThreadSampler('test') }), state, store, info };
+}
+
 test('with a store: the batch frames are the WAL; a restart recovers the same rows and dedupe entries', () => {
   const dir = mkdtempSync(join(tmpdir(), 'sf-shard-unit-'));
   try {
     const init = shardInit(0, 1, dir, false);
-    const open = (): { shard: Shard; state: ShardState; store: ShardStore; lastLsn: number } => {
-      const state = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-      const dedupe = new DedupeLog();
-      const { store, info } = ShardStore.open(init, state, dedupe, log);
-      if (state.registry === null) state.install(V1);
-      return { shard: new Shard({ init, state, dedupe, store, coldFiles: null, log, recovered: info, sampler: new ThreadSampler('test') }), state, store, lastLsn: info.lastLsn };
-    };
+    const open = (): StoredShard => openStored(init);
     const first = open();
     const front = new FrontSim(V1, 1);
     const r = prng(5);
@@ -247,11 +257,50 @@ test('with a store: the batch frames are the WAL; a restart recovers the same ro
     assert.ok(hello.dedupe.length > 10, 'dedupe values recorded');
     first.store.close();
     const second = open();
-    assert.equal(second.lastLsn, front.lsn);
+    assert.equal(second.info.lastLsn, front.lsn);
     assert.equal(second.state.registryVersion, 2);
     assert.deepEqual(keys.map((k) => second.state.read('Users', k, null, now)), rows);
     assert.deepEqual(second.shard.hello().dedupe, hello.dedupe, 'dedupe entries survive, same lsn, version and time');
     second.store.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('with a store: replay after a snapshot starts at the WAL batch the snapshot recorded, and recovers the same rows', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sf-shard-resume-'));
+  try {
+    const init = shardInit(0, 1, dir, false);
+    const open = (): StoredShard => openStored(init);
+    const first = open();
+    const front = new FrontSim(V1, 1);
+    const r = prng(31);
+    const batch = (from: number): void => {
+      for (let i = from; i < from + 50; i++) front.push('Tx', { ...randomTx(r, i), user: `user${i % 70}` }, T0 + i);
+      assert.equal(first.shard.runBatch(front.batch(0)).walError ?? null, null);
+    };
+    for (let b = 0; b < 4; b++) batch(b * 50);
+    first.store.snapshotNow(first.state, new DedupeLog());
+    const snapLsn = front.lsn;
+    for (let b = 4; b < 7; b++) batch(b * 50);
+    const now = Date.now();
+    const keys = first.state.tableByName('Users')!.cols.index.keyList();
+    const rows = keys.map((k) => first.state.read('Users', k, null, now));
+    first.store.close();
+    const second = open();
+    assert.equal(second.info.snapshotLsn, snapLsn);
+    assert.equal(second.info.records, 150, 'only the records after the snapshot are replayed');
+    assert.ok(second.info.resumeSkippedBytes > 0, 'the segment was read from the recorded batch on');
+    assert.deepEqual(keys.map((k) => second.state.read('Users', k, null, now)), rows);
+    // A shutdown snapshot right after recovery (nothing appended yet) resumes at the last record recovery read.
+    second.store.snapshotNow(second.state, new DedupeLog());
+    second.store.close();
+    const third = open();
+    assert.equal(third.info.snapshotLsn, front.lsn);
+    assert.equal(third.info.records, 0);
+    assert.ok(third.info.resumeSkippedBytes > second.info.resumeSkippedBytes, 'read from the last record on');
+    assert.deepEqual(keys.map((k) => third.state.read('Users', k, null, now)), rows);
+    third.store.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
