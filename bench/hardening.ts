@@ -236,7 +236,8 @@ async function transferCost(): Promise<void> {
   const v1 = compileRegistry({ version: 1, nodes }, front);
   const v2state = { version: 2, nodes: [...nodes, { kind: 'table', name: 'Extra', upstreams: ['Ev'], key: ['user'], agg: { n: { op: 'count' } } }] };
   const { port1, port2 } = new MessageChannel();
-  const post = (v: unknown): { send: number; recv: number } => {
+  /** This thread's CPU to post `v` on a MessageChannel and to receive it. */
+  const sendAndReceive = (v: unknown): { send: number; recv: number } => {
     let c = cpu();
     port1.postMessage(v);
     const send = cpu() - c;
@@ -248,9 +249,9 @@ async function transferCost(): Promise<void> {
   const shared: number[] = [];
   const longest: number[] = [];
   for (let k = 0; k < 5; k++) {
-    const a = post(v2state);
+    const a = sendAndReceive(v2state);
     const wire = wireOf(compileRegistry(v2state, front));
-    const b = post(wire);
+    const b = sendAndReceive(wire);
     // The front: one receive (from the coordinator) + 2 sends per shard (2 shards).
     cloned.push(a.recv + 4 * a.send);
     shared.push(b.recv + 4 * b.send);

@@ -16,7 +16,7 @@ import type { Reply } from '../front/reply';
 import type { Logger } from '../log';
 import { runCoordinator } from '../protocol/coordinator_calls';
 import type { DecodedRegistryValue } from '../protocol/messages';
-import { decodeWire, encodeWire } from '../registry/wire';
+import { decodeWire, stateWire } from '../registry/wire';
 import { encodeRegistryValue, type RegistryValue } from './registry_value';
 import { CLUSTER_CONSUMER_RETRY_MS, CLUSTER_REGISTRY_CAS_ATTEMPTS, CLUSTER_RESET_TIMEOUT_MS } from '../limits';
 import { EVENT_STREAM, META_REGISTRY_KEY, resetSubject } from './names';
@@ -170,8 +170,7 @@ export class ClusterRegistry {
     try { v = msg.json<RegistryValue>(); } catch { return; }
     if (v.epoch <= this.#epochApplied) { msg.respond('ok'); return; }
     // A reset value has no nodes (#reset): small enough to parse here.
-    const wire = encodeWire(v.state.version, v.state.nodes.map((n) => JSON.stringify(n)));
-    this.#adopt({ wire, renames: v.renames, epoch: v.epoch, purgedSeq: v.purgedSeq }, () => msg.respond('ok'));
+    this.#adopt({ wire: stateWire(v.state), renames: v.renames, epoch: v.epoch, purgedSeq: v.purgedSeq }, () => msg.respond('ok'));
   }
 
   stop(): void {

@@ -10,11 +10,12 @@ import { asSfError, SfError } from '../errors';
 import { createLogger } from '../log';
 import { EMPTY_REGISTRY, type RegistryState } from '../registry/model';
 import { wireOf, type CompiledRegistry } from '../registry/compile';
-import { encodeWire, type RegistryWire } from '../registry/wire';
+import { stateWire, type RegistryWire } from '../registry/wire';
 import type { CoordinatorAnswers, CoordinatorResult, CoordinatorTask } from '../protocol/messages';
 import { coordinatorInit } from '../protocol/coordinator_calls';
 import { RegistryLog } from '../wal';
-import { parseRegisterBody, register } from './register';
+import { register } from './register';
+import { parseJsonBody } from '../util/json_body';
 import { encodeRegistryValue, parseRegistryValue } from '../cluster/registry_value';
 import { ThreadSampler } from '../admin/thread_stats';
 
@@ -56,7 +57,7 @@ function ok(body: Record<string, unknown> | null, renames: Array<[string, string
 
 /** The current state as a wire (from its compile's texts; a reset's empty state has no compile). */
 function currentWire(): RegistryWire {
-  return compiled !== null && compiled.version === state.version ? wireOf(compiled) : encodeWire(state.version, state.nodes.map((n) => JSON.stringify(n)));
+  return compiled !== null && compiled.version === state.version ? wireOf(compiled) : stateWire(state);
 }
 
 /** The thread's one entry: each task kind answers its CoordinatorAnswers type (runCoordinator on the main thread). */
@@ -65,14 +66,14 @@ export default function handle(task: CoordinatorTask): CoordinatorAnswers[Coordi
   if (task.kind === 'stats') return { runtime: sampler.sample(), registryVersion: state.version, versions: history.length };
   if (task.kind === 'decode_value') {
     const v = parseRegistryValue(task.bytes);
-    return { wire: encodeWire(v.state.version, v.state.nodes.map((n) => JSON.stringify(n))), renames: v.renames, epoch: v.epoch, purgedSeq: v.purgedSeq };
+    return { wire: stateWire(v.state), renames: v.renames, epoch: v.epoch, purgedSeq: v.purgedSeq };
   }
   try {
     switch (task.kind) {
       case 'state':
         return { ok: true, state, history };
       case 'register': {
-        const out = register(state, parseRegisterBody(task.text), { memoryGovEnforce: init.memoryGovEnforce, previous: compiled });
+        const out = register(state, parseJsonBody(task.text), { memoryGovEnforce: init.memoryGovEnforce, previous: compiled });
         if (out.next === null) return ok(out.body, [], false);
         persist(out.next);
         state = out.next;
@@ -85,7 +86,7 @@ export default function handle(task: CoordinatorTask): CoordinatorAnswers[Coordi
         // Cluster mode: the registry lives in a JetStream KV bucket; the caller
         // compare-and-sets `value` there (src/cluster/registry.ts).
         const base = parseRegistryValue(task.base);
-        const out = register(base.state, parseRegisterBody(task.text), { memoryGovEnforce: init.memoryGovEnforce, previous: compiled });
+        const out = register(base.state, parseJsonBody(task.text), { memoryGovEnforce: init.memoryGovEnforce, previous: compiled });
         const { epoch, purgedSeq } = base;
         if (out.next === null) return { ok: true, wire: null, value: null, epoch, purgedSeq, body: out.body, renames: out.renames, changed: false };
         compiled = out.compiled;

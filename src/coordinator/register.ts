@@ -41,18 +41,6 @@ export interface RegisterOptions {
   previous?: CompiledRegistry | null;
 }
 
-/**
- * The register body as the front received it: parsed here, on the coordinator, so a
- * large register costs the data plane nothing (the front only checked its depth).
- */
-export function parseRegisterBody(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new SfError('invalid_json_body', `body is not valid JSON: ${(err as Error).message}`);
-  }
-}
-
 function parsePayload(payload: unknown): { nodes: unknown[]; force: boolean; dryRun: boolean } {
   if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
     throw new SfError('invalid_registration', 'register body must be an object {nodes: [...], force?, dry_run?}', { path: '' });

@@ -6,7 +6,8 @@
  * Error metrics are counted where an error reply is written (the Reply
  * implementations), not here.
  */
-import type { ErrorCode } from '../errors';
+import type { ErrorCode, SfError } from '../errors';
+import { parseJsonBody } from '../util/json_body';
 import { JSON_DEPTH_MAX, jsonTextDepthExceeds } from '../util/json_depth';
 import type { Front } from './front';
 import type { Reply } from './reply';
@@ -41,9 +42,10 @@ export function errorCarriesVersion(kind: RequestKind): boolean {
 function parseBody(front: Front, text: string, kind: BodyKind, reply: Reply): unknown {
   if (tooDeep(front, text, kind, reply)) return undefined;
   try {
-    return JSON.parse(text);
+    return parseJsonBody(text);
   } catch (err) {
-    front.fail(reply, { code: 'invalid_json_body', detail: { message: `body is not valid JSON: ${(err as Error).message}` } }, errorCarriesVersion(kind));
+    const e = err as SfError;
+    front.fail(reply, { code: e.code, detail: e.detail }, errorCarriesVersion(kind));
     return undefined;
   }
 }

@@ -36,6 +36,11 @@ export function encodeWire(version: number, texts: readonly string[]): RegistryW
   return { version, text, ends };
 }
 
+/** The wire of a state held as objects (each node stringified: a thread with no compile of it). */
+export function stateWire(state: RegistryState): RegistryWire {
+  return encodeWire(state.version, state.nodes.map((n) => JSON.stringify(n)));
+}
+
 /** Node `i`'s JSON text. */
 export function wireNodeText(w: RegistryWire, i: number): string {
   const start = i === 0 ? 0 : w.ends[i - 1];

@@ -245,12 +245,14 @@ export class ShardState {
     const ready = this.#prepared !== null && this.#prepared.version === source.version && this.#prepared.previous === prev ? this.#prepared : null;
     this.#prepared = null;
     const next = ready !== null ? ready.finish() : compileRegistry(source, opts);
-    const moved = new Map(renamesBetween(prev === null ? null : prev.state, next.state));
+    const fromStates = renamesBetween(prev === null ? null : prev.state, next.state);
+    const moved = new Map(fromStates);
     for (const [from, to] of renames) if (!moved.has(from)) moved.set(from, to);
     let ref: CompiledRegistry | null = prev;
     if (prev !== null && moved.size > 0) {
+      // The prepare compiled the renames the states give; the caller's extra ones need a compile here.
       const prepared = ready?.renamedPrevious();
-      if (prepared !== undefined && moved.size === renamesBetween(prev.state, next.state).length) ref = prepared;
+      if (prepared !== undefined && moved.size === fromStates.length) ref = prepared;
       else {
         try {
           ref = compileRegistry(underNewNames(prev.state, [...moved]), opts);
