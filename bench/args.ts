@@ -22,7 +22,7 @@ export interface Opts {
   threads: number;
   /** HTTP load generator; unset = wrk when installed, else autocannon. */
   gen?: HttpGen;
-  /** push-latency / freshness transport. */
+  /** push-latency / freshness / ceiling transport. */
   transport: 'http' | 'tcp';
   /** push-latency: fixed rate; unset = half the measured max. */
   rate?: number;
@@ -73,7 +73,7 @@ const OPTIONS: OptionSpec[] = [
   { name: 'connections', type: 'string', value: 'N', help: 'load connections', default: 'per scenario' },
   { name: 'threads', type: 'string', value: 'N', help: 'wrk threads', default: String(DEFAULTS.threads) },
   { name: 'gen', type: 'string', value: 'wrk|autocannon|sf-http', help: 'HTTP load generator', default: 'wrk if installed, else autocannon' },
-  { name: 'transport', type: 'string', value: 'http|tcp', help: 'push-latency / freshness transport', default: DEFAULTS.transport },
+  { name: 'transport', type: 'string', value: 'http|tcp', help: 'push-latency / freshness / ceiling transport', default: DEFAULTS.transport },
   { name: 'rate', type: 'string', value: 'N', help: 'push-latency fixed rate', default: 'half the measured max' },
   { name: 'bg-rate', type: 'string', value: 'N', help: 'freshness background pushes/s', default: String(DEFAULTS.bgRate) },
   { name: 'probes', type: 'string', value: 'N', help: 'freshness probes', default: String(DEFAULTS.probes) },

@@ -1,6 +1,6 @@
 /**
  * Starts the processes under test: the streamfeat server and the bare
- * baselines (uws_bare, uws_hop, tcp_echo). Each is a child process bound to
+ * baselines (uws_bare, uws_hop, tcp_echo, tcp_hop). Each is a child process bound to
  * port 0 that logs one JSON line
  * `{"kind":"server.http_bound"|"server.tcp_bound","addr":"127.0.0.1:PORT"}`
  * per listener; we read the ports from those lines, as any tool would.
@@ -15,6 +15,7 @@ export const SERVER_CLI = join(__dirname, '..', 'src', 'cli.js');
 export const UWS_BARE = join(__dirname, 'baseline', 'uws_bare.js');
 export const TCP_ECHO = join(__dirname, 'baseline', 'tcp_echo.js');
 export const UWS_HOP = join(__dirname, 'baseline', 'uws_hop.js');
+export const TCP_HOP = join(__dirname, 'baseline', 'tcp_hop.js');
 
 /** How long a process may take to log its bound addresses (recovery of an empty dir is fast). */
 const BIND_TIMEOUT_MS = 30_000;
@@ -38,7 +39,7 @@ export function killAllTargets(): void {
   live.clear();
 }
 
-export type TargetKind = 'streamfeat' | 'uws_bare' | 'uws_hop' | 'tcp_echo';
+export type TargetKind = 'streamfeat' | 'uws_bare' | 'uws_hop' | 'tcp_echo' | 'tcp_hop';
 
 export interface Target {
   kind: TargetKind;
@@ -95,6 +96,11 @@ export function startUwsHop(workUs: number): Promise<Target> {
 
 export function startTcpEcho(): Promise<Target> {
   return launch('tcp_echo', [TCP_ECHO, '--tcp-addr', '127.0.0.1:0'], ['server.tcp_bound'], null);
+}
+
+/** tcp_echo plus streamfeat's hop to one worker thread that spins `workUs` µs per frame (`ceiling --transport tcp`). */
+export function startTcpHop(workUs: number): Promise<Target> {
+  return launch('tcp_hop', [TCP_HOP, '--tcp-addr', '127.0.0.1:0', '--work-us', String(workUs)], ['server.tcp_bound'], null);
 }
 
 function portOf(addr: string): number {

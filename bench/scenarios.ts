@@ -10,7 +10,7 @@ import { SHARD_BATCHES_IN_FLIGHT_MAX } from '../src/limits';
 import type { HttpGen, Opts } from './args';
 import { bodySpec, freshnessLoad, httpLoad, preloadKeys, registerWorkload, tcpLoad } from './measure';
 import type { Mix } from './load/jobs';
-import { startServer, startTcpEcho, startUwsBare, startUwsHop, type Target } from './procs';
+import { startServer, startTcpEcho, startTcpHop, startUwsBare, startUwsHop, type Target } from './procs';
 import { ratioOf, ms, type Measured, type RatioKind, type ScenarioResult, type TargetCheck } from './report';
 import { runSoak, soakOptions } from './soak';
 import { wrkAvailable } from './wrk';
@@ -282,42 +282,53 @@ const CEILING_NOTE = "uws_hop = uws_bare + streamfeat's hand-off: each turn's re
   + "Its ratio is the most this architecture keeps of uws_bare on this machine at that per-request cost: "
   + "read streamfeat's http-push ratio against it, not against 1.0";
 
+const TCP_CEILING_NOTE = "tcp_hop = tcp_echo + streamfeat's hand-off: each turn's frames go as one batch to ONE worker thread "
+  + `(<= ${SHARD_BATCHES_IN_FLIGHT_MAX} batches in flight), which parses each payload and busy-spins work_us per frame; each answer frame `
+  + "is written to its socket when the batch returns. Its ratio is the most this architecture keeps of tcp_echo on this machine at that "
+  + "per-frame cost: read streamfeat's tcp-push ratio against it, not against 1.0";
+
 /**
- * The architecture's ceiling on this machine: uws_bare, then uws_hop at each
- * --work-us, same generator and bodies as http-push. On 2 cores shared with the
- * load generator, the hop to a worker thread bounds the ratio before any of
- * streamfeat's code runs; this makes that bound a measured number.
+ * The architecture's ceiling on this machine: the bare baseline (uws_bare, or
+ * tcp_echo with --transport tcp), then the same server plus streamfeat's hop to
+ * one worker thread (uws_hop / tcp_hop) at each --work-us, same generator and
+ * bodies as http-push / tcp-push. On 2 cores shared with the load generator,
+ * the hop to a worker thread bounds the ratio before any of streamfeat's code
+ * runs; this makes that bound a measured number.
  */
 async function ceiling(o: Opts, ctx: Ctx): Promise<ScenarioResult[]> {
+  const tcp = o.transport === 'tcp';
   const notes: string[] = [];
-  const gen = httpGen(o, notes);
+  const gen = tcp ? 'sf-tcp' : httpGen(o, notes);
   const conns = o.connections ?? CONNECTIONS_DEFAULT;
-  ctx.log(`  baseline: uws_bare under ${gen}`);
-  const baseline = await uwsBaseline(ctx, o, gen, 'push', conns);
+  const bare = tcp ? 'tcp_echo' : 'uws_bare';
+  const hop = tcp ? 'tcp_hop' : 'uws_hop';
+  ctx.log(`  baseline: ${bare} under ${gen}`);
+  const baseline = tcp ? await tcpBaseline(ctx, o, 'push', conns) : await uwsBaseline(ctx, o, gen as HttpGen, 'push', conns);
+  const load = (t: Target, rate = 0): Promise<Measured> => (tcp ? tcpLoad(t, 'push', o, conns, rate) : httpLoad(rate === 0 ? gen as HttpGen : 'sf-http', t, 'push', o, conns, rate));
   const out: ScenarioResult[] = [];
   for (const us of o.workUs) {
-    ctx.log(`  uws_hop --work-us ${us} under ${gen}`);
-    // Also the push-latency measurement (sf-http at half the closed-loop max): the
-    // p99 this architecture can reach here at that per-request cost.
+    ctx.log(`  ${hop} --work-us ${us} under ${gen}`);
+    // Also the push-latency measurement (sf-http / sf-tcp at half the closed-loop max):
+    // the p99 this architecture can reach here at that per-request cost.
     let half: Measured | null = null;
-    const m = await withTarget(() => startUwsHop(us), async (t) => {
-      const closed = await httpLoad(gen, t, 'push', o, conns);
-      half = await httpLoad('sf-http', t, 'push', o, conns, halfRate(closed.rps));
+    const m = await withTarget(() => (tcp ? startTcpHop(us) : startUwsHop(us)), async (t) => {
+      const closed = await load(t);
+      half = await load(t, halfRate(closed.rps));
       return closed;
     });
-    const n = out.length === 0 ? [...notes, CEILING_NOTE] : [...notes];
-    saturationNotes(m, baseline, n, 'uws_hop run');
+    const n = out.length === 0 ? [...notes, tcp ? TCP_CEILING_NOTE : CEILING_NOTE] : [...notes];
+    saturationNotes(m, baseline, n, `${hop} run`);
     const h = half as Measured | null;
-    if (h !== null) n.push(`at half its max (${h.extra.target_rate}/s, sf-http, ${conns} conns): p50 ${ms(h.lat.p50)} ms, p99 ${ms(h.lat.p99)} ms`);
+    if (h !== null) n.push(`at half its max (${h.extra.target_rate}/s, sf-${tcp ? 'tcp' : 'http'}, ${conns} conns): p50 ${ms(h.lat.p50)} ms, p99 ${ms(h.lat.p99)} ms`);
     out.push({
-      scenario: 'ceiling', settings: settings(o, { gen, conns, work_us: us }), subjectName: `uws_hop ${us}us`, subject: m,
-      baselineName: 'uws_bare', baseline, ratioKind: 'throughput', ratio: ratioOf('throughput', m, baseline), targets: [], notes: n,
+      scenario: 'ceiling', settings: settings(o, { gen, conns, work_us: us }), subjectName: `${hop} ${us}us`, subject: m,
+      baselineName: bare, baseline, ratioKind: 'throughput', ratio: ratioOf('throughput', m, baseline), targets: [], notes: n,
     });
   }
   if (out.length > 1) {
     const last = out[out.length - 1];
     const series = out.map((r) => `${r.settings.work_us}us ${r.ratio === null ? 'n/a' : `${r.ratio.toFixed(2)}x`}`).join(', ');
-    last.notes.push(`series: uws_bare ${Math.round(baseline.rps)} req/s; uws_hop / uws_bare by work_us: ${series}`);
+    last.notes.push(`series: ${bare} ${Math.round(baseline.rps)} req/s; ${hop} / ${bare} by work_us: ${series}`);
   }
   return out;
 }
@@ -417,7 +428,7 @@ export const SCENARIOS: readonly Scenario[] = [
   { name: 'freshness', summary: 'push ack -> first /get that shows it (p50/p99/max), under background pushes', run: freshnessScenario },
   { name: 'http-engines', summary: 'HTTP /push under autocannon -p 1 and -p 10: --http-engine uws and net, each vs uws_bare at the same depth', run: httpEngines },
   { name: 'soak', summary: '1000 conns (HTTP+TCP) push/get/batch_get at --rate for --duration (60 s), 5% bad inputs: errors only on bad ones, RSS flat, p99', run: async (o, c) => [await runSoak(soakOptions(o), c.log)] },
-  { name: 'ceiling', summary: 'uws_hop (uws_bare + a hop to one worker thread, --work-us per request) vs uws_bare: the architecture\'s ceiling here', run: ceiling },
+  { name: 'ceiling', summary: 'uws_hop (uws_bare + a hop to one worker thread, --work-us per request) vs uws_bare, or with --transport tcp tcp_hop vs tcp_echo: the architecture\'s ceiling here', run: ceiling },
 ];
 
 export function scenarioNamed(name: string): Scenario | undefined {
