@@ -281,7 +281,7 @@ export class Front implements PushDone, ControlHost {
       for (const w of ctx.dedupe.waiters ?? []) w(ctx.dedupe.replayBody);
       ctx.dedupe.waiters = null;
     }
-    ctx.reply.ok(ackBody(ctx.lsn, ctx.version, false));
+    ctx.reply.ack(ctx.lsn, ctx.version);
   }
 
   /**

@@ -5,12 +5,57 @@
  * writes each response corked. uWS closes a connection on which a pipelined
  * request arrives while an earlier one is still answered asynchronously
  * (uNetworking/uWebSockets.js#277); pipelining clients use `--http-engine net`.
+ *
+ * Every push passes through here, so a request allocates little: each exact
+ * route is registered with uWS for its method (no URL or method string read, no
+ * route lookup in JS), headers are read only when the route or auth needs them,
+ * the body is decoded straight from uWS's buffer, the ack is written as bytes
+ * (push.ts ackBytes), and every response is written by one shared cork callback.
+ * Anything else (404, 405, `/push/{event}`, a trailing slash) goes through the
+ * catch-all route and resolveRoute.
  */
 import uWS from 'uWebSockets.js';
 import { HTTP_BODY_BYTES_MAX } from '../limits';
 import type { Metrics } from '../admin/metrics';
 import type { Front } from './front';
-import { bodyTooLarge, HttpReply, resolveRoute, runRoute, statusLine, type Header } from './http_routes';
+import { ackBytes } from './push';
+import { bodyTooLarge, HttpReply, refusedByAuth, resolveRoute, ROUTES, runRoute, statusLine, type Header, type Route } from './http_routes';
+
+/**
+ * UTF-8 as Buffer#toString decodes it (invalid bytes become U+FFFD), but straight
+ * from the ArrayBuffer uWS lends (no Buffer object per body) and about twice as
+ * fast on a push body. `ignoreBOM`: a leading BOM stays in the text, as it did
+ * (JSON.parse refuses it: invalid_json_body).
+ */
+const UTF8 = new TextDecoder('utf-8', { ignoreBOM: true });
+
+const CONTENT_TYPE = Buffer.from('Content-Type');
+const APPLICATION_JSON = Buffer.from('application/json');
+/** Status lines as bytes, made on first use (uWS copies a string argument through a UTF-8 conversion). */
+const STATUS_BYTES = new Map<number, Buffer>();
+
+function statusBytes(status: number): Buffer {
+  let b = STATUS_BYTES.get(status);
+  if (b === undefined) { b = Buffer.from(statusLine(status), 'latin1'); STATUS_BYTES.set(status, b); }
+  return b;
+}
+
+// The response being written: res.cork runs its callback at once, so one
+// callback (corked) serves every response instead of a closure per response.
+let wRes: uWS.HttpResponse | null = null;
+let wStatus = 0;
+let wBody: string | Uint8Array = '';
+let wHeader: Header | null = null;
+let wClose = false;
+
+function corked(): void {
+  const res = wRes!;
+  // uWS writes "200 OK" itself when no status was written.
+  if (wStatus !== 200) res.writeStatus(statusBytes(wStatus));
+  res.writeHeader(CONTENT_TYPE, APPLICATION_JSON);
+  if (wHeader !== null) res.writeHeader(wHeader[0], wHeader[1]);
+  res.end(wBody, wClose);
+}
 
 class UwsReply extends HttpReply {
   aborted = false;
@@ -19,18 +64,68 @@ class UwsReply extends HttpReply {
   }
 
   write(status: number, body: string, header: Header | null, close: boolean): void {
+    this.#send(status, body, header, close);
+  }
+
+  override ack(lsn: number, version: number): void {
+    this.#send(200, ackBytes(lsn, version), null, false);
+  }
+
+  #send(status: number, body: string | Uint8Array, header: Header | null, close: boolean): void {
     if (this.aborted) return;
     this.aborted = true; // a response is written once
-    this.res.cork(() => {
-      this.res.writeStatus(statusLine(status)).writeHeader('Content-Type', 'application/json');
-      if (header !== null) this.res.writeHeader(header[0], header[1]);
-      this.res.end(body, close);
-    });
+    wRes = this.res;
+    wStatus = status;
+    wBody = body;
+    wHeader = header;
+    wClose = close;
+    try {
+      this.res.cork(corked);
+    } finally {
+      wRes = null;
+      wBody = '';
+      wHeader = null;
+    }
   }
+}
+
+/**
+ * Reads the body of a request on `route` (head checks done), then runs the route.
+ * `contentType` is '' unless the route reads it.
+ */
+function readBody(front: Front, res: uWS.HttpResponse, reply: UwsReply, route: Route, contentType: string, declared: number): void {
+  if (declared > HTTP_BODY_BYTES_MAX) { bodyTooLarge(reply, declared); return; }
+  let chunks: Buffer[] | null = null;
+  let size = 0;
+  res.onData((ab, isLast) => {
+    if (reply.aborted) return;
+    size += ab.byteLength;
+    if (size > HTTP_BODY_BYTES_MAX) { bodyTooLarge(reply, null); return; }
+    // uWS reuses the ArrayBuffer after this callback. A body in one chunk (the
+    // common case) is decoded straight from it; earlier chunks are copied.
+    if (!isLast) { (chunks ??= []).push(Buffer.from(ab.slice(0))); return; }
+    const body = chunks === null ? UTF8.decode(ab) : Buffer.concat([...chunks, Buffer.from(ab)]).toString('utf8');
+    runRoute(front, route, body, reply, contentType);
+  });
+}
+
+/** A request on a route resolved already (auth still to check). */
+function serve(front: Front, route: Route, res: uWS.HttpResponse, req: uWS.HttpRequest): void {
+  const reply = new UwsReply(res, front.metrics);
+  res.onAborted(() => { reply.aborted = true; });
+  if (front.opts.auth !== null && refusedByAuth(front, reply, req.getHeader('authorization'))) return;
+  const contentType = route.readsContentType === true ? req.getHeader('content-type') : '';
+  if (!route.readsBody) { runRoute(front, route, '', reply, contentType); return; }
+  readBody(front, res, reply, route, contentType, Number(req.getHeader('content-length') || '0'));
 }
 
 export function buildHttpApp(front: Front): uWS.TemplatedApp {
   const app = uWS.App();
+  for (const [path, route] of ROUTES) {
+    const handler = (res: uWS.HttpResponse, req: uWS.HttpRequest): void => serve(front, route, res, req);
+    if (route.method === 'POST') app.post(path, handler);
+    else app.get(path, handler);
+  }
   app.any('/*', (res, req) => {
     const reply = new UwsReply(res, front.metrics);
     res.onAborted(() => { reply.aborted = true; });
@@ -38,20 +133,7 @@ export function buildHttpApp(front: Front): uWS.TemplatedApp {
     if (route === null) return;
     const contentType = req.getHeader('content-type');
     if (!route.readsBody) { runRoute(front, route, '', reply, contentType); return; }
-    const declared = Number(req.getHeader('content-length') || '0');
-    if (declared > HTTP_BODY_BYTES_MAX) { bodyTooLarge(reply, declared); return; }
-    let chunks: Buffer[] | null = null;
-    let size = 0;
-    res.onData((ab, isLast) => {
-      if (reply.aborted) return;
-      size += ab.byteLength;
-      if (size > HTTP_BODY_BYTES_MAX) { bodyTooLarge(reply, null); return; }
-      // uWS reuses the ArrayBuffer after this callback. A body in one chunk (the
-      // common case) is decoded straight from it; earlier chunks are copied.
-      if (!isLast) { (chunks ??= []).push(Buffer.from(ab.slice(0))); return; }
-      const body = chunks === null ? Buffer.from(ab).toString('utf8') : Buffer.concat([...chunks, Buffer.from(ab)]).toString('utf8');
-      runRoute(front, route, body, reply, contentType);
-    });
+    readBody(front, res, reply, route, contentType, Number(req.getHeader('content-length') || '0'));
   });
   return app;
 }

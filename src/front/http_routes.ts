@@ -11,6 +11,7 @@ import type { Front } from './front';
 import { isValidName } from '../registry/model';
 import { TRANSPORT_HTTP, type Reply } from './reply';
 import { handlePushTo, handleRequest, type RequestKind } from './requests';
+import { ackBody } from './push';
 
 const STATUS_TEXT: Record<number, string> = {
   200: '200 OK', 400: '400 Bad Request', 401: '401 Unauthorized', 403: '403 Forbidden', 404: '404 Not Found', 405: '405 Method Not Allowed',
@@ -41,6 +42,10 @@ export abstract class HttpReply implements Reply {
     this.write(200, body, replay ? REPLAY_HEADER : null, false);
   }
 
+  ack(lsn: number, version: number): void {
+    this.ok(ackBody(lsn, version, false));
+  }
+
   error(code: ErrorCode, detail: ErrorDetail = {}, registryVersion?: number): void {
     this.refuse(code, detail, registryVersion, null, false);
   }
@@ -67,6 +72,8 @@ export interface Route {
    * answered, as tcp.ts does for frames.
    */
   readonly barrier?: boolean;
+  /** The route reads the Content-Type header (the uWS engine fetches it only then). */
+  readonly readsContentType?: boolean;
   run(front: Front, body: string, reply: HttpReply, contentType: string): void;
 }
 
@@ -75,8 +82,12 @@ function requestRoute(kind: RequestKind, barrier = false): Route {
   return { method: 'POST', readsBody: true, barrier, run: (front, body, reply) => handleRequest(front, kind, body, reply) };
 }
 
-/** A Map, not an object: a path like `/constructor` must not find Object.prototype members. */
-const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
+/**
+ * The exact routes. A Map, not an object: a path like `/constructor` must not find
+ * Object.prototype members. The uWS engine also registers each one with uWS
+ * (http.ts), so that a request to one is not routed by its URL string in JS.
+ */
+export const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
   ['/push', requestRoute('push')],
   ['/get', requestRoute('get')],
   ['/batch_get', requestRoute('batch_get')],
@@ -86,6 +97,7 @@ const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
     method: 'POST',
     readsBody: true,
     barrier: true,
+    readsContentType: true,
     run(front, body, reply, contentType) {
       const ct = contentType.split(';')[0].trim().toLowerCase();
       if (ct !== 'application/json') {
@@ -132,12 +144,7 @@ const WWW_AUTHENTICATE: Header = ['WWW-Authenticate', 'Bearer realm="streamfeat"
  * (uWS lower-cases methods). `authorization` is the header's value ('' if absent).
  */
 export function resolveRoute(front: Front, method: string, path: string, reply: HttpReply, authorization: string): Route | null {
-  const auth = front.opts.auth;
-  if (auth !== null && !auth.allowsHeader(authorization)) {
-    // Close: the body is not read, so the connection cannot be framed further.
-    reply.refuse('unauthorized', { message: 'this server requires its auth token: send Authorization: Bearer <token>' }, undefined, WWW_AUTHENTICATE, true);
-    return null;
-  }
+  if (refusedByAuth(front, reply, authorization)) return null;
   const route = routeOf(path);
   const m = method.toUpperCase();
   if (route !== undefined && route.method === m) return route;
@@ -147,6 +154,18 @@ export function resolveRoute(front: Front, method: string, path: string, reply: 
     : { message: `${m} is not allowed on ${path}; use ${route.method}`, extra: { method: m, path } };
   reply.refuse(code, detail, undefined, route === undefined ? null : ['Allow', route.method], false);
   return null;
+}
+
+/**
+ * True (after answering 401 unauthorized and closing) when auth is on and the
+ * Authorization header's value (`authorization`, '' if absent) lacks the token.
+ */
+export function refusedByAuth(front: Front, reply: HttpReply, authorization: string): boolean {
+  const auth = front.opts.auth;
+  if (auth === null || auth.allowsHeader(authorization)) return false;
+  // Close: the body is not read, so the connection cannot be framed further.
+  reply.refuse('unauthorized', { message: 'this server requires its auth token: send Authorization: Bearer <token>' }, undefined, WWW_AUTHENTICATE, true);
+  return true;
 }
 
 /** Runs a route on a complete body (the request adapter turns a throw into internal_error for this request only). */

@@ -11,5 +11,7 @@ export interface Reply {
   readonly transport: Transport;
   /** 200 with a JSON body; `replay` marks a dedupe replay (HTTP header X-Service-Idempotent-Replay: 1). */
   ok(body: string, replay?: boolean): void;
+  /** 200 with a push's ack, ackBody(lsn, version, false); a transport may write it as bytes (push.ts ackBytes). */
+  ack(lsn: number, version: number): void;
   error(code: ErrorCode, detail?: ErrorDetail, registryVersion?: number): void;
 }

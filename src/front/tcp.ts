@@ -10,12 +10,18 @@ import net from 'node:net';
 import { errorJson, type ErrorCode, type ErrorDetail } from '../errors';
 import { TCP_CLOSE_LINGER_MS, TCP_PIPELINE_DEPTH_MAX } from '../limits';
 import {
-  CT_JSON, CT_MSGPACK, encodeFrame, FrameDecoder, OP_AUTH, OP_BATCH_GET, OP_ERROR_RESPONSE, OP_GET, OP_PING, OP_PUSH, OP_PUSH_MANY,
+  CT_JSON, CT_MSGPACK, DECODED_BAD_LENGTH, DECODED_NEED_MORE, DECODED_TOO_LARGE, encodeFrame, FrameDecoder, OP_AUTH, OP_BATCH_GET, OP_ERROR_RESPONSE, OP_GET, OP_PING, OP_PUSH, OP_PUSH_MANY,
   OP_PUSH_SYNC, OP_REGISTER, OP_RESET, OP_SET_FIRST, OP_SET_LAST, successOpcode, type Frame,
 } from '../protocol/frame';
 import type { Front } from './front';
 import { TRANSPORT_TCP, type Reply } from './reply';
 import { handleRequest, type RequestKind } from './requests';
+import { ackBytes } from './push';
+
+/** Buffer#utf8Slice: what toString('utf8', start, end) calls after checking its arguments (@types/node lacks it). */
+interface Utf8Slice {
+  utf8Slice(start: number, end: number): string;
+}
 
 /**
  * A frame's reply slot in the connection's FIFO. Answered once (a later answer is
@@ -29,6 +35,11 @@ class Slot implements Reply {
   ok(body: string): void {
     if (this.bytes !== null) return;
     this.bytes = encodeFrame(successOpcode(this.op), body);
+    this.conn.drain();
+  }
+  ack(lsn: number, version: number): void {
+    if (this.bytes !== null) return;
+    this.bytes = encodeFrame(successOpcode(this.op), ackBytes(lsn, version));
     this.conn.drain();
   }
   error(code: ErrorCode, detail: ErrorDetail = {}, registryVersion?: number): void {
@@ -153,18 +164,19 @@ class TcpConn {
   }
 
   #decodeAll(): void {
+    const d = this.#decoder;
     for (;;) {
-      const r = this.#decoder.next();
-      if (r.kind === 'need_more') break;
-      if (r.kind === 'too_large') {
-        this.#fatal('frame_too_large', { message: `frame length ${r.declared} is above the maximum ${r.limit} (SERVICE_TCP_MAX_FRAME_BYTES + 3)`, extra: { limit: r.limit, declared: r.declared } });
+      const r = d.decode();
+      if (r === DECODED_NEED_MORE) break;
+      if (r === DECODED_TOO_LARGE) {
+        this.#fatal('frame_too_large', { message: `frame length ${d.declared} is above the maximum ${d.limit} (SERVICE_TCP_MAX_FRAME_BYTES + 3)`, extra: { limit: d.limit, declared: d.declared } });
         return;
       }
-      if (r.kind === 'bad_length') {
-        this.#fatal('frame_error', { message: `frame length ${r.declared} is below the 3-byte header` });
+      if (r === DECODED_BAD_LENGTH) {
+        this.#fatal('frame_error', { message: `frame length ${d.declared} is below the 3-byte header` });
         return;
       }
-      this.#dispatch(r.frame);
+      this.#dispatch(d.op, d.contentType, d.payloadBuf, d.payloadStart, d.payloadEnd);
       if (this.#closing) return; // a frame that closes the connection (unauthorized): nothing after it is served
     }
     if (this.#queue.length >= TCP_PIPELINE_DEPTH_MAX) this.#pausedForDepth = true;
@@ -194,30 +206,31 @@ class TcpConn {
     slot.error(code, detail);
   }
 
-  #dispatch(frame: Frame): void {
-    if (!this.#authed && frame.op !== OP_AUTH) {
+  /** A decoded frame: its payload is bytes start..end of `buf` (a received chunk, or a copy). */
+  #dispatch(op: number, contentType: number, buf: Buffer, start: number, end: number): void {
+    if (!this.#authed && op !== OP_AUTH) {
       this.#fatal('unauthorized', { message: 'this server requires its auth token: send an AUTH frame (op 0x0002, {"token": "..."}) first' });
       return;
     }
-    const slot = new Slot(this, frame.op);
+    const slot = new Slot(this, op);
     this.#queue.push(slot);
-    if (this.#barrier !== null) { this.#held.push({ frame, slot }); return; }
-    this.#run(frame, slot);
+    if (this.#barrier !== null) { this.#held.push({ frame: { op, contentType, payload: buf.subarray(start, end) }, slot }); return; }
+    this.#run(slot, contentType, buf, start, end);
   }
 
-  /** Answers one frame into its slot. */
-  #run(frame: Frame, slot: Slot): void {
+  /** Answers one frame (opcode slot.op) into its slot. */
+  #run(slot: Slot, contentType: number, buf: Buffer, start: number, end: number): void {
     const front = this.front;
-    if (frame.contentType === CT_MSGPACK) {
+    if (contentType === CT_MSGPACK) {
       slot.error('unsupported_content_type', { message: 'MessagePack (content type 0x02) is not supported in v0; send JSON (0x01)' });
       return;
     }
-    if (frame.contentType !== CT_JSON) {
-      slot.error('frame_error', { message: `bad content-type byte 0x${frame.contentType.toString(16).padStart(2, '0')}; expected 0x01 (JSON)` });
+    if (contentType !== CT_JSON) {
+      slot.error('frame_error', { message: `bad content-type byte 0x${contentType.toString(16).padStart(2, '0')}; expected 0x01 (JSON)` });
       return;
     }
-    const op = frame.op;
-    if (op === OP_AUTH) { this.#authenticate(frame, slot); return; }
+    const op = slot.op;
+    if (op === OP_AUTH) { this.#authenticate(buf.toString('utf8', start, end), slot); return; }
     if (op === OP_PUSH_SYNC || op === OP_PUSH_MANY || (op >= OP_SET_FIRST && op <= OP_SET_LAST)) {
       slot.error('op_not_implemented', { message: `opcode 0x${op.toString(16).padStart(4, '0')} is reserved and not implemented in v0`, extra: { op } });
       return;
@@ -230,7 +243,7 @@ class TcpConn {
     // Reset and register hold the frames behind them until answered (#barrier); one
     // answered at once (a parse error, reset off) is released by the drain it triggers.
     if (kind === 'reset' || kind === 'register') this.#barrier = slot;
-    handleRequest(front, kind, kind === 'ping' || kind === 'reset' ? '' : frame.payload.toString('utf8'), slot);
+    handleRequest(front, kind, kind === 'ping' || kind === 'reset' ? '' : (buf as unknown as Utf8Slice).utf8Slice(start, end), slot);
   }
 
   /**
@@ -238,11 +251,11 @@ class TcpConn {
    * `{"ok":true}`, also when auth is off (a client configured with a token works
    * everywhere). A wrong or missing token: `unauthorized`, then close.
    */
-  #authenticate(frame: Frame, slot: Slot): void {
+  #authenticate(payload: string, slot: Slot): void {
     const auth = this.front.opts.auth;
     let token: unknown;
     try {
-      token = (JSON.parse(frame.payload.toString('utf8')) as { token?: unknown } | null)?.token;
+      token = (JSON.parse(payload) as { token?: unknown } | null)?.token;
     } catch {
       token = undefined;
     }
@@ -268,7 +281,7 @@ class TcpConn {
         this.#barrier = null;
       }
       const h = this.#held.shift()!;
-      this.#run(h.frame, h.slot);
+      this.#run(h.slot, h.frame.contentType, h.frame.payload, 0, h.frame.payload.length);
     }
     const b = this.#barrier as Slot | null;
     if (b !== null && b.bytes !== null) this.#barrier = null;
@@ -282,14 +295,17 @@ class TcpConn {
     let n = 0;
     while (n < q.length && q[n].bytes !== null) n++;
     if (n === 0) { this.#maybeClose(); return; }
-    const out = q.splice(0, n);
-    if (!this.socket.destroyed) {
+    // Slots leave by shift(), not splice(): splice made an array per drain (per reply, one request in flight).
+    const socket = this.socket;
+    if (socket.destroyed) {
+      for (let i = 0; i < n; i++) q.shift();
+    } else {
       let flushed = true;
-      if (out.length === 1) flushed = this.socket.write(out[0].bytes!);
+      if (n === 1) flushed = socket.write(q.shift()!.bytes!);
       else {
-        this.socket.cork();
-        for (const s of out) flushed = this.socket.write(s.bytes!);
-        this.socket.uncork();
+        socket.cork();
+        for (let i = 0; i < n; i++) flushed = socket.write(q.shift()!.bytes!);
+        socket.uncork();
       }
       if (!flushed) this.#pausedForWrite = true;
     }

@@ -42,16 +42,18 @@ export const FRAME_LENGTH_BYTES = 4;
 export const FRAME_HEADER_BYTES = 3;
 
 /** Encodes one frame into a fresh Buffer. */
-export function encodeFrame(op: number, payload: string | Buffer, contentType: number = CT_JSON): Buffer {
+export function encodeFrame(op: number, payload: string | Uint8Array, contentType: number = CT_JSON): Buffer {
   const bodyBytes = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length;
   const out = Buffer.allocUnsafe(FRAME_LENGTH_BYTES + FRAME_HEADER_BYTES + bodyBytes);
   out.writeUInt32BE(FRAME_HEADER_BYTES + bodyBytes, 0);
   out.writeUInt16BE(op, 4);
   out.writeUInt8(contentType, 6);
   if (typeof payload === 'string') out.write(payload, 7, 'utf8');
-  else payload.copy(out, 7);
+  else out.set(payload, 7);
   return out;
 }
+
+const EMPTY = Buffer.alloc(0);
 
 export interface Frame {
   op: number;
@@ -65,25 +67,47 @@ export type FrameDecodeResult =
   | { kind: 'too_large'; declared: number; limit: number }
   | { kind: 'bad_length'; declared: number };
 
+/** What FrameDecoder.decode() found. */
+export const DECODED_FRAME = 0;
+export const DECODED_NEED_MORE = 1;
+/** The declared length (FrameDecoder.declared) is above the limit (FrameDecoder.limit). */
+export const DECODED_TOO_LARGE = 2;
+/** The declared length (FrameDecoder.declared) is below the 3-byte header. */
+export const DECODED_BAD_LENGTH = 3;
+export type Decoded = typeof DECODED_FRAME | typeof DECODED_NEED_MORE | typeof DECODED_TOO_LARGE | typeof DECODED_BAD_LENGTH;
+
 /**
  * Incremental decoder: push chunks, pull frames. Received chunks are kept as a
  * list and each byte is copied at most once: a frame inside one chunk is
- * returned as a view of it (node:net hands out a fresh Buffer per chunk and
- * never reuses it, so a caller that keeps a payload keeps its chunk alive), and a
+ * returned in place (node:net hands out a fresh Buffer per chunk and never
+ * reuses it, so a caller that keeps a payload keeps its chunk alive), and a
  * frame spread over several chunks is copied into one buffer when its last byte
  * arrives. Appending the chunk to the partial frame on every push instead made a
  * 4 MiB frame trickled in 4 KiB chunks cost O(n^2) copying (issue 11, finding 6).
+ *
+ * decode() allocates nothing for a frame inside one chunk: it leaves the frame in
+ * fields (op, contentType, payloadBuf[payloadStart, payloadEnd)), which the TCP
+ * front reads for every push; next() wraps it in objects for the client and tests.
  */
 export class FrameDecoder {
-  /** Unconsumed chunks; the first may be a view past frames already returned. */
+  /** Unconsumed chunks; the first is consumed up to #off. */
   #chunks: Buffer[] = [];
+  #off = 0;
   #bytes = 0;
   /** Frames returned so far (the TCP front restarts its partial-frame clock when this moves). */
   framesDecoded = 0;
-  readonly #payloadBytesMax: number;
+  readonly limit: number;
+  /** After DECODED_FRAME: the frame's opcode, content type and payload (bytes payloadStart..payloadEnd of payloadBuf). */
+  op = 0;
+  contentType = 0;
+  payloadBuf: Buffer = EMPTY;
+  payloadStart = 0;
+  payloadEnd = 0;
+  /** After DECODED_TOO_LARGE or DECODED_BAD_LENGTH: the length the frame declared. */
+  declared = 0;
 
   constructor(payloadBytesMax: number) {
-    this.#payloadBytesMax = payloadBytesMax;
+    this.limit = payloadBytesMax + FRAME_HEADER_BYTES;
   }
 
   push(chunk: Buffer): void {
@@ -99,6 +123,7 @@ export class FrameDecoder {
 
   /** Byte i of the unconsumed input (i < pendingBytes); headers only, so the walk is short. */
   #byteAt(i: number): number {
+    i += this.#off;
     for (const c of this.#chunks) {
       if (i < c.length) return c[i];
       i -= c.length;
@@ -106,40 +131,57 @@ export class FrameDecoder {
     throw new RangeError('byteAt past the buffered input');
   }
 
-  next(): FrameDecodeResult {
-    if (this.#bytes < FRAME_LENGTH_BYTES) return { kind: 'need_more' };
+  /** The next frame, left in this decoder's fields (see DECODED_*). */
+  decode(): Decoded {
+    if (this.#bytes < FRAME_LENGTH_BYTES) return DECODED_NEED_MORE;
     const first = this.#chunks[0];
-    const length = first.length >= FRAME_LENGTH_BYTES
-      ? first.readUInt32BE(0)
+    const off = this.#off;
+    const length = first.length - off >= FRAME_LENGTH_BYTES
+      ? first.readUInt32BE(off)
       : ((this.#byteAt(0) << 24) | (this.#byteAt(1) << 16) | (this.#byteAt(2) << 8) | this.#byteAt(3)) >>> 0;
-    if (length < FRAME_HEADER_BYTES) return { kind: 'bad_length', declared: length };
-    if (length > this.#payloadBytesMax + FRAME_HEADER_BYTES) {
-      return { kind: 'too_large', declared: length, limit: this.#payloadBytesMax + FRAME_HEADER_BYTES };
-    }
+    if (length < FRAME_HEADER_BYTES) { this.declared = length; return DECODED_BAD_LENGTH; }
+    if (length > this.limit) { this.declared = length; return DECODED_TOO_LARGE; }
     const total = FRAME_LENGTH_BYTES + length;
-    if (this.#bytes < total) return { kind: 'need_more' };
+    if (this.#bytes < total) return DECODED_NEED_MORE;
     let frame: Buffer;
-    if (first.length >= total) {
-      frame = first.subarray(0, total);
-      if (first.length === total) this.#chunks.shift();
-      else this.#chunks[0] = first.subarray(total);
+    let at: number;
+    if (first.length - off >= total) {
+      frame = first;
+      at = off;
+      if (first.length - off === total) { this.#chunks.shift(); this.#off = 0; } else this.#off = off + total;
     } else {
       frame = Buffer.allocUnsafe(total);
+      at = 0;
       const chunks = this.#chunks;
       let filled = 0;
       let used = 0;
+      let from = off;
       while (filled < total) {
         const c = chunks[used];
-        const take = Math.min(c.length, total - filled);
-        c.copy(frame, filled, 0, take);
+        const take = Math.min(c.length - from, total - filled);
+        c.copy(frame, filled, from, from + take);
         filled += take;
-        if (take === c.length) used++;
-        else chunks[used] = c.subarray(take);
+        if (from + take === c.length) { used++; from = 0; } else from += take;
       }
       chunks.splice(0, used);
+      this.#off = from;
     }
     this.#bytes -= total;
     this.framesDecoded++;
-    return { kind: 'frame', frame: { op: frame.readUInt16BE(4), contentType: frame.readUInt8(6), payload: frame.subarray(7) } };
+    this.op = (frame[at + 4] << 8) | frame[at + 5];
+    this.contentType = frame[at + 6];
+    this.payloadBuf = frame;
+    this.payloadStart = at + FRAME_LENGTH_BYTES + FRAME_HEADER_BYTES;
+    this.payloadEnd = at + total;
+    return DECODED_FRAME;
+  }
+
+  next(): FrameDecodeResult {
+    switch (this.decode()) {
+      case DECODED_NEED_MORE: return { kind: 'need_more' };
+      case DECODED_BAD_LENGTH: return { kind: 'bad_length', declared: this.declared };
+      case DECODED_TOO_LARGE: return { kind: 'too_large', declared: this.declared, limit: this.limit };
+      default: return { kind: 'frame', frame: { op: this.op, contentType: this.contentType, payload: this.payloadBuf.subarray(this.payloadStart, this.payloadEnd) } };
+    }
   }
 }
