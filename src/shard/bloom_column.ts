@@ -153,7 +153,11 @@ export class BloomColumn implements SoloColumn {
     const to = this.#lists[this.cls[slot] + 1];
     const nb = to.alloc();
     const src = this.#listBase(slot);
-    to.data.set(from.data.subarray(src, src + this.len[slot]), nb * to.blockDoubles);
+    // Element by element: a subarray per move was garbage, and lists are short.
+    const a = from.data;
+    const d = to.data;
+    const dst = nb * to.blockDoubles;
+    for (let k = this.len[slot] - 1; k >= 0; k--) d[dst + k] = a[src + k];
     from.release(this.blk[slot]);
     this.cls[slot]++;
     this.blk[slot] = nb;

@@ -61,9 +61,17 @@ const FREE = 0xffffffff;
 const ENTRY = 3;
 const SEED_WIDE = 0x1b873593;
 
+/**
+ * Hashes are kept to 30 bits: a small integer (Smi) passes between functions as
+ * itself, where a 32-bit one that does not fit is boxed into a heap number at
+ * each call that is not inlined (findBytes, addBytes: ~30 B of garbage per fraud
+ * push). The bits dropped only shorten the hash compared before the key bytes.
+ */
+const HASH_MASK = 0x3fffffff;
+
 /** The hash a key of these bytes and str tag is filed under. */
 export function keyHash(b: Uint8Array, from: number, len: number, tag: number): number {
-  return hashBytes32(b, from, len, tag === TAG_STR_UTF16 ? SEED_WIDE : SEED) | 0;
+  return hashBytes32(b, from, len, tag === TAG_STR_UTF16 ? SEED_WIDE : SEED) & HASH_MASK;
 }
 
 /**
