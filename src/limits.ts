@@ -381,9 +381,16 @@ export const INTERN_SLOTS_MIN = 16;
 /** Intern tables: values held at most per slot before the table doubles (linear probing stays short below 1/2). */
 export const INTERN_LOAD_MAX = 0.5;
 /**
+ * Intern tables: strings made lately from PUSH record bytes, remembered per thread
+ * (a power of two, direct-mapped by hash) so that a value new to several tables of
+ * one record (a user id in two tables) is one string, not one per table.
+ */
+export const INTERN_RECENT_STRINGS = 1024;
+/**
  * bloom_member filters of at most this many 32-bit words (2,048 = 8 KiB: capacity
  * ~6,800 at fpr 1 %) are kept in pooled blocks per table (shard/bloom_column.ts);
  * larger ones stay one object per entity (a pool grows by doubling its blocks).
  */
 export const BLOOM_POOLED_WORDS_MAX = 2048;
 assert((INTERN_SLOTS_MIN & (INTERN_SLOTS_MIN - 1)) === 0, 'intern table slots are a power of two');
+assert((INTERN_RECENT_STRINGS & (INTERN_RECENT_STRINGS - 1)) === 0, 'recent intern strings: a power of two');

@@ -28,7 +28,7 @@
  */
 import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
-import { INTERN_LOAD_MAX, INTERN_SLOTS_MIN } from '../limits';
+import { INTERN_LOAD_MAX, INTERN_RECENT_STRINGS, INTERN_SLOTS_MIN } from '../limits';
 import { fmix32 } from '../ops/sketch/hash';
 import { grown } from './entity_index';
 
@@ -95,6 +95,30 @@ function hashOfBytes(b: Uint8Array, from: number, to: number): number {
 /** The latin1 decoder of Buffer (a string of one byte per character), called on any Uint8Array. */
 const latin1Slice = (Buffer.prototype as unknown as { latin1Slice(this: Uint8Array, from: number, to: number): string }).latin1Slice;
 
+/**
+ * Strings lately made from record bytes by any intern table of this thread, by
+ * hash (direct-mapped): the tables share the hash function, so a value new to
+ * several of them in one record (the fraud workload's user id is in two tables,
+ * its card and merchant ids too) is made once and shared; each string made is
+ * kept, so it is garbage the scavenges copy twice (and memory held per table).
+ */
+const recent: Array<string | undefined> = new Array<string | undefined>(INTERN_RECENT_STRINGS).fill(undefined);
+
+/** The string of the ASCII bytes [from, to) of `b` (hash `h` = hashOfBytes), a recent one when it has those bytes. */
+function stringOfAscii(b: Uint8Array, from: number, to: number, h: number): string {
+  const at = h & (INTERN_RECENT_STRINGS - 1);
+  const r = recent[at];
+  const n = to - from;
+  if (r !== undefined && r.length === n) {
+    let k = 0;
+    while (k < n && r.charCodeAt(k) === b[from + k]) k++;
+    if (k === n) return r;
+  }
+  const v = latin1Slice.call(b, from, to);
+  recent[at] = v;
+  return v;
+}
+
 export class InternTable {
   /** Value per id (undefined for a free id). */
   values: Array<Interned | undefined> = [];
@@ -154,7 +178,8 @@ export class InternTable {
       while (k < n && lv.charCodeAt(k) === b[from + k]) k++;
       if (k === n) return this.#lastId;
     }
-    const key = keyWord(hashOfBytes(b, from, to), n);
+    const h = hashOfBytes(b, from, to);
+    const key = keyWord(h, n);
     const p0 = prefixOfBytes(b, from, to, 0);
     const p1 = prefixOfBytes(b, from, to, 1);
     const s = this.#slots;
@@ -171,7 +196,7 @@ export class InternTable {
       while (k < n && v.charCodeAt(k) === b[from + k]) k++;
       if (k === n) return this.#hit(v, e - 1);
     }
-    return this.#add(latin1Slice.call(b, from, to), key);
+    return this.#add(stringOfAscii(b, from, to, h), key);
   }
 
   #hit(v: Interned, id: number): number {

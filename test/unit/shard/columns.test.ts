@@ -129,6 +129,28 @@ test('intern table: ASCII bytes find the same id as the string (short values in 
   assert.notEqual(t.ref(false), t.ref('false'));
 });
 
+test('intern tables share the strings they make from bytes lately, and a shared slot never answers another value', () => {
+  const a = new InternTable();
+  const b = new InternTable();
+  // 3 x 4,000 values through two tables: more than the recent strings hold, so slots are reused by other values.
+  for (let i = 0; i < 12_000; i++) {
+    const s = `k${i % 4000}-${Math.floor(i / 4000)}`;
+    const buf = Buffer.from(`..${s}`, 'latin1');
+    const x = a.idOfAscii(buf, 2, buf.length);
+    a.refId(x);
+    const y = b.idOfAscii(buf, 2, buf.length);
+    b.refId(y);
+    assert.equal(a.values[x], s);
+    assert.equal(b.values[y], s);
+    assert.equal(a.ref(s), x, 'the string finds the id its bytes added');
+    a.unref(x);
+  }
+  assert.equal(a.size, 12_000);
+  assert.equal(b.size, 12_000);
+  const x = a.idOfAscii(Buffer.from('k1-1', 'latin1'), 0, 4);
+  assert.equal(a.values[x], 'k1-1');
+});
+
 const W = '10s';
 const SHARED_AGG = {
   n: { op: 'count', params: { window: W } },
