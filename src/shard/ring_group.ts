@@ -6,11 +6,13 @@
  * part (events pushed out of the full ring) as today (ops/num_window.ts,
  * ops/val_window.ts; semantics and bounds in docs/ops.md).
  *
- *   per slot (typed arrays):  cls  blk  head  len  busy
+ *   per slot (typed arrays):  cls  blk  head  len  rec
  *                              |    |
  *   pools[cls] (ring_pool.ts): [ ... | block blk: entry 0 | entry 1 | ... | ... ]
  *                                      entry = t, value of column 0, column 1, ...
- *   per member (feature):      buckets: Map<slot, buckets>  (only busy entities)
+ *   per slot:                  rec -> bucket record r (only busy entities: 0 = none)
+ *   per record r:              bk[r * members + i]: member i's buckets or null,
+ *                              recBusy[r] (members holding buckets), recNext[r]
  *
  * A cell holds a number as itself; any other value is NaN-boxed (high word a tag,
  * low word the interned id of a string or boolean, intern.ts), so every value
@@ -41,9 +43,13 @@ assert(1 << RING_CLASS_MAX === RING_ENTRIES_MAX, 'the largest ring class holds R
 
 type Buckets = NumBuckets | ValBuckets<unknown>;
 
+/** First allocation of bucket records (busy slots); doubles from there. */
+const REC_MIN = 16;
+
 /** One feature reading a group's ring. */
 export class RingMember {
-  readonly buckets = new Map<number, Buckets>();
+  /** Its position in the group's members (its column in the bucket records). */
+  at = -1;
   constructor(
     /** Index of the feature in its table plan. */
     public feature: number,
@@ -63,18 +69,30 @@ export class RingGroup {
   blk: Int32Array;
   head: Uint8Array;
   len: Uint8Array;
-  /** Members holding buckets for the slot (0: the ring is all there is). */
-  busy: Uint16Array;
+  /**
+   * Per slot: 1 + its bucket record when any member holds buckets for it, else 0
+   * (the ring is all there is). A record is one row of `members.length` bucket
+   * lists, so a push to a hot entity finds every member's buckets with one typed
+   * array read instead of a Map lookup per member.
+   */
+  rec: Int32Array;
   /** Per field: its position in the table's columns (TableColumns.colIds), -1 when it has none. */
   colOf: Int32Array;
+  /** Bucket records: member i's buckets for record r at r * members.length + i (null: none). */
+  #bk: Array<Buckets | null> = [];
+  /** Per record: members holding buckets (the record is freed at 0). */
+  #recBusy = new Uint16Array(REC_MIN);
   /**
-   * Per busy slot: the earliest time any member's oldest bucket stops counting,
-   * so a push whose cutoff is below it skips the per-member expiry walk (a Map
-   * lookup per member per push of a hot entity). Absent: not known, walk. Only
-   * ever at or below the true earliest end (a new bucket list or a load deletes
-   * it), so skipping never keeps a bucket that should go.
+   * Per record: the earliest time any member's oldest bucket stops counting, so a
+   * push whose cutoff is below it skips the per-member expiry walk. -Infinity: not
+   * known, walk. Only ever at or below the true earliest end (a new bucket list or
+   * a load resets it), so skipping never keeps a bucket that should go.
    */
-  readonly #nextEnd = new Map<number, number>();
+  #recNext = new Float64Array(REC_MIN);
+  #recFree: number[] = [];
+  #recUsed = 0;
+  /** The values of an entry leaving the ring by column (each decoded once for all its members), then its t. */
+  readonly #cells: Array<Value | undefined>;
 
   constructor(
     readonly windowMs: number,
@@ -92,8 +110,69 @@ export class RingGroup {
     this.blk = new Int32Array(capacity);
     this.head = new Uint8Array(capacity);
     this.len = new Uint8Array(capacity);
-    this.busy = new Uint16Array(capacity);
+    this.rec = new Int32Array(capacity);
     this.colOf = new Int32Array(fields.length).fill(-1);
+    this.#cells = new Array<Value | undefined>(fields.length + 1).fill(undefined);
+    members.forEach((m, i) => { m.at = i; });
+  }
+
+  /** Drops member `at` and its buckets (the feature leaves the group). */
+  removeMember(at: number): void {
+    this.keepMembers(this.members.filter((_, i) => i !== at));
+  }
+
+  /** The group keeps only `kept` (a subsequence of its members) and their buckets. */
+  keepMembers(kept: RingMember[]): void {
+    const old = this.members;
+    const from = kept.map((m) => old.indexOf(m));
+    assert(from.every((i, k) => i >= 0 && (k === 0 || i > from[k - 1])), 'kept members are a subsequence');
+    const m0 = old.length;
+    const m1 = kept.length;
+    const bk: Array<Buckets | null> = new Array<Buckets | null>(this.#recUsed * m1).fill(null);
+    for (let r = 0; r < this.#recUsed; r++) {
+      let n = 0;
+      for (let k = 0; k < m1; k++) {
+        const b = this.#bk[r * m0 + from[k]];
+        bk[r * m1 + k] = b;
+        if (b !== null) n++;
+      }
+      this.#recBusy[r] = n;
+    }
+    this.#bk = bk;
+    this.members = kept;
+    kept.forEach((m, i) => { m.at = i; });
+    // Records left without buckets go back (their slots hold none any more).
+    for (let slot = 0; slot < this.rec.length; slot++) {
+      const r = this.rec[slot] - 1;
+      if (r < 0) continue;
+      this.#recNext[r] = -Infinity;
+      if (this.#recBusy[r] === 0) this.#freeRec(slot, r);
+    }
+  }
+
+  /** A bucket record for the slot (it had none). */
+  #newRec(slot: number): number {
+    let r: number;
+    if (this.#recFree.length > 0) r = this.#recFree.pop() as number;
+    else {
+      r = this.#recUsed++;
+      if (r === this.#recBusy.length) {
+        this.#recBusy = grown(this.#recBusy, r * 2);
+        this.#recNext = grown(this.#recNext, r * 2);
+      }
+      const m = this.members.length;
+      for (let i = 0; i < m; i++) this.#bk.push(null);
+    }
+    this.#recBusy[r] = 0;
+    this.#recNext[r] = -Infinity;
+    this.rec[slot] = r + 1;
+    return r;
+  }
+
+  /** Frees record `r` of the slot (its member entries must be null). */
+  #freeRec(slot: number, r: number): void {
+    this.rec[slot] = 0;
+    this.#recFree.push(r);
   }
 
   /** Grows the per-slot arrays with the entity index (entity_index.ts onGrow). */
@@ -102,7 +181,7 @@ export class RingGroup {
     this.head = grown(this.head, capacity);
     this.len = grown(this.len, capacity);
     this.blk = grown(this.blk, capacity);
-    this.busy = grown(this.busy, capacity);
+    this.rec = grown(this.rec, capacity);
   }
 
   /**
@@ -194,23 +273,35 @@ export class RingGroup {
       const at = this.#entry(slot, 0);
       const t = pool.data[at];
       if (t > cutoff) break;
-      if (this.busy[slot] > 0) this.#joinNewest(slot, pool, at, t);
+      const r = this.rec[slot] - 1;
+      if (r >= 0) this.#joinNewest(r, pool, at, t);
       this.#release(pool, at);
       this.head[slot] = (this.head[slot] + 1) & mask;
       this.len[slot]--;
     }
-    if (this.busy[slot] > 0) {
-      const end = this.#nextEnd.get(slot);
-      if (end === undefined || end <= cutoff) this.#expireBuckets(slot, cutoff);
-    }
-    if (this.len[slot] === 0 && this.busy[slot] === 0) this.#freeRing(slot);
+    const r = this.rec[slot] - 1;
+    if (r >= 0 && this.#recNext[r] <= cutoff) this.#expireBuckets(slot, r, cutoff);
+    if (this.len[slot] === 0 && this.rec[slot] === 0) this.#freeRing(slot);
   }
 
-  #joinNewest(slot: number, pool: ClassPool, at: number, t: number): void {
-    for (const m of this.members) {
-      const b = m.buckets.get(slot);
-      if (b === undefined) continue;
-      const x = m.col < 0 ? undefined : this.#decode(pool, at + 1 + m.col, m.col);
+  /** Decodes the entry at `at` into #cells: its value per column, then its t. */
+  #decodeEntry(pool: ClassPool, at: number): Array<Value | undefined> {
+    const cells = this.#cells;
+    const n = this.fields.length;
+    for (let c = 0; c < n; c++) cells[c] = this.#decode(pool, at + 1 + c, c);
+    cells[n] = pool.data[at];
+    return cells;
+  }
+
+  #joinNewest(r: number, pool: ClassPool, at: number, t: number): void {
+    const cells = this.#decodeEntry(pool, at);
+    const members = this.members;
+    const base = r * members.length;
+    for (let i = 0; i < members.length; i++) {
+      const b = this.#bk[base + i];
+      if (b === null) continue;
+      const m = members[i];
+      const x = m.col < 0 ? undefined : cells[m.col];
       if (m.num !== null) {
         const v = numInput(m.num, x);
         if (v === v) numJoinNewest(b as NumBuckets, m.num, t, v);
@@ -221,45 +312,55 @@ export class RingGroup {
     }
   }
 
-  #expireBuckets(slot: number, cutoff: number): void {
+  #expireBuckets(slot: number, r: number, cutoff: number): void {
     let next = Infinity;
-    for (const m of this.members) {
-      const b = m.buckets.get(slot);
-      if (b === undefined) continue;
+    const members = this.members;
+    const base = r * members.length;
+    for (let i = 0; i < members.length; i++) {
+      const b = this.#bk[base + i];
+      if (b === null) continue;
+      const m = members[i];
       const left = m.num !== null ? numExpireBuckets(b as NumBuckets, m.num, cutoff) : valExpireBuckets(b as ValBuckets<unknown>, m.val as ValWindowCfg<unknown>, cutoff);
       if (left === null) {
-        m.buckets.delete(slot);
-        this.busy[slot]--;
+        this.#bk[base + i] = null;
+        this.#recBusy[r]--;
         continue;
       }
       const end = m.num !== null ? numOldestEnd(left as NumBuckets, m.num) : valOldestEnd(left as ValBuckets<unknown>, m.val as ValWindowCfg<unknown>);
       if (end < next) next = end;
     }
-    if (this.busy[slot] > 0) this.#nextEnd.set(slot, next);
-    else this.#nextEnd.delete(slot);
+    if (this.#recBusy[r] > 0) this.#recNext[r] = next;
+    else this.#freeRec(slot, r);
   }
 
   /** The ring is full of live events: its oldest goes into each accepting member's bucket. */
   #evictOldest(slot: number): void {
     const pool = this.pools[this.cls[slot]];
     const at = this.#entry(slot, 0);
-    const t = pool.data[at];
-    for (const m of this.members) {
-      const x = m.col < 0 ? undefined : this.#decode(pool, at + 1 + m.col, m.col);
-      const had = m.buckets.get(slot);
-      let b: Buckets | undefined = had;
+    const cells = this.#decodeEntry(pool, at);
+    // Read back from the array, t is one heap number for every member's call
+    // (a double from the pool would be boxed again at each call site).
+    const t = cells[cells.length - 1] as number;
+    const members = this.members;
+    let r = this.rec[slot] - 1;
+    for (let i = 0; i < members.length; i++) {
+      const m = members[i];
+      const x = m.col < 0 ? undefined : cells[m.col];
+      const had = r < 0 ? null : this.#bk[r * members.length + i];
+      let b: Buckets | null = had;
       if (m.num !== null) {
         const v = numInput(m.num, x);
-        if (v === v) b = numFoldIntoBucket(had === undefined ? null : (had as NumBuckets), m.num, t, v);
+        if (v === v) b = numFoldIntoBucket(had as NumBuckets | null, m.num, t, v);
       } else {
         const val = m.val as ValWindowCfg<unknown>;
-        if (val.agg.accepts(x)) b = valFoldIntoBucket(had === undefined ? null : (had as ValBuckets<unknown>), val, x === undefined ? 0 : x, t, 0);
+        if (val.agg.accepts(x)) b = valFoldIntoBucket(had as ValBuckets<unknown> | null, val, x === undefined ? 0 : x, t, 0);
       }
-      if (b !== had && b !== undefined) {
-        m.buckets.set(slot, b);
-        if (had === undefined) {
-          this.busy[slot]++;
-          this.#nextEnd.delete(slot); // a new oldest bucket: the next expiry walks
+      if (b !== had) {
+        if (r < 0) r = this.#newRec(slot);
+        this.#bk[r * members.length + i] = b;
+        if (had === null) {
+          this.#recBusy[r]++;
+          this.#recNext[r] = -Infinity; // a new oldest bucket: the next expiry walks
         }
       }
     }
@@ -286,9 +387,12 @@ export class RingGroup {
       this.len[slot] = 0;
       this.#freeRing(slot);
     }
-    if (this.busy[slot] > 0) for (const m of this.members) m.buckets.delete(slot);
-    this.busy[slot] = 0;
-    this.#nextEnd.delete(slot);
+    const r = this.rec[slot] - 1;
+    if (r >= 0) {
+      const m = this.members.length;
+      for (let i = 0; i < m; i++) this.#bk[r * m + i] = null;
+      this.#freeRec(slot, r);
+    }
   }
 
   /**
@@ -299,10 +403,13 @@ export class RingGroup {
     const cutoff = t - this.windowMs;
     const len = this.len[slot];
     if (len > 0 && this.pools[this.cls[slot]].data[this.#entry(slot, len - 1)] > cutoff) return false;
-    if (this.busy[slot] === 0) return true;
-    for (const m of this.members) {
-      const b = m.buckets.get(slot);
-      if (b === undefined) continue;
+    const r = this.rec[slot] - 1;
+    if (r < 0) return true;
+    const members = this.members;
+    for (let i = 0; i < members.length; i++) {
+      const b = this.#bk[r * members.length + i];
+      if (b === null) continue;
+      const m = members[i];
       if (m.num !== null ? !numBucketsGoneAt(b as NumBuckets, m.num, cutoff) : !valBucketsGoneAt(b as ValBuckets<unknown>, m.val as ValWindowCfg<unknown>, cutoff)) return false;
     }
     return true;
@@ -318,12 +425,12 @@ export class RingGroup {
     while (k < len && pool.data[this.#entry(slot, k)] <= cutoff) k++;
     // Buckets only hold events older than every ring entry: when the ring's oldest
     // has left the window, so has every bucketed event.
-    const b = k === 0 && len > 0 ? m.buckets.get(slot) : undefined;
+    const b = k === 0 && len > 0 ? this.#bucketsOf(m, slot) : null;
     if (m.num !== null) {
       const c = m.num;
       const f = FOLDS[c.kind];
       resetFold(f);
-      if (b !== undefined) numFoldBuckets(b as NumBuckets, c, cutoff, f);
+      if (b !== null) numFoldBuckets(b as NumBuckets, c, cutoff, f);
       for (; k < len; k++) {
         const at = this.#entry(slot, k);
         const v = numInput(c, m.col < 0 ? undefined : this.#decode(pool, at + 1 + m.col, m.col));
@@ -334,7 +441,7 @@ export class RingGroup {
     const c = m.val as ValWindowCfg<unknown>;
     const scratch = valScratch(c);
     let acc = scratch;
-    if (b !== undefined) acc = valMergeBuckets(b as ValBuckets<unknown>, c, cutoff, acc);
+    if (b !== null) acc = valMergeBuckets(b as ValBuckets<unknown>, c, cutoff, acc);
     for (; k < len; k++) {
       const at = this.#entry(slot, k);
       const x = m.col < 0 ? undefined : this.#decode(pool, at + 1 + m.col, m.col);
@@ -362,17 +469,23 @@ export class RingGroup {
     return [ring, this.#saveBuckets(slot)];
   }
 
+  /** Member m's buckets for the slot, or null. */
+  #bucketsOf(m: RingMember, slot: number): Buckets | null {
+    const r = this.rec[slot] - 1;
+    return r < 0 ? null : this.#bk[r * this.members.length + m.at];
+  }
+
   #saveBuckets(slot: number): unknown[] {
     return this.members.map((m) => {
-      const b = m.buckets.get(slot);
-      if (b === undefined) return null;
+      const b = this.#bucketsOf(m, slot);
+      if (b === null) return null;
       return m.num !== null ? numSaveBuckets(b as NumBuckets, m.num) : valSaveBuckets(b as ValBuckets<unknown>, m.val as ValWindowCfg<unknown>);
     });
   }
 
   /** Inverse of save, into an empty slot. */
   load(slot: number, saved: GroupSave): void {
-    assert(this.cls[slot] === 0 && this.busy[slot] === 0, 'ring load into a slot in use');
+    assert(this.cls[slot] === 0 && this.rec[slot] === 0, 'ring load into a slot in use');
     const [ring, buckets] = saved;
     const len = ring.length / this.stride;
     assert(Number.isInteger(len) && len <= RING_ENTRIES_MAX, 'saved ring does not fit the group');
@@ -394,18 +507,22 @@ export class RingGroup {
   }
 
   #loadBuckets(slot: number, buckets: unknown[]): void {
-    for (let i = 0; i < this.members.length; i++) {
-      const m = this.members[i];
+    const members = this.members;
+    let r = this.rec[slot] - 1;
+    for (let i = 0; i < members.length; i++) {
+      const m = members[i];
       const sb = buckets[i];
       if (sb === null || sb === undefined) continue;
       const b = m.num !== null
         ? numLoadBuckets(sb as number[], m.num)
         : valLoadBuckets((sb as [number[], unknown[]])[0], (sb as [number[], unknown[]])[1], m.val as ValWindowCfg<unknown>);
       if (b === null) continue;
-      m.buckets.set(slot, b);
-      this.busy[slot]++;
+      if (r < 0) r = this.#newRec(slot);
+      assert(this.#bk[r * members.length + i] === null, 'bucket load over buckets');
+      this.#bk[r * members.length + i] = b;
+      this.#recBusy[r]++;
+      this.#recNext[r] = -Infinity;
     }
-    this.#nextEnd.delete(slot);
   }
 
   /**
@@ -436,7 +553,7 @@ export class RingGroup {
 
   /** Inverse of exportSlot into an empty slot: ids are interned anew from `ids` (a reference per cell). */
   importSlot(slot: number, src: Uint32Array, at: number, len: number, ids: Array<Map<number, Interned>>): void {
-    assert(this.cls[slot] === 0 && this.busy[slot] === 0, 'ring import into a slot in use');
+    assert(this.cls[slot] === 0 && this.rec[slot] === 0, 'ring import into a slot in use');
     assert(len <= RING_ENTRIES_MAX);
     if (len === 0) return;
     let cls = 1;
@@ -464,7 +581,7 @@ export class RingGroup {
 
   /** The slot's buckets per member (saved form), or null when it has none. */
   saveBuckets(slot: number): unknown[] | null {
-    return this.busy[slot] === 0 ? null : this.#saveBuckets(slot);
+    return this.rec[slot] === 0 ? null : this.#saveBuckets(slot);
   }
 
   /** Loads saveBuckets' result into a slot without buckets. */

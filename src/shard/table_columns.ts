@@ -159,9 +159,7 @@ export class TableColumns {
     const factory = this.plan.features[i].factory;
     const col = new ObjectColumn(factory);
     for (const s of this.index.liveSlots()) col.load(s, memberView(g.save(s), g.stride, m.col, at, m.num, m.val));
-    for (const s of m.buckets.keys()) g.busy[s]--;
-    m.buckets.clear();
-    g.members.splice(at, 1);
+    g.removeMember(at);
     if (g.members.length === 0) {
       for (const s of this.index.liveSlots()) g.clear(s);
       this.groups.splice(this.groups.indexOf(g), 1);
@@ -425,7 +423,7 @@ export class TableColumns {
         for (const s of this.index.liveSlots()) g.clear(s);
         continue;
       }
-      for (const m of g.members) if (!newOf.has(m.feature)) for (const s of m.buckets.keys()) g.busy[s]--;
+      g.keepMembers(kept);
       for (const m of kept) {
         m.feature = newOf.get(m.feature) as number;
         const sh = plan.features[m.feature].factory.shared!;
@@ -435,7 +433,6 @@ export class TableColumns {
         next.featGroup[m.feature] = g;
         next.featMember[m.feature] = m;
       }
-      g.members = kept;
       next.#bindColumns(g);
       next.groups.push(g);
     }

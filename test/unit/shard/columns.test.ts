@@ -523,3 +523,25 @@ test('bloom_member in pooled blocks answers and saves like the object form, thro
     objs = [];
   }
 });
+
+test('window-mates dropped by a registry change take their buckets along; the others answer as if never grouped with them', () => {
+  // Bucketed regime (hundreds of events per 10 s window): every member holds buckets when the
+  // registry drops some of them (RingGroup.keepMembers), and again when pushes continue.
+  const v1 = registry([]);
+  const table = v1.nodes[1] as { agg: Record<string, unknown> };
+  const dropped = new Set(['n', 'lo', 'q', 'nu', 'smax']);
+  const agg2 = Object.fromEntries(Object.entries(table.agg).filter(([name]) => !dropped.has(name)));
+  const v2: RegistryState = { version: 2, nodes: [v1.nodes[0], { ...table, agg: agg2 }] };
+  const a = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  const b = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  a.install(v1);
+  b.install({ ...v2, version: 1 });
+  const keys = ['a', 'b', 'c'];
+  let t = 0;
+  for (const s of [a, b]) t = feed(s, keys, 3000, 11);
+  a.install(v2);
+  assert.deepEqual(rowsOf(a, keys, t), rowsOf(b, keys, t));
+  let t2 = 0;
+  for (const s of [a, b]) t2 = feed(s, keys, 3000, 12, t);
+  for (const now of [t2, t2 + 5_000, t2 + 10_000, t2 + 61_000]) assert.deepEqual(rowsOf(a, keys, now), rowsOf(b, keys, now));
+});
