@@ -366,15 +366,38 @@ export function numExpireBuckets(b: NumBuckets, c: NumWindowCfg, cutoff: number)
   return b.len === 0 ? null : b;
 }
 
+/**
+ * The event's t and value for the ...Cell functions when the caller holds them as
+ * doubles. The Cell forms take them by index into a Float64Array (the shared
+ * rings pass their pool and the entry's cells): a double passed to a call that
+ * is not inlined is boxed into a heap number, two per member per eviction.
+ */
+const EVENT = new Float64Array(2);
+
 /** An expiring raw event of the newest bucket's epoch joins it (keeps the bucketed part a suffix of the events). */
 export function numJoinNewest(b: NumBuckets, c: NumWindowCfg, t: number, v: number): void {
+  EVENT[0] = t;
+  EVENT[1] = v;
+  numJoinCell(b, c, EVENT, 0, 1);
+}
+
+/** numJoinNewest of the event whose t is `cells[ti]` and value `cells[vi]` (1 when vi < 0). */
+export function numJoinCell(b: NumBuckets, c: NumWindowCfg, cells: Float64Array, ti: number, vi: number): void {
   const j = newestSlot(b, c.bStride);
-  if (b.bk[j] === Math.floor(t / c.bucketMs)) addToBucket(b.bk, j, c.kind, v);
+  if (b.bk[j] === Math.floor(cells[ti] / c.bucketMs)) addToBucket(b.bk, j, c.kind, vi < 0 ? 1 : cells[vi]);
 }
 
 /** Folds a raw event pushed out of a full ring (still live) into its bucket. */
 export function numFoldIntoBucket(bIn: NumBuckets | null, c: NumWindowCfg, t: number, v: number): NumBuckets {
-  const e = Math.floor(t / c.bucketMs);
+  EVENT[0] = t;
+  EVENT[1] = v;
+  return numFoldCell(bIn, c, EVENT, 0, 1);
+}
+
+/** numFoldIntoBucket of the event whose t is `cells[ti]` and value `cells[vi]` (1 when vi < 0). */
+export function numFoldCell(bIn: NumBuckets | null, c: NumWindowCfg, cells: Float64Array, ti: number, vi: number): NumBuckets {
+  const v = vi < 0 ? 1 : cells[vi];
+  const e = Math.floor(cells[ti] / c.bucketMs);
   const bs = c.bStride;
   let b = bIn;
   if (b === null) b = new NumBuckets(BUCKET_SLOTS_MIN, bs);

@@ -60,6 +60,13 @@ export function releaseCell(u32: Uint32Array, i: number, intern: InternTable): v
   if (u32[2 * i + 1] === HI_ID) intern.unref(u32[2 * i]);
 }
 
+/** Whether cell `i` holds null or an absent value (what decodeCell returns as null / undefined). */
+export function isNullCell(f64: Float64Array, u32: Uint32Array, i: number): boolean {
+  if (f64[i] === f64[i]) return false;
+  const hi = u32[2 * i + 1];
+  return hi === HI_NULL || hi === HI_UNDEF;
+}
+
 /** Whether cell `i` holds an interned id (and which: the low word). */
 export function isIdCell(u32: Uint32Array, i: number): boolean {
   return u32[2 * i + 1] === HI_ID;

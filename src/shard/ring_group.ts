@@ -27,7 +27,7 @@
 import { strict as assert } from 'node:assert';
 import type { JsonValue, Row, Value } from '../types';
 import {
-  FOLDS, foldValue, Input, numBucketsGoneAt, numExpireBuckets, numFoldBuckets, numFoldIntoBucket, numJoinNewest, numLoadBuckets, numResult,
+  FOLDS, foldValue, Input, numBucketsGoneAt, numExpireBuckets, numFoldBuckets, numFoldCell, numJoinCell, numLoadBuckets, numResult,
   numOldestEnd, numSaveBuckets, resetFold, RING_ENTRIES_MAX, type NumBuckets, type NumWindowCfg,
 } from '../ops/num_window';
 import {
@@ -35,13 +35,17 @@ import {
   type ValBuckets, type ValWindowCfg,
 } from '../ops/val_window';
 import { InternTable, type Interned } from './intern';
-import { decodeCell, decodeExported, encodeCell, HI_ID, releaseCell } from './cells';
+import { decodeCell, decodeExported, encodeCell, HI_ID, isNullCell, releaseCell } from './cells';
 import { ClassPool, RING_CLASS_MAX } from './ring_pool';
 import { grown } from './entity_index';
 
 assert(1 << RING_CLASS_MAX === RING_ENTRIES_MAX, 'the largest ring class holds RING_ENTRIES_MAX entries');
 
 type Buckets = NumBuckets | ValBuckets<unknown>;
+
+/** RingGroup#numCell: the member takes the event with the value 1 / does not take it. */
+const CELL_ONE = -1;
+const CELL_SKIP = -2;
 
 /** First allocation of bucket records (busy slots); doubles from there. */
 const REC_MIN = 16;
@@ -93,6 +97,8 @@ export class RingGroup {
   #recUsed = 0;
   /** The values of an entry leaving the ring by column (each decoded once for all its members), then its t. */
   readonly #cells: Array<Value | undefined>;
+  /** Per column: 1 when a value member reads it (#decodeEntry decodes only those: numeric members read cells in place). */
+  #valCol: Uint8Array;
 
   constructor(
     readonly windowMs: number,
@@ -113,7 +119,17 @@ export class RingGroup {
     this.rec = new Int32Array(capacity);
     this.colOf = new Int32Array(fields.length).fill(-1);
     this.#cells = new Array<Value | undefined>(fields.length + 1).fill(undefined);
-    members.forEach((m, i) => { m.at = i; });
+    this.#valCol = new Uint8Array(fields.length);
+    this.#placeMembers();
+  }
+
+  /** After a change of members: their positions and the columns value members read. */
+  #placeMembers(): void {
+    this.#valCol.fill(0);
+    this.members.forEach((m, i) => {
+      m.at = i;
+      if (m.val !== null && m.col >= 0) this.#valCol[m.col] = 1;
+    });
   }
 
   /** Drops member `at` and its buckets (the feature leaves the group). */
@@ -140,7 +156,7 @@ export class RingGroup {
     }
     this.#bk = bk;
     this.members = kept;
-    kept.forEach((m, i) => { m.at = i; });
+    this.#placeMembers();
     // Records left without buckets go back (their slots hold none any more).
     for (let slot = 0; slot < this.rec.length; slot++) {
       const r = this.rec[slot] - 1;
@@ -274,7 +290,7 @@ export class RingGroup {
       const t = pool.data[at];
       if (t > cutoff) break;
       const r = this.rec[slot] - 1;
-      if (r >= 0) this.#joinNewest(r, pool, at, t);
+      if (r >= 0) this.#joinNewest(r, pool, at);
       this.#release(pool, at);
       this.head[slot] = (this.head[slot] + 1) & mask;
       this.len[slot]--;
@@ -284,32 +300,48 @@ export class RingGroup {
     if (this.len[slot] === 0 && this.rec[slot] === 0) this.#freeRing(slot);
   }
 
-  /** Decodes the entry at `at` into #cells: its value per column, then its t. */
+  /** Decodes the entry at `at` into #cells (for value members): its value per column, then its t. */
   #decodeEntry(pool: ClassPool, at: number): Array<Value | undefined> {
     const cells = this.#cells;
     const n = this.fields.length;
-    for (let c = 0; c < n; c++) cells[c] = this.#decode(pool, at + 1 + c, c);
+    for (let c = 0; c < n; c++) if (this.#valCol[c] === 1) cells[c] = this.#decode(pool, at + 1 + c, c);
     cells[n] = pool.data[at];
     return cells;
   }
 
-  #joinNewest(r: number, pool: ClassPool, at: number, t: number): void {
-    const cells = this.#decodeEntry(pool, at);
+  #joinNewest(r: number, pool: ClassPool, at: number): void {
+    let cells: Array<Value | undefined> | null = null;
     const members = this.members;
     const base = r * members.length;
     for (let i = 0; i < members.length; i++) {
       const b = this.#bk[base + i];
       if (b === null) continue;
       const m = members[i];
-      const x = m.col < 0 ? undefined : cells[m.col];
       if (m.num !== null) {
-        const v = numInput(m.num, x);
-        if (v === v) numJoinNewest(b as NumBuckets, m.num, t, v);
-      } else {
-        const val = m.val as ValWindowCfg<unknown>;
-        if (val.agg.accepts(x)) valJoinNewest(b as ValBuckets<unknown>, val, x === undefined ? 0 : x, t, 0);
+        const vi = this.#numCell(m.num, m.col, pool, at);
+        if (vi !== CELL_SKIP) numJoinCell(b as NumBuckets, m.num, pool.data, at, vi);
+        continue;
       }
+      if (cells === null) cells = this.#decodeEntry(pool, at);
+      const x = m.col < 0 ? undefined : cells[m.col];
+      const val = m.val as ValWindowCfg<unknown>;
+      if (val.agg.accepts(x)) valJoinNewest(b as ValBuckets<unknown>, val, x === undefined ? 0 : x, cells[cells.length - 1] as number, 0);
     }
+  }
+
+  /**
+   * Where numeric member `c` (reading column `col`) finds the value of the entry
+   * at `at`: the index of its cell in the pool, CELL_ONE (it counts the event as 1)
+   * or CELL_SKIP (it does not take the event), as num_window.ts update decides.
+   * Passed on as an index, the value is never boxed (numFoldCell).
+   */
+  #numCell(c: NumWindowCfg, col: number, pool: ClassPool, at: number): number {
+    if (c.input === Input.Event) return CELL_ONE;
+    if (col < 0) return CELL_SKIP;
+    const i = at + 1 + col;
+    // A NaN-boxed cell (not a number) reads as NaN.
+    if (c.input === Input.Number) return Number.isFinite(pool.data[i]) ? i : CELL_SKIP;
+    return isNullCell(pool.data, pool.u32, i) ? CELL_SKIP : CELL_ONE;
   }
 
   #expireBuckets(slot: number, r: number, cutoff: number): void {
@@ -337,23 +369,22 @@ export class RingGroup {
   #evictOldest(slot: number): void {
     const pool = this.pools[this.cls[slot]];
     const at = this.#entry(slot, 0);
-    const cells = this.#decodeEntry(pool, at);
-    // Read back from the array, t is one heap number for every member's call
-    // (a double from the pool would be boxed again at each call site).
-    const t = cells[cells.length - 1] as number;
+    let cells: Array<Value | undefined> | null = null;
     const members = this.members;
     let r = this.rec[slot] - 1;
     for (let i = 0; i < members.length; i++) {
       const m = members[i];
-      const x = m.col < 0 ? undefined : cells[m.col];
       const had = r < 0 ? null : this.#bk[r * members.length + i];
       let b: Buckets | null = had;
       if (m.num !== null) {
-        const v = numInput(m.num, x);
-        if (v === v) b = numFoldIntoBucket(had as NumBuckets | null, m.num, t, v);
+        const vi = this.#numCell(m.num, m.col, pool, at);
+        if (vi !== CELL_SKIP) b = numFoldCell(had as NumBuckets | null, m.num, pool.data, at, vi);
       } else {
+        if (cells === null) cells = this.#decodeEntry(pool, at);
+        const x = m.col < 0 ? undefined : cells[m.col];
         const val = m.val as ValWindowCfg<unknown>;
-        if (val.agg.accepts(x)) b = valFoldIntoBucket(had as ValBuckets<unknown> | null, val, x === undefined ? 0 : x, t, 0);
+        // t read back from the array: one heap number for every value member's call.
+        if (val.agg.accepts(x)) b = valFoldIntoBucket(had as ValBuckets<unknown> | null, val, x === undefined ? 0 : x, cells[cells.length - 1] as number, 0);
       }
       if (b !== had) {
         if (r < 0) r = this.#newRec(slot);
@@ -432,9 +463,8 @@ export class RingGroup {
       resetFold(f);
       if (b !== null) numFoldBuckets(b as NumBuckets, c, cutoff, f);
       for (; k < len; k++) {
-        const at = this.#entry(slot, k);
-        const v = numInput(c, m.col < 0 ? undefined : this.#decode(pool, at + 1 + m.col, m.col));
-        if (v === v) foldValue(f, c.kind, v);
+        const vi = this.#numCell(c, m.col, pool, this.#entry(slot, k));
+        if (vi !== CELL_SKIP) foldValue(f, c.kind, vi === CELL_ONE ? 1 : pool.data[vi]);
       }
       return numResult(c, f);
     }
