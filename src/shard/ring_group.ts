@@ -256,22 +256,25 @@ export class RingGroup {
     return this.blk[slot] * this.pools[cls].blockDoubles + ((this.head[slot] + k) & ((1 << cls) - 1)) * this.stride;
   }
 
-  /** Moves the slot's ring to the next size class, oldest entry first. */
+  /** Moves the slot's full ring to the next size class, oldest entry first. */
   #moveUp(slot: number): void {
     const cls = this.cls[slot];
     const to = this.pools[cls + 1];
     const nb = to.alloc();
     const len = this.len[slot];
+    assert(cls === 0 ? len === 0 : len === 1 << cls, 'a ring moves up when full');
     if (cls > 0) {
+      // The ring is full (push moves it up only then): its block holds the entries
+      // from head to the block's end, then from its start; two runs of words.
       const from = this.pools[cls];
-      const w = this.stride * 2;
       const fu = from.u32;
       const tu = to.u32;
-      for (let k = 0; k < len; k++) {
-        const src = this.#entry(slot, k) * 2;
-        const dst = (nb * to.blockDoubles + k * this.stride) * 2;
-        for (let j = 0; j < w; j++) tu[dst + j] = fu[src + j];
-      }
+      const base = this.blk[slot] * from.blockDoubles * 2;
+      const end = base + len * this.stride * 2;
+      const split = base + this.head[slot] * this.stride * 2;
+      let d = nb * to.blockDoubles * 2;
+      for (let j = split; j < end; j++) tu[d++] = fu[j];
+      for (let j = base; j < split; j++) tu[d++] = fu[j];
       from.release(this.blk[slot]);
     }
     this.cls[slot] = cls + 1;
