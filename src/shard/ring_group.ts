@@ -292,8 +292,7 @@ export class RingGroup {
       const at = this.#entry(slot, 0);
       const t = pool.data[at];
       if (t > cutoff) break;
-      const r = this.rec[slot] - 1;
-      if (r >= 0) this.#joinNewest(r, pool, at);
+      if (this.rec[slot] !== 0) this.#foldEntry(slot, pool, at, true);
       this.#release(pool, at);
       this.head[slot] = (this.head[slot] + 1) & mask;
       this.len[slot]--;
@@ -312,23 +311,45 @@ export class RingGroup {
     return cells;
   }
 
-  #joinNewest(r: number, pool: ClassPool, at: number): void {
+  /**
+   * Folds the entry at `at` into the members' buckets: evicted (`join` false: each
+   * member that takes it folds it, opening buckets as needed) or expiring (`join`
+   * true: it joins a member's newest bucket only when of the same epoch, as
+   * num_window.ts expireRing does). Numeric members read its cells in place, value
+   * members its values decoded once (#decodeEntry).
+   */
+  #foldEntry(slot: number, pool: ClassPool, at: number, join: boolean): void {
     let cells: Array<Value | undefined> | null = null;
     const members = this.members;
-    const base = r * members.length;
+    let r = this.rec[slot] - 1;
     for (let i = 0; i < members.length; i++) {
-      const b = this.#bk[base + i];
-      if (b === null) continue;
       const m = members[i];
+      const had = r < 0 ? null : this.#bk[r * members.length + i];
+      if (join && had === null) continue;
+      let b: Buckets | null = had;
       if (m.num !== null) {
         const vi = this.#numCell(m.num, m.col, pool, at);
-        if (vi !== CELL_SKIP) numJoinCell(b as NumBuckets, m.num, pool.data, at, vi);
-        continue;
+        if (vi === CELL_SKIP) continue;
+        if (join) numJoinCell(had as NumBuckets, m.num, pool.data, at, vi);
+        else b = numFoldCell(had as NumBuckets | null, m.num, pool.data, at, vi);
+      } else {
+        if (cells === null) cells = this.#decodeEntry(pool, at);
+        const x = m.col < 0 ? undefined : cells[m.col];
+        const val = m.val as ValWindowCfg<unknown>;
+        if (!val.agg.accepts(x)) continue;
+        // t read back from the array: one heap number for every value member's call.
+        const t = cells[cells.length - 1] as number;
+        if (join) valJoinNewest(had as ValBuckets<unknown>, val, x === undefined ? 0 : x, t, 0);
+        else b = valFoldIntoBucket(had as ValBuckets<unknown> | null, val, x === undefined ? 0 : x, t, 0);
       }
-      if (cells === null) cells = this.#decodeEntry(pool, at);
-      const x = m.col < 0 ? undefined : cells[m.col];
-      const val = m.val as ValWindowCfg<unknown>;
-      if (val.agg.accepts(x)) valJoinNewest(b as ValBuckets<unknown>, val, x === undefined ? 0 : x, cells[cells.length - 1] as number, 0);
+      if (b !== had) {
+        if (r < 0) r = this.#newRec(slot);
+        this.#bk[r * members.length + i] = b;
+        if (had === null) {
+          this.#recBusy[r]++;
+          this.#recNext[r] = -Infinity; // a new oldest bucket: the next expiry walks
+        }
+      }
     }
   }
 
@@ -372,32 +393,7 @@ export class RingGroup {
   #evictOldest(slot: number): void {
     const pool = this.pools[this.cls[slot]];
     const at = this.#entry(slot, 0);
-    let cells: Array<Value | undefined> | null = null;
-    const members = this.members;
-    let r = this.rec[slot] - 1;
-    for (let i = 0; i < members.length; i++) {
-      const m = members[i];
-      const had = r < 0 ? null : this.#bk[r * members.length + i];
-      let b: Buckets | null = had;
-      if (m.num !== null) {
-        const vi = this.#numCell(m.num, m.col, pool, at);
-        if (vi !== CELL_SKIP) b = numFoldCell(had as NumBuckets | null, m.num, pool.data, at, vi);
-      } else {
-        if (cells === null) cells = this.#decodeEntry(pool, at);
-        const x = m.col < 0 ? undefined : cells[m.col];
-        const val = m.val as ValWindowCfg<unknown>;
-        // t read back from the array: one heap number for every value member's call.
-        if (val.agg.accepts(x)) b = valFoldIntoBucket(had as ValBuckets<unknown> | null, val, x === undefined ? 0 : x, cells[cells.length - 1] as number, 0);
-      }
-      if (b !== had) {
-        if (r < 0) r = this.#newRec(slot);
-        this.#bk[r * members.length + i] = b;
-        if (had === null) {
-          this.#recBusy[r]++;
-          this.#recNext[r] = -Infinity; // a new oldest bucket: the next expiry walks
-        }
-      }
-    }
+    this.#foldEntry(slot, pool, at, false);
     this.#release(pool, at);
     this.head[slot] = (this.head[slot] + 1) & (RING_ENTRIES_MAX - 1);
     this.len[slot]--;
