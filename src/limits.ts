@@ -175,6 +175,14 @@ export const SHARD_BATCHES_IN_FLIGHT_MAX = 4;
  */
 export const SHARD_YOUNG_GENERATION_MB = 12;
 
+/**
+ * Push contexts (front/push.ts PushCtx) the front keeps for reuse once their push is
+ * answered: a context per push was young garbage on the thread every request passes
+ * through. The pool holds at most this many (a burst of pipelined pushes does not
+ * leave its peak behind).
+ */
+export const PUSH_CTX_POOL_MAX = 4096;
+
 /** First capacity of a shard channel's PUSH batch buffer on the front (wal/push_record.ts PushFrameWriter; it doubles as a batch needs). */
 export const PUSH_BATCH_BYTES_INITIAL = 16 * 1024;
 /**

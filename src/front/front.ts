@@ -25,7 +25,7 @@ import { rowFromEnvelope } from '../registry/row_text';
 import type { ClusterHooks, ResolvedGet } from './cluster_hooks';
 import { BatchCtx, GetCtx } from './sinks';
 import { DedupeStore, type DedupeEntry } from './dedupe';
-import { ackBody, PushCtx, type PushDone } from './push';
+import { ackBody, PushCtx, PushCtxPool, type PushDone } from './push';
 import type { Reply } from './reply';
 import type { Auth } from './auth';
 import { DEDUPE_ENTRIES_MAX, KEY_BYTES_MAX } from '../limits';
@@ -65,6 +65,8 @@ export class Front implements PushDone, ControlHost {
   #flushScheduled = false;
   /** Scratch of push routing and record writing, reused by every push. */
   readonly #route = new PushRoute();
+  /** Contexts of answered pushes, reused (push.ts PushCtxPool). */
+  readonly #ctxPool = new PushCtxPool(this);
   readonly #flushAll = (): void => {
     this.#flushScheduled = false;
     for (let i = 0; i < this.channels.length; i++) this.channels[i].flush();
@@ -241,7 +243,7 @@ export class Front implements PushDone, ControlHost {
     }
     const lsn = this.#nextLsn++;
     const mask = route.targets(lsn, n);
-    const ctx = new PushCtx(lsn, reg.version, reply, targetCount(mask), startMs, dedupe, plan.name, dedupeValue, this);
+    const ctx = this.#ctxPool.take(lsn, reg.version, reply, targetCount(mask), startMs, dedupe, plan.name, dedupeValue);
     route.dispatch(this.channels, mask, plan, lsn, t, reg.version, recorded, ctx);
     this.schedule();
   }
@@ -272,6 +274,7 @@ export class Front implements PushDone, ControlHost {
         for (const w of ctx.dedupe.waiters ?? []) w(null);
       }
       this.fail(ctx.reply, error);
+      this.#ctxPool.give(ctx);
       return;
     }
     this.metrics.pushTotal++;
@@ -282,6 +285,7 @@ export class Front implements PushDone, ControlHost {
       ctx.dedupe.waiters = null;
     }
     ctx.reply.ack(ctx.lsn, ctx.version);
+    this.#ctxPool.give(ctx);
   }
 
   /**

@@ -5,7 +5,8 @@
 import type { ErrorPayload } from '../protocol/messages';
 import type { Sink } from './channel';
 import type { DedupeEntry } from './dedupe';
-import type { Reply } from './reply';
+import { TRANSPORT_HTTP, type Reply } from './reply';
+import { PUSH_CTX_POOL_MAX } from '../limits';
 
 /** The ack after the LSN, for the last registry version asked (a push's ack is built on the front for every push). */
 let tailVersion = -1;
@@ -75,18 +76,23 @@ export interface PushDone {
   pushDone(ctx: PushCtx, error: ErrorPayload | null): void;
 }
 
+/**
+ * One accepted push until every target shard has answered. The front reuses them
+ * (PushCtxPool): fields are set by the constructor or reset(), and nothing may keep
+ * a context after its pushDone() returned.
+ */
 export class PushCtx implements Sink {
   error: ErrorPayload | null = null;
   constructor(
-    readonly lsn: number,
-    readonly version: number,
-    readonly reply: Reply,
+    public lsn: number,
+    public version: number,
+    public reply: Reply,
     public remaining: number,
     /** performance.now() at arrival. */
-    readonly startMs: number,
-    readonly dedupe: DedupeEntry | null,
-    readonly dedupeEvent: string,
-    readonly dedupeValue: string,
+    public startMs: number,
+    public dedupe: DedupeEntry | null,
+    public dedupeEvent: string,
+    public dedupeValue: string,
     readonly owner: PushDone,
   ) {}
 
@@ -95,3 +101,41 @@ export class PushCtx implements Sink {
     if (--this.remaining === 0) this.owner.pushDone(this, this.error);
   }
 }
+
+/** Answered push contexts of one owner, for its next pushes (at most PUSH_CTX_POOL_MAX). */
+export class PushCtxPool {
+  readonly #free: PushCtx[] = [];
+  constructor(readonly owner: PushDone) {}
+
+  take(lsn: number, version: number, reply: Reply, remaining: number, startMs: number, dedupe: DedupeEntry | null, dedupeEvent: string, dedupeValue: string): PushCtx {
+    const c = this.#free.pop();
+    if (c === undefined) return new PushCtx(lsn, version, reply, remaining, startMs, dedupe, dedupeEvent, dedupeValue, this.owner);
+    c.lsn = lsn;
+    c.version = version;
+    c.reply = reply;
+    c.remaining = remaining;
+    c.startMs = startMs;
+    c.dedupe = dedupe;
+    c.dedupeEvent = dedupeEvent;
+    c.dedupeValue = dedupeValue;
+    c.error = null;
+    return c;
+  }
+
+  /** `c` is answered and referenced nowhere else: keep it (its request and dedupe entry are let go). */
+  give(c: PushCtx): void {
+    if (this.#free.length >= PUSH_CTX_POOL_MAX || c.owner !== this.owner) return;
+    c.reply = NO_REPLY;
+    c.dedupe = null;
+    c.error = null;
+    this.#free.push(c);
+  }
+}
+
+/** What a pooled context holds instead of the request it answered (never called). */
+const NO_REPLY: Reply = {
+  transport: TRANSPORT_HTTP,
+  ok(): void { throw new Error('a pooled push context answered a request'); },
+  ack(): void { throw new Error('a pooled push context answered a request'); },
+  error(): void { throw new Error('a pooled push context answered a request'); },
+};
