@@ -16,7 +16,6 @@
  */
 import uWS from 'uWebSockets.js';
 import { HTTP_BODY_BYTES_MAX } from '../limits';
-import type { Metrics } from '../admin/metrics';
 import type { Front } from './front';
 import { ackBytes } from './push';
 import { bodyTooLarge, HttpReply, refusedByAuth, resolveRoute, ROUTES, runRoute, statusLine, type Header, type Route } from './http_routes';
@@ -57,10 +56,26 @@ function corked(): void {
   res.end(wBody, wClose);
 }
 
+/**
+ * One request: its reply, and the state of reading its body. uWS wants an abort
+ * handler and a data handler per request; `events` is both (one closure per
+ * request instead of two, and their contexts): uWS calls it with no argument
+ * when the client went away, with a body chunk otherwise.
+ */
 class UwsReply extends HttpReply {
   aborted = false;
-  constructor(readonly res: uWS.HttpResponse, metrics: Metrics) {
-    super(metrics);
+  #route: Route | null = null;
+  #contentType = '';
+  #chunks: Buffer[] | null = null;
+  #size = 0;
+  readonly events = (ab?: ArrayBuffer, isLast?: boolean): void => {
+    if (ab === undefined) this.aborted = true;
+    else this.#data(ab, isLast === true);
+  };
+
+  constructor(readonly res: uWS.HttpResponse, readonly front: Front) {
+    super(front.metrics);
+    res.onAborted(this.events);
   }
 
   write(status: number, body: string, header: Header | null, close: boolean): void {
@@ -87,36 +102,39 @@ class UwsReply extends HttpReply {
       wHeader = null;
     }
   }
-}
 
-/**
- * Reads the body of a request on `route` (head checks done), then runs the route.
- * `contentType` is '' unless the route reads it.
- */
-function readBody(front: Front, res: uWS.HttpResponse, reply: UwsReply, route: Route, contentType: string, declared: number): void {
-  if (declared > HTTP_BODY_BYTES_MAX) { bodyTooLarge(reply, declared); return; }
-  let chunks: Buffer[] | null = null;
-  let size = 0;
-  res.onData((ab, isLast) => {
-    if (reply.aborted) return;
-    size += ab.byteLength;
-    if (size > HTTP_BODY_BYTES_MAX) { bodyTooLarge(reply, null); return; }
+  /**
+   * Reads the body of a request on `route` (head checks done), then runs the route.
+   * `contentType` is '' unless the route reads it.
+   */
+  readBody(route: Route, contentType: string, declared: number): void {
+    if (declared > HTTP_BODY_BYTES_MAX) { bodyTooLarge(this, declared); return; }
+    this.#route = route;
+    this.#contentType = contentType;
+    this.res.onData(this.events);
+  }
+
+  #data(ab: ArrayBuffer, isLast: boolean): void {
+    if (this.aborted) return;
+    this.#size += ab.byteLength;
+    if (this.#size > HTTP_BODY_BYTES_MAX) { bodyTooLarge(this, null); return; }
     // uWS reuses the ArrayBuffer after this callback. A body in one chunk (the
     // common case) is decoded straight from it; earlier chunks are copied.
-    if (!isLast) { (chunks ??= []).push(Buffer.from(ab.slice(0))); return; }
+    if (!isLast) { (this.#chunks ??= []).push(Buffer.from(ab.slice(0))); return; }
+    const chunks = this.#chunks;
     const body = chunks === null ? UTF8.decode(ab) : Buffer.concat([...chunks, Buffer.from(ab)]).toString('utf8');
-    runRoute(front, route, body, reply, contentType);
-  });
+    this.#chunks = null;
+    runRoute(this.front, this.#route!, body, this, this.#contentType);
+  }
 }
 
 /** A request on a route resolved already (auth still to check). */
 function serve(front: Front, route: Route, res: uWS.HttpResponse, req: uWS.HttpRequest): void {
-  const reply = new UwsReply(res, front.metrics);
-  res.onAborted(() => { reply.aborted = true; });
+  const reply = new UwsReply(res, front);
   if (front.opts.auth !== null && refusedByAuth(front, reply, req.getHeader('authorization'))) return;
   const contentType = route.readsContentType === true ? req.getHeader('content-type') : '';
   if (!route.readsBody) { runRoute(front, route, '', reply, contentType); return; }
-  readBody(front, res, reply, route, contentType, Number(req.getHeader('content-length') || '0'));
+  reply.readBody(route, contentType, Number(req.getHeader('content-length') || '0'));
 }
 
 export function buildHttpApp(front: Front): uWS.TemplatedApp {
@@ -127,13 +145,12 @@ export function buildHttpApp(front: Front): uWS.TemplatedApp {
     else app.get(path, handler);
   }
   app.any('/*', (res, req) => {
-    const reply = new UwsReply(res, front.metrics);
-    res.onAborted(() => { reply.aborted = true; });
+    const reply = new UwsReply(res, front);
     const route = resolveRoute(front, req.getCaseSensitiveMethod(), req.getUrl(), reply, req.getHeader('authorization'));
     if (route === null) return;
     const contentType = req.getHeader('content-type');
     if (!route.readsBody) { runRoute(front, route, '', reply, contentType); return; }
-    readBody(front, res, reply, route, contentType, Number(req.getHeader('content-length') || '0'));
+    reply.readBody(route, contentType, Number(req.getHeader('content-length') || '0'));
   });
   return app;
 }
