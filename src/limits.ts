@@ -183,6 +183,12 @@ export const SHARD_YOUNG_GENERATION_MB = 12;
  */
 export const PUSH_CTX_POOL_MAX = 4096;
 
+/**
+ * A shard channel reuses its answered batches' request lists (front/channel.ts);
+ * one that grew past this many requests (a burst) is let go instead of kept.
+ */
+export const SHARD_BATCH_SLOTS_KEPT_MAX = 4096;
+
 /** First capacity of a shard channel's PUSH batch buffer on the front (wal/push_record.ts PushFrameWriter; it doubles as a batch needs). */
 export const PUSH_BATCH_BYTES_INITIAL = 16 * 1024;
 /**

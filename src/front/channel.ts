@@ -14,8 +14,8 @@
  * shard with the items (protocol/messages.ts ShardBatch). Installs put their WAL
  * frame in the same bytes, in their place.
  */
-import { SHARD_BATCHES_IN_FLIGHT_MAX } from '../limits';
-import { ITEM_INSTALL, ITEM_PUSH, type ErrorPayload, type InstallItem, type ItemOut, type NonPushItem, type PushRunItem, type ShardBatchAnswer, type ShardBatchResult, type ShardItem } from '../protocol/messages';
+import { SHARD_BATCH_SLOTS_KEPT_MAX, SHARD_BATCHES_IN_FLIGHT_MAX } from '../limits';
+import { ITEM_INSTALL, ITEM_PUSH, type ErrorPayload, type InstallItem, type ItemOut, type NonPushItem, type PushRunItem, type ShardBatch, type ShardBatchAnswer, type ShardBatchResult, type ShardItem } from '../protocol/messages';
 import { PushFrameWriter } from '../wal/push_record';
 import { openShardPipe, type ShardPipe, type ShardPipeEvents, type ShardPool } from '../protocol/shard_calls';
 import type { Reply } from './reply';
@@ -32,27 +32,64 @@ export type SinkFailed = (sink: Sink, err: unknown) => void;
 /** A per-push answer list where one answer was due: a shard bug, answered as such. */
 const RUN_OUT_ON_ITEM: ErrorPayload = { code: 'internal_error', detail: { message: 'the shard answered a push run for an item that is not one' } };
 
-/** A batch sent on the pipe and not answered yet. */
-interface Sent {
-  items: ShardItem[];
-  sinks: Sink[];
-  tags: number[];
+const NO_ITEMS: ShardItem[] = [];
+const NO_BYTES = new Uint8Array(0);
+
+/**
+ * A batch being filled, or sent and not answered yet. Answered batches are reused
+ * (three arrays per batch, regrown request by request, were young garbage on the
+ * front): `sinks` and `tags` keep their capacity, with `n` entries live (sinks are
+ * cleared once answered, so that no answered request is kept); `items` is posted
+ * to the shard as is, so it holds exactly the batch's items.
+ */
+class Batch {
+  items: ShardItem[] = [];
+  /** One per non-push item and one per push (a run of n pushes has n), in item order. */
+  sinks: Array<Sink | null> = [];
+  tags: number[] = [];
+  n = 0;
   /** performance.now() at dispatch. */
-  at: number;
+  at = 0;
+
+  add(sink: Sink, tag: number): void {
+    this.sinks[this.n] = sink;
+    this.tags[this.n] = tag;
+    this.n++;
+  }
+
+  addFirst(sink: Sink, tag: number): void {
+    for (let i = this.n; i > 0; i--) {
+      this.sinks[i] = this.sinks[i - 1];
+      this.tags[i] = this.tags[i - 1];
+    }
+    this.sinks[0] = sink;
+    this.tags[0] = tag;
+    this.n++;
+  }
+
+  /** Empty again; false when it grew past SHARD_BATCH_SLOTS_KEPT_MAX (not worth keeping). */
+  clear(): boolean {
+    this.items.length = 0;
+    this.sinks.fill(null, 0, this.n);
+    this.n = 0;
+    return this.sinks.length <= SHARD_BATCH_SLOTS_KEPT_MAX;
+  }
 }
 
 export class ShardChannel {
-  #items: ShardItem[] = [];
-  /** One per non-push item and one per push (a run of n pushes has n), in item order. */
-  #sinks: Sink[] = [];
-  #tags: number[] = [];
+  /** The batch being filled. */
+  #open = new Batch();
+  /** Answered batches, for reuse (at most SHARD_BATCHES_IN_FLIGHT_MAX). */
+  readonly #spare: Batch[] = [];
+  /** The message posted for each batch, reused (postMessage copies it at once). */
+  readonly #message: ShardBatch = { items: NO_ITEMS, bytes: NO_BYTES };
   #writer = new PushFrameWriter();
   /** The open push run (the last item), or null. */
   #run: PushRunItem | null = null;
   /** Opened at the first batch, and again after the thread behind it died. */
   #pipe: ShardPipe | null = null;
   /** Batches sent and not answered, oldest first (the pipe answers in order). */
-  #sent: Sent[] = [];
+  #sent: Batch[] = [];
   /** Shutdown: nothing more is sent. */
   #closed = false;
   readonly #events: ShardPipeEvents = { answer: (a) => this.#answer(a), lost: (err) => this.#lost(err) };
@@ -75,9 +112,8 @@ export class ShardChannel {
   enqueue(item: NonPushItem, sink: Sink, tag: number): void {
     if (item.k === ITEM_INSTALL) this.#writer.install(item.lsn, item.wire.version);
     this.#run = null;
-    this.#items.push(item);
-    this.#sinks.push(sink);
-    this.#tags.push(tag);
+    this.#open.items.push(item);
+    this.#open.add(sink, tag);
   }
 
   /** Where the next push's PUSH record is written (then enqueuePush, in the same turn). */
@@ -91,23 +127,21 @@ export class ShardChannel {
     if (run !== null) run.n++;
     else {
       this.#run = { k: ITEM_PUSH, n: 1 };
-      this.#items.push(this.#run);
+      this.#open.items.push(this.#run);
     }
-    this.#sinks.push(sink);
-    this.#tags.push(0);
+    this.#open.add(sink, 0);
   }
 
   /** An install ahead of everything not yet dispatched (re-installing the registry on a replaced thread). */
   enqueueInstallFirst(item: InstallItem, sink: Sink): void {
     this.#writer.prependInstall(item.lsn, item.wire.version);
-    this.#items.unshift(item);
-    this.#sinks.unshift(sink);
-    this.#tags.unshift(0);
+    this.#open.items.unshift(item);
+    this.#open.addFirst(sink, 0);
   }
 
   /** Items waiting for the next batch (admin: queue depth). */
   get queued(): number {
-    return this.#items.length;
+    return this.#open.items.length;
   }
 
   /** Batches dispatched to the shard thread and not yet answered. */
@@ -116,7 +150,7 @@ export class ShardChannel {
   }
 
   get idle(): boolean {
-    return this.#sent.length === 0 && this.#items.length === 0;
+    return this.#sent.length === 0 && this.#open.items.length === 0;
   }
 
   /** Shutdown, after the last drain: ends the serve task so that the pool can be destroyed quietly. */
@@ -127,19 +161,23 @@ export class ShardChannel {
   }
 
   flush(): void {
-    if (this.#closed || this.#sent.length >= SHARD_BATCHES_IN_FLIGHT_MAX || this.#items.length === 0) return;
-    const items = this.#items;
-    const sinks = this.#sinks;
-    const tags = this.#tags;
-    this.#items = [];
-    this.#sinks = [];
-    this.#tags = [];
+    if (this.#closed || this.#sent.length >= SHARD_BATCHES_IN_FLIGHT_MAX || this.#open.items.length === 0) return;
+    const b = this.#open;
+    this.#open = this.#spare.pop() ?? new Batch();
     this.#run = null;
-    const bytes = this.#writer.take();
+    const msg = this.#message;
+    msg.items = b.items;
+    msg.bytes = this.#writer.take();
     this.batchesSent++;
-    this.itemsSent += sinks.length;
-    this.#sent.push({ items, sinks, tags, at: performance.now() });
-    (this.#pipe ??= openShardPipe(this.pool, this.#events)).send({ items, bytes });
+    this.itemsSent += b.n;
+    b.at = performance.now();
+    this.#sent.push(b);
+    try {
+      (this.#pipe ??= openShardPipe(this.pool, this.#events)).send(msg);
+    } finally {
+      msg.items = NO_ITEMS;
+      msg.bytes = NO_BYTES;
+    }
   }
 
   #answer(a: ShardBatchAnswer): void {
@@ -167,7 +205,7 @@ export class ShardChannel {
     this.flush();
   }
 
-  #fail(b: Sent, err: unknown): void {
+  #fail(b: Batch, err: unknown): void {
     const out: ErrorPayload = { code: 'internal_error', detail: { message: 'shard worker failed; the request may or may not have been applied', reason: String((err as Error)?.message ?? err) } };
     this.#complete(b, b.items.map(() => out));
   }
@@ -183,16 +221,17 @@ export class ShardChannel {
    * process. So each sink completes on its own, and a sink that throws costs only
    * its own request (internal_error), never the batch or the server.
    */
-  #complete(b: Sent, outs: ShardBatchResult['outs']): void {
+  #complete(b: Batch, outs: ShardBatchResult['outs']): void {
     const { items, sinks, tags } = b;
     this.batchSeconds += (performance.now() - b.at) / 1000;
     let u = 0;
     for (let i = 0; i < items.length; i++) {
       const it = items[i];
       const out = outs[i];
-      if (it.k !== ITEM_PUSH) { this.#done(sinks[u], Array.isArray(out) ? RUN_OUT_ON_ITEM : out, tags[u]); u++; continue; }
-      for (let j = 0; j < it.n; j++, u++) this.#done(sinks[u], Array.isArray(out) ? out[j] : out, tags[u]);
+      if (it.k !== ITEM_PUSH) { this.#done(sinks[u]!, Array.isArray(out) ? RUN_OUT_ON_ITEM : out, tags[u]); u++; continue; }
+      for (let j = 0; j < it.n; j++, u++) this.#done(sinks[u]!, Array.isArray(out) ? out[j] : out, tags[u]);
     }
+    if (b.clear() && this.#spare.length < SHARD_BATCHES_IN_FLIGHT_MAX) this.#spare.push(b);
     this.flush();
   }
 

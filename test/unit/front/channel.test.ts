@@ -164,3 +164,35 @@ test('a batch that throws in the shard is answered internal_error and reported; 
   assert.match(String(failures[0].stack), /at shard/);
   ch.close();
 });
+
+test('answered batches are reused: every sink and tag gets its own answer across batches of shrinking and growing sizes, several in flight', async () => {
+  // Answers each get with its own key, so that an answer can be checked whatever batch it went in.
+  const pool = {
+    run(task: ShardServeTask): Promise<void> {
+      const port = task.serve;
+      port.on('message', (b: ShardBatch) => { port.postMessage({ outs: b.items.map((it) => `row:${(it as GetItem).key}`) } satisfies ShardBatchResult); });
+      return new Promise((resolve) => port.once('close', resolve));
+    },
+  };
+  const ch = new ShardChannel(0, pool as never, () => assert.fail('no shard failure'), () => assert.fail('no sink failure'));
+  try {
+    const got: string[] = [];
+    const want: string[] = [];
+    const sizes = [5, 1, 3, 8, 2, 8, 1];
+    for (let round = 0; round < 3; round++) {
+      for (const [b, n] of sizes.entries()) {
+        for (let i = 0; i < n; i++) {
+          const key = `${round}.${b}.${i}`;
+          ch.enqueue({ ...item, key }, { done: (out, tag) => { got.push(`${String(out)}:${tag}`); } }, 100 + i);
+          want.push(`row:${key}:${100 + i}`);
+        }
+        ch.flush(); // up to SHARD_BATCHES_IN_FLIGHT_MAX go out at once; the rest when answers return
+      }
+      await settled(ch);
+    }
+    assert.deepEqual(got, want);
+    assert.ok(ch.idle);
+  } finally {
+    ch.close();
+  }
+});
