@@ -12,7 +12,8 @@
  * The lookup is an open-addressing table (linear probing, backward-shift
  * deletion, no tombstones) of (hash, id + 1) pairs in one Int32Array, so a probe
  * reads one cache line before it touches a value; the hash is over UTF-16 code
- * units, so an ASCII string in a PUSH record can be looked up from its bytes
+ * units (a value of at most 8 ASCII units: over its two prefix words, below), so
+ * an ASCII string in a PUSH record can be looked up from its bytes
  * (idOfAscii) without making a string: a value seen before costs no allocation,
  * and the row gets the table's own string (issue 12: cheaper interning). A
  * Map<string, id> cost a fresh string per record value plus a hash-table walk
@@ -39,6 +40,9 @@ const SEED = randomBytes(4).readInt32LE(0);
 const FNV_PRIME = 0x01000193;
 const HASH_TRUE = 0x5bd1e995;
 const HASH_FALSE = 0x1b873593;
+/** Murmur3's block multipliers (hashOfPrefix). */
+const MIX_1 = 0xcc9e2d51 | 0;
+const MIX_2 = 0x1b873593;
 /** Ids held no more than this fraction of the slots before the table shrinks (when above INTERN_SLOTS_MIN). */
 const SHRINK_BELOW = INTERN_LOAD_MAX / 8;
 /** Int32s per slot: key word, id + 1, prefix words 0 and 1. */
@@ -79,13 +83,29 @@ function prefixOfBytes(b: Uint8Array, from: number, to: number, w: number): numb
 
 function hashOf(v: Interned): number {
   if (typeof v === 'boolean') return v ? HASH_TRUE : HASH_FALSE;
+  if (v.length <= PREFIX_UNITS) {
+    const p0 = prefixOf(v, 0);
+    if (p0 !== NO_PREFIX) return hashOfPrefix(p0, prefixOf(v, 1), v.length);
+  }
   let h = SEED ^ v.length;
   for (let i = 0; i < v.length; i++) h = Math.imul(h ^ v.charCodeAt(i), FNV_PRIME);
   // Murmur3's finalizer: the FNV loop's low bits alone probe poorly for keys that differ in their last character.
   return fmix32(h) | 0;
 }
 
-/** hashOf of the string whose code units are bytes [from, to) of `b` (ASCII). */
+/**
+ * hashOf of an ASCII value of `n` <= PREFIX_UNITS units from its prefix words: two
+ * multiplies instead of one per unit (most values are short ids: the lookup by
+ * bytes computes the prefix words anyway).
+ */
+function hashOfPrefix(p0: number, p1: number, n: number): number {
+  let h = Math.imul((SEED ^ n) ^ p0, MIX_1);
+  h = (h << 15) | (h >>> 17);
+  h = Math.imul(h ^ p1, MIX_2);
+  return fmix32(h) | 0;
+}
+
+/** hashOf of the string whose code units are bytes [from, to) of `b` (ASCII, longer than PREFIX_UNITS). */
 function hashOfBytes(b: Uint8Array, from: number, to: number): number {
   let h = SEED ^ (to - from);
   for (let i = from; i < to; i++) h = Math.imul(h ^ b[i], FNV_PRIME);
@@ -104,7 +124,7 @@ const latin1Slice = (Buffer.prototype as unknown as { latin1Slice(this: Uint8Arr
  */
 const recent: Array<string | undefined> = new Array<string | undefined>(INTERN_RECENT_STRINGS).fill(undefined);
 
-/** The string of the ASCII bytes [from, to) of `b` (hash `h` = hashOfBytes), a recent one when it has those bytes. */
+/** The string of the ASCII bytes [from, to) of `b` (hash `h` = hashOf of it), a recent one when it has those bytes. */
 function stringOfAscii(b: Uint8Array, from: number, to: number, h: number): string {
   const at = h & (INTERN_RECENT_STRINGS - 1);
   const r = recent[at];
@@ -133,6 +153,10 @@ export class InternTable {
   /** The last value looked up and its id (ref's fast path); undefined when none. */
   #lastV: Interned | undefined = undefined;
   #lastId = -1;
+  /** The last value found by idOfAscii's short path, as its length and prefix words (-1: none): that path never loads the string. */
+  #lastN = -1;
+  #lastP0 = 0;
+  #lastP1 = 0;
 
   get size(): number {
     return this.#size;
@@ -171,6 +195,7 @@ export class InternTable {
    */
   idOfAscii(b: Uint8Array, from: number, to: number): number {
     const n = to - from;
+    if (n <= PREFIX_UNITS) return this.#idOfShort(b, from, to);
     // The same value as the last lookup (a low-cardinality column: a country, a category) costs no hash or probe.
     const lv = this.#lastV;
     if (typeof lv === 'string' && lv.length === n) {
@@ -188,8 +213,6 @@ export class InternTable {
       const e = s[W * i + 1];
       if (e === 0) break;
       if (s[W * i] !== key || s[W * i + 2] !== p0 || s[W * i + 3] !== p1) continue;
-      // Same length, same first 8 units: equal when that is all of it.
-      if (n <= PREFIX_UNITS) return this.#hit(this.values[e - 1] as Interned, e - 1);
       const v = this.values[e - 1];
       if (typeof v !== 'string' || v.length !== n) continue;
       let k = PREFIX_UNITS;
@@ -199,9 +222,46 @@ export class InternTable {
     return this.#add(stringOfAscii(b, from, to, h), key);
   }
 
+  /**
+   * idOfAscii of at most PREFIX_UNITS bytes: the slot's key word and prefix words
+   * are the whole value, so a value held already is found without loading its
+   * string (values[id] is another cache line per lookup in a large table; the push
+   * path loads it only when something reads it from the row).
+   */
+  #idOfShort(b: Uint8Array, from: number, to: number): number {
+    const n = to - from;
+    const p0 = prefixOfBytes(b, from, to, 0);
+    const p1 = prefixOfBytes(b, from, to, 1);
+    // The same value as the last lookup (a low-cardinality column: a country, a category) costs no hash or probe.
+    if (n === this.#lastN && p0 === this.#lastP0 && p1 === this.#lastP1) return this.#lastId;
+    const h = hashOfPrefix(p0, p1, n);
+    const key = keyWord(h, n);
+    const s = this.#slots;
+    const mask = this.#mask;
+    let id = -1;
+    for (let i = key & mask; ; i = (i + 1) & mask) {
+      const e = s[W * i + 1];
+      if (e === 0) break;
+      // Same length, same units: the same value.
+      if (s[W * i] === key && s[W * i + 2] === p0 && s[W * i + 3] === p1) {
+        id = e - 1;
+        break;
+      }
+    }
+    if (id >= 0) {
+      this.#lastV = undefined;
+      this.#lastId = id;
+    } else id = this.#add(stringOfAscii(b, from, to, h), key);
+    this.#lastN = n;
+    this.#lastP0 = p0;
+    this.#lastP1 = p1;
+    return id;
+  }
+
   #hit(v: Interned, id: number): number {
     this.#lastV = v;
     this.#lastId = id;
+    this.#lastN = -1;
     return id;
   }
 
@@ -280,6 +340,7 @@ export class InternTable {
     if (id === this.#lastId) {
       this.#lastV = undefined;
       this.#lastId = -1;
+      this.#lastN = -1;
     }
     if (this.#mask + 1 > INTERN_SLOTS_MIN && this.#size < (this.#mask + 1) * SHRINK_BELOW) this.#rehash((this.#mask + 1) / 2);
   }
@@ -299,6 +360,7 @@ export class InternTable {
     this.#free = [];
     this.#lastV = undefined;
     this.#lastId = -1;
+    this.#lastN = -1;
     this.values = [];
     this.#size = 0;
     let cap = INTERN_SLOTS_MIN;

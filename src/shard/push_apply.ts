@@ -70,9 +70,11 @@ export class PushApplier {
       const ts = tables[ti];
       // A column whose values cells hold: an ASCII value is found by its bytes (no
       // string made for a value the table holds already), and the row gets the
-      // table's own string, whose reference each cell then takes at once (intern.ts).
+      // table's own string when something reads it from the row; each cell takes a
+      // reference of its id at once (intern.ts).
       const interns = ts.cols.colInterns;
       const ids = ts.cols.colIds;
+      const reads = ts.cols.rowReads();
       for (let j = 0; j < n; j++) {
         const it = interns[j];
         if (it !== null && rd.asciiBytes()) {
@@ -80,7 +82,8 @@ export class PushApplier {
           const id = it.idOfAscii(buf, rd.strAt, rd.strAt + rd.strLen);
           it.refId(id);
           ids[j] = id;
-          row[cols[j]] = it.values[id];
+          // The string only when something reads it from the row (TableColumns.rowReads): ring cells take the id.
+          row[cols[j]] = reads[j] === 1 ? it.values[id] : undefined;
         } else if (buf[rd.p] === TAG_F64) row[cols[j]] = this.#f64(buf, rd.p + 1);
         else row[cols[j]] = rd.value();
       }

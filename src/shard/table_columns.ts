@@ -66,6 +66,8 @@ export class TableColumns {
    * without looking at the string (ring_group.ts push).
    */
   readonly colIds: Int32Array;
+  /** rowReads(), null when the layout changed since it was derived. */
+  #rowReads: Uint8Array | null = null;
   groups: RingGroup[] = [];
   /** Per feature: the group and member serving it, or null (object column). */
   readonly featGroup: Array<RingGroup | null>;
@@ -167,6 +169,7 @@ export class TableColumns {
     this.objs[i] = col;
     this.featGroup[i] = null;
     this.featMember[i] = null;
+    this.#rowReads = null;
   }
 
   /** A new entity from a save of layout `meta`, loaded through `map` (planLoad). */
@@ -241,6 +244,7 @@ export class TableColumns {
     this.objs[i] = col;
     this.featGroup[i] = null;
     this.featMember[i] = null;
+    this.#rowReads = null;
   }
 
   #newGroup(list: number[], fixedFields: readonly string[] | null = null, fixedWindowMs = -1): void {
@@ -262,6 +266,7 @@ export class TableColumns {
       this.featMember[m.feature] = m;
       this.objs[m.feature] = null;
     }
+    this.#rowReads = null;
   }
 
   get size(): number {
@@ -324,6 +329,37 @@ export class TableColumns {
   /** Where each of the group's fields is in `plan.columns` (its values' ids in colIds). */
   #bindColumns(g: RingGroup): void {
     g.colOf = Int32Array.from(g.fields, (f) => this.plan.columns.indexOf(f));
+  }
+
+  /**
+   * By position in `plan.columns`: 1 when apply() reads the column's value from
+   * the row (a `where` reads any column, an object column gets the whole row, a
+   * fixed, kept or bloom column its input field), 0 when only ring cells take it,
+   * and they take an interned value by its id (colIds; ring_group.ts reads the row
+   * only for a field without one). push_apply.ts leaves the row's field undefined
+   * for a 0 whose value it looked up by its bytes: loading the string was a cache
+   * miss per value in tables of 10^5-10^6 values (bench/RESULTS.md).
+   */
+  rowReads(): Uint8Array {
+    return this.#rowReads ??= this.#deriveRowReads();
+  }
+
+  #deriveRowReads(): Uint8Array {
+    const cols = this.plan.columns;
+    const feats = this.plan.features;
+    const out = new Uint8Array(cols.length);
+    let all = false;
+    for (let i = 0; i < feats.length; i++) {
+      if (feats[i].where !== null) all = true;
+      const col = this.objs[i];
+      if (col === null) continue;
+      if (col instanceof ObjectColumn) all = true;
+      const field = feats[i].factory.field;
+      const j = field === null ? -1 : cols.indexOf(field);
+      if (j >= 0) out[j] = 1;
+    }
+    if (all) out.fill(1);
+    return out;
   }
 
   /** One row that reached the table, for the entity at `slot`. */
@@ -394,6 +430,7 @@ export class TableColumns {
 
   /** After `plan` was replaced by an identical layout (same signatures, same order): members use its configs. */
   rebind(): void {
+    this.#rowReads = null;
     this.plan.columns.forEach((c, j) => { this.colInterns[j] = this.interns.get(c) ?? null; });
     for (const g of this.groups) this.#bindColumns(g);
     for (const g of this.groups) {
