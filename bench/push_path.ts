@@ -15,12 +15,16 @@
  *                              structured clone of {items, bytes}
  *                       shard  deserialize, seal the crcs, apply each record
  *
- *   node dist/bench/push_path.js [--workload medium|fraud] [--pushes 200000] [--batch 128] [--rounds 3]
+ *   node dist/bench/push_path.js [--workload medium|fraud] [--pushes 200000] [--batch 128] [--rounds 3] [--alloc 1]
  *
  * Prints µs of CPU per push for each side (best of the rounds). The WAL write
- * itself is the same for both (one write per batch) and is left out.
+ * itself is the same for both (one write per batch) and is left out. With
+ * `--alloc 1`, also the bytes the record path's shard side allocates per push
+ * (V8's sampling heap profiler, counting objects scavenges collected too: an
+ * unbiased estimate; the rounds with it are slower, so read CPU from a run without).
  */
 import { serialize, deserialize } from 'node:v8';
+import { Session } from 'node:inspector';
 import { compileRegistry, type CompiledRegistry } from '../src/registry/compile';
 import type { RegistryState } from '../src/registry/model';
 import { PushRoute } from '../src/front/routing';
@@ -40,6 +44,7 @@ const PUSHES = Number(args.get('pushes') ?? 200_000);
 const BATCH = Number(args.get('batch') ?? 128);
 const ROUNDS = Number(args.get('rounds') ?? 3);
 const SHARDS = 2;
+const ALLOC = args.get('alloc') === '1';
 
 const wl = workloadNamed(WORKLOAD);
 const STATE: RegistryState = { version: 1, nodes: wl.register.nodes as RegistryState['nodes'] };
@@ -116,6 +121,24 @@ function frontRecords(front: CompiledRegistry, out: Buffer[][]): number {
   return cpuUs() - c0;
 }
 
+/** Bytes allocated by `fn` (sampled, every 256 B on average, including objects already collected). */
+function allocated(fn: () => void): number {
+  const session = new Session();
+  session.connect();
+  let bytes = 0;
+  // An in-process session answers synchronously.
+  session.post('HeapProfiler.enable');
+  session.post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  fn();
+  session.post('HeapProfiler.stopSampling', (err, res) => {
+    if (err !== null) throw err;
+    const walk = (n: { selfSize: number; children: unknown[] }): void => { bytes += n.selfSize; for (const c of n.children) walk(c as typeof n); };
+    walk(res.profile.head as unknown as { selfSize: number; children: unknown[] });
+  });
+  session.disconnect();
+  return bytes;
+}
+
 /** The shard now: seal, then apply each record in place. */
 function shardRecords(state: ShardState, batches: Buffer[]): number {
   const applier = new PushApplier(state);
@@ -163,6 +186,13 @@ function main(): void {
   console.log(`             front µs/push   shard µs/push (all shards)   bytes/push to shards`);
   console.log(`text path    ${best.ft.toFixed(2).padStart(13)}   ${best.st.toFixed(2).padStart(26)}   ${best.bt.toFixed(0).padStart(20)}`);
   console.log(`record path  ${best.fr.toFixed(2).padStart(13)}   ${best.sr.toFixed(2).padStart(26)}   ${best.br.toFixed(0).padStart(20)}`);
+  if (ALLOC) {
+    const recOut: Buffer[][] = [[], []];
+    frontRecords(front, recOut);
+    const sr = shards();
+    const bytes = allocated(() => { for (let s = 0; s < SHARDS; s++) shardRecords(sr[s], recOut[s]); });
+    console.log(`record path, shard side: ${(bytes / PUSHES).toFixed(0)} B allocated per push (sampled)`);
+  }
 }
 
 main();
