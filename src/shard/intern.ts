@@ -349,6 +349,18 @@ export class InternTable {
     return this.values[id] as Interned;
   }
 
+  /**
+   * value(id) of the id the last lookup answered, which ref() then finds by its
+   * `===` fast path: the short path of idOfAscii does not load the string, so the
+   * push path hands it over when it loads it for the row (a kept value, last_merchant,
+   * takes its reference through ref right after).
+   */
+  lookedUp(id: number): Interned {
+    const v = this.values[id] as Interned;
+    if (id === this.#lastId) this.#lastV = v;
+    return v;
+  }
+
   /** The table as saved in a slab snapshot: values by id (null for free ids) and their counts. */
   save(): { values: Array<Interned | null>; refs: Int32Array } {
     const values = this.values.map((v) => (v === undefined ? null : v));

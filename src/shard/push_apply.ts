@@ -83,7 +83,7 @@ export class PushApplier {
           it.refId(id);
           ids[j] = id;
           // The string only when something reads it from the row (TableColumns.rowReads): ring cells take the id.
-          row[cols[j]] = reads[j] === 1 ? it.values[id] : undefined;
+          row[cols[j]] = reads[j] === 1 ? it.lookedUp(id) : undefined;
         } else if (buf[rd.p] === TAG_F64) row[cols[j]] = this.#f64(buf, rd.p + 1);
         else row[cols[j]] = rd.value();
       }
