@@ -7,40 +7,13 @@
  *
  * Usage: node tcp_echo.js --tcp-addr 127.0.0.1:0   (logs server.tcp_bound)
  */
-import net from 'node:net';
-import { encodeFrame, FrameDecoder, OP_ERROR_RESPONSE } from '../../src/protocol/frame';
-import { TCP_FRAME_BYTES_MAX_DEFAULT } from '../../src/limits';
+import { encodeFrame } from '../../src/protocol/frame';
 import { parseBaselineArgs } from '../args';
+import { serveFrames } from './tcp_common';
 
 const { host, port } = parseBaselineArgs('tcp_echo', 'tcp-addr', process.argv.slice(2));
 let seq = 0;
 
-const server = net.createServer((socket) => {
-  socket.setNoDelay(true);
-  const decoder = new FrameDecoder(TCP_FRAME_BYTES_MAX_DEFAULT);
-  socket.on('error', () => socket.destroy());
-  socket.on('data', (chunk: Buffer) => {
-    decoder.push(chunk);
-    for (;;) {
-      const r = decoder.next();
-      if (r.kind === 'need_more') return;
-      if (r.kind !== 'frame') {
-        socket.destroy();
-        return;
-      }
-      let out: Buffer;
-      try {
-        JSON.parse(r.frame.payload.toString('utf8'));
-        out = encodeFrame(r.frame.op, `{"ack_lsn":${++seq},"registry_version":1,"idempotent_replay":false}`);
-      } catch {
-        out = encodeFrame(OP_ERROR_RESPONSE, '{"error":{"code":"invalid_json_body","message":"payload is not valid JSON"}}');
-      }
-      socket.write(out);
-    }
-  });
+serveFrames('tcp_echo', host, port, (socket, op) => {
+  socket.write(encodeFrame(op, `{"ack_lsn":${++seq},"registry_version":1,"idempotent_replay":false}`));
 });
-server.listen(port, host, () => {
-  const a = server.address() as net.AddressInfo;
-  process.stdout.write(JSON.stringify({ kind: 'server.tcp_bound', addr: `${host}:${a.port}` }) + '\n');
-});
-process.on('SIGTERM', () => process.exit(0));

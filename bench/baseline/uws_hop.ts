@@ -2,7 +2,7 @@
  * Baseline: uws_bare plus the hand-off streamfeat's architecture makes, and
  * nothing else. It reads and parses the body exactly as uws_bare does (400 on
  * bad JSON, answered on the spot), but every valid request is answered by ONE
- * worker thread (uws_hop_worker.ts), the way streamfeat's front hands requests
+ * worker thread (hop.ts, uws_hop_worker.ts), the way streamfeat's front hands requests
  * to a shard thread: the requests of one event-loop turn go as one batch
  * (setImmediate), at most SHARD_BATCHES_IN_FLIGHT_MAX batches are in flight
  * (items keep accumulating while the limit is reached, so batches grow with
@@ -18,11 +18,9 @@
  *
  * Usage: node uws_hop.js --http-addr 127.0.0.1:0 [--work-us N]   (logs server.http_bound)
  */
-import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import uWS from 'uWebSockets.js';
-import { SHARD_BATCHES_IN_FLIGHT_MAX } from '../../src/limits';
 import { parseBaselineArgs } from '../args';
+import { Hop } from './hop';
 import { listenAndAnnounce, readBody } from './uws_common';
 
 const { host, port, workUs } = parseBaselineArgs('uws_hop', 'http-addr', process.argv.slice(2), true);
@@ -42,46 +40,7 @@ class Waiting {
   }
 }
 
-const worker = new Worker(join(__dirname, 'uws_hop_worker.js'), { workerData: { workUs } });
-// A dead worker would leave every later request hanging: fail loudly instead (the bench sees the exit).
-worker.on('error', (err) => {
-  console.error(`uws_hop: worker failed: ${String(err?.stack ?? err)}`);
-  process.exit(1);
-});
-worker.on('exit', (code) => {
-  console.error(`uws_hop: worker exited (code ${code})`);
-  process.exit(1);
-});
-
-/** The current turn's requests and their bodies (parallel arrays, as streamfeat's channel keeps them). */
-let waiting: Waiting[] = [];
-let bodies: string[] = [];
-/** Batches posted and not yet answered, oldest first: the worker answers in the same order. */
-const sent: Waiting[][] = [];
-let flushScheduled = false;
-
-function flush(): void {
-  flushScheduled = false;
-  if (sent.length >= SHARD_BATCHES_IN_FLIGHT_MAX || waiting.length === 0) return;
-  sent.push(waiting);
-  worker.postMessage(bodies);
-  waiting = [];
-  bodies = [];
-}
-
-worker.on('message', (outs: string[]) => {
-  const batch = sent.shift();
-  if (batch === undefined) throw new Error('uws_hop: an answer for no batch');
-  for (let i = 0; i < batch.length; i++) batch[i].write('200 OK', outs[i]);
-  // What accumulated while the limit was reached goes now, as streamfeat's channel does on completion.
-  flush();
-});
-
-function schedule(): void {
-  if (flushScheduled) return;
-  flushScheduled = true;
-  setImmediate(flush);
-}
+const hop = new Hop<Waiting>('uws_hop', workUs, (w, reply) => w.write('200 OK', reply));
 
 const app = uWS.App();
 app.any('/*', (res) => {
@@ -97,9 +56,7 @@ app.any('/*', (res) => {
       w.write('400 Bad Request', '{"error":{"code":"invalid_json_body","message":"body is not valid JSON"}}');
       return;
     }
-    waiting.push(w);
-    bodies.push(body);
-    schedule();
+    hop.add(w, body);
   });
 });
 listenAndAnnounce(app, 'uws_hop', host, port);

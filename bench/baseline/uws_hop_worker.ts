@@ -1,6 +1,6 @@
 /**
- * The thread behind uws_hop.ts: stands in for a streamfeat shard thread, with
- * a known per-item cost instead of the shard's real work. For each batch (an
+ * The thread behind uws_hop.ts and tcp_hop.ts (hop.ts): stands in for a
+ * streamfeat shard thread, with a known per-item cost instead of the shard's real work. For each batch (an
  * array of request bodies, in arrival order) it parses every body, busy-spins
  * `workUs` microseconds per item, and answers with one ack per item in the
  * same order. The ack's LSN is assigned here, as a shard's log would: batches
