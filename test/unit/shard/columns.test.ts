@@ -545,3 +545,25 @@ test('window-mates dropped by a registry change take their buckets along; the ot
   for (const s of [a, b]) t2 = feed(s, keys, 3000, 12, t);
   for (const now of [t2, t2 + 5_000, t2 + 10_000, t2 + 61_000]) assert.deepEqual(rowsOf(a, keys, now), rowsOf(b, keys, now));
 });
+
+test('each push expires exactly the ring entries its window has left: their strings leave the intern table', () => {
+  const reg: RegistryState = {
+    version: 1,
+    nodes: [
+      { kind: 'event', name: 'E', schema: { fields: { k: 'str', x: 'f64', c: 'str' }, optional_fields: [] } },
+      { kind: 'table', name: 'T', upstreams: ['E'], key: ['k'], agg: { nu: { op: 'n_unique', params: { field: 'c', window: W } } } },
+    ],
+  };
+  const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  s.install(reg);
+  const interned = s.tableByName('T')!.cols.interns.get('c')!;
+  // Irregular gaps around the 10 s window (and around the ring's 4,096 ms bound on its oldest entry).
+  const times: number[] = [];
+  let t = 1_000_000;
+  for (let i = 0; i < 80; i++) times.push((t += [1000, 1000, 700, 1300, 4096, 1, 2500, 999, 3000, 1000, 9999, 10_001][i % 12]));
+  times.forEach((ti, i) => {
+    s.apply('E', { k: 'a', x: i, c: `v${i}` }, ti, i + 1);
+    const live = times.slice(0, i + 1).filter((tj) => ti - tj < 10_000).length;
+    assert.equal(interned.size, live, `after push ${i} at ${ti}`);
+  });
+});
