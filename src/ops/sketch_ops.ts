@@ -36,6 +36,7 @@ function isFiniteNum(x: Value | undefined): x is number {
 }
 
 export class DistinctAgg implements WindowAgg<DistinctSketch> {
+  readonly timeless = true;
   accepts(x: Value | undefined): x is Scalar {
     return isScalar(x);
   }
@@ -66,6 +67,7 @@ export class DistinctAgg implements WindowAgg<DistinctSketch> {
 }
 
 export class QuantileAgg implements WindowAgg<QuantileSketch> {
+  readonly timeless = true;
   readonly q: number;
   readonly config: QuantileConfig;
   constructor(q: number, config: QuantileConfig) {
@@ -102,6 +104,7 @@ export class QuantileAgg implements WindowAgg<QuantileSketch> {
 }
 
 export class TopKAgg implements WindowAgg<TopKSketch> {
+  readonly timeless = true;
   readonly k: number;
   readonly capacity: number;
   constructor(k: number) {
@@ -156,6 +159,7 @@ export class Counts {
  * (not counted in any share), as the peer does.
  */
 export class EntropyAgg implements WindowAgg<Counts> {
+  readonly timeless = true;
   readonly maxCategories: number;
   constructor(maxCategories: number) {
     this.maxCategories = maxCategories;
@@ -216,6 +220,7 @@ export function entropyBits(counts: Iterable<number>, total: number): number {
 
 /** String min/max as a window accumulator (null = nothing yet). First extreme wins ties. */
 export class StrExtremeAgg implements WindowAgg<string | null> {
+  readonly timeless = true;
   readonly isMax: boolean;
   constructor(isMax: boolean) {
     this.isMax = isMax;

@@ -38,6 +38,12 @@ export interface WindowAgg<A> {
    */
   add(a: A, v: string | number | boolean, t: number, aux: number): A;
   /**
+   * `add` ignores t (the sketches, counts, string extremes): the shared rings then
+   * pass 0 rather than the entry's time, which as a double would be a new heap
+   * number at each call (shard/ring_group.ts).
+   */
+  readonly timeless?: boolean;
+  /**
    * With ValWindowCfg.auxField (the geo ops' longitude): whether the second column's
    * value is usable; `add` then gets it as `aux` (0 for ops without one).
    */
@@ -292,10 +298,23 @@ export class ValWindowState<A> implements StoredState {
  * (null: none) and return them, since they are dropped once all have expired.
  */
 
+/** The event's time as a double for the ...At forms when the caller holds it as a number. */
+const EVENT_T = new Float64Array(1);
+
 /** An expiring raw value of the newest bucket's epoch joins it. */
 export function valJoinNewest<A>(b: ValBuckets<A>, c: ValWindowCfg<A>, v: string | number | boolean, t: number, aux: number): void {
+  EVENT_T[0] = t;
+  valJoinAt(b, c, v, EVENT_T, 0, t, aux);
+}
+
+/**
+ * valJoinNewest of an event whose time is `times[ti]` (its bucket epoch) and that
+ * the accumulator's add gets as `t` (0 for a timeless agg: the shared rings pass
+ * their pool and the cell, no boxed time).
+ */
+export function valJoinAt<A>(b: ValBuckets<A>, c: ValWindowCfg<A>, v: string | number | boolean, times: Float64Array, ti: number, t: number, aux: number): void {
   const last = b.newest();
-  if (b.epochs[last] === Math.floor(t / c.bucketMs)) b.accs[last] = c.agg.add(b.accs[last] as A, v, t, aux);
+  if (b.epochs[last] === Math.floor(times[ti] / c.bucketMs)) b.accs[last] = c.agg.add(b.accs[last] as A, v, t, aux);
 }
 
 /** No bucket can reach a read whose window starts after `cutoff` (see numBucketsGoneAt). */
@@ -321,7 +340,13 @@ export function valExpireBuckets<A>(b: ValBuckets<A>, c: ValWindowCfg<A>, cutoff
 
 /** Folds a raw value pushed out of a full ring (still live) into its bucket. */
 export function valFoldIntoBucket<A>(bIn: ValBuckets<A> | null, c: ValWindowCfg<A>, v: string | number | boolean, t: number, aux: number): ValBuckets<A> {
-  const e = Math.floor(t / c.bucketMs);
+  EVENT_T[0] = t;
+  return valFoldAt(bIn, c, v, EVENT_T, 0, t, aux);
+}
+
+/** valFoldIntoBucket of an event whose time is `times[ti]`, given to add as `t` (see valJoinAt). */
+export function valFoldAt<A>(bIn: ValBuckets<A> | null, c: ValWindowCfg<A>, v: string | number | boolean, times: Float64Array, ti: number, t: number, aux: number): ValBuckets<A> {
+  const e = Math.floor(times[ti] / c.bucketMs);
   let b = bIn;
   if (b === null) b = new ValBuckets<A>(BUCKET_SLOTS_MIN);
   else {

@@ -31,7 +31,7 @@ import {
   numOldestEnd, numSaveBuckets, resetFold, RING_ENTRIES_MAX, type NumBuckets, type NumWindowCfg,
 } from '../ops/num_window';
 import {
-  valBucketsGoneAt, valExpireBuckets, valFoldIntoBucket, valJoinNewest, valKeepScratch, valLoadBuckets, valMergeBuckets, valOldestEnd, valSaveBuckets, valScratch,
+  valBucketsGoneAt, valExpireBuckets, valFoldAt, valJoinAt, valKeepScratch, valLoadBuckets, valMergeBuckets, valOldestEnd, valSaveBuckets, valScratch,
   type ValBuckets, type ValWindowCfg,
 } from '../ops/val_window';
 import { InternTable, type Interned } from './intern';
@@ -99,6 +99,8 @@ export class RingGroup {
   readonly #cells: Array<Value | undefined>;
   /** Per column: 1 when a value member reads it (#decodeEntry decodes only those: numeric members read cells in place). */
   #valCol: Uint8Array;
+  /** A value member's add uses t (WindowAgg.timeless): #decodeEntry boxes the entry's t for it. */
+  #valTimed = false;
 
   constructor(
     readonly windowMs: number,
@@ -126,9 +128,12 @@ export class RingGroup {
   /** After a change of members: their positions and the columns value members read. */
   #placeMembers(): void {
     this.#valCol.fill(0);
+    this.#valTimed = false;
     this.members.forEach((m, i) => {
       m.at = i;
-      if (m.val !== null && m.col >= 0) this.#valCol[m.col] = 1;
+      if (m.val === null) return;
+      if (m.col >= 0) this.#valCol[m.col] = 1;
+      if (m.val.agg.timeless !== true) this.#valTimed = true;
     });
   }
 
@@ -307,7 +312,7 @@ export class RingGroup {
     const cells = this.#cells;
     const n = this.fields.length;
     for (let c = 0; c < n; c++) if (this.#valCol[c] === 1) cells[c] = this.#decode(pool, at + 1 + c, c);
-    cells[n] = pool.data[at];
+    if (this.#valTimed) cells[n] = pool.data[at];
     return cells;
   }
 
@@ -337,10 +342,11 @@ export class RingGroup {
         const x = m.col < 0 ? undefined : cells[m.col];
         const val = m.val as ValWindowCfg<unknown>;
         if (!val.agg.accepts(x)) continue;
-        // t read back from the array: one heap number for every value member's call.
-        const t = cells[cells.length - 1] as number;
-        if (join) valJoinNewest(had as ValBuckets<unknown>, val, x === undefined ? 0 : x, t, 0);
-        else b = valFoldIntoBucket(had as ValBuckets<unknown> | null, val, x === undefined ? 0 : x, t, 0);
+        // t for add: 0 when the agg ignores it, else read back from the array (one heap
+        // number for every such member's call); the bucket epoch comes from the cell.
+        const t = val.agg.timeless === true ? 0 : (cells[cells.length - 1] as number);
+        if (join) valJoinAt(had as ValBuckets<unknown>, val, x === undefined ? 0 : x, pool.data, at, t, 0);
+        else b = valFoldAt(had as ValBuckets<unknown> | null, val, x === undefined ? 0 : x, pool.data, at, t, 0);
       }
       if (b !== had) {
         if (r < 0) r = this.#newRec(slot);
@@ -474,7 +480,7 @@ export class RingGroup {
     for (; k < len; k++) {
       const at = this.#entry(slot, k);
       const x = m.col < 0 ? undefined : this.#decode(pool, at + 1 + m.col, m.col);
-      if (c.agg.accepts(x)) acc = c.agg.add(acc, x === undefined ? 0 : x, pool.data[at], 0);
+      if (c.agg.accepts(x)) acc = c.agg.add(acc, x === undefined ? 0 : x, c.agg.timeless === true ? 0 : pool.data[at], 0);
     }
     valKeepScratch(c, acc, scratch);
     return c.agg.result(acc);
