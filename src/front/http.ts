@@ -132,6 +132,11 @@ class UwsReply extends HttpReply {
 function serve(front: Front, route: Route, res: uWS.HttpResponse, req: uWS.HttpRequest): void {
   const reply = new UwsReply(res, front);
   if (front.opts.auth !== null && refusedByAuth(front, reply, req.getHeader('authorization'))) return;
+  start(front, route, reply, req);
+}
+
+/** Runs `route` (auth passed): at once without a body, else once its body has arrived. */
+function start(front: Front, route: Route, reply: UwsReply, req: uWS.HttpRequest): void {
   const contentType = route.readsContentType === true ? req.getHeader('content-type') : '';
   if (!route.readsBody) { runRoute(front, route, '', reply, contentType); return; }
   reply.readBody(route, contentType, Number(req.getHeader('content-length') || '0'));
@@ -147,10 +152,7 @@ export function buildHttpApp(front: Front): uWS.TemplatedApp {
   app.any('/*', (res, req) => {
     const reply = new UwsReply(res, front);
     const route = resolveRoute(front, req.getCaseSensitiveMethod(), req.getUrl(), reply, req.getHeader('authorization'));
-    if (route === null) return;
-    const contentType = req.getHeader('content-type');
-    if (!route.readsBody) { runRoute(front, route, '', reply, contentType); return; }
-    reply.readBody(route, contentType, Number(req.getHeader('content-length') || '0'));
+    if (route !== null) start(front, route, reply, req);
   });
   return app;
 }

@@ -33,13 +33,14 @@ class Slot implements Reply {
   /** `op` is the request's opcode; a success reply goes out as successOpcode(op). */
   constructor(readonly conn: TcpConn, readonly op: number) {}
   ok(body: string): void {
-    if (this.bytes !== null) return;
-    this.bytes = encodeFrame(successOpcode(this.op), body);
-    this.conn.drain();
+    this.#success(body);
   }
   ack(lsn: number, version: number): void {
+    if (this.bytes === null) this.#success(ackBytes(lsn, version));
+  }
+  #success(payload: string | Uint8Array): void {
     if (this.bytes !== null) return;
-    this.bytes = encodeFrame(successOpcode(this.op), ackBytes(lsn, version));
+    this.bytes = encodeFrame(successOpcode(this.op), payload);
     this.conn.drain();
   }
   error(code: ErrorCode, detail: ErrorDetail = {}, registryVersion?: number): void {

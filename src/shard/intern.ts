@@ -112,6 +112,13 @@ function hashOfBytes(b: Uint8Array, from: number, to: number): number {
   return fmix32(h) | 0;
 }
 
+/** Whether string `s` has exactly the code units of bytes [from, from + n) of `b`, given its first `k` already match. */
+function sameAscii(s: string, b: Uint8Array, from: number, n: number, k: number): boolean {
+  if (s.length !== n) return false;
+  while (k < n && s.charCodeAt(k) === b[from + k]) k++;
+  return k === n;
+}
+
 /** The latin1 decoder of Buffer (a string of one byte per character), called on any Uint8Array. */
 const latin1Slice = (Buffer.prototype as unknown as { latin1Slice(this: Uint8Array, from: number, to: number): string }).latin1Slice;
 
@@ -128,12 +135,7 @@ const recent: Array<string | undefined> = new Array<string | undefined>(INTERN_R
 function stringOfAscii(b: Uint8Array, from: number, to: number, h: number): string {
   const at = h & (INTERN_RECENT_STRINGS - 1);
   const r = recent[at];
-  const n = to - from;
-  if (r !== undefined && r.length === n) {
-    let k = 0;
-    while (k < n && r.charCodeAt(k) === b[from + k]) k++;
-    if (k === n) return r;
-  }
+  if (r !== undefined && sameAscii(r, b, from, to - from, 0)) return r;
   const v = latin1Slice.call(b, from, to);
   recent[at] = v;
   return v;
@@ -198,11 +200,7 @@ export class InternTable {
     if (n <= PREFIX_UNITS) return this.#idOfShort(b, from, to);
     // The same value as the last lookup (a low-cardinality column: a country, a category) costs no hash or probe.
     const lv = this.#lastV;
-    if (typeof lv === 'string' && lv.length === n) {
-      let k = 0;
-      while (k < n && lv.charCodeAt(k) === b[from + k]) k++;
-      if (k === n) return this.#lastId;
-    }
+    if (typeof lv === 'string' && sameAscii(lv, b, from, n, 0)) return this.#lastId;
     const h = hashOfBytes(b, from, to);
     const key = keyWord(h, n);
     const p0 = prefixOfBytes(b, from, to, 0);
@@ -213,11 +211,9 @@ export class InternTable {
       const e = s[W * i + 1];
       if (e === 0) break;
       if (s[W * i] !== key || s[W * i + 2] !== p0 || s[W * i + 3] !== p1) continue;
+      // Same length, same first PREFIX_UNITS units: compare the rest.
       const v = this.values[e - 1];
-      if (typeof v !== 'string' || v.length !== n) continue;
-      let k = PREFIX_UNITS;
-      while (k < n && v.charCodeAt(k) === b[from + k]) k++;
-      if (k === n) return this.#hit(v, e - 1);
+      if (typeof v === 'string' && sameAscii(v, b, from, n, PREFIX_UNITS)) return this.#hit(v, e - 1);
     }
     return this.#add(stringOfAscii(b, from, to, h), key);
   }

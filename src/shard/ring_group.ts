@@ -690,5 +690,4 @@ function numInput(c: NumWindowCfg, x: Value | undefined): number {
   }
 }
 
-
 export type { Interned };
