@@ -20,6 +20,7 @@ import { Histogram } from './hist';
 import { bodySpec, registerWorkload } from './measure';
 import { SERVER_CLI, startServer, startTcpEcho, startUwsBare, killAllTargets } from './procs';
 import { DEFAULTS, type Opts } from './args';
+import { cpuBetween, cpuTimes, type CpuTimes } from './procstat';
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
@@ -45,14 +46,6 @@ function threadCpu(pid: number): Map<number, number> {
   return out;
 }
 
-/** [user, system] clock ticks of thread `tid` of `pid` (fields 14 and 15 of its stat). */
-function threadTicks(pid: number, tid: number): [number, number] {
-  const text = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return [Number(rest[11]), Number(rest[12])];
-}
-/** Linux's USER_HZ. */
-const TICK_NS = 10_000_000;
 
 interface GcSum { allocated: number; scavenges: number; scavengeMs: number; majors: number; majorMs: number; lastMs: number }
 
@@ -96,15 +89,15 @@ async function once(cli: string): Promise<string> {
     const o: Opts = { ...DEFAULTS, workload: WORKLOAD };
     let c0 = new Map<number, number>();
     let c1 = new Map<number, number>();
-    let k0: [number, number] = [0, 0];
-    let k1: [number, number] = [0, 0];
+    let k0: CpuTimes | null = null;
+    let k1: CpuTimes | null = null;
     let f0 = 0;
     let b0: Promise<number> = Promise.resolve(NaN);
     let b1: Promise<number> = Promise.resolve(NaN);
     let f1 = 0;
     const r = await runChild({ ...bodySpec(o), kind: 'load', transport: TRANSPORT, port: TRANSPORT === 'tcp' ? t.tcpPort! : t.httpPort!, mix: 'push',
       pushShare: 1, connections: CONNS, warmupMs: WARMUP_S * 1000, durationMs: DURATION_S * 1000, rate: RATE },
-    { onStart: () => { b0 = batchesSent(t.adminPort); c0 = threadCpu(t.pid); k0 = threadTicks(t.pid, t.pid); f0 = statSync(out).size; }, onEnd: () => { b1 = batchesSent(t.adminPort); c1 = threadCpu(t.pid); k1 = threadTicks(t.pid, t.pid); f1 = statSync(out).size; } },
+    { onStart: () => { b0 = batchesSent(t.adminPort); c0 = threadCpu(t.pid); k0 = cpuTimes(t.pid, t.pid); f0 = statSync(out).size; }, onEnd: () => { b1 = batchesSent(t.adminPort); c1 = threadCpu(t.pid); k1 = cpuTimes(t.pid, t.pid); f1 = statSync(out).size; } },
     (DURATION_S + WARMUP_S) * 1000);
     // GC lines of the window arrive through a pipe: give the last ones a moment.
     await new Promise((res) => setTimeout(res, 300));
@@ -120,9 +113,11 @@ async function once(cli: string): Promise<string> {
     const front = isolates[0];
     const lat = Histogram.from(r.hist).summary();
     const us = (ns: number): string => (ns / 1000 / pushes).toFixed(2);
+    // Assigned in the load's callbacks (TypeScript's narrowing does not see them).
+    const fk = cpuBetween(k0 as CpuTimes | null, k1 as CpuTimes | null, r.elapsedS);
     return [
       `rps ${Math.round(pushes / r.elapsedS)}`, `p50 ${(lat.p50 / 1000).toFixed(2)} ms`, `p99 ${(lat.p99 / 1000).toFixed(2)} ms`,
-      `front ${us(frontNs)} µs/push (user ${us((k1[0] - k0[0]) * TICK_NS)}, sys ${us((k1[1] - k0[1]) * TICK_NS)})`, `top other thread ${us(others[0] ?? 0)}`, `all others ${us(others.reduce((a, b) => a + b, 0))}`,
+      `front ${us(frontNs)} µs/push (user ${fk === null ? 'n/a' : us(fk.user * 1e9)}, sys ${fk === null ? 'n/a' : us(fk.sys * 1e9)})`, `top other thread ${us(others[0] ?? 0)}`, `all others ${us(others.reduce((a, b) => a + b, 0))}`,
       `front alloc ${front === undefined ? 'n/a' : Math.round(front.allocated / pushes)} B/push`,
       `front scavenges ${front?.scavenges ?? 0} (${(front?.scavengeMs ?? 0).toFixed(1)} ms)`,
       `other isolates alloc ${isolates.slice(1).map((s) => Math.round(s.allocated / pushes)).join('/')} B/push`,

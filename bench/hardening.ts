@@ -16,6 +16,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { cpuTimes } from './procstat';
 
 const args = process.argv.slice(2);
 const cli = args.includes('--cli') ? args[args.indexOf('--cli') + 1] : join(__dirname, '..', 'src', 'cli.js');
@@ -50,8 +51,8 @@ function rssMb(pid: number): number {
 
 /** utime + stime of the process (or, with `tid`, of that thread), ms. */
 function cpuMs(pid: number, tid: number | null = null): number {
-  const f = readFileSync(tid === null ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10;
+  const c = cpuTimes(pid, tid);
+  return c === null ? 0 : (c.user + c.sys) * 1000;
 }
 
 /**

@@ -31,11 +31,11 @@ export interface CpuTimes {
   childSys: number;
 }
 
-/** utime, stime, cutime, cstime of pid ('self' for this process). */
-export function cpuTimes(pid: number | 'self'): CpuTimes | null {
+/** utime, stime, cutime, cstime of pid ('self' for this process), or with `tid` of that one thread of it. */
+export function cpuTimes(pid: number | 'self', tid: number | null = null): CpuTimes | null {
   let text: string;
   try {
-    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    text = readFileSync(tid === null ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8');
   } catch {
     return null;
   }
