@@ -35,6 +35,12 @@ export interface Opts {
   badShare?: number;
   /** ceiling: per-item busy work of uws_hop's worker thread, microseconds, one run each. */
   workUs: number[];
+  /**
+   * Rounds of the whole scenario, one after the other (each with fresh processes and
+   * its own baseline run, so baseline and streamfeat alternate): the bare baseline
+   * alone swings ~20% between runs on this machine, so one ratio is one draw.
+   */
+  rounds: number;
   out?: string;
   seed: number;
 }
@@ -53,6 +59,7 @@ export const DEFAULTS: Opts = {
   probes: 4,
   pushShare: 0.9,
   workUs: [0, 5, 15, 25],
+  rounds: 1,
   seed: 1,
 };
 
@@ -80,6 +87,7 @@ const OPTIONS: OptionSpec[] = [
   { name: 'push-share', type: 'string', value: 'F', help: 'mixed: share of pushes, 0..1', default: String(DEFAULTS.pushShare) },
   { name: 'bad-share', type: 'string', value: 'F', help: 'soak: share of bad inputs, 0..1 (soak defaults: --duration 60, --connections 1000, --rate 4000 for all conns)', default: '0.05' },
   { name: 'work-us', type: 'string', value: 'LIST', help: 'ceiling: uws_hop worker busy-work per request in us, comma-separated', default: DEFAULTS.workUs.join(',') },
+  { name: 'rounds', type: 'string', value: 'N', help: 'run the scenario N times (baseline and streamfeat alternate); prints every ratio and their median', default: String(DEFAULTS.rounds) },
   { name: 'out', type: 'string', value: 'FILE', help: 'append one markdown row per result' },
   { name: 'seed', type: 'string', value: 'N', help: 'key generator seed', default: String(DEFAULTS.seed) },
 ];
@@ -116,6 +124,7 @@ const FIELDS: Record<string, [keyof Opts, (flag: string, v: string) => Opts[keyo
   'push-share': ['pushShare', (f, v) => numberArg(f, v, 0, false)],
   'bad-share': ['badShare', (f, v) => numberArg(f, v, 0, false)],
   'work-us': ['workUs', (f, v) => numberListArg(f, v, 0)],
+  rounds: ['rounds', (f, v) => numberArg(f, v, 1)],
   out: ['out', (_f, v) => v],
   seed: ['seed', (f, v) => numberArg(f, v, 0)],
 };

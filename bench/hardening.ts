@@ -17,6 +17,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { cpuTimes } from './procstat';
+import { median } from './report';
 
 const args = process.argv.slice(2);
 const cli = args.includes('--cli') ? args[args.indexOf('--cli') + 1] : join(__dirname, '..', 'src', 'cli.js');
@@ -81,7 +82,6 @@ async function slowestPing<T>(s: Srv, work: () => Promise<T>, push: unknown = nu
   return { result, ms: slowest, pushMs: slowestPush, workMs };
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const line = (s: string): void => { process.stdout.write(`${s}\n`); };
 

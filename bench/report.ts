@@ -157,3 +157,35 @@ export function formatSummary(results: ScenarioResult[]): string {
   if (n === 0) lines.push('(no target applies to the settings run)');
   return lines.join('\n');
 }
+
+/** The median of `xs` (not empty). */
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/**
+ * `--rounds N`: one line per result of the scenario (the same position in every
+ * round) with its ratio and rates in each round, then their median and range.
+ */
+export function formatRounds(rounds: readonly ScenarioResult[][]): string[] {
+  const lines = [`== ${rounds.length} rounds (baseline and streamfeat alternate)`];
+  const per = Math.min(...rounds.map((r) => r.length));
+  for (let j = 0; j < per; j++) {
+    const rs = rounds.map((r) => r[j]);
+    const first = rs[0];
+    const label = `${first.scenario} ${first.subjectName}${first.baselineName === null ? '' : ` / ${first.baselineName}`}`;
+    const ratios = rs.map((r) => r.ratio).filter((x): x is number => x !== null);
+    const rates = rs.map((r) => `${int(r.subject.rps)}${r.baseline === null ? '' : ` vs ${int(r.baseline.rps)}`}`).join('; ');
+    const p99s = rs.map((r) => ms(r.subject.lat.p99)).join(', ');
+    if (ratios.length === 0) {
+      lines.push(`${label}: req/s ${rates}; p99 ms ${p99s}`);
+      continue;
+    }
+    const unit = first.ratioKind === 'throughput' ? 'x' : `x ${first.ratioKind}`;
+    lines.push(`${label}: ratios ${ratios.map((x) => x.toFixed(2)).join(', ')}; median ${median(ratios).toFixed(2)}${unit} (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})`);
+    lines.push(`  req/s ${rates}; p99 ms ${p99s}`);
+  }
+  return lines;
+}

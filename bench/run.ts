@@ -8,7 +8,7 @@
 import { exitQuietlyOnEpipe } from '../src/cli_args';
 import { ALL_DURATION_S, ALL_WARMUP_S, DEFAULTS, parseArgs, USAGE, type Opts, type Parsed } from './args';
 import { killAllTargets } from './procs';
-import { appendMarkdown, formatBlock, formatSummary, type ScenarioResult } from './report';
+import { appendMarkdown, formatBlock, formatRounds, formatSummary, type ScenarioResult } from './report';
 import { PLAN, scenarioNamed, SCENARIOS, type Ctx } from './scenarios';
 import { staticChecks } from './static_checks';
 import { wrkAvailable } from './wrk';
@@ -37,14 +37,20 @@ function pick(p: Parsed): Partial<Opts> {
 async function runScenario(name: string, o: Opts, ctx: Ctx, date: string): Promise<ScenarioResult[]> {
   const s = scenarioNamed(name);
   if (s === undefined) throw new Error(`unknown scenario '${name}' (npm run bench -- list)`);
-  log(`-- ${name} (workload ${o.workload}, ${o.durationS}s per run)`);
-  const results = await s.run(o, ctx);
-  for (const r of results) {
-    log(formatBlock(r));
-    log('');
-    if (o.out !== undefined) appendMarkdown(o.out, r, date);
+  const rounds: ScenarioResult[][] = [];
+  for (let i = 1; i <= o.rounds; i++) {
+    log(`-- ${name} (workload ${o.workload}, ${o.durationS}s per run${o.rounds > 1 ? `, round ${i} of ${o.rounds}` : ''})`);
+    // A later round measures its baseline again: a cached one would not alternate.
+    const results = await s.run(o, o.rounds > 1 ? { ...ctx, baselines: new Map() } : ctx);
+    for (const r of results) {
+      log(formatBlock(r));
+      log('');
+      if (o.out !== undefined) appendMarkdown(o.out, r, date);
+    }
+    rounds.push(results);
   }
-  return results;
+  if (o.rounds > 1) for (const line of formatRounds(rounds)) log(line);
+  return rounds.flat();
 }
 
 /** Problems that make a smoke run fail: errors or nothing measured. */
