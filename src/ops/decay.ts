@@ -19,7 +19,7 @@
  * this is the same quantity, (1 - a)(m2 + a d^2) (Finch, "Incremental calculation of
  * weighted mean and variance", 2009).
  */
-import type { JsonValue, Row, Value } from '../types';
+import type { JsonValue, Value } from '../types';
 import { RowFixedOp } from './fixed';
 import type { WindowAgg } from './val_window';
 import { isNum, jsonNum, loadFields, saveFields } from './values';

@@ -7,7 +7,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { frontCpuMs, responsiveDuring, slowestPingDuring } from '../harness/responsive';
+import { frontCpuMs, responsiveDuring } from '../harness/responsive';
 import { CLI, post, startServer, type TestServer } from '../harness/server';
 import { TcpClient, type TcpReply } from '../harness/tcp';
 import { encodeFrame, OP_ERROR_RESPONSE, OP_PING, OP_PUSH } from '../../src/protocol/frame';

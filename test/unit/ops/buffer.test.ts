@@ -1,7 +1,6 @@
 /** Property tests of histogram, hour/dow histograms, seasonal_deviation, event_type_mix, reservoir_sample. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { JsonValue } from '../../../src/types';
 import { BASE_T, F64, I64, STR, compile, expectClose, expectEq, isNum, moments, rowOf, runOpCases } from './harness';
 import * as naive from './buffer_naive';
 
