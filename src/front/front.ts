@@ -8,6 +8,7 @@
  *
  *   push: shape -> event plan -> validate -> chains/keys (once) -> dedupe -> LSN + time
  *         -> one PUSH record per owning shard (at least one) -> ack when all logged
+ *         (pushText: the same for a common body, read from its text without JSON.parse)
  *   get:  shape -> table -> features (to indexes) -> key -> enqueue on the owning shard
  */
 import type Piscina from 'piscina';
@@ -19,7 +20,8 @@ import { parseWireKey } from '../registry/key';
 import type { RegistryState } from '../registry/model';
 import { ITEM_GET, type ErrorPayload, type NonPushItem } from '../protocol/messages';
 import { ShardChannel, type Sink } from './channel';
-import { PushRoute, shardOfKey, targetCount } from './routing';
+import { PushRoute, shardOfKey, targetCount, targetsOf } from './routing';
+import { PushText } from './push_text';
 import { FrontControl, type ControlHost } from './control';
 import { rowFromEnvelope } from '../registry/row_text';
 import type { ClusterHooks, ResolvedGet } from './cluster_hooks';
@@ -65,6 +67,8 @@ export class Front implements PushDone, ControlHost {
   #flushScheduled = false;
   /** Scratch of push routing and record writing, reused by every push. */
   readonly #route = new PushRoute();
+  /** Reads common push bodies without JSON.parse (push_text.ts). */
+  readonly #text = new PushText();
   /** Contexts of answered pushes, reused (push.ts PushCtxPool). */
   readonly #ctxPool = new PushCtxPool(this);
   readonly #flushAll = (): void => {
@@ -235,17 +239,53 @@ export class Front implements PushDone, ControlHost {
         }
       }
     }
-    const t = now > this.#lastT ? now : this.#lastT;
-    this.#lastT = t;
+    const t = this.#stamp(now);
     if (this.#cluster !== null) {
       this.#cluster.append({ plan, row, text, t, version: reg.version, reply, startMs, dedupe, dedupeValue });
       return;
     }
     const lsn = this.#nextLsn++;
-    const mask = route.targets(lsn, n);
+    const mask = targetsOf(route.mask, lsn, n);
     const ctx = this.#ctxPool.take(lsn, reg.version, reply, targetCount(mask), startMs, dedupe, plan.name, dedupeValue);
     route.dispatch(this.channels, mask, plan, lsn, t, reg.version, recorded, ctx);
     this.schedule();
+  }
+
+  /**
+   * A push read straight from its text (push_text.ts) when the reader takes it:
+   * true once it is accepted (answered when its shards have logged it). false:
+   * nothing was done, and the body goes the JSON.parse way (requests.ts), which
+   * also answers every error. Not in cluster mode (the stream logs rows' text).
+   */
+  pushText(text: string, reply: Reply): boolean {
+    if (this.#cluster !== null) return false;
+    const startMs = performance.now();
+    const reg = this.#registry;
+    const reader = this.#text;
+    const ev = reader.parse(text, reg.events);
+    if (ev === null) return false;
+    const n = this.channels.length;
+    const keyed = reader.route(ev, text, n);
+    if (keyed < 0) return false;
+    const t = this.#stamp(Date.now());
+    const lsn = this.#nextLsn++;
+    const mask = targetsOf(keyed, lsn, n);
+    const ctx = this.#ctxPool.take(lsn, reg.version, reply, targetCount(mask), startMs, null, ev.plan.name, '');
+    for (let s = 0; s < n; s++) {
+      if ((mask & (1 << s)) === 0) continue;
+      const ch = this.channels[s];
+      reader.write(ch.pushWriter, s, ev, text, lsn, t, reg.version);
+      ch.enqueuePush(ctx);
+    }
+    this.schedule();
+    return true;
+  }
+
+  /** A push's time: now, never before the last push's (acks and records stay in time order). */
+  #stamp(now: number): number {
+    const t = now > this.#lastT ? now : this.#lastT;
+    this.#lastT = t;
+    return t;
   }
 
   /**

@@ -79,6 +79,8 @@ export function handleRequest(front: Front, kind: RequestKind, text: string, rep
       if (!tooDeep(front, text, kind, reply)) front.control.register(text, reply);
       return;
     }
+    // Most pushes are read straight from their text; what that reader does not take goes on here.
+    if (kind === 'push' && front.pushText(text, reply)) return;
     const body = parseBody(front, text, kind, reply);
     if (body === undefined) return;
     if (kind === 'push') front.push(body, text, reply);

@@ -28,6 +28,15 @@ export function targetCount(mask: number): number {
   return n;
 }
 
+/**
+ * The shards a local push goes to: those of its feeds (`keyed`, a mask), or, when no
+ * feed keys it, one shard of `n` chosen by `lsn` (every acknowledged push is logged
+ * by at least one shard).
+ */
+export function targetsOf(keyed: number, lsn: number, n: number): number {
+  return keyed !== 0 ? keyed : 1 << (n > 1 ? lsn % n : 0);
+}
+
 export class PushRoute {
   /** Per feed of the last route(): its row (null: filtered out), key, and target shard (-1: none). */
   rows: ReadonlyArray<Row | null> = [];
@@ -66,16 +75,6 @@ export class PushRoute {
       this.mask |= 1 << s;
     }
     return -1;
-  }
-
-  /**
-   * The shards a local push of the last route() goes to: its feeds' shards, or, when
-   * no feed keys it, one shard chosen by `lsn` (every acknowledged push is logged by
-   * at least one shard).
-   */
-  targets(lsn: number, n: number): number {
-    if (this.mask !== 0) return this.mask;
-    return 1 << (n > 1 ? lsn % n : 0);
   }
 
   /**

@@ -94,9 +94,14 @@ export function parseWireKey(key: unknown, keyFields: readonly string[], keyType
 
 /** FNV-1a over UTF-16 code units: stable across threads and restarts. */
 export function hashKey(s: string): number {
+  return hashKeyText(s, 0, s.length);
+}
+
+/** hashKey(text.slice(from, to)), without the string. */
+export function hashKeyText(text: string, from: number, to: number): number {
   let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
+  for (let i = from; i < to; i++) {
+    h ^= text.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
   }
   return h >>> 0;

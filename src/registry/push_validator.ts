@@ -89,6 +89,15 @@ export class PushValidator {
     }));
   }
 
+  /**
+   * True when a row that passes the type check is accepted as is: no datetime field
+   * to normalise, no validator predicate to run (front/push_text.ts reads such
+   * events' bodies without building the row).
+   */
+  get checkOnly(): boolean {
+    return this.#datetimeFields.length === 0 && this.#validators.length === 0;
+  }
+
   /** Returns the row (the same object, normalised) or throws a coded SfError. */
   validate(data: unknown): Row {
     if (!this.#check(data)) this.#classify(data);

@@ -137,13 +137,32 @@ export class PushFrameWriter {
 
   /** Opens a feed of the current frame; its values follow (value()). */
   feed(tableIndex: number, key: string): void {
+    this.#openFeed(tableIndex);
+    this.str(key);
+    this.#keyWritten();
+  }
+
+  /**
+   * feed() with the key text[from, to), which the caller knows to be ASCII (every
+   * unit < 0x80): the same bytes as feed(tableIndex, text.slice(from, to)) without
+   * the string (front/push_text.ts writes straight from the request body).
+   */
+  feedAscii(tableIndex: number, text: string, from: number, to: number): void {
+    this.#openFeed(tableIndex);
+    this.#ascii(text, from, to);
+    this.#keyWritten();
+  }
+
+  #openFeed(tableIndex: number): void {
     if (this.#frameStart < 0) fail('feed outside a frame');
     if (!(tableIndex >= 0 && tableIndex <= PUSH_INDEX_MAX)) fail('table index out of range');
     this.#closeFeed();
     this.#ensure(2);
     this.#dv.setUint16(this.pos, tableIndex, true);
     this.pos += 2;
-    this.str(key);
+  }
+
+  #keyWritten(): void {
     this.#ensure(2);
     this.#valueCountAt = this.pos;
     this.#values = 0;
@@ -172,6 +191,23 @@ export class PushFrameWriter {
     }
     dv.setUint8(at, v === undefined ? TAG_ABSENT : v === null ? TAG_NULL : v ? TAG_TRUE : TAG_FALSE);
     this.pos = at + 1;
+  }
+
+  /** value() of the string text[from, to), known to be ASCII: the same bytes, without the string. */
+  valueAscii(text: string, from: number, to: number): void {
+    this.#values++;
+    this.#ascii(text, from, to);
+  }
+
+  #ascii(text: string, from: number, to: number): void {
+    const n = to - from;
+    this.#ensure(5 + n);
+    const b = this.buf;
+    const at = this.pos;
+    b[at] = TAG_STR_ASCII;
+    this.#dv.setUint32(at + 1, n, true);
+    for (let i = 0; i < n; i++) b[at + 5 + i] = text.charCodeAt(from + i);
+    this.pos = at + 5 + n;
   }
 
   /** A string value (tag, u32 byte length, bytes). */
