@@ -408,3 +408,12 @@ export const INTERN_RECENT_STRINGS = 1024;
 export const BLOOM_POOLED_WORDS_MAX = 2048;
 assert((INTERN_SLOTS_MIN & (INTERN_SLOTS_MIN - 1)) === 0, 'intern table slots are a power of two');
 assert((INTERN_RECENT_STRINGS & (INTERN_RECENT_STRINGS - 1)) === 0, 'recent intern strings: a power of two');
+
+/** Debug timeline (src/timeline.ts, STREAMFEAT_DEBUG_TIMELINE): events a thread buffers before it appends them to its file. */
+export const TIMELINE_EVENTS_BUFFERED = 16_384;
+/** Debug timeline: a thread appends its buffered events this often, ms. */
+export const TIMELINE_FLUSH_MS = 250;
+/** Debug timeline: period of the timer that detects a late event loop, ms. */
+export const TIMELINE_LAG_TICK_MS = 2;
+/** Debug timeline: lateness of that timer recorded as a lag, ms. */
+export const TIMELINE_LAG_MIN_MS = 2;

@@ -70,6 +70,7 @@ import type { AdminContext } from './admin/context';
 import type { CoordinatorInit, ShardInit } from './protocol/messages';
 import { runCoordinator, startCoordinatorPool } from './protocol/coordinator_calls';
 import { runShardHello, startShardPool } from './protocol/shard_calls';
+import { startTimeline } from './timeline';
 
 export { Lifecycle };
 
@@ -136,6 +137,7 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
   // Cluster mode: the JetStream stream is the log, so local shards and the
   // coordinator keep no WAL or registry log of their own (docs/cluster.md).
   if (config.cluster !== null) config = { ...config, memoryOnly: true };
+  startTimeline('front'); // STREAMFEAT_DEBUG_TIMELINE only (timeline.ts)
   const auth = loadAuth(config.authTokenFile);
   let lock: DataDirLock | null = null;
   if (!config.memoryOnly) {

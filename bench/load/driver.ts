@@ -6,6 +6,8 @@
  * or waits in a queue, and its latency is counted from when it became due,
  * so time spent waiting for a connection is not hidden (coordinated omission).
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Rng } from '../keys';
 import { BodyGen, workloadNamed } from '../workloads';
@@ -20,6 +22,14 @@ const TICK_MS = 1;
 /** Fixed rate: lateness of the ticker itself that is forgiven (normal setInterval jitter).
  * A request later than this behind schedule (a stalled client) is charged from its due time. */
 const TIMER_SLACK_MS = 1.5;
+/**
+ * Fixed rate only: a directory that receives, per run, every measured request's due
+ * and reply times (ms since the epoch, one "due done" line each) as
+ * load-<pid>-<start>.lat, for bench/timeline.ts to line up with a server timeline.
+ */
+const TRACE_DIR = process.env.BENCH_LOAD_TRACE ?? '';
+/** BENCH_LOAD_TRACE: a gap between two ticks longer than this is written as a client stall ("lag <from> <to>"). */
+const TRACE_LAG_MS = 3;
 
 export type Mark = (m: 'measure_start' | 'measure_end') => void;
 
@@ -43,6 +53,11 @@ export class LoadDriver {
   readonly #intervalMs: number;
   /** Fixed rate: the most requests that waited for a connection at once. */
   #queuePeak: number;
+  /** BENCH_LOAD_TRACE: due and reply times (performance.now()) of measured requests, in pairs. */
+  #trace: number[] | null;
+  /** BENCH_LOAD_TRACE: ticker gaps over TRACE_LAG_MS (the client's own stalls), as (last tick, this tick) pairs. */
+  readonly #lags: number[] = [];
+  #lastTick = 0;
 
   constructor(job: LoadJob) {
     this.#job = job;
@@ -60,6 +75,7 @@ export class LoadDriver {
     this.#nextDue = 0;
     this.#intervalMs = job.rate > 0 ? 1000 / job.rate : 0;
     this.#queuePeak = 0;
+    this.#trace = TRACE_DIR !== '' && job.rate > 0 ? [] : null;
   }
 
   async run(mark: Mark): Promise<JobResult> {
@@ -93,6 +109,7 @@ export class LoadDriver {
       await Promise.race([new Promise<void>((r) => { this.#onDrained = r; }), sleep(DRAIN_MS_MAX)]);
     }
     for (const c of this.#conns) c.close();
+    if (this.#trace !== null) writeTrace(this.#trace, this.#lags);
     const extra: Record<string, number> = { connections: job.connections };
     if (job.rate > 0) {
       extra.target_rate = job.rate;
@@ -123,6 +140,7 @@ export class LoadDriver {
     if (this.#measuring) {
       const from = this.#job.rate > 0 ? c.intendedAt : c.sentAt;
       this.#stats.reply(c.kind, ok, (now - from) * 1000, payload);
+      if (this.#trace !== null) this.#trace.push(from, now);
     }
     if (this.#stopping) {
       if (this.#inflight === 0 && this.#onDrained !== null) this.#onDrained();
@@ -148,6 +166,8 @@ export class LoadDriver {
 
   #tick(): void {
     const now = performance.now();
+    if (this.#trace !== null && now - this.#lastTick > TRACE_LAG_MS) this.#lags.push(this.#lastTick, now);
+    this.#lastTick = now;
     while (this.#nextDue <= now) {
       // Forgive up to TIMER_SLACK_MS of lateness; charge the rest.
       const due = Math.min(now, this.#nextDue + TIMER_SLACK_MS);
@@ -167,4 +187,14 @@ export class LoadDriver {
     this.#queue = [];
     this.#queueHead = 0;
   }
+}
+
+function writeTrace(t: number[], lags: number[]): void {
+  if (t.length === 0) return;
+  const o = performance.timeOrigin;
+  const lines: string[] = [];
+  for (let i = 0; i < t.length; i += 2) lines.push(`${(o + t[i]).toFixed(3)} ${(o + t[i + 1]).toFixed(3)}\n`);
+  for (let i = 0; i < lags.length; i += 2) lines.push(`lag ${(o + lags[i]).toFixed(3)} ${(o + lags[i + 1]).toFixed(3)}\n`);
+  mkdirSync(TRACE_DIR, { recursive: true });
+  writeFileSync(join(TRACE_DIR, `load-${process.pid}-${Math.round(o + t[0])}.lat`), lines.join(''));
 }

@@ -19,6 +19,7 @@ import { ITEM_INSTALL, ITEM_PUSH, type ErrorPayload, type InstallItem, type Item
 import { PushFrameWriter } from '../wal/push_record';
 import { openShardPipe, type ShardPipe, type ShardPipeEvents, type ShardPool } from '../protocol/shard_calls';
 import type { Reply } from './reply';
+import { TIMELINE_ON, TL, tlNow, tlSpan } from '../timeline';
 
 export interface Sink {
   done(out: ItemOut, tag: number): void;
@@ -172,6 +173,7 @@ export class ShardChannel {
     this.itemsSent += b.n;
     b.at = performance.now();
     this.#sent.push(b);
+    if (TIMELINE_ON) tlSpan(TL.DISPATCH, tlNow(), b.n, this.#sent.length);
     try {
       (this.#pipe ??= openShardPipe(this.pool, this.#events)).send(msg);
     } finally {
@@ -223,7 +225,9 @@ export class ShardChannel {
    */
   #complete(b: Batch, outs: ShardBatchResult['outs']): void {
     const { items, sinks, tags } = b;
-    this.batchSeconds += (performance.now() - b.at) / 1000;
+    const t0 = tlNow();
+    const tripMs = performance.now() - b.at;
+    this.batchSeconds += tripMs / 1000;
     let u = 0;
     for (let i = 0; i < items.length; i++) {
       const it = items[i];
@@ -231,6 +235,7 @@ export class ShardChannel {
       if (it.k !== ITEM_PUSH) { this.#done(sinks[u]!, Array.isArray(out) ? RUN_OUT_ON_ITEM : out, tags[u]); u++; continue; }
       for (let j = 0; j < it.n; j++, u++) this.#done(sinks[u]!, Array.isArray(out) ? out[j] : out, tags[u]);
     }
+    if (TIMELINE_ON) tlSpan(TL.ANSWER, t0, b.n, tripMs);
     if (b.clear() && this.#spare.length < SHARD_BATCHES_IN_FLIGHT_MAX) this.#spare.push(b);
     this.flush();
   }

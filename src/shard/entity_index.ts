@@ -36,6 +36,7 @@ import { strict as assert } from 'node:assert';
 import { ENTITY_INDEX_LOAD_MAX, ENTITY_KEY_ARENA_BYTES_MIN, ENTITY_KEY_ARENA_DEAD_MAX, ENTITY_SLOTS_MIN } from '../limits';
 import { hashBytes32 } from '../ops/sketch/hash';
 import { strOf, TAG_STR_ASCII, TAG_STR_UTF16, TAG_STR_UTF8, wellFormed } from '../wal/push_record';
+import { TL, tlNow, tlSpan } from '../timeline';
 
 export { ENTITY_SLOTS_MIN };
 
@@ -344,15 +345,18 @@ export class EntityIndex {
   #makeRoom(len: number): void {
     if (this.#dead > this.#used * ENTITY_KEY_ARENA_DEAD_MAX) this.#compact(len);
     if (this.#used + len <= this.#arena.length) return;
+    const t0 = tlNow();
     let size = this.#arena.length * 2;
     while (size < this.#used + len) size *= 2;
     const next = Buffer.allocUnsafeSlow(size);
     this.#arena.copy(next, 0, 0, this.#used);
     this.#arena = next;
+    tlSpan(TL.ARENA_GROW, t0, size, this.#used - this.#dead);
   }
 
   /** Copies the live keys into a new arena sized for them (and `extra` bytes) with room to grow. */
   #compact(extra: number): void {
+    const t0 = tlNow();
     const liveBytes = this.#used - this.#dead;
     let size = ENTITY_KEY_ARENA_BYTES_MIN;
     while (size < 2 * (liveBytes + extra)) size *= 2;
@@ -374,6 +378,7 @@ export class EntityIndex {
     this.#dead = 0;
     const tab = this.#tab;
     for (let e = 0; e < tab.length; e += ENTRY) if (tab[e + 1] !== 0) tab[e + 2] = meta[2 * (tab[e + 1] - 1)];
+    tlSpan(TL.ARENA_GROW, t0, size, liveBytes);
   }
 
   /** Removes the table entry at `i`, shifting the rest of its probe run back. */
@@ -396,6 +401,7 @@ export class EntityIndex {
   }
 
   #resize(entries: number): void {
+    const t0 = tlNow();
     const tab = this.#tab;
     const next = new Int32Array(ENTRY * entries);
     const mask = entries - 1;
@@ -409,6 +415,7 @@ export class EntityIndex {
     }
     this.#tab = next;
     this.#mask = mask;
+    tlSpan(TL.INDEX_RESIZE, t0, entries, this.#count);
   }
 
   #takeSlot(): number {
@@ -419,6 +426,7 @@ export class EntityIndex {
 
   #grow(capacity: number): void {
     assert(capacity > this.capacity);
+    const t0 = tlNow();
     this.lastT = grown(this.lastT, capacity);
     this.lastLsn = grown(this.lastLsn, capacity);
     const old = this.#meta.length;
@@ -426,5 +434,6 @@ export class EntityIndex {
     this.#meta.fill(FREE, old);
     this.capacity = capacity;
     if (this.onGrow !== null) this.onGrow(capacity);
+    tlSpan(TL.SLOTS_GROW, t0, capacity, this.#count);
   }
 }

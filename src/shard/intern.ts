@@ -32,6 +32,7 @@ import { randomBytes } from 'node:crypto';
 import { INTERN_LOAD_MAX, INTERN_RECENT_STRINGS, INTERN_SLOTS_MIN } from '../limits';
 import { fmix32 } from '../ops/sketch/hash';
 import { grown } from './entity_index';
+import { TL, tlNow, tlSpan } from '../timeline';
 
 export type Interned = string | boolean;
 
@@ -264,8 +265,10 @@ export class InternTable {
   #add(v: Interned, key: number): number {
     const id = this.#free.length > 0 ? (this.#free.pop() as number) : this.values.length;
     if (id >= this.refs.length) {
+      const t0 = tlNow();
       this.refs = grown(this.refs, this.refs.length * 2);
       this.#keys = grown(this.#keys, this.#keys.length * 2);
+      tlSpan(TL.INTERN_GROW, t0, this.refs.length, 0);
     }
     this.values[id] = v;
     this.#keys[id] = key;
@@ -294,6 +297,7 @@ export class InternTable {
    * doubling of a 10^5-value table was a burst of scavenges).
    */
   #rehash(slots: number): void {
+    const t0 = tlNow();
     const old = this.#slots;
     const s = (this.#slots = new Int32Array(W * slots));
     const mask = (this.#mask = slots - 1);
@@ -307,6 +311,7 @@ export class InternTable {
       s[d + 2] = old[o + 2];
       s[d + 3] = old[o + 3];
     }
+    tlSpan(TL.INTERN_REHASH, t0, slots, this.#size);
   }
 
   /** Drops one reference of `id`; the value goes when none is left. */

@@ -15,6 +15,7 @@
  */
 import { COLD_INDEX_LOAD_MAX, COLD_INDEX_SLOTS_MIN } from '../limits';
 import { hashString32 } from '../ops/sketch/hash';
+import { TL, tlNow, tlSpan } from '../timeline';
 
 /** Hashes of the last hashKey() call (module scratch: no allocation per lookup). */
 export let H1 = 0;
@@ -152,6 +153,7 @@ export class KeyIndex {
   }
 
   #resize(slots: number): void {
+    const t0 = tlNow();
     const h1 = this.#h1;
     const h2 = this.#h2;
     const seg = this.#seg;
@@ -159,5 +161,6 @@ export class KeyIndex {
     const len = this.#len;
     this.#alloc(slots);
     for (let i = 0; i < seg.length; i++) if (seg[i] !== 0) this.#put(h1[i], h2[i], seg[i], off[i], len[i]);
+    tlSpan(TL.COLD_INDEX_RESIZE, t0, slots, this.count);
   }
 }

@@ -12,6 +12,7 @@
  * canonicalize its payload; writing the two words cannot).
  */
 import { strict as assert } from 'node:assert';
+import { TL, tlNow, tlSpan } from '../timeline';
 
 /** Largest size class: 2^6 = 64 entries, the rings' RING_ENTRIES_MAX. */
 export const RING_CLASS_MAX = 6;
@@ -54,10 +55,12 @@ export class BlockPool {
   }
 
   #grow(blocks: number): void {
+    const t0 = tlNow();
     const d = new Float64Array(blocks * this.blockDoubles);
     d.set(this.data.subarray(0, this.used * this.blockDoubles));
     this.data = d;
     this.u32 = new Uint32Array(d.buffer);
+    tlSpan(TL.POOL_GROW, t0, blocks, this.blockDoubles);
   }
 
   /** The pool as a snapshot stores it: the used blocks' bytes and the free list. */

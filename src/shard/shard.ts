@@ -36,6 +36,7 @@ import { coldView, snapshotView, tableStats, type ShardStats } from './shard_sta
 import type { ColdFiles } from './cold_files';
 import { exportPartition, importPartition } from './partition_io';
 import type { ThreadSampler } from '../admin/thread_stats';
+import { TL, tlNow, tlSpan } from '../timeline';
 
 
 export interface ShardDeps {
@@ -169,8 +170,10 @@ export class Shard {
    */
   readonly #sweepSlice = (): void => {
     if (this.#job !== null) return;
+    const t0 = tlNow();
     const deadline = performance.now() + COLD_SWEEP_SLICE_MS;
-    this.#state.sweepCold(Date.now(), undefined, deadline);
+    const swept = this.#state.sweepCold(Date.now(), undefined, deadline);
+    tlSpan(TL.COLD_SWEEP, t0, swept, 0);
     if (performance.now() < deadline || this.#sweepQueued) return;
     this.#sweepQueued = true;
     setImmediate(() => { this.#sweepQueued = false; this.#sweepSlice(); });
@@ -400,7 +403,10 @@ export class Shard {
   #stepSnapshotJob(job: SnapshotJob): void {
     const store = this.#store;
     if (this.#job !== job || store === null) return; // dropped by an install or reset
-    if (!job.step(SNAPSHOT_SLICE_MS)) { job.whenRoom(() => this.#stepSnapshotJob(job)); return; }
+    const t0 = tlNow();
+    const more = !job.step(SNAPSHOT_SLICE_MS);
+    tlSpan(TL.SNAPSHOT_SLICE, t0, job.entities, 0);
+    if (more) { job.whenRoom(() => this.#stepSnapshotJob(job)); return; }
     this.#job = null;
     this.#snapshotWriting = true;
     store.writeJob(job, this.#state, this.#dedupe)

@@ -10,7 +10,7 @@ import { faultyFs, realFs, scanRegistryLog } from '../wal';
 import type { RegistryState } from '../registry/model';
 import { createLogger } from '../log';
 import type { MessagePort } from 'node:worker_threads';
-import type { ShardBatch, ShardBatchAnswer, ShardBatchFailed, ShardHello, ShardInit, ShardTask } from '../protocol/messages';
+import { ITEM_PUSH, type ShardBatch, type ShardBatchAnswer, type ShardBatchFailed, type ShardHello, type ShardInit, type ShardItem, type ShardTask } from '../protocol/messages';
 import { shardInit } from '../protocol/shard_calls';
 import { COLD_SWEEP_INTERVAL_MS } from '../limits';
 import { ColdFiles } from './cold_files';
@@ -19,8 +19,10 @@ import { Shard } from './shard';
 import { ShardState } from './state';
 import { ShardStore } from './store';
 import { ThreadSampler } from '../admin/thread_stats';
+import { flushTimeline, startTimeline, TIMELINE_ON, TL, tlNow, tlSpan } from '../timeline';
 
 const init = shardInit();
+startTimeline(`shard-${init.shardId}`);
 // A shard thread replaced after a crash starts with the boot-time workerData: the
 // registry may have moved on since. In disk mode the registry log (fsynced before
 // any version reaches a shard) has every version; read it without modifying it.
@@ -78,6 +80,7 @@ export default function handle(task: ShardTask): ShardHello | Promise<void> {
 /** The batch pipe (shard_calls.ts openShardPipe): each batch answered on the port, in order, until the front closes it. */
 function serve(port: MessagePort): Promise<void> {
   port.on('message', (batch: ShardBatch) => {
+    const t0 = tlNow();
     let answer: ShardBatchAnswer;
     try {
       answer = shard.runBatch(batch);
@@ -89,8 +92,17 @@ function serve(port: MessagePort): Promise<void> {
     } catch (err) {
       port.postMessage(batchFailed(err)); // an answer that cannot be cloned: a bug, answered as one
     }
+    if (TIMELINE_ON) tlSpan(TL.BATCH, t0, batch.items.length, pushesIn(batch.items));
   });
-  return new Promise((resolve) => port.once('close', resolve));
+  // The front closes the pipe at shutdown, before the pool terminates this thread (no 'exit' event then).
+  return new Promise((resolve) => port.once('close', () => { flushTimeline(); resolve(); }));
+}
+
+/** Pushes in a batch's items (the timeline's batch event). */
+function pushesIn(items: ShardItem[]): number {
+  let n = 0;
+  for (const it of items) if (it.k === ITEM_PUSH) n += it.n;
+  return n;
 }
 
 /** The front logs it (shard.task_failed) and answers the batch's items internal_error. */

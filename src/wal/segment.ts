@@ -30,6 +30,7 @@ import { closeQuietly, fileSizeOrMissing, fsyncDir, listLsnFiles, lsnFileName, l
 import nodeFs from 'node:fs';
 import { realFs, type FsLike } from './fs_like';
 import type { RecordEncoder } from './record';
+import { TL, tlNow, tlSpan } from '../timeline';
 
 export interface WalWriterOptions {
   /** Rotate before a batch that would make the current segment larger than this. */
@@ -162,7 +163,11 @@ export class WalWriter {
     assert(firstLsn > this.#lastLsn, 'lsns must grow across appends');
     if (this.#tailDirty) this.#repairTail();
     const full = this.#segmentBytes > 0 && this.#segmentBytes + buf.length > this.#segmentBytesMax;
-    if (this.#fd === NO_FD || full) this.#rotate(firstLsn);
+    if (this.#fd === NO_FD || full) {
+      const t0 = tlNow();
+      this.#rotate(firstLsn);
+      tlSpan(TL.WAL_ROLL, t0, firstLsn, 0);
+    }
     const at = this.#segmentBytes;
     try {
       writeFully(this.#fs, this.#fd, buf, buf.length, at);
