@@ -79,7 +79,8 @@ async function runPiscina(batch: number, overPort: boolean): Promise<Result> {
     const waiting: Array<() => void> = [];
     const p = openShardPipe(pool, { answer: () => waiting.shift()!(), lost: (err) => { throw err; } });
     pipe = p;
-    send = (b) => new Promise<void>((resolve) => { waiting.push(resolve); p.send(b); });
+    // As the server's channel sends it: the frames as latin1 text (protocol/messages.ts ShardBatchWire).
+    send = (b) => new Promise<void>((resolve) => { waiting.push(resolve); p.send({ items: b.items, frames: Buffer.from(b.bytes.buffer, b.bytes.byteOffset, b.bytes.byteLength).toString('latin1') }); });
   }
   const c0 = cpuUs();
   const rtts: number[] = [];

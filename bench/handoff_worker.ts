@@ -1,6 +1,7 @@
 /** bench/handoff.ts, piscina variants: the worker side (a task per batch, or batches over a port the serve task brings). */
 import type { MessagePort } from 'node:worker_threads';
-import type { ShardBatch, ShardBatchResult } from '../src/protocol/messages';
+import type { ShardBatch, ShardBatchResult, ShardBatchWire } from '../src/protocol/messages';
+import { ShardBatchDecoder } from '../src/protocol/shard_calls';
 import { walk } from './handoff_walk';
 
 let checksum = 0;
@@ -14,7 +15,9 @@ function run(batch: ShardBatch): ShardBatchResult {
 export default function handle(task: ShardBatch | { serve: MessagePort }): ShardBatchResult | Promise<void> {
   if (!('serve' in task)) return run(task);
   const port = task.serve;
-  port.on('message', (b: ShardBatch) => port.postMessage(run(b)));
+  // The server's pipe: frames as latin1 text, decoded into one reused buffer (shard_main.ts).
+  const batches = new ShardBatchDecoder();
+  port.on('message', (b: ShardBatchWire) => port.postMessage(run(batches.decode(b))));
   return new Promise((resolve) => port.once('close', resolve));
 }
 

@@ -10,12 +10,12 @@
  *
  * Pushes do not travel as objects: the front writes each push's PUSH record into
  * this channel's PushFrameWriter (pushWriter, then enqueuePush), consecutive
- * pushes share one PushRunItem, and the batch's bytes are transferred to the
- * shard with the items (protocol/messages.ts ShardBatch). Installs put their WAL
+ * pushes share one PushRunItem, and the batch's bytes cross to the shard with the
+ * items as a string (protocol/messages.ts ShardBatchWire). Installs put their WAL
  * frame in the same bytes, in their place.
  */
 import { SHARD_BATCH_SLOTS_KEPT_MAX, SHARD_BATCHES_IN_FLIGHT_MAX } from '../limits';
-import { ITEM_INSTALL, ITEM_PUSH, type ErrorPayload, type InstallItem, type ItemOut, type NonPushItem, type PushRunItem, type ShardBatch, type ShardBatchAnswer, type ShardBatchResult, type ShardItem } from '../protocol/messages';
+import { ITEM_INSTALL, ITEM_PUSH, type ErrorPayload, type InstallItem, type ItemOut, type NonPushItem, type PushRunItem, type ShardBatchAnswer, type ShardBatchWire, type ShardBatchResult, type ShardItem } from '../protocol/messages';
 import { PushFrameWriter } from '../wal/push_record';
 import { openShardPipe, type ShardPipe, type ShardPipeEvents, type ShardPool } from '../protocol/shard_calls';
 import type { Reply } from './reply';
@@ -34,7 +34,6 @@ export type SinkFailed = (sink: Sink, err: unknown) => void;
 const RUN_OUT_ON_ITEM: ErrorPayload = { code: 'internal_error', detail: { message: 'the shard answered a push run for an item that is not one' } };
 
 const NO_ITEMS: ShardItem[] = [];
-const NO_BYTES = new Uint8Array(0);
 
 /**
  * A batch being filled, or sent and not answered yet. Answered batches are reused
@@ -83,7 +82,7 @@ export class ShardChannel {
   /** Answered batches, for reuse (at most SHARD_BATCHES_IN_FLIGHT_MAX). */
   readonly #spare: Batch[] = [];
   /** The message posted for each batch, reused (postMessage copies it at once). */
-  readonly #message: ShardBatch = { items: NO_ITEMS, bytes: NO_BYTES };
+  readonly #message: ShardBatchWire = { items: NO_ITEMS, frames: '' };
   #writer = new PushFrameWriter();
   /** The open push run (the last item), or null. */
   #run: PushRunItem | null = null;
@@ -168,7 +167,7 @@ export class ShardChannel {
     this.#run = null;
     const msg = this.#message;
     msg.items = b.items;
-    msg.bytes = this.#writer.take();
+    msg.frames = this.#writer.takeLatin1();
     this.batchesSent++;
     this.itemsSent += b.n;
     b.at = performance.now();
@@ -178,7 +177,7 @@ export class ShardChannel {
       (this.#pipe ??= openShardPipe(this.pool, this.#events)).send(msg);
     } finally {
       msg.items = NO_ITEMS;
-      msg.bytes = NO_BYTES;
+      msg.frames = '';
     }
   }
 

@@ -240,9 +240,25 @@ export interface ShardBatch {
   items: ShardItem[];
   /**
    * The WAL frames of the batch's push runs and installs, in item order, crc not yet
-   * filled in (the shard seals them). Transferred to the shard thread, not copied.
+   * filled in (the shard seals them).
    */
   bytes: Uint8Array;
+}
+
+/**
+ * A ShardBatch as it crosses to the shard thread (protocol/shard_calls.ts): the
+ * frames travel as a one-byte string (one character per byte), which the shard
+ * copies into one buffer it reuses for every batch (ShardBatchDecoder). An
+ * ArrayBuffer per batch, transferred or copied, counted in full as external
+ * memory allocated in the shard's isolate, and V8 charges that against the
+ * old-generation limit: 1.5-3 MB/s of batch bytes under the fraud load started
+ * marking every few seconds on a ~10 MB heap (bench/RESULTS.md "Fraud p99 at half
+ * rate: the shard's timeline"). A string is young-generation garbage instead.
+ */
+export interface ShardBatchWire {
+  items: ShardItem[];
+  /** ShardBatch.bytes as latin1 text ('' when the batch has no frames). */
+  frames: string;
 }
 
 /** The first task a shard thread gets: it answers with ShardHello once recovered. */

@@ -15,8 +15,8 @@
 import { join } from 'node:path';
 import { MessageChannel, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import Piscina from 'piscina';
-import { SHARD_YOUNG_GENERATION_MB } from '../limits';
-import type { ShardBatch, ShardBatchAnswer, ShardHello, ShardHelloTask, ShardInit, ShardServeTask } from './messages';
+import { PUSH_BATCH_BYTES_INITIAL, PUSH_BATCH_BYTES_KEPT_MAX, SHARD_YOUNG_GENERATION_MB } from '../limits';
+import type { ShardBatch, ShardBatchAnswer, ShardBatchWire, ShardHello, ShardHelloTask, ShardInit, ShardServeTask } from './messages';
 
 /** What the shard calls need of a pool (a fake in unit tests). */
 export type ShardPool = Pick<Piscina, 'run'>;
@@ -32,8 +32,7 @@ export interface ShardPipeEvents {
 }
 
 export interface ShardPipe {
-  /** The batch's bytes are transferred to the shard thread (unusable here afterwards). */
-  send(batch: ShardBatch): void;
+  send(batch: ShardBatchWire): void;
   /** Ends the serve task (shutdown); nothing more is reported. */
   close(): void;
 }
@@ -58,9 +57,8 @@ export function openShardPipe(pool: ShardPool, events: ShardPipeEvents): ShardPi
     },
   );
   return {
-    send(batch: ShardBatch): void {
-      const buf = batch.bytes.buffer;
-      port1.postMessage(batch, batch.bytes.byteLength > 0 && buf instanceof ArrayBuffer ? [buf] : []);
+    send(batch: ShardBatchWire): void {
+      port1.postMessage(batch);
     },
     close(): void {
       if (!open) return;
@@ -89,4 +87,36 @@ export function startShardPool(init: ShardInit): Piscina {
 /** In a shard thread: the init startShardPool passed. */
 export function shardInit(): ShardInit {
   return workerData as ShardInit;
+}
+
+/**
+ * In a shard thread: each batch of the pipe (ShardBatchWire) back as a ShardBatch
+ * whose bytes are one buffer reused for every batch (so the thread allocates no
+ * ArrayBuffer per batch, see ShardBatchWire). The batch returned is valid until
+ * the next decode: the shard runs each batch to its end before it takes the next.
+ */
+export class ShardBatchDecoder {
+  #buf = Buffer.allocUnsafeSlow(PUSH_BATCH_BYTES_INITIAL);
+  readonly #batch: ShardBatch = { items: [], bytes: new Uint8Array(0) };
+
+  decode(wire: ShardBatchWire): ShardBatch {
+    const n = wire.frames.length;
+    let buf = this.#buf;
+    // Grown to fit a batch; a large one (a catch-up after a stall) is not kept.
+    if (n > buf.length || (buf.length > PUSH_BATCH_BYTES_KEPT_MAX && n <= PUSH_BATCH_BYTES_INITIAL)) {
+      let size = PUSH_BATCH_BYTES_INITIAL;
+      while (size < n) size *= 2;
+      buf = this.#buf = Buffer.allocUnsafeSlow(size);
+    }
+    // One byte per character: the front made the text with latin1Slice (PushFrameWriter.takeLatin1).
+    buf.write(wire.frames, 0, n, 'latin1');
+    this.#batch.items = wire.items;
+    this.#batch.bytes = buf.subarray(0, n);
+    return this.#batch;
+  }
+
+  /** Bytes of the reused buffer (tests). */
+  get bufferBytes(): number {
+    return this.#buf.length;
+  }
 }

@@ -10,8 +10,8 @@ import { faultyFs, realFs, scanRegistryLog } from '../wal';
 import type { RegistryState } from '../registry/model';
 import { createLogger } from '../log';
 import type { MessagePort } from 'node:worker_threads';
-import { ITEM_PUSH, type ShardBatch, type ShardBatchAnswer, type ShardBatchFailed, type ShardHello, type ShardInit, type ShardItem, type ShardTask } from '../protocol/messages';
-import { shardInit } from '../protocol/shard_calls';
+import { ITEM_PUSH, type ShardBatchAnswer, type ShardBatchWire, type ShardBatchFailed, type ShardHello, type ShardInit, type ShardItem, type ShardTask } from '../protocol/messages';
+import { ShardBatchDecoder, shardInit } from '../protocol/shard_calls';
 import { COLD_SWEEP_INTERVAL_MS } from '../limits';
 import { ColdFiles } from './cold_files';
 import { DedupeLog } from './dedupe_log';
@@ -77,13 +77,16 @@ export default function handle(task: ShardTask): ShardHello | Promise<void> {
   return 'hello' in task ? shard.hello() : serve(task.serve);
 }
 
+/** Each batch's bytes, in one buffer the thread reuses (ShardBatchWire). */
+const batches = new ShardBatchDecoder();
+
 /** The batch pipe (shard_calls.ts openShardPipe): each batch answered on the port, in order, until the front closes it. */
 function serve(port: MessagePort): Promise<void> {
-  port.on('message', (batch: ShardBatch) => {
+  port.on('message', (wire: ShardBatchWire) => {
     const t0 = tlNow();
     let answer: ShardBatchAnswer;
     try {
-      answer = shard.runBatch(batch);
+      answer = shard.runBatch(batches.decode(wire));
     } catch (err) {
       answer = batchFailed(err);
     }
@@ -92,7 +95,7 @@ function serve(port: MessagePort): Promise<void> {
     } catch (err) {
       port.postMessage(batchFailed(err)); // an answer that cannot be cloned: a bug, answered as one
     }
-    if (TIMELINE_ON) tlSpan(TL.BATCH, t0, batch.items.length, pushesIn(batch.items));
+    if (TIMELINE_ON) tlSpan(TL.BATCH, t0, wire.items.length, pushesIn(wire.items));
   });
   // The front closes the pipe at shutdown, before the pool terminates this thread (no 'exit' event then).
   return new Promise((resolve) => port.once('close', () => { flushTimeline(); resolve(); }));

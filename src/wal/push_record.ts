@@ -67,13 +67,15 @@ const PAYLOAD_OFFSET = FRAME_HEADER_BYTES + FRAME_TYPE_BYTES;
 const NO_BYTES = new Uint8Array(0);
 
 /**
- * Builds the frames of one shard batch. One per shard channel on the front; take()
- * hands the bytes over in an ArrayBuffer of exactly their size (transferred to the
- * shard thread) and keeps the writer's buffer for the next batch. Handing over the
- * writer's own buffer saved a copy of a few KB but moved a >= 16 KB ArrayBuffer per
- * batch: at half the max rate (batches of ~10 pushes, ~2,500 a second) that was
- * ~40 MB/s of array-buffer memory the shard's heap had to account and free, and its
- * mark-compacts followed it (bench/RESULTS.md "Tail latency").
+ * Builds the frames of one shard batch. One per shard channel on the front;
+ * takeLatin1() hands the bytes over as a string (protocol/messages.ts
+ * ShardBatchWire) and keeps the writer's buffer for the next batch (take(): the
+ * same bytes in an ArrayBuffer of exactly their size, for in-process callers).
+ * Handing over the writer's own buffer saved a copy of a few KB but moved a >= 16
+ * KB ArrayBuffer per batch: at half the max rate (batches of ~10 pushes, ~2,500 a
+ * second) that was ~40 MB/s of array-buffer memory the shard's heap had to account
+ * and free, and its mark-compacts followed it (bench/RESULTS.md "Tail latency");
+ * an exactly sized ArrayBuffer still counted 1.5-3 MB/s under the fraud load.
  */
 export class PushFrameWriter {
   buf: Buffer;
@@ -104,9 +106,24 @@ export class PushFrameWriter {
     if (this.pos === 0) return NO_BYTES;
     const out = new Uint8Array(this.pos);
     this.buf.copy(out, 0, 0, this.pos);
+    this.#restart();
+    return out;
+  }
+
+  /**
+   * take() as a one-byte string, one character per byte (protocol/messages.ts
+   * ShardBatchWire: how a batch crosses to its shard thread without an ArrayBuffer).
+   */
+  takeLatin1(): string {
+    if (this.pos === 0) return '';
+    const out = (this.buf as unknown as SliceBuffer).latin1Slice(0, this.pos);
+    this.#restart();
+    return out;
+  }
+
+  #restart(): void {
     if (this.buf.length > PUSH_BATCH_BYTES_KEPT_MAX) this.#setBuf(Buffer.allocUnsafeSlow(PUSH_BATCH_BYTES_INITIAL));
     this.pos = 0;
-    return out;
   }
 
   /** Opens a PUSH frame; feeds follow (feed()), then end(). */

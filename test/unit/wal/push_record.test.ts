@@ -196,6 +196,29 @@ test('take() hands over a copy of exactly the batch in its own ArrayBuffer; the 
   assert.equal(readFeed(Buffer.from(batch(3, 'after'))).key, 'after');
 });
 
+test('takeLatin1() hands over the same bytes as take() as one character per byte, and starts the next batch', () => {
+  const w = new PushFrameWriter(64);
+  const write = (lsn: number, key: string): void => {
+    w.begin(lsn, 5, 1, 0, null);
+    w.feed(0, key);
+    w.value(lsn + 0.5);
+    w.end();
+  };
+  assert.equal(w.takeLatin1(), '', 'no frames: nothing');
+  // Bytes >= 0x80 (a UTF-8 key, the f64) must come through unchanged.
+  write(1, 'clé-€');
+  write(2, 'other');
+  const viaBytes = Buffer.from(w.take());
+  write(1, 'clé-€');
+  write(2, 'other');
+  const text = w.takeLatin1();
+  assert.equal(text.length, viaBytes.length);
+  assert.deepEqual(Buffer.from(text, 'latin1'), viaBytes);
+  assert.equal(w.byteLength, 0, 'takeLatin1() starts a new batch');
+  write(3, 'after');
+  assert.equal(readFeed(Buffer.from(w.takeLatin1(), 'latin1')).key, 'after');
+});
+
 test('WAL round trip: sealed frames written with one append recover byte for byte, after EVENT records of the old format', () => {
   const dir = mkdtempSync(join(tmpdir(), 'sf-push-wal-'));
   try {
