@@ -8,6 +8,7 @@
 import { monitorEventLoopDelay, performance, type EventLoopUtilization, type IntervalHistogram } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
 import { EVENT_LOOP_DELAY_RESOLUTION_MS } from '../limits';
+import { unaccountedBytes } from '../util/unaccounted';
 
 /** Structured-cloneable: travels from a worker to the front. */
 export interface ThreadStats {
@@ -46,7 +47,8 @@ export class ThreadSampler {
       heapUsedBytes: heap.used_heap_size,
       heapTotalBytes: heap.total_heap_size,
       heapLimitBytes: heap.heap_size_limit,
-      externalBytes: (heap as { external_memory?: number }).external_memory ?? 0,
+      // With the shard's arrays on SharedArrayBuffers, which V8 leaves out of its figure (util/unaccounted.ts).
+      externalBytes: ((heap as { external_memory?: number }).external_memory ?? 0) + unaccountedBytes(),
       utilization: Number.isFinite(elu.utilization) ? elu.utilization : 0,
       lag,
     };

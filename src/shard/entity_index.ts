@@ -37,6 +37,7 @@ import { ENTITY_INDEX_LOAD_MAX, ENTITY_KEY_ARENA_BYTES_MIN, ENTITY_KEY_ARENA_DEA
 import { hashBytes32 } from '../ops/sketch/hash';
 import { strOf, TAG_STR_ASCII, TAG_STR_UTF16, TAG_STR_UTF8, wellFormed } from '../wal/push_record';
 import { TL, tlNow, tlSpan } from '../timeline';
+import { unaccountedInt32 } from '../util/unaccounted';
 
 export { ENTITY_SLOTS_MIN };
 
@@ -125,7 +126,7 @@ export class EntityIndex {
   #dead = 0;
 
   /** Per entry [hash, slot + 1, arena offset]; slot + 1 = 0: empty. */
-  #tab = new Int32Array(ENTITY_SLOTS_MIN * ENTRY);
+  #tab: Int32Array = new Int32Array(ENTITY_SLOTS_MIN * ENTRY);
   #mask = ENTITY_SLOTS_MIN - 1;
   #count = 0;
 
@@ -403,7 +404,8 @@ export class EntityIndex {
   #resize(entries: number): void {
     const t0 = tlNow();
     const tab = this.#tab;
-    const next = new Int32Array(ENTRY * entries);
+    // Not charged to the isolate's external memory: a resize must not start a mark-compact (util/unaccounted.ts).
+    const next = unaccountedInt32(ENTRY * entries);
     const mask = entries - 1;
     for (let i = 0; i < tab.length; i += ENTRY) {
       if (tab[i + 1] === 0) continue;

@@ -33,6 +33,7 @@ import { INTERN_LOAD_MAX, INTERN_RECENT_STRINGS, INTERN_SLOTS_MIN } from '../lim
 import { fmix32 } from '../ops/sketch/hash';
 import { grown } from './entity_index';
 import { TL, tlNow, tlSpan } from '../timeline';
+import { unaccountedInt32 } from '../util/unaccounted';
 
 export type Interned = string | boolean;
 
@@ -149,7 +150,7 @@ export class InternTable {
   /** keyWord per id: its slot is found (removal) without hashing the value again. */
   #keys = new Int32Array(INTERN_SLOTS_MIN);
   /** Slots of W words: [W i] keyWord, [W i + 1] id + 1 (0: empty), [W i + 2, W i + 3] the prefix. */
-  #slots = new Int32Array(W * INTERN_SLOTS_MIN);
+  #slots: Int32Array = new Int32Array(W * INTERN_SLOTS_MIN);
   #mask = INTERN_SLOTS_MIN - 1;
   #size = 0;
   #free: number[] = [];
@@ -299,7 +300,8 @@ export class InternTable {
   #rehash(slots: number): void {
     const t0 = tlNow();
     const old = this.#slots;
-    const s = (this.#slots = new Int32Array(W * slots));
+    // Not charged to the isolate's external memory: a rehash must not start a mark-compact (util/unaccounted.ts).
+    const s = (this.#slots = unaccountedInt32(W * slots));
     const mask = (this.#mask = slots - 1);
     for (let o = 0; o < old.length; o += W) {
       if (old[o + 1] === 0) continue;

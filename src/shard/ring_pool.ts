@@ -10,9 +10,14 @@
  * `u32` views the same bytes: ring cells that hold an interned id or an absent
  * value are NaN-boxed through it (writing a NaN through a Float64Array may
  * canonicalize its payload; writing the two words cannot).
+ *
+ * The blocks live on a SharedArrayBuffer (util/unaccounted.ts): V8 charges an
+ * ArrayBuffer against the isolate's old-generation limit, and each doubling of a
+ * pool of megabytes started a mark-compact of the shard.
  */
 import { strict as assert } from 'node:assert';
 import { TL, tlNow, tlSpan } from '../timeline';
+import { unaccountedFloat64 } from '../util/unaccounted';
 
 /** Largest size class: 2^6 = 64 entries, the rings' RING_ENTRIES_MAX. */
 export const RING_CLASS_MAX = 6;
@@ -35,7 +40,7 @@ export class BlockPool {
   #free: number[] = [];
 
   constructor(readonly blockDoubles: number, blocks = 0) {
-    this.data = new Float64Array(blocks * this.blockDoubles);
+    this.data = unaccountedFloat64(blocks * this.blockDoubles);
     this.u32 = new Uint32Array(this.data.buffer);
   }
 
@@ -56,7 +61,8 @@ export class BlockPool {
 
   #grow(blocks: number): void {
     const t0 = tlNow();
-    const d = new Float64Array(blocks * this.blockDoubles);
+    // Not charged to the isolate's external memory: a doubling must not start a mark-compact (util/unaccounted.ts).
+    const d = unaccountedFloat64(blocks * this.blockDoubles);
     d.set(this.data.subarray(0, this.used * this.blockDoubles));
     this.data = d;
     this.u32 = new Uint32Array(d.buffer);
@@ -75,7 +81,7 @@ export class BlockPool {
     assert(saved.bytes.length === saved.used * this.blockDoubles * 8, 'slab size does not match its block count');
     let blocks = POOL_BLOCKS_MIN;
     while (blocks < saved.used) blocks *= 2;
-    this.data = new Float64Array(blocks * this.blockDoubles);
+    this.data = unaccountedFloat64(blocks * this.blockDoubles);
     this.u32 = new Uint32Array(this.data.buffer);
     new Uint8Array(this.data.buffer).set(saved.bytes);
     this.used = saved.used;

@@ -37,6 +37,7 @@ import type { ColdFiles } from './cold_files';
 import { exportPartition, importPartition } from './partition_io';
 import type { ThreadSampler } from '../admin/thread_stats';
 import { TL, tlNow, tlSpan } from '../timeline';
+import { unaccountedBytes } from '../util/unaccounted';
 
 
 export interface ShardDeps {
@@ -455,7 +456,8 @@ export class Shard {
 
 function measureMemory(): number {
   const h = getHeapStatistics();
-  return h.used_heap_size + h.external_memory;
+  // The shard's pools and hash tables on SharedArrayBuffers are not in V8's external figure.
+  return h.used_heap_size + h.external_memory + unaccountedBytes();
 }
 
 function errorPayload(err: unknown): ErrorPayload {
