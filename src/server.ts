@@ -9,7 +9,7 @@
  *                                      dedupe: front/dedupe.ts), get, batch_get, ping
  *                  front/control.ts    register/install/reset, snapshot, drain,
  *                                      shard recovery (coordinator via protocol/coordinator_calls.ts)
- *                  front/push_text.ts  common push bodies read from their text straight
+ *                  front/push_text.ts  common push bodies read from their bytes straight
  *                                      into PUSH records (others: JSON.parse, as above)
  *                  front/routing.ts    key -> shard, one binary PUSH record per shard
  *                  front/channel.ts    one batch per shard per turn, sent on the shard's

@@ -8,7 +8,7 @@
  *
  *   push: shape -> event plan -> validate -> chains/keys (once) -> dedupe -> LSN + time
  *         -> one PUSH record per owning shard (at least one) -> ack when all logged
- *         (pushText: the same for a common body, read from its text without JSON.parse)
+ *         (pushBytes: the same for a common body, read from its bytes without JSON.parse)
  *   get:  shape -> table -> features (to indexes) -> key -> enqueue on the owning shard
  */
 import type Piscina from 'piscina';
@@ -67,8 +67,8 @@ export class Front implements PushDone, ControlHost {
   #flushScheduled = false;
   /** Scratch of push routing and record writing, reused by every push. */
   readonly #route = new PushRoute();
-  /** Reads common push bodies without JSON.parse (push_text.ts). */
-  readonly #text = new PushText();
+  /** Reads common push bodies from their bytes, without JSON.parse (push_text.ts). */
+  readonly #reader = new PushText();
   /** Contexts of answered pushes, reused (push.ts PushCtxPool). */
   readonly #ctxPool = new PushCtxPool(this);
   readonly #flushAll = (): void => {
@@ -252,20 +252,20 @@ export class Front implements PushDone, ControlHost {
   }
 
   /**
-   * A push read straight from its text (push_text.ts) when the reader takes it:
-   * true once it is accepted (answered when its shards have logged it). false:
-   * nothing was done, and the body goes the JSON.parse way (requests.ts), which
-   * also answers every error. Not in cluster mode (the stream logs rows' text).
+   * A push read straight from its body's bytes b[start, end) (push_text.ts) when the
+   * reader takes it: true once it is accepted (answered when its shards have logged
+   * it). false: nothing was done, and the body goes the JSON.parse way (requests.ts),
+   * which also answers every error. Not in cluster mode (the stream logs the text).
    */
-  pushText(text: string, reply: Reply): boolean {
+  pushBytes(b: Uint8Array, start: number, end: number, reply: Reply): boolean {
     if (this.#cluster !== null) return false;
     const startMs = performance.now();
     const reg = this.#registry;
-    const reader = this.#text;
-    const ev = reader.parse(text, reg.events);
+    const reader = this.#reader;
+    const ev = reader.parse(b, start, end, reg.events);
     if (ev === null) return false;
     const n = this.channels.length;
-    const keyed = reader.route(ev, text, n);
+    const keyed = reader.route(ev, b, n);
     if (keyed < 0) return false;
     const t = this.#stamp(Date.now());
     const lsn = this.#nextLsn++;
@@ -274,7 +274,7 @@ export class Front implements PushDone, ControlHost {
     for (let s = 0; s < n; s++) {
       if ((mask & (1 << s)) === 0) continue;
       const ch = this.channels[s];
-      reader.write(ch.pushWriter, s, ev, text, lsn, t, reg.version);
+      reader.write(ch.pushWriter, s, ev, b, lsn, t, reg.version);
       ch.enqueuePush(ctx);
     }
     this.schedule();

@@ -9,7 +9,8 @@
  * Every push passes through here, so a request allocates little: each exact
  * route is registered with uWS for its method (no URL or method string read, no
  * route lookup in JS), headers are read only when the route or auth needs them,
- * the body is decoded straight from uWS's buffer, the ack is written as bytes
+ * a push body is read from uWS's buffer without being decoded (push_text.ts; other
+ * bodies are decoded straight from that buffer), the ack is written as bytes
  * (push.ts ackBytes), and every response is written by one shared cork callback.
  * Anything else (404, 405, `/push/{event}`, a trailing slash) goes through the
  * catch-all route and resolveRoute.
@@ -18,7 +19,7 @@ import uWS from 'uWebSockets.js';
 import { HTTP_BODY_BYTES_MAX } from '../limits';
 import type { Front } from './front';
 import { ackBytes } from './push';
-import { bodyTooLarge, HttpReply, refusedByAuth, resolveRoute, ROUTES, runRoute, statusLine, type Header, type Route } from './http_routes';
+import { bodyTooLarge, HttpReply, refusedByAuth, resolveRoute, ROUTES, runPushBytes, runRoute, statusLine, type Header, type Route } from './http_routes';
 
 /**
  * UTF-8 as Buffer#toString decodes it (invalid bytes become U+FFFD), but straight
@@ -122,9 +123,12 @@ class UwsReply extends HttpReply {
     // common case) is decoded straight from it; earlier chunks are copied.
     if (!isLast) { (this.#chunks ??= []).push(Buffer.from(ab.slice(0))); return; }
     const chunks = this.#chunks;
+    const route = this.#route!;
+    // A push in one chunk is read from its bytes when it can be (no body string at all).
+    if (chunks === null && route.pushBytes === true && runPushBytes(this.front, new Uint8Array(ab), this)) return;
     const body = chunks === null ? UTF8.decode(ab) : Buffer.concat([...chunks, Buffer.from(ab)]).toString('utf8');
     this.#chunks = null;
-    runRoute(this.front, this.#route!, body, this, this.#contentType);
+    runRoute(this.front, route, body, this, this.#contentType);
   }
 }
 

@@ -10,7 +10,7 @@ import type { Metrics } from '../admin/metrics';
 import type { Front } from './front';
 import { isValidName } from '../registry/model';
 import { TRANSPORT_HTTP, type Reply } from './reply';
-import { handlePushTo, handleRequest, type RequestKind } from './requests';
+import { handlePushBytes, handlePushTo, handleRequest, type RequestKind } from './requests';
 import { ackBody } from './push';
 
 const STATUS_TEXT: Record<number, string> = {
@@ -74,6 +74,8 @@ export interface Route {
   readonly barrier?: boolean;
   /** The route reads the Content-Type header (the uWS engine fetches it only then). */
   readonly readsContentType?: boolean;
+  /** POST /push: an engine holding the body's bytes tries runPushBytes before decoding them. */
+  readonly pushBytes?: boolean;
   run(front: Front, body: string, reply: HttpReply, contentType: string): void;
 }
 
@@ -88,7 +90,7 @@ function requestRoute(kind: RequestKind, barrier = false): Route {
  * (http.ts), so that a request to one is not routed by its URL string in JS.
  */
 export const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
-  ['/push', requestRoute('push')],
+  ['/push', { ...requestRoute('push'), pushBytes: true }],
   ['/get', requestRoute('get')],
   ['/batch_get', requestRoute('batch_get')],
   ['/ping', requestRoute('ping')],
@@ -172,6 +174,17 @@ export function refusedByAuth(front: Front, reply: HttpReply, authorization: str
 export function runRoute(front: Front, route: Route, body: string, reply: HttpReply, contentType: string): void {
   if (route.readsBody) front.metrics.httpRequestsTotal++;
   route.run(front, body, reply, contentType);
+}
+
+/**
+ * A pushBytes route's body still as bytes: true when it was read straight from
+ * them (requests.ts handlePushBytes) and counted as runRoute counts; false: decode
+ * it and runRoute.
+ */
+export function runPushBytes(front: Front, b: Uint8Array, reply: HttpReply): boolean {
+  if (!handlePushBytes(front, b, 0, b.length, reply)) return false;
+  front.metrics.httpRequestsTotal++;
+  return true;
 }
 
 /** A body over HTTP_BODY_BYTES_MAX (declared, or counted while it streams): answer and close. */

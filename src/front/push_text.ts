@@ -1,22 +1,23 @@
 /**
- * The push envelope read straight from its text into PUSH records, for the common
+ * The push envelope read straight from its bytes into PUSH records, for the common
  * body: `{"event":"E","data":{"f":v,...}}` (or `"body"`), flat, strings ASCII
- * without escapes, numbers, true/false/null. One pass over the text checks the JSON
- * grammar, the envelope, the fields and their types and finds each value's place
- * in the text; the record's values are written from there (wal/push_record.ts
- * feedAscii / valueAscii). No JSON.parse, so no object, no key internalizing (V8's
+ * without escapes, numbers, true/false/null. One pass over the body's bytes (as
+ * received: a TCP frame's payload, uWS's body buffer) checks the JSON grammar, the
+ * envelope, the fields and their types and finds each value's place; the record's
+ * values are copied from there (wal/push_record.ts feedAscii / valueAscii). No text
+ * decoding, no JSON.parse, so no body string, no object, no key internalizing (V8's
  * string table lookups were ~4% of the front thread), no row, no key string.
  *
  * Only for events whose rows are their bodies as pushed (EventText.of: no chain,
  * filter, datetime, bytes, validator predicate or dedupe field; one-field keys).
  * Anything this reader does not take (an escape, a non-ASCII character, another
- * shape, a bad value of any kind) makes parse() answer null and the caller runs the
- * JSON.parse path from the start, so every error keeps its code, message and path;
+ * shape, a bad value of any kind) makes parse() answer null and the caller decodes
+ * the body and runs the JSON.parse path from the start, so every error keeps its code, message and path;
  * what this reader does take is a body that path accepts, written into the same
- * record bytes (test/unit/push_text.test.ts checks both on generated bodies).
+ * record bytes (test/unit/front/push_text.test.ts checks both on generated bodies).
  */
 import type { EventPlan } from '../registry/compile';
-import { hashKeyText } from '../registry/key';
+import { hashKey, hashKeyAscii } from '../registry/key';
 import type { PushFrameWriter } from '../wal/push_record';
 import { KEY_BYTES_MAX, STRING_VALUE_BYTES_MAX } from '../limits';
 
@@ -107,7 +108,7 @@ export class EventText {
  * and written in one synchronous step, so the scratch below is reused by every push).
  */
 export class PushText {
-  /** The event of the last parse() that found one, and its text form (null: not eligible). */
+  /** The event of the last parse() that found one, and its reader's form (null: not eligible). */
   #lastEvents: ReadonlyMap<string, EventPlan> | null = null;
   #lastPlan: EventPlan | null = null;
   #last: EventText | null = null;
@@ -122,47 +123,48 @@ export class PushText {
   readonly #keys: Array<string | null> = [];
 
   /**
-   * Reads a push body. Returns the event it is for, with every field read and
-   * checked, or null: then nothing happened, and the JSON.parse path must read it.
+   * Reads a push body, the bytes b[start, end). Returns the event it is for, with
+   * every field read and checked, or null: then nothing happened, and the JSON.parse
+   * path must read it.
    */
-  parse(text: string, events: ReadonlyMap<string, EventPlan>): EventText | null {
-    const n = text.length;
-    let i = ws(text, 0);
-    if (text.charCodeAt(i) !== OPEN) return null;
-    i = ws(text, i + 1);
+  parse(b: Uint8Array, start: number, end: number, events: ReadonlyMap<string, EventPlan>): EventText | null {
+    let i = ws(b, start, end);
+    if (at(b, i, end) !== OPEN) return null;
+    i = ws(b, i + 1, end);
     // "event": the first key.
-    if (!isWord(text, i, '"event"')) return null;
-    i = ws(text, i + 7);
-    if (text.charCodeAt(i) !== COLON) return null;
-    i = ws(text, i + 1);
-    if (text.charCodeAt(i) !== QUOTE) return null;
+    if (!isWord(b, i, end, '"event"')) return null;
+    i = ws(b, i + 7, end);
+    if (at(b, i, end) !== COLON) return null;
+    i = ws(b, i + 1, end);
+    if (at(b, i, end) !== QUOTE) return null;
     const nameFrom = i + 1;
-    const nameTo = asciiEnd(text, nameFrom);
+    const nameTo = asciiEnd(b, nameFrom, end);
     if (nameTo < 0) return null;
-    const ev = this.#event(text, nameFrom, nameTo, events);
+    const ev = this.#event(b, nameFrom, nameTo, events);
     if (ev === null) return null;
-    i = ws(text, nameTo + 1);
-    if (text.charCodeAt(i) !== COMMA) return null;
-    i = ws(text, i + 1);
+    i = ws(b, nameTo + 1, end);
+    if (at(b, i, end) !== COMMA) return null;
+    i = ws(b, i + 1, end);
     // "data" (or its alias "body"), the second and last key.
-    if (!isWord(text, i, '"data"') && !isWord(text, i, '"body"')) return null;
-    i = ws(text, i + 6);
-    if (text.charCodeAt(i) !== COLON) return null;
-    i = ws(text, i + 1);
-    if (text.charCodeAt(i) !== OPEN) return null;
-    i = this.#fields(text, ws(text, i + 1), ev);
+    if (!isWord(b, i, end, '"data"') && !isWord(b, i, end, '"body"')) return null;
+    i = ws(b, i + 6, end);
+    if (at(b, i, end) !== COLON) return null;
+    i = ws(b, i + 1, end);
+    if (at(b, i, end) !== OPEN) return null;
+    i = this.#fields(b, ws(b, i + 1, end), end, ev);
     if (i < 0) return null;
-    i = ws(text, i);
-    if (text.charCodeAt(i) !== CLOSE) return null;
-    if (ws(text, i + 1) !== n) return null;
+    i = ws(b, i, end);
+    if (at(b, i, end) !== CLOSE) return null;
+    if (ws(b, i + 1, end) !== end) return null;
     return this.#check(ev) ? ev : null;
   }
 
   /**
    * The shards of the last parse()'s feeds (a mask, bit s: shard s of `shards`; 0 when no
    * feed has a key), or -1 when a key is over KEY_BYTES_MAX (the JSON.parse path answers it).
+   * `b` is the body parse() read.
    */
-  route(ev: EventText, text: string, shards: number): number {
+  route(ev: EventText, b: Uint8Array, shards: number): number {
     const feeds = ev.feeds;
     const shard = this.#shard.length >= feeds.length ? this.#shard : (this.#shard = new Int32Array(feeds.length));
     const keys = this.#keys; // entries past feeds.length are stale and never read
@@ -178,12 +180,12 @@ export class PushText {
         const from = this.#from[f];
         const to = this.#to[f];
         if (to - from > KEY_BYTES_MAX) return -1;
-        if (shards > 1) s = hashKeyText(text, from, to) % shards;
+        if (shards > 1) s = hashKeyAscii(b, from, to) % shards;
       } else {
         // A number or a boolean key: its canonical string (registry/key.ts part()).
         const key = k === NUM ? String(this.#num[f]) : k === TRUE ? 'true' : 'false';
         keys[i] = key;
-        if (shards > 1) s = hashKeyText(key, 0, key.length) % shards;
+        if (shards > 1) s = hashKey(key) % shards;
       }
       shard[i] = s;
       mask |= 1 << s;
@@ -192,7 +194,7 @@ export class PushText {
   }
 
   /** Writes the PUSH record of shard `s` for the last route() (as front/routing.ts PushRoute.write does). */
-  write(w: PushFrameWriter, s: number, ev: EventText, text: string, lsn: number, t: number, version: number): void {
+  write(w: PushFrameWriter, s: number, ev: EventText, b: Uint8Array, lsn: number, t: number, version: number): void {
     w.begin(lsn, t, version, ev.plan.index, null);
     const feeds = ev.feeds;
     const kind = this.#kind;
@@ -200,13 +202,13 @@ export class PushText {
       if (this.#shard[i] !== s) continue;
       const feed = feeds[i];
       const key = this.#keys[i];
-      if (key === null) w.feedAscii(feed.table, text, this.#from[feed.keyField], this.#to[feed.keyField]);
+      if (key === null) w.feedAscii(feed.table, b, this.#from[feed.keyField], this.#to[feed.keyField]);
       else w.feed(feed.table, key);
       const cols = feed.columns;
       for (let c = 0; c < cols.length; c++) {
         const f = cols[c];
         const k = f < 0 ? ABSENT : kind[f];
-        if (k === STR) w.valueAscii(text, this.#from[f], this.#to[f]);
+        if (k === STR) w.valueAscii(b, this.#from[f], this.#to[f]);
         else if (k === NUM) w.value(this.#num[f]);
         else w.value(k === ABSENT ? undefined : k === NULL ? null : k === TRUE);
       }
@@ -214,11 +216,11 @@ export class PushText {
     w.end();
   }
 
-  #event(text: string, from: number, to: number, events: ReadonlyMap<string, EventPlan>): EventText | null {
+  #event(b: Uint8Array, from: number, to: number, events: ReadonlyMap<string, EventPlan>): EventText | null {
     const last = this.#lastPlan;
     // The same name as the last push, under the same registry: no string, no map lookup.
-    if (last !== null && events === this.#lastEvents && sameText(last.name, text, from, to)) return this.#last;
-    const plan = events.get(text.slice(from, to));
+    if (last !== null && events === this.#lastEvents && sameText(last.name, b, from, to)) return this.#last;
+    const plan = events.get(asciiString(b, from, to));
     if (plan === undefined) return null;
     let ev = this.#forms.get(plan);
     if (ev === undefined) {
@@ -239,51 +241,51 @@ export class PushText {
   }
 
   /** Reads the data object's members from `i` (after its '{'); returns the offset after its '}', or -1. */
-  #fields(text: string, i: number, ev: EventText): number {
+  #fields(b: Uint8Array, i: number, end: number, ev: EventText): number {
     const names = ev.names;
     const kind = this.#kind;
     kind.fill(ABSENT, 0, names.length);
-    if (text.charCodeAt(i) === CLOSE) return i + 1;
+    if (at(b, i, end) === CLOSE) return i + 1;
     let next = 0;
     for (;;) {
-      if (text.charCodeAt(i) !== QUOTE) return -1;
-      const keyTo = asciiEnd(text, i + 1);
+      if (at(b, i, end) !== QUOTE) return -1;
+      const keyTo = asciiEnd(b, i + 1, end);
       if (keyTo < 0) return -1;
       // Bodies list fields in declared order: try the next one first.
-      const f = next < names.length && sameText(names[next], text, i + 1, keyTo) ? next : fieldOf(names, text, i + 1, keyTo);
+      const f = next < names.length && sameText(names[next], b, i + 1, keyTo) ? next : fieldOf(names, b, i + 1, keyTo);
       if (f < 0 || kind[f] !== ABSENT) return -1; // undeclared or repeated: JSON.parse's path says which
       next = f + 1;
-      i = ws(text, keyTo + 1);
-      if (text.charCodeAt(i) !== COLON) return -1;
-      i = ws(text, i + 1);
-      const c = text.charCodeAt(i);
+      i = ws(b, keyTo + 1, end);
+      if (at(b, i, end) !== COLON) return -1;
+      i = ws(b, i + 1, end);
+      const c = at(b, i, end);
       if (c === QUOTE) {
-        const to = asciiEnd(text, i + 1);
+        const to = asciiEnd(b, i + 1, end);
         if (to < 0) return -1;
         kind[f] = STR;
         this.#from[f] = i + 1;
         this.#to[f] = to;
         i = to + 1;
       } else if (c === MINUS || (c >= ZERO && c <= NINE)) {
-        i = this.#number(text, i, f);
+        i = this.#number(b, i, end, f);
         if (i < 0) return -1;
-      } else if (isWord(text, i, 'true')) {
+      } else if (isWord(b, i, end, 'true')) {
         kind[f] = TRUE;
         i += 4;
-      } else if (isWord(text, i, 'false')) {
+      } else if (isWord(b, i, end, 'false')) {
         kind[f] = FALSE;
         i += 5;
-      } else if (isWord(text, i, 'null')) {
+      } else if (isWord(b, i, end, 'null')) {
         kind[f] = NULL;
         i += 4;
       } else {
         return -1;
       }
-      i = ws(text, i);
-      const d = text.charCodeAt(i);
+      i = ws(b, i, end);
+      const d = at(b, i, end);
       if (d === CLOSE) return i + 1;
       if (d !== COMMA) return -1;
-      i = ws(text, i + 1);
+      i = ws(b, i + 1, end);
     }
   }
 
@@ -294,33 +296,33 @@ export class PushText {
    * 10^k is one correctly rounded division of two exact doubles; anything longer,
    * or with an exponent, goes through Number(), which rounds as JSON.parse does.
    */
-  #number(text: string, i: number, f: number): number {
+  #number(b: Uint8Array, i: number, end: number, f: number): number {
     const start = i;
     let neg = false;
-    if (text.charCodeAt(i) === MINUS) { neg = true; i++; }
-    let c = text.charCodeAt(i);
+    if (at(b, i, end) === MINUS) { neg = true; i++; }
+    let c = at(b, i, end);
     let m = 0;
     let digits = 0;
     if (c === ZERO) {
       i++;
     } else if (c > ZERO && c <= NINE) {
-      while (c >= ZERO && c <= NINE) { m = m * 10 + (c - ZERO); digits++; c = text.charCodeAt(++i); }
+      while (c >= ZERO && c <= NINE) { m = m * 10 + (c - ZERO); digits++; c = at(b, ++i, end); }
     } else {
       return -1;
     }
     let scale = 0;
-    if (text.charCodeAt(i) === DOT) {
-      c = text.charCodeAt(++i);
+    if (at(b, i, end) === DOT) {
+      c = at(b, ++i, end);
       if (!(c >= ZERO && c <= NINE)) return -1;
-      while (c >= ZERO && c <= NINE) { m = m * 10 + (c - ZERO); digits++; scale++; c = text.charCodeAt(++i); }
+      while (c >= ZERO && c <= NINE) { m = m * 10 + (c - ZERO); digits++; scale++; c = at(b, ++i, end); }
     }
     let exact = digits <= EXACT_DIGITS_MAX && scale < POW10.length;
-    c = text.charCodeAt(i);
+    c = at(b, i, end);
     if (c === 0x65 || c === 0x45) { // e, E
-      c = text.charCodeAt(++i);
-      if (c === PLUS || c === MINUS) c = text.charCodeAt(++i);
+      c = at(b, ++i, end);
+      if (c === PLUS || c === MINUS) c = at(b, ++i, end);
       if (!(c >= ZERO && c <= NINE)) return -1;
-      while (c >= ZERO && c <= NINE) c = text.charCodeAt(++i);
+      while (c >= ZERO && c <= NINE) c = at(b, ++i, end);
       exact = false;
     }
     let v: number;
@@ -328,7 +330,7 @@ export class PushText {
       v = scale === 0 ? m : m / POW10[scale];
       if (neg) v = -v;
     } else {
-      v = Number(text.slice(start, i));
+      v = Number(asciiString(b, start, i));
     }
     this.#kind[f] = NUM;
     this.#num[f] = v;
@@ -368,10 +370,15 @@ export class PushText {
   }
 }
 
+/** b[i], or -1 at or past `end` (the body's end: a TCP frame's payload is followed by other frames' bytes). */
+function at(b: Uint8Array, i: number, end: number): number {
+  return i < end ? b[i] : -1;
+}
+
 /** The offset after JSON whitespace from `i`. */
-function ws(text: string, i: number): number {
+function ws(b: Uint8Array, i: number, end: number): number {
   for (;;) {
-    const c = text.charCodeAt(i);
+    const c = at(b, i, end);
     if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return i;
     i++;
   }
@@ -379,31 +386,38 @@ function ws(text: string, i: number): number {
 
 /**
  * The offset of the quote closing a string whose contents start at `i`, or -1 when
- * a unit before it is not printable ASCII (a control character, an escape, beyond
- * 0x7f) or there is no closing quote.
+ * a byte before it is not printable ASCII (a control character, an escape, a byte of
+ * a multi-byte UTF-8 character) or there is no closing quote before `end`.
  */
-function asciiEnd(text: string, i: number): number {
-  for (;;) {
-    const c = text.charCodeAt(i); // NaN past the end: not in range
+function asciiEnd(b: Uint8Array, i: number, end: number): number {
+  for (; i < end; i++) {
+    const c = b[i];
     if (c === QUOTE) return i;
-    if (!(c >= 0x20 && c < 0x80) || c === BACKSLASH) return -1;
-    i++;
+    if (c < 0x20 || c >= 0x80 || c === BACKSLASH) return -1;
   }
+  return -1;
 }
 
-/** text at `i` starts with `w`. */
-function isWord(text: string, i: number, w: string): boolean {
-  if (i + w.length > text.length) return false;
-  for (let j = 0; j < w.length; j++) if (text.charCodeAt(i + j) !== w.charCodeAt(j)) return false;
+/** b[i, end) starts with the ASCII string `w`. */
+function isWord(b: Uint8Array, i: number, end: number, w: string): boolean {
+  if (i + w.length > end) return false;
+  for (let j = 0; j < w.length; j++) if (b[i + j] !== w.charCodeAt(j)) return false;
   return true;
 }
 
-/** s equals text[from, to). */
-function sameText(s: string, text: string, from: number, to: number): boolean {
-  return s.length === to - from && isWord(text, from, s);
+/** s equals the ASCII bytes b[from, to). */
+function sameText(s: string, b: Uint8Array, from: number, to: number): boolean {
+  return s.length === to - from && isWord(b, from, to, s);
 }
 
-function fieldOf(names: readonly string[], text: string, from: number, to: number): number {
-  for (let f = 0; f < names.length; f++) if (sameText(names[f], text, from, to)) return f;
+function fieldOf(names: readonly string[], b: Uint8Array, from: number, to: number): number {
+  for (let f = 0; f < names.length; f++) if (sameText(names[f], b, from, to)) return f;
   return -1;
+}
+
+/** The string of the ASCII bytes b[from, to) (an event name not seen last, a number Number() reads). */
+function asciiString(b: Uint8Array, from: number, to: number): string {
+  let s = '';
+  for (let i = from; i < to; i++) s += String.fromCharCode(b[i]);
+  return s;
 }

@@ -1,8 +1,9 @@
 /**
  * The request adapter of both transports: an HTTP route (http_routes.ts, for the
  * uWS and node:net engines) and a TCP frame (tcp.ts) hand a request kind, the body
- * text and a Reply here. JSON parsing (depth check first), the get-family envelope
- * rule and the internal_error catch live here once; the request logic is Front's.
+ * text and a Reply here (a push body first as its bytes: handlePushBytes). JSON
+ * parsing (depth check first), the get-family envelope rule and the internal_error
+ * catch live here once; the request logic is Front's.
  * Error metrics are counted where an error reply is written (the Reply
  * implementations), not here.
  */
@@ -79,8 +80,6 @@ export function handleRequest(front: Front, kind: RequestKind, text: string, rep
       if (!tooDeep(front, text, kind, reply)) front.control.register(text, reply);
       return;
     }
-    // Most pushes are read straight from their text; what that reader does not take goes on here.
-    if (kind === 'push' && front.pushText(text, reply)) return;
     const body = parseBody(front, text, kind, reply);
     if (body === undefined) return;
     if (kind === 'push') front.push(body, text, reply);
@@ -88,6 +87,21 @@ export function handleRequest(front: Front, kind: RequestKind, text: string, rep
     else front.batchGet(body, reply);
   } catch (err) {
     internalError(front, reply, err);
+  }
+}
+
+/**
+ * A push body as received, b[start, end): read straight from its bytes when the
+ * reader takes it (front/push_text.ts); true then, or when it threw (answered
+ * internal_error). false: not handled, and the caller decodes the body and goes on
+ * with handleRequest(front, 'push', text, reply), which answers every error.
+ */
+export function handlePushBytes(front: Front, b: Uint8Array, start: number, end: number, reply: Reply): boolean {
+  try {
+    return front.pushBytes(b, start, end, reply);
+  } catch (err) {
+    internalError(front, reply, err);
+    return true;
   }
 }
 

@@ -15,7 +15,7 @@ import {
 } from '../protocol/frame';
 import type { Front } from './front';
 import { TRANSPORT_TCP, type Reply } from './reply';
-import { handleRequest, type RequestKind } from './requests';
+import { handlePushBytes, handleRequest, type RequestKind } from './requests';
 import { ackBytes } from './push';
 
 /** Buffer#utf8Slice: what toString('utf8', start, end) calls after checking its arguments (@types/node lacks it). */
@@ -244,6 +244,7 @@ class TcpConn {
     // Reset and register hold the frames behind them until answered (#barrier); one
     // answered at once (a parse error, reset off) is released by the drain it triggers.
     if (kind === 'reset' || kind === 'register') this.#barrier = slot;
+    if (kind === 'push' && handlePushBytes(front, buf, start, end, slot)) return;
     handleRequest(front, kind, kind === 'ping' || kind === 'reset' ? '' : (buf as unknown as Utf8Slice).utf8Slice(start, end), slot);
   }
 

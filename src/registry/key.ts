@@ -94,17 +94,22 @@ export function parseWireKey(key: unknown, keyFields: readonly string[], keyType
 
 /** FNV-1a over UTF-16 code units: stable across threads and restarts. */
 export function hashKey(s: string): number {
-  return hashKeyText(s, 0, s.length);
+  let h = FNV_OFFSET;
+  for (let i = 0; i < s.length; i++) h = fnvStep(h, s.charCodeAt(i));
+  return h >>> 0;
 }
 
-/** hashKey(text.slice(from, to)), without the string. */
-export function hashKeyText(text: string, from: number, to: number): number {
-  let h = 0x811c9dc5;
-  for (let i = from; i < to; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
+/** hashKey of the string of the ASCII bytes b[from, to) (one byte per code unit), without the string. */
+export function hashKeyAscii(b: Uint8Array, from: number, to: number): number {
+  let h = FNV_OFFSET;
+  for (let i = from; i < to; i++) h = fnvStep(h, b[i]);
   return h >>> 0;
+}
+
+const FNV_OFFSET = 0x811c9dc5;
+
+function fnvStep(h: number, unit: number): number {
+  return Math.imul(h ^ unit, 0x01000193);
 }
 
 export function shardOf(canonicalKey: string, shardCount: number): number {

@@ -160,13 +160,13 @@ export class PushFrameWriter {
   }
 
   /**
-   * feed() with the key text[from, to), which the caller knows to be ASCII (every
-   * unit < 0x80): the same bytes as feed(tableIndex, text.slice(from, to)) without
-   * the string (front/push_text.ts writes straight from the request body).
+   * feed() with the key of the ASCII bytes b[from, to) (every byte < 0x80, as the
+   * caller checked): the same bytes as feed() of their string, without the string
+   * (front/push_text.ts writes straight from the request body).
    */
-  feedAscii(tableIndex: number, text: string, from: number, to: number): void {
+  feedAscii(tableIndex: number, b: Uint8Array, from: number, to: number): void {
     this.#openFeed(tableIndex);
-    this.#ascii(text, from, to);
+    this.#ascii(b, from, to);
     this.#keyWritten();
   }
 
@@ -210,20 +210,21 @@ export class PushFrameWriter {
     this.pos = at + 1;
   }
 
-  /** value() of the string text[from, to), known to be ASCII: the same bytes, without the string. */
-  valueAscii(text: string, from: number, to: number): void {
+  /** value() of the string of the ASCII bytes b[from, to): the same bytes, without the string. */
+  valueAscii(b: Uint8Array, from: number, to: number): void {
     this.#values++;
-    this.#ascii(text, from, to);
+    this.#ascii(b, from, to);
   }
 
-  #ascii(text: string, from: number, to: number): void {
+  #ascii(src: Uint8Array, from: number, to: number): void {
     const n = to - from;
     this.#ensure(5 + n);
     const b = this.buf;
     const at = this.pos;
     b[at] = TAG_STR_ASCII;
     this.#dv.setUint32(at + 1, n, true);
-    for (let i = 0; i < n; i++) b[at + 5 + i] = text.charCodeAt(from + i);
+    if (n <= ASCII_LOOP_UNITS_MAX) for (let i = 0; i < n; i++) b[at + 5 + i] = src[from + i];
+    else b.set(src.subarray(from, to), at + 5);
     this.pos = at + 5 + n;
   }
 
