@@ -387,10 +387,13 @@ function ws(b: Uint8Array, i: number, end: number): number {
 /**
  * The offset of the quote closing a string whose contents start at `i`, or -1 when
  * a byte before it is not printable ASCII (a control character, an escape, a byte of
- * a multi-byte UTF-8 character) or there is no closing quote before `end`.
+ * a multi-byte UTF-8 character) or there is no closing quote before `end`, or none
+ * within STRING_VALUE_BYTES_MAX bytes (a longer value is refused: the JSON.parse path
+ * says so, and a 4 MiB string is not scanned twice).
  */
 function asciiEnd(b: Uint8Array, i: number, end: number): number {
-  for (; i < end; i++) {
+  const last = Math.min(end, i + STRING_VALUE_BYTES_MAX + 1);
+  for (; i < last; i++) {
     const c = b[i];
     if (c === QUOTE) return i;
     if (c < 0x20 || c >= 0x80 || c === BACKSLASH) return -1;
