@@ -16,7 +16,7 @@ import { PointOut, type PointAgg } from '../ops/point';
 import { jsonVal } from '../ops/values';
 import type { JsonValue, Value } from '../types';
 import { decodeCell, encodeCell, releaseCell } from './cells';
-import { grown } from './entity_index';
+import { grown, zeroRange } from './entity_index';
 import type { InternTable } from './intern';
 import type { SoloColumn } from './solo_column';
 
@@ -36,7 +36,7 @@ export class KeptColumn implements SoloColumn {
   }
 
   create(slot: number): void {
-    this.data.fill(0, slot * this.width, (slot + 1) * this.width);
+    zeroRange(this.data, slot * this.width, (slot + 1) * this.width);
   }
 
   clear(slot: number): void {

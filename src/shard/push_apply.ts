@@ -8,7 +8,7 @@
  * reaches an entity.
  */
 import { strict as assert } from 'node:assert';
-import type { CompiledRegistry } from '../registry/compile';
+import type { ColumnSetter, CompiledRegistry } from '../registry/compile';
 import type { Row } from '../types';
 import { PushRecordReader, TAG_F64 } from '../wal/push_record';
 import type { DedupeLog } from './dedupe_log';
@@ -64,8 +64,9 @@ export class PushApplier {
       const keyAt = rd.strAt;
       const keyLen = rd.strLen;
       const n = rd.u16();
-      const cols = reg.tableList[ti].columns;
-      assert(n === cols.length, 'a feed carries one value per column of its table');
+      const tp = reg.tableList[ti];
+      assert(n === tp.columns.length, 'a feed carries one value per column of its table');
+      const set = (tp.columnSetter ??= columnSetter(tp.columns));
       const row = this.#rows[ti];
       const ts = tables[ti];
       // A column whose values cells hold: an ASCII value is found by its bytes (no
@@ -83,9 +84,9 @@ export class PushApplier {
           it.refId(id);
           ids[j] = id;
           // The string only when something reads it from the row (TableColumns.rowReads): ring cells take the id.
-          row[cols[j]] = reads[j] === 1 ? it.lookedUp(id) : undefined;
-        } else if (buf[rd.p] === TAG_F64) row[cols[j]] = this.#f64(buf, rd.p + 1);
-        else row[cols[j]] = rd.value();
+          set(row, j, reads[j] === 1 ? it.lookedUp(id) : undefined);
+        } else if (buf[rd.p] === TAG_F64) set(row, j, this.#f64(buf, rd.p + 1));
+        else set(row, j, rd.value());
       }
       try {
         state.applyFeedBytes(ts, buf, keyAt, keyLen, keyTag, row, t, lsn);
@@ -142,4 +143,15 @@ export class PushApplier {
       return row;
     });
   }
+}
+
+/**
+ * One generated function per table: a property store per column with the name
+ * inlined (V8 caches each one), where `row[columns[j]]` was one keyed store site
+ * for every column of every table, i.e. megamorphic (front/routing.ts
+ * columnWriter is the front's counterpart).
+ */
+function columnSetter(columns: readonly string[]): ColumnSetter {
+  const cases = columns.map((c, j) => `case ${j}: r[${JSON.stringify(c)}] = v; return;`).join('\n');
+  return new Function('r', 'j', 'v', `switch (j) {\n${cases}\n}`) as ColumnSetter;
 }

@@ -19,7 +19,7 @@
 import type { FixedOp } from '../ops/fixed';
 import type { OpFactory, OpState } from '../ops/op';
 import type { JsonValue, Row, Value } from '../types';
-import { grown } from './entity_index';
+import { grown, zeroRange } from './entity_index';
 import type { InternTable } from './intern';
 import { BloomColumn, bloomPooled } from './bloom_column';
 import { KeptColumn } from './kept_column';
@@ -48,7 +48,7 @@ export class FixedColumn implements SoloColumn {
     this.data = new Float64Array(capacity * op.width);
   }
   create(slot: number): void {
-    this.data.fill(0, slot * this.width, (slot + 1) * this.width);
+    zeroRange(this.data, slot * this.width, (slot + 1) * this.width);
   }
   clear(slot: number): void {
     this.create(slot);

@@ -567,3 +567,33 @@ test('each push expires exactly the ring entries its window has left: their stri
     assert.equal(interned.size, live, `after push ${i} at ${ti}`);
   });
 });
+
+test('a slot reused from the free list starts with empty solo columns (slab rows, kept values) and empty rings', () => {
+  const reg: RegistryState = {
+    version: 1,
+    nodes: [
+      { kind: 'event', name: 'E', schema: { fields: { k: 'str', x: 'f64', c: 'str' }, optional_fields: [] } },
+      { kind: 'table', name: 'T', upstreams: ['E'], key: ['k'], agg: {
+        ew: { op: 'ewma', params: { field: 'x', half_life: '1h' } },
+        first: { op: 'first_seen' },
+        life: { op: 'sum', params: { field: 'x', window: 'forever' } },
+        lastc: { op: 'last_n', params: { field: 'c', n: 3 } },
+        lastx: { op: 'last', params: { field: 'x' } },
+        win: { op: 'sum', params: { field: 'x', window: '1h' } },
+      } },
+    ],
+  };
+  const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  s.install(reg);
+  const fresh = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  fresh.install(reg);
+  const cols = s.tableByName('T')!.cols;
+  const t = 9_000_000;
+  for (let i = 0; i < 5; i++) s.apply('E', { k: 'old', x: 100 + i, c: `c${i}` }, t + i, i + 1);
+  const slot = cols.index.slotOf('old');
+  assert.ok(cols.remove('old'));
+  s.apply('E', { k: 'new', x: 7, c: 'z' }, t + 10, 6);
+  assert.equal(cols.index.slotOf('new'), slot, 'the freed slot is reused');
+  fresh.apply('E', { k: 'new', x: 7, c: 'z' }, t + 10, 6);
+  assert.equal(s.read('T', 'new', null, t + 20), fresh.read('T', 'new', null, t + 20), 'nothing of the old entity shows');
+});

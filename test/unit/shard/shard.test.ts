@@ -454,3 +454,54 @@ test('PUSH records: string columns only ring cells read reach them by id alone (
   }
   assert.ok(entities >= 10, `${entities} entities compared`);
 });
+
+test('PUSH records: every column of a wide table reaches the row field its features read (the generated column setter), as the object path', () => {
+  // Seven columns of every kind a feed carries, read by ring members (numbers without
+  // an intern id, interned strings), slab rows, kept values and a where; a setter that
+  // confused two columns would answer differently from the object path.
+  const ev = { kind: 'event', name: 'W', schema: { fields: { k: 'str', a: 'f64', b: 'f64', c: 'str', d: 'i64', e: 'str', f: 'bool', g: 'f64' }, optional_fields: ['b', 'e'] } };
+  const wide = { kind: 'table', name: 'Wide', upstreams: ['W'], key: ['k'], agg: {
+    sa: { op: 'sum', params: { field: 'a', window: '10s' } },
+    mb: { op: 'max', params: { field: 'b', window: '10s' } },
+    nc: { op: 'n_unique', params: { field: 'c', window: '10s' } },
+    ld: { op: 'last', params: { field: 'd' } },
+    le: { op: 'last_n', params: { field: 'e', n: 2 } },
+    cf: { op: 'count', params: { where: 'f and g > 10', window: '10s' } },
+    eg: { op: 'ewma', params: { field: 'g', half_life: '5s' } },
+    sg: { op: 'sum', params: { field: 'g', window: '1h' } },
+  } };
+  const other = { kind: 'table', name: 'ByC', upstreams: ['W'], key: ['c'], agg: {
+    sg: { op: 'sum', params: { field: 'g', window: '10s' } },
+    ke: { op: 'top_k', params: { field: 'k', window: '10s', k: 2 } },
+  } };
+  const state: RegistryState = { version: 1, nodes: [ev, wide, other] as RegistryState['nodes'] };
+  const front = new FrontSim(state, 1);
+  const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  live.install(state);
+  const shard = new Shard({ init: { ...shardInit(0, 1, '', true), history: [state], current: state }, state: live, dedupe: new DedupeLog(), store: null, coldFiles: null, log, recovered: { lastLsn: 0, records: 0, ms: 0 }, sampler: new ThreadSampler('test') });
+  const naive = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  naive.install(state);
+  const r = prng(56);
+  for (let batch = 0; batch < 15; batch++) {
+    for (let i = 0; i < 40; i++) {
+      const t = T0 + batch * 1000 + i;
+      const w: Row = { k: `k${Math.floor(r() * 5)}`, a: Math.round(r() * 1000) / 10, c: `c${Math.floor(r() * 3)}`, d: Math.floor(r() * 50), f: r() < 0.5, g: Math.round(r() * 200) / 10 };
+      if (r() < 0.7) w.b = -Math.round(r() * 100);
+      if (r() < 0.7) w.e = `e${Math.floor(r() * 9)}`;
+      const { lsn, row } = front.push('W', w, t);
+      naive.apply('W', { ...row }, t, lsn);
+    }
+    for (const out of shard.runBatch(front.batch(0)).outs) assert.equal(out, null, 'every push applied');
+  }
+  const now = T0 + 15_500;
+  let entities = 0;
+  for (const table of ['Wide', 'ByC']) {
+    const keys = live.tableByName(table)!.cols.index.keyList().sort();
+    assert.deepEqual(keys, naive.tableByName(table)!.cols.index.keyList().sort(), `${table} keys`);
+    for (const key of keys) {
+      entities++;
+      assert.equal(live.read(table, key, null, now), naive.read(table, key, null, now), `${table} ${key}`);
+    }
+  }
+  assert.ok(entities >= 6, `${entities} entities compared`);
+});
