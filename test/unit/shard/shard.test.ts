@@ -399,6 +399,31 @@ test('with a store: a periodic snapshot streams to its file while batches apply;
   }
 });
 
+/** One shard of `state` fed by PUSH records (front, shard, its state `live`) and a state fed the same rows by the object path (`naive`). */
+function recordAndObjectPaths(state: RegistryState): { front: FrontSim; live: ShardState; shard: Shard; naive: ShardState } {
+  const front = new FrontSim(state, 1);
+  const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  live.install(state);
+  const shard = new Shard({ init: { ...shardInit(0, 1, '', true), history: [state], current: state }, state: live, dedupe: new DedupeLog(), store: null, coldFiles: null, log, recovered: { lastLsn: 0, records: 0, ms: 0 }, sampler: new ThreadSampler('test') });
+  const naive = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  naive.install(state);
+  return { front, live, shard, naive };
+}
+
+/** Asserts that both states hold the same keys of `tables` and read the same rows at `now`; returns the entities compared. */
+function assertSameRows(live: ShardState, naive: ShardState, tables: readonly string[], now: number): number {
+  let entities = 0;
+  for (const table of tables) {
+    const keys = live.tableByName(table)!.cols.index.keyList().sort();
+    assert.deepEqual(keys, naive.tableByName(table)!.cols.index.keyList().sort(), `${table} keys`);
+    for (const key of keys) {
+      entities++;
+      assert.equal(live.read(table, key, null, now), naive.read(table, key, null, now), `${table} ${key}`);
+    }
+  }
+  return entities;
+}
+
 test('PUSH records: string columns only ring cells read reach them by id alone (the row field is left undefined), and read as the object path; a where or a kept value still reads the string', () => {
   const ev = { kind: 'event', name: 'Pay', schema: { fields: { user: 'str', card: 'str', merchant: 'str', amount: 'f64' }, optional_fields: [] } };
   const ringOnly = { kind: 'table', name: 'RingOnly', upstreams: ['Pay'], key: ['user'], agg: {
@@ -417,12 +442,7 @@ test('PUSH records: string columns only ring cells read reach them by id alone (
     seen: { op: 'bloom_member', params: { field: 'user', capacity: 64 } },
   } };
   const state: RegistryState = { version: 1, nodes: [ev, ringOnly, withWhere, withKept] as RegistryState['nodes'] };
-  const front = new FrontSim(state, 1);
-  const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-  live.install(state);
-  const shard = new Shard({ init: { ...shardInit(0, 1, '', true), history: [state], current: state }, state: live, dedupe: new DedupeLog(), store: null, coldFiles: null, log, recovered: { lastLsn: 0, records: 0, ms: 0 }, sampler: new ThreadSampler('test') });
-  const naive = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-  naive.install(state);
+  const { front, live, shard, naive } = recordAndObjectPaths(state);
   const r = prng(34);
   // Short and long (past the 8-unit prefix) values, a few non-ASCII ones (looked up by string, not by bytes).
   const merchants = ['m0', 'm1-long-merchant-name', 'm2', 'märchen', 'm4-also-quite-long'];
@@ -442,16 +462,7 @@ test('PUSH records: string columns only ring cells read reach them by id alone (
   assert.deepEqual(cols('RingOnly'), { merchant: 0, card: 0, amount: 0 }, 'ring cells alone read RingOnly\'s columns');
   assert.deepEqual(cols('WithWhere'), { merchant: 1 }, 'a where may read any column');
   assert.deepEqual(cols('WithKept'), { user: 1 }, 'a kept value and a bloom filter read their input field');
-  const now = T0 + 20_500;
-  let entities = 0;
-  for (const table of ['RingOnly', 'WithWhere', 'WithKept']) {
-    const keys = live.tableByName(table)!.cols.index.keyList().sort();
-    assert.deepEqual(keys, naive.tableByName(table)!.cols.index.keyList().sort(), `${table} keys`);
-    for (const key of keys) {
-      entities++;
-      assert.equal(live.read(table, key, null, now), naive.read(table, key, null, now), `${table} ${key}`);
-    }
-  }
+  const entities = assertSameRows(live, naive, ['RingOnly', 'WithWhere', 'WithKept'], T0 + 20_500);
   assert.ok(entities >= 10, `${entities} entities compared`);
 });
 
@@ -475,12 +486,7 @@ test('PUSH records: every column of a wide table reaches the row field its featu
     ke: { op: 'top_k', params: { field: 'k', window: '10s', k: 2 } },
   } };
   const state: RegistryState = { version: 1, nodes: [ev, wide, other] as RegistryState['nodes'] };
-  const front = new FrontSim(state, 1);
-  const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-  live.install(state);
-  const shard = new Shard({ init: { ...shardInit(0, 1, '', true), history: [state], current: state }, state: live, dedupe: new DedupeLog(), store: null, coldFiles: null, log, recovered: { lastLsn: 0, records: 0, ms: 0 }, sampler: new ThreadSampler('test') });
-  const naive = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-  naive.install(state);
+  const { front, live, shard, naive } = recordAndObjectPaths(state);
   const r = prng(56);
   for (let batch = 0; batch < 15; batch++) {
     for (let i = 0; i < 40; i++) {
@@ -493,15 +499,6 @@ test('PUSH records: every column of a wide table reaches the row field its featu
     }
     for (const out of shard.runBatch(front.batch(0)).outs) assert.equal(out, null, 'every push applied');
   }
-  const now = T0 + 15_500;
-  let entities = 0;
-  for (const table of ['Wide', 'ByC']) {
-    const keys = live.tableByName(table)!.cols.index.keyList().sort();
-    assert.deepEqual(keys, naive.tableByName(table)!.cols.index.keyList().sort(), `${table} keys`);
-    for (const key of keys) {
-      entities++;
-      assert.equal(live.read(table, key, null, now), naive.read(table, key, null, now), `${table} ${key}`);
-    }
-  }
+  const entities = assertSameRows(live, naive, ['Wide', 'ByC'], T0 + 15_500);
   assert.ok(entities >= 6, `${entities} entities compared`);
 });
