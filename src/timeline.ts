@@ -18,7 +18,7 @@
  * loses at most its last TIMELINE_FLUSH_MS. (Not a SERVICE_* setting: a debug aid
  * outside the configuration, like the bench's own variables.)
  */
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync, mkdirSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance, PerformanceObserver } from 'node:perf_hooks';
 import { threadId } from 'node:worker_threads';
@@ -66,6 +66,14 @@ export const TL = {
    * a lag no batch or GC covers is the thread waiting for a core. a = 0, b = 0.
    */
   LAG: 'lag',
+  /**
+   * A shard thread runnable but not running (Linux: /proc/thread-self/schedstat's
+   * run-queue time, RunQueueProbe): after the batch arrived and before it started
+   * (the span ends when the batch starts; a = 0), or while the batch ran (the span
+   * starts with the batch; a = the batch's CPU ms, b = its pushes).
+   */
+  RUNQ_WAKE: 'runq_wake',
+  RUNQ_BATCH: 'runq_batch',
 } as const;
 export type TlKind = (typeof TL)[keyof typeof TL];
 
@@ -107,6 +115,62 @@ function flush(): void {
   n = 0;
   try { appendFileSync(file, lines.join('')); } catch { /* a debug aid: never fails the server */ }
   record(TL.FLUSH, t0, tlNow() - t0, written, 0);
+}
+
+/** Run-queue time below this is not recorded, ms. */
+const RUNQ_MIN_MS = 0.05;
+
+/**
+ * This thread's run-queue waits around each unit of work (a shard batch), from
+ * /proc/thread-self/schedstat ("<ns on a CPU> <ns waiting for one> <slices>"): one
+ * read at its start and one at its end (~2.5 µs each). It tells a thread that waited
+ * for a core (two cores shared by the front, the shard and a load generator) from
+ * one that was working. Records nothing when the timeline is off or the file is
+ * missing (not Linux).
+ */
+export class RunQueueProbe {
+  #fd = -1;
+  readonly #buf = Buffer.alloc(128);
+  #runMs = 0;
+  #waitMs = 0;
+  #startT = 0;
+  #startRun = 0;
+  #startWait = 0;
+  #endWait = -1;
+
+  constructor() {
+    if (!TIMELINE_ON) return;
+    try { this.#fd = openSync('/proc/thread-self/schedstat', 'r'); } catch { this.#fd = -1; }
+  }
+
+  #read(): boolean {
+    if (this.#fd < 0 || file === '') return false;
+    const n = readSync(this.#fd, this.#buf, 0, this.#buf.length, 0);
+    const text = this.#buf.toString('latin1', 0, n);
+    const a = text.indexOf(' ');
+    const b = text.indexOf(' ', a + 1);
+    this.#runMs = Number(text.slice(0, a)) / 1e6;
+    this.#waitMs = Number(text.slice(a + 1, b)) / 1e6;
+    return true;
+  }
+
+  /** The unit of work starts now (`t`: tlNow()). */
+  start(t: number): void {
+    if (!this.#read()) return;
+    const waited = this.#endWait < 0 ? 0 : this.#waitMs - this.#endWait;
+    if (waited >= RUNQ_MIN_MS) record(TL.RUNQ_WAKE, t - waited, waited, 0, 0);
+    this.#startT = t;
+    this.#startRun = this.#runMs;
+    this.#startWait = this.#waitMs;
+  }
+
+  /** The unit of work that started last ends now; `b`: what the event's b holds (pushes). */
+  end(b: number): void {
+    if (!this.#read()) return;
+    const waited = this.#waitMs - this.#startWait;
+    if (waited >= RUNQ_MIN_MS) record(TL.RUNQ_BATCH, this.#startT, waited, this.#runMs - this.#startRun, b);
+    this.#endWait = this.#waitMs;
+  }
 }
 
 /**

@@ -19,7 +19,7 @@ import { Shard } from './shard';
 import { ShardState } from './state';
 import { ShardStore } from './store';
 import { ThreadSampler } from '../admin/thread_stats';
-import { flushTimeline, startTimeline, TIMELINE_ON, TL, tlNow, tlSpan } from '../timeline';
+import { flushTimeline, RunQueueProbe, startTimeline, TIMELINE_ON, TL, tlNow, tlSpan } from '../timeline';
 
 const init = shardInit();
 startTimeline(`shard-${init.shardId}`);
@@ -79,11 +79,14 @@ export default function handle(task: ShardTask): ShardHello | Promise<void> {
 
 /** Each batch's bytes, in one buffer the thread reuses (ShardBatchWire). */
 const batches = new ShardBatchDecoder();
+/** STREAMFEAT_DEBUG_TIMELINE: the thread's run-queue waits around each batch. */
+const runq = new RunQueueProbe();
 
 /** The batch pipe (shard_calls.ts openShardPipe): each batch answered on the port, in order, until the front closes it. */
 function serve(port: MessagePort): Promise<void> {
   port.on('message', (wire: ShardBatchWire) => {
     const t0 = tlNow();
+    if (TIMELINE_ON) runq.start(t0);
     let answer: ShardBatchAnswer;
     try {
       answer = shard.runBatch(batches.decode(wire));
@@ -95,7 +98,11 @@ function serve(port: MessagePort): Promise<void> {
     } catch (err) {
       port.postMessage(batchFailed(err)); // an answer that cannot be cloned: a bug, answered as one
     }
-    if (TIMELINE_ON) tlSpan(TL.BATCH, t0, wire.items.length, pushesIn(wire.items));
+    if (TIMELINE_ON) {
+      const pushes = pushesIn(wire.items);
+      tlSpan(TL.BATCH, t0, wire.items.length, pushes);
+      runq.end(pushes);
+    }
   });
   // The front closes the pipe at shutdown, before the pool terminates this thread (no 'exit' event then).
   return new Promise((resolve) => port.once('close', () => { flushTimeline(); resolve(); }));

@@ -11,6 +11,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { availableParallelism } from 'node:os';
 import { startTimeline, timelineFile, TIMELINE_ON, tlNow } from '../../../src/timeline';
 
 const SRC = join(__dirname, '..', '..', '..', 'src');
@@ -75,6 +76,46 @@ test('on in a thread started with STREAMFEAT_DEBUG_TIMELINE: spans, GCs and grow
     assert.ok(rehash.length >= 2 && rehash.every((e) => e.b <= 100), 'intern rehashes recorded with the value count');
     assert.ok(evs.some((e) => e.kind === 'gc' && e.a === 1), 'scavenges recorded (perf_hooks kind 1)');
   } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('RunQueueProbe: a unit of work that had to share the cores records its run-queue time and its CPU time', async (t) => {
+  let schedstat = true;
+  try { readFileSync('/proc/thread-self/schedstat'); } catch { schedstat = false; }
+  if (!schedstat) { t.skip('no /proc/thread-self/schedstat (not Linux)'); return; }
+  const dir = mkdtempSync(join(tmpdir(), 'sf-timeline-runq-'));
+  // More spinning threads than cores for the whole unit: the probed thread must wait for a core.
+  const spin = `const end = Date.now() + 1500; while (Date.now() < end) {}`;
+  const spinners = Array.from({ length: availableParallelism() + 1 }, () => new Worker(spin, { eval: true }));
+  try {
+    const code = `
+      const { parentPort } = require('node:worker_threads');
+      const tl = require(${JSON.stringify(join(SRC, 'timeline.js'))});
+      tl.startTimeline('runq');
+      const probe = new tl.RunQueueProbe();
+      const t0 = tl.tlNow();
+      probe.start(t0);
+      const end = Date.now() + 400;
+      while (Date.now() < end) {}
+      tl.tlSpan(tl.TL.BATCH, t0, 1, 5);
+      probe.end(5);
+      tl.flushTimeline();
+      parentPort.postMessage(tl.timelineFile());
+    `;
+    const w = new Worker(code, { eval: true, env: { ...process.env, STREAMFEAT_DEBUG_TIMELINE: dir } });
+    const file = await new Promise<string>((resolve, reject) => { w.once('message', resolve); w.once('error', reject); });
+    await w.terminate();
+    const evs = lines(file);
+    const batch = evs.find((e) => e.kind === 'batch')!;
+    const runq = evs.filter((e) => e.kind === 'runq_batch');
+    assert.equal(runq.length, 1, 'one run-queue span for the unit');
+    assert.equal(runq[0].t, batch.t, 'it starts with the unit');
+    assert.equal(runq[0].b, 5);
+    assert.ok(runq[0].d > 20, `waited for a core: ${runq[0].d} ms`);
+    assert.ok(runq[0].a > 0 && runq[0].a + runq[0].d <= batch.d + 20, `CPU ${runq[0].a} ms + wait ${runq[0].d} ms within the unit's ${batch.d} ms`);
+  } finally {
+    await Promise.all(spinners.map((s) => s.terminate()));
     rmSync(dir, { recursive: true, force: true });
   }
 });
