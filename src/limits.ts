@@ -292,8 +292,10 @@ export const STATS_INTERVAL_MS = 1_000;
 export const STATS_WINDOW_INTERVALS = 10;
 /** Admin: resolution of each thread's event-loop delay monitor (perf_hooks.monitorEventLoopDelay), ms. */
 export const EVENT_LOOP_DELAY_RESOLUTION_MS = 10;
-/** Admin: entities serialized per table and stats interval to estimate the table's state bytes (shard/shard_stats.ts). */
+/** Admin: sampled entity sizes a table's state-bytes estimate averages (the last ones; shard/shard_stats.ts). */
 export const TABLE_MEMORY_SAMPLE_ENTITIES = 16;
+/** Admin: entities serialized per table and stats interval for that estimate (all TABLE_MEMORY_SAMPLE_ENTITIES on a table's first). */
+export const TABLE_MEMORY_SAMPLES_PER_CALL = 2;
 /** Admin: /api/inspect waits this long for the owning shard before answering 503. */
 export const ADMIN_INSPECT_TIMEOUT_MS = 5_000;
 /** Admin: per-second rates kept for the dashboard's throughput chart (two minutes). */
