@@ -15,7 +15,7 @@
  *                  front/channel.ts    one batch per shard per turn, sent on the shard's
  *                                      pipe (a MessagePort; protocol/shard_calls.ts)
  *                  front/sinks.ts, front/push.ts   who waits for shard answers
- *                               | ShardBatch (PUSH records + items) | answers, in order
+ *                               | ShardBatchWire (PUSH records as latin1 text + items) | answers, in order
  *   shard threads  shard/shard_main.ts (entry: recover, timers) -> shard/shard.ts (batches)
  *   (one each)     shard/push_apply.ts (PUSH records -> state), shard/state.ts (columnar
  *                  entity state: entity_index, ring_group, kept/solo columns), shard/cold*.ts
