@@ -93,6 +93,25 @@ export async function startNats(): Promise<TestNats> {
  * `nodes` (started by `start`); after them every node still running is stopped and
  * NATS stopped and removed.
  */
+/**
+ * Waits until every node's latest partition assignment names every node. Nodes
+ * started together join about one membership poll apart; a test that loads the
+ * cluster before the last one joined has its first load owned by fewer nodes
+ * than it assumes (a survivor then regains a partition it held before the late
+ * joiner took it, and resumes from its own state rather than the checkpoint).
+ */
+export async function fullMembership(servers: readonly TestServer[], timeoutMs: number): Promise<void> {
+  const t0 = Date.now();
+  const full = (s: TestServer): boolean => {
+    const last = s.logs.filter((l) => l.kind === 'cluster.partitions_assigned').pop();
+    return Array.isArray(last?.nodes) && last.nodes.length === servers.length;
+  };
+  while (!servers.every(full)) {
+    if (Date.now() - t0 > timeoutMs) throw new Error(`cluster membership incomplete after ${timeoutMs} ms: ${servers.map((s) => JSON.stringify(s.logs.filter((l) => l.kind === 'cluster.partitions_assigned').pop()?.nodes ?? [])).join(' ')}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 export function useCluster(nodes: Array<TestServer | null>, start: (i: number) => Promise<TestServer>, onNats: (n: TestNats) => void): void {
   let nats: TestNats | null = null;
   before(async () => {
@@ -100,6 +119,7 @@ export function useCluster(nodes: Array<TestServer | null>, start: (i: number) =
     onNats(nats);
     const started = await Promise.all(nodes.map((_, i) => start(i)));
     started.forEach((s, i) => { nodes[i] = s; });
+    await fullMembership(started, 15_000);
   });
   after(async () => {
     await Promise.all(nodes.filter((n): n is TestServer => n !== null).map((n) => n.stop()));
