@@ -37,10 +37,16 @@ export function assignPartitions(nodeIds: readonly string[], partitions: number)
   return owners;
 }
 
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
 export class Membership {
   /** Live nodes by id, as of the last successful listing. */
   live = new Map<string, NodeInfo>();
   owners: string[] = [];
+  /** The live node ids of the last partitions_assigned line, sorted. */
+  #nodes: string[] = [];
   #timer: NodeJS.Timeout | null = null;
   #stopped = false;
 
@@ -94,11 +100,17 @@ export class Membership {
     }
     if (this.#stopped) return;
     this.live = live;
-    const owners = assignPartitions([...live.keys()].sort(), this.partitions);
-    if (owners.length === this.owners.length && owners.every((o, i) => o === this.owners[i])) return;
+    const nodes = [...live.keys()].sort();
+    const owners = assignPartitions(nodes, this.partitions);
+    const sameOwners = sameList(owners, this.owners);
+    // Logged when the node set changes even if no partition moves (a node that wins
+    // none joined): the line is how operators and tests see this node's view of the cluster.
+    if (sameOwners && sameList(nodes, this.#nodes)) return;
+    this.#nodes = nodes;
+    this.log.info({ kind: 'cluster.partitions_assigned', nodes, owned: owners.filter((o) => o === this.self.id).length });
+    if (sameOwners) return;
     const before = this.owners;
     this.owners = owners;
-    this.log.info({ kind: 'cluster.partitions_assigned', nodes: [...live.keys()].sort(), owned: owners.filter((o) => o === this.self.id).length });
     this.onChange(owners, before);
   }
 

@@ -94,7 +94,8 @@ export async function startNats(): Promise<TestNats> {
  * NATS stopped and removed.
  */
 /**
- * Waits until every node's latest partition assignment names every node. Nodes
+ * Waits until every node's latest partition assignment names every node (a node
+ * logs it whenever the live node set changes: src/cluster/membership.ts). Nodes
  * started together join about one membership poll apart; a test that loads the
  * cluster before the last one joined has its first load owned by fewer nodes
  * than it assumes (a survivor then regains a partition it held before the late
