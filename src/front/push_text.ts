@@ -20,6 +20,7 @@ import type { EventPlan } from '../registry/compile';
 import { hashKey, hashKeyAscii } from '../registry/key';
 import type { PushFrameWriter } from '../wal/push_record';
 import { KEY_BYTES_MAX, STRING_VALUE_BYTES_MAX } from '../limits';
+import { asciiString, sameAscii } from '../util/ascii';
 
 /** What parse() found for a field, at its index. */
 const ABSENT = 0;
@@ -219,7 +220,7 @@ export class PushText {
   #event(b: Uint8Array, from: number, to: number, events: ReadonlyMap<string, EventPlan>): EventText | null {
     const last = this.#lastPlan;
     // The same name as the last push, under the same registry: no string, no map lookup.
-    if (last !== null && events === this.#lastEvents && sameText(last.name, b, from, to)) return this.#last;
+    if (last !== null && events === this.#lastEvents && sameAscii(last.name, b, from, to - from)) return this.#last;
     const plan = events.get(asciiString(b, from, to));
     if (plan === undefined) return null;
     let ev = this.#forms.get(plan);
@@ -253,7 +254,7 @@ export class PushText {
       const keyTo = asciiEnd(b, i + 1, end);
       if (keyTo < 0) return -1;
       // Bodies list fields in declared order: try the next one first.
-      const f = next < names.length && sameText(names[next], b, i + 1, keyTo) ? next : fieldOf(names, b, i + 1, keyTo);
+      const f = next < names.length && sameAscii(names[next], b, i + 1, keyTo - i - 1) ? next : fieldOf(names, b, i + 1, keyTo);
       if (f < 0 || kind[f] !== ABSENT) return -1; // undeclared or repeated: JSON.parse's path says which
       next = f + 1;
       i = ws(b, keyTo + 1, end);
@@ -409,19 +410,7 @@ function isWord(b: Uint8Array, i: number, end: number, w: string): boolean {
   return true;
 }
 
-/** s equals the ASCII bytes b[from, to). */
-function sameText(s: string, b: Uint8Array, from: number, to: number): boolean {
-  return s.length === to - from && isWord(b, from, to, s);
-}
-
 function fieldOf(names: readonly string[], b: Uint8Array, from: number, to: number): number {
-  for (let f = 0; f < names.length; f++) if (sameText(names[f], b, from, to)) return f;
+  for (let f = 0; f < names.length; f++) if (sameAscii(names[f], b, from, to - from)) return f;
   return -1;
-}
-
-/** The string of the ASCII bytes b[from, to) (an event name not seen last, a number Number() reads). */
-function asciiString(b: Uint8Array, from: number, to: number): string {
-  let s = '';
-  for (let i = from; i < to; i++) s += String.fromCharCode(b[i]);
-  return s;
 }

@@ -34,6 +34,7 @@ import { fmix32 } from '../ops/sketch/hash';
 import { grown } from './entity_index';
 import { TL, tlNow, tlSpan } from '../timeline';
 import { unaccountedInt32 } from '../util/unaccounted';
+import { asciiString, sameAscii } from '../util/ascii';
 
 export type Interned = string | boolean;
 
@@ -114,16 +115,6 @@ function hashOfBytes(b: Uint8Array, from: number, to: number): number {
   return fmix32(h) | 0;
 }
 
-/** Whether string `s` has exactly the code units of bytes [from, from + n) of `b`, given its first `k` already match. */
-function sameAscii(s: string, b: Uint8Array, from: number, n: number, k: number): boolean {
-  if (s.length !== n) return false;
-  while (k < n && s.charCodeAt(k) === b[from + k]) k++;
-  return k === n;
-}
-
-/** The latin1 decoder of Buffer (a string of one byte per character), called on any Uint8Array. */
-const latin1Slice = (Buffer.prototype as unknown as { latin1Slice(this: Uint8Array, from: number, to: number): string }).latin1Slice;
-
 /**
  * Strings lately made from record bytes by any intern table of this thread, by
  * hash (direct-mapped): the tables share the hash function, so a value new to
@@ -137,8 +128,8 @@ const recent: Array<string | undefined> = new Array<string | undefined>(INTERN_R
 function stringOfAscii(b: Uint8Array, from: number, to: number, h: number): string {
   const at = h & (INTERN_RECENT_STRINGS - 1);
   const r = recent[at];
-  if (r !== undefined && sameAscii(r, b, from, to - from, 0)) return r;
-  const v = latin1Slice.call(b, from, to);
+  if (r !== undefined && sameAscii(r, b, from, to - from)) return r;
+  const v = asciiString(b, from, to);
   recent[at] = v;
   return v;
 }
@@ -202,7 +193,7 @@ export class InternTable {
     if (n <= PREFIX_UNITS) return this.#idOfShort(b, from, to);
     // The same value as the last lookup (a low-cardinality column: a country, a category) costs no hash or probe.
     const lv = this.#lastV;
-    if (typeof lv === 'string' && sameAscii(lv, b, from, n, 0)) return this.#lastId;
+    if (typeof lv === 'string' && sameAscii(lv, b, from, n)) return this.#lastId;
     const h = hashOfBytes(b, from, to);
     const key = keyWord(h, n);
     const p0 = prefixOfBytes(b, from, to, 0);
