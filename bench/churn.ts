@@ -17,9 +17,9 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { encodeFrame, OP_PUSH } from '../src/protocol/frame';
 import { SERVER_CLI, startServer } from './procs';
+import { flagPairs } from './flags';
 
-const args = new Map<string, string>();
-for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
+const args = flagPairs();
 const ROUNDS = Number(args.get('rounds') ?? 6);
 const KEYS = Number(args.get('keys') ?? 150_000);
 const PERIOD_S = Number(args.get('period') ?? 6);

@@ -21,9 +21,9 @@ import { bodySpec, registerWorkload } from './measure';
 import { SERVER_CLI, startServer, startTcpEcho, startUwsBare, killAllTargets } from './procs';
 import { DEFAULTS, type Opts } from './args';
 import { cpuBetween, cpuTimes, type CpuTimes } from './procstat';
+import { flagPairs } from './flags';
 
-const args = new Map<string, string>();
-for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
+const args = flagPairs();
 const WORKLOAD = args.get('workload') ?? 'medium';
 const TRANSPORT = (args.get('transport') ?? 'http') as 'http' | 'tcp';
 const RATE = Number(args.get('rate') ?? 8000);

@@ -33,9 +33,9 @@ import { PushFrameWriter } from '../src/wal/push_record';
 import { openShardPipe, type ShardPipe } from '../src/protocol/shard_calls';
 import { ITEM_PUSH, type ShardBatch } from '../src/protocol/messages';
 import { CTRL_CONSUMED, CTRL_PRODUCED, CTRL_SLOTS, CTRL_STOP, onChange, RING_BYTES } from './handoff_walk';
+import { flagPairs } from './flags';
 
-const args = new Map<string, string>();
-for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
+const args = flagPairs();
 const RECORDS = Number(args.get('records') ?? 1_000_000);
 const BATCHES = (args.get('batch') ?? '1,16,128,512').split(',').map(Number);
 const VALUE_BYTES = Number(args.get('bytes') ?? 90);

@@ -36,9 +36,9 @@ import { shardOf } from '../src/registry/key';
 import { ITEM_PUSH } from '../src/protocol/messages';
 import { BodyGen, workloadNamed } from './workloads';
 import type { Row } from '../src/types';
+import { flagPairs } from './flags';
 
-const args = new Map<string, string>();
-for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
+const args = flagPairs();
 const WORKLOAD = args.get('workload') ?? 'fraud';
 const PUSHES = Number(args.get('pushes') ?? 200_000);
 const BATCH = Number(args.get('batch') ?? 128);

@@ -20,9 +20,9 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildRecoveryDataDir } from './recovery_wal';
 import { connectAll, ReqKind, type Conn } from './load/conns';
+import { flagPairs } from './flags';
 
-const args = new Map<string, string>();
-for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
+const args = flagPairs();
 const EVENTS = Number(args.get('events') ?? 10_000_000);
 const ENTITIES = Number(args.get('entities') ?? 1_000_000);
 const SHARDS = Number(args.get('shards') ?? 1);

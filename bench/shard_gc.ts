@@ -20,9 +20,9 @@ import { performance, PerformanceObserver } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { SHARD_YOUNG_GENERATION_MB } from '../src/limits';
+import { flagPairs } from './flags';
 
-const args = new Map<string, string>();
-for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
+const args = flagPairs();
 const WORKLOAD = args.get('workload') ?? 'fraud';
 const PUSHES = Number(args.get('pushes') ?? 300_000);
 const BATCH = Number(args.get('batch') ?? 16);

@@ -20,9 +20,9 @@
  */
 import { join } from 'node:path';
 import { RECOVERY_NODES } from './recovery_registry';
+import { flagPairs } from './flags';
 
-const args = new Map<string, string>();
-for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
+const args = flagPairs();
 const ENTITIES = Number(args.get('entities') ?? 1_000_000);
 const EVENTS = Number(args.get('events') ?? 3 * ENTITIES);
 const BUILD = args.get('build') ?? join(__dirname, '..');

@@ -27,9 +27,9 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay, PerformanceObserver, performance } from 'node:perf_hooks';
 import { RECOVERY_NODES } from './recovery_registry';
 import { SNAPSHOT_SLICE_MS } from '../src/limits';
+import { flagPairs } from './flags';
 
-const args = new Map<string, string>();
-for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
+const args = flagPairs();
 const ENTITIES = Number(args.get('entities') ?? 1_000_000);
 const EVENTS = Number(args.get('events') ?? 3 * ENTITIES);
 const RATE = Number(args.get('rate') ?? 20_000);
