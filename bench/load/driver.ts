@@ -58,6 +58,8 @@ export class LoadDriver {
   /** BENCH_LOAD_TRACE: ticker gaps over TRACE_LAG_MS (the client's own stalls), as (last tick, this tick) pairs. */
   readonly #lags: number[] = [];
   #lastTick = 0;
+  /** Connections the server closed while no request was on them (not errors). */
+  #idleClosed = 0;
 
   constructor(job: LoadJob) {
     this.#job = job;
@@ -111,6 +113,7 @@ export class LoadDriver {
     for (const c of this.#conns) c.close();
     if (this.#trace !== null) writeTrace(this.#trace, this.#lags);
     const extra: Record<string, number> = { connections: job.connections };
+    if (this.#idleClosed > 0) extra.idle_closed = this.#idleClosed;
     if (job.rate > 0) {
       extra.target_rate = job.rate;
       extra.queue_peak = this.#queuePeak;
@@ -158,8 +161,16 @@ export class LoadDriver {
 
   #onClose(c: Conn, why: string): void {
     if (this.#stopping) return;
-    if (c.busy) this.#inflight--;
-    this.#stats.failure(`connection ${c.id}: ${why}`);
+    if (c.busy) {
+      this.#inflight--;
+      this.#stats.failure(`connection ${c.id}: ${why}`);
+    } else {
+      // No request was waiting on it: a keep-alive connection the server closed
+      // while idle (uWS closes HTTP connections idle for ~10 s, and a fixed-rate
+      // run reuses its most recently answered connections first, so the rest can
+      // sit idle that long). Not a failed request; the run goes on without it.
+      this.#idleClosed++;
+    }
     const i = this.#idle.indexOf(c);
     if (i >= 0) this.#idle.splice(i, 1);
   }
