@@ -370,6 +370,14 @@ export const SNAPSHOT_BLOCKS_IN_FLIGHT = 8;
 export const COLD_INDEX_SLOTS_MIN = 1024;
 /** Cold index: slots used at most before it doubles. */
 export const COLD_INDEX_LOAD_MAX = 0.75;
+/**
+ * Windows one shared ring group spans (shard/ring_group.ts): a push walks each
+ * window's skip count, and a ring is kept for its longest window, so a table
+ * with more distinct windows gets groups of this many consecutive windows each.
+ * A skip count is a byte per slot and window.
+ */
+export const RING_GROUP_WINDOWS_MAX = 8;
+
 /** Entity index (shard/entity_index.ts): slots and key-table entries of a new table (a power of two); both double from there. */
 export const ENTITY_SLOTS_MIN = 64;
 /** Entity index: key-table entries used at most before the table doubles (linear probing: short runs at half full). */

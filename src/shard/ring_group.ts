@@ -1,18 +1,31 @@
 /**
  * One raw-event ring per entity shared by every windowed feature of a table
- * that has the same window (and no `where`): count, sum, mean, min, max,
- * var/std, quantile, n_unique, top_k, ... all read the same ring of
+ * without `where`, whatever its window: count, sum, mean, min, max, var/std,
+ * quantile, n_unique, top_k, ... over 1h, 24h and 7d all read the same ring of
  * (t, field values) cells while it is exact, and each keeps only its own bucket
  * part (events pushed out of the full ring) as today (ops/num_window.ts,
  * ops/val_window.ts; semantics and bounds in docs/ops.md).
  *
- *   per slot (typed arrays):  cls  blk  head  len  rec
+ *   per slot (typed arrays):  cls  blk  head  len  rec  skip[sw] (per window but the longest)
  *                              |    |
  *   pools[cls] (ring_pool.ts): [ ... | block blk: entry 0 | entry 1 | ... | ... ]
  *                                      entry = t, value of column 0, column 1, ...
  *   per slot:                  rec -> bucket record r (only busy entities: 0 = none)
  *   per record r:              bk[r * members + i]: member i's buckets or null,
  *                              recBusy[r] (members holding buckets), recNext[r]
+ *
+ * Windows: the ring keeps an entry until the longest window (`windowMs`) has
+ * left it. A shorter window w sees the entries from skip[slot * sw + w] on: the
+ * oldest skip entries are ones it has expired (its members folded them as their
+ * own ring would have) and that only longer windows still read. So member m
+ * sees exactly the ring a group of its window alone would hold: that ring is
+ * the suffix of this one from its window's skip count (a push expires the shorter windows
+ * first, so an entry the longest window drops has left every shorter one; an
+ * entry evicted from a full ring goes into the buckets of the members whose
+ * window still holds it, exactly when their own full ring would have evicted
+ * it). One ring per entity instead of one per window: UserTxn's 1h, 24h, 7d
+ * and 5m features hold each event once, and a push reads one ring's per-slot
+ * state and block instead of four (bench/RESULTS.md).
  *
  * A cell holds a number as itself; any other value is NaN-boxed (high word a tag,
  * low word the interned id of a string or boolean, intern.ts), so every value
@@ -47,6 +60,9 @@ type Buckets = NumBuckets | ValBuckets<unknown>;
 const CELL_ONE = -1;
 const CELL_SKIP = -2;
 
+/** #foldEntry's `win` for an entry evicted from a full ring (not expiring from one window). */
+const EVICT = -1;
+
 /** First allocation of bucket records (busy slots); doubles from there. */
 const REC_MIN = 16;
 
@@ -54,6 +70,8 @@ const REC_MIN = 16;
 export class RingMember {
   /** Its position in the group's members (its column in the bucket records). */
   at = -1;
+  /** Its window's position in the group's windows. */
+  win = 0;
   constructor(
     /** Index of the feature in its table plan. */
     public feature: number,
@@ -68,6 +86,16 @@ export class RingMember {
 
 export class RingGroup {
   readonly stride: number;
+  /** The ring's retention: the longest of `windows`. */
+  readonly windowMs: number;
+  /** Windows with a skip count: all but the longest, whose count is always 0 (it drops the entries). */
+  readonly sw: number;
+  /**
+   * Per slot, per window w < sw, at slot * sw + w: how many of the ring's oldest
+   * entries that window has expired (at most the ring's length). A slot's counts
+   * share a cache line: a push reads them all.
+   */
+  skip: Uint8Array;
   readonly pools: ClassPool[] = [];
   cls: Uint8Array;
   blk: Int32Array;
@@ -103,7 +131,8 @@ export class RingGroup {
   #valTimed = false;
 
   constructor(
-    readonly windowMs: number,
+    /** The members' windows (ms), ascending, each once: the last is the ring's retention. */
+    readonly windows: readonly number[],
     /** The `where` of the group's one feature; null for a shared group. */
     readonly where: ((row: Row) => boolean) | null,
     readonly fields: readonly string[],
@@ -112,6 +141,11 @@ export class RingGroup {
     capacity: number,
   ) {
     assert(fields.length === interns.length);
+    assert(windows.length >= 1 && windows.every((w, i) => i === 0 || w > windows[i - 1]), 'group windows ascend');
+    assert(where === null || windows.length === 1, 'a group with `where` has one feature');
+    this.windowMs = windows[windows.length - 1];
+    this.sw = windows.length - 1;
+    this.skip = new Uint8Array(capacity * this.sw);
     this.stride = 1 + fields.length;
     for (let c = 0; c <= RING_CLASS_MAX; c++) this.pools.push(c === 0 ? (null as unknown as ClassPool) : new ClassPool(c, this.stride));
     this.cls = new Uint8Array(capacity);
@@ -131,6 +165,9 @@ export class RingGroup {
     this.#valTimed = false;
     this.members.forEach((m, i) => {
       m.at = i;
+      const cfg = m.num !== null ? m.num : (m.val as ValWindowCfg<unknown>);
+      m.win = this.windows.indexOf(cfg.windowMs);
+      assert(m.win >= 0, 'a member of a group without its window');
       if (m.val === null) return;
       if (m.col >= 0) this.#valCol[m.col] = 1;
       if (m.val.agg.timeless !== true) this.#valTimed = true;
@@ -203,6 +240,7 @@ export class RingGroup {
     this.len = grown(this.len, capacity);
     this.blk = grown(this.blk, capacity);
     this.rec = grown(this.rec, capacity);
+    if (this.sw > 0) this.skip = grown(this.skip, capacity * this.sw);
   }
 
   /**
@@ -211,8 +249,7 @@ export class RingGroup {
    * holds a reference to it: the cell takes one more without a lookup.
    */
   push(slot: number, row: Row, t: number, ids: Int32Array): void {
-    const cutoff = t - this.windowMs;
-    this.#expire(slot, cutoff);
+    this.#expire(slot, t);
     let cls = this.cls[slot];
     let cap = cls === 0 ? 0 : 1 << cls;
     if (this.len[slot] === cap) {
@@ -287,23 +324,46 @@ export class RingGroup {
     this.head[slot] = 0;
   }
 
-  /** Drops entries that no read can see any more; members fold them as num_window.ts expireRing does. */
-  #expire(slot: number, cutoff: number): void {
+  /**
+   * Expires what the push at `t` leaves behind, window by window, shortest first:
+   * a shorter window moves its skip count past the entries it has left, the
+   * longest drops them (each has left every shorter window by then). Members of
+   * the window fold each such entry as num_window.ts expireRing does.
+   */
+  #expire(slot: number, t: number): void {
     const cls = this.cls[slot];
-    if (cls === 0) return;
-    const pool = this.pools[cls];
-    const mask = (1 << cls) - 1;
-    while (this.len[slot] > 0) {
-      const at = this.#entry(slot, 0);
-      const t = pool.data[at];
-      if (t > cutoff) break;
-      if (this.rec[slot] !== 0) this.#foldEntry(slot, pool, at, true);
-      this.#release(pool, at);
-      this.head[slot] = (this.head[slot] + 1) & mask;
-      this.len[slot]--;
+    if (cls !== 0) {
+      const pool = this.pools[cls];
+      const last = this.sw;
+      const sk = this.skip;
+      const s0 = slot * last;
+      for (let w = 0; w < last; w++) {
+        let k = sk[s0 + w];
+        const len = this.len[slot];
+        if (k === len) continue;
+        const cutoff = t - this.windows[w];
+        for (; k < len; k++) {
+          const at = this.#entry(slot, k);
+          if (pool.data[at] > cutoff) break;
+          if (this.rec[slot] !== 0) this.#foldEntry(slot, pool, at, w);
+        }
+        sk[s0 + w] = k;
+      }
+      const cutoff = t - this.windowMs;
+      const mask = (1 << cls) - 1;
+      while (this.len[slot] > 0) {
+        const at = this.#entry(slot, 0);
+        if (pool.data[at] > cutoff) break;
+        if (this.rec[slot] !== 0) this.#foldEntry(slot, pool, at, last);
+        this.#release(pool, at);
+        this.head[slot] = (this.head[slot] + 1) & mask;
+        this.len[slot]--;
+        // Every shorter window expired this entry above (its cutoff is later): one fewer to skip.
+        for (let w = 0; w < last; w++) sk[s0 + w]--;
+      }
     }
     const r = this.rec[slot] - 1;
-    if (r >= 0 && this.#recNext[r] <= cutoff) this.#expireBuckets(slot, r, cutoff);
+    if (r >= 0 && this.#recNext[r] <= t) this.#expireBuckets(slot, r, t);
     if (this.len[slot] === 0 && this.rec[slot] === 0) this.#freeRing(slot);
   }
 
@@ -317,18 +377,23 @@ export class RingGroup {
   }
 
   /**
-   * Folds the entry at `at` into the members' buckets: evicted (`join` false: each
-   * member that takes it folds it, opening buckets as needed) or expiring (`join`
-   * true: it joins a member's newest bucket only when of the same epoch, as
-   * num_window.ts expireRing does). Numeric members read its cells in place, value
-   * members its values decoded once (#decodeEntry).
+   * Folds the entry at `at` into the members' buckets: evicted (`win` EVICT: each
+   * member whose window still holds it and takes it folds it, opening buckets as
+   * needed) or expiring from window `win` (it joins the newest bucket of each of
+   * that window's members only when of the same epoch, as num_window.ts
+   * expireRing does). Numeric members read its cells in place, value members its
+   * values decoded once (#decodeEntry).
    */
-  #foldEntry(slot: number, pool: ClassPool, at: number, join: boolean): void {
+  #foldEntry(slot: number, pool: ClassPool, at: number, win: number): void {
     let cells: Array<Value | undefined> | null = null;
     const members = this.members;
+    const join = win !== EVICT;
+    const last = this.sw;
     let r = this.rec[slot] - 1;
     for (let i = 0; i < members.length; i++) {
       const m = members[i];
+      // Evicting the oldest entry: a shorter window that expired it already has it in its buckets or gone.
+      if (join ? m.win !== win : m.win !== last && this.skip[slot * last + m.win] !== 0) continue;
       const had = r < 0 ? null : this.#bk[r * members.length + i];
       if (join && had === null) continue;
       let b: Buckets | null = had;
@@ -374,7 +439,8 @@ export class RingGroup {
     return isNullCell(pool.data, pool.u32, i) ? CELL_SKIP : CELL_ONE;
   }
 
-  #expireBuckets(slot: number, r: number, cutoff: number): void {
+  /** Drops the buckets every member's window has left by `t`; #recNext[r] becomes the next time one leaves. */
+  #expireBuckets(slot: number, r: number, t: number): void {
     let next = Infinity;
     const members = this.members;
     const base = r * members.length;
@@ -382,13 +448,15 @@ export class RingGroup {
       const b = this.#bk[base + i];
       if (b === null) continue;
       const m = members[i];
+      const w = this.windows[m.win];
+      const cutoff = t - w;
       const left = m.num !== null ? numExpireBuckets(b as NumBuckets, m.num, cutoff) : valExpireBuckets(b as ValBuckets<unknown>, m.val as ValWindowCfg<unknown>, cutoff);
       if (left === null) {
         this.#bk[base + i] = null;
         this.#recBusy[r]--;
         continue;
       }
-      const end = m.num !== null ? numOldestEnd(left as NumBuckets, m.num) : valOldestEnd(left as ValBuckets<unknown>, m.val as ValWindowCfg<unknown>);
+      const end = w + (m.num !== null ? numOldestEnd(left as NumBuckets, m.num) : valOldestEnd(left as ValBuckets<unknown>, m.val as ValWindowCfg<unknown>));
       if (end < next) next = end;
     }
     if (this.#recBusy[r] > 0) this.#recNext[r] = next;
@@ -399,10 +467,11 @@ export class RingGroup {
   #evictOldest(slot: number): void {
     const pool = this.pools[this.cls[slot]];
     const at = this.#entry(slot, 0);
-    this.#foldEntry(slot, pool, at, false);
+    this.#foldEntry(slot, pool, at, EVICT);
     this.#release(pool, at);
     this.head[slot] = (this.head[slot] + 1) & (RING_ENTRIES_MAX - 1);
     this.len[slot]--;
+    for (let w = 0, i = slot * this.sw; w < this.sw; w++, i++) if (this.skip[i] > 0) this.skip[i]--;
   }
 
   #freeRing(slot: number): void {
@@ -421,6 +490,7 @@ export class RingGroup {
       const pool = this.pools[cls];
       for (let k = 0; k < this.len[slot]; k++) this.#release(pool, this.#entry(slot, k));
       this.len[slot] = 0;
+      this.skip.fill(0, slot * this.sw, slot * this.sw + this.sw);
       this.#freeRing(slot);
     }
     const r = this.rec[slot] - 1;
@@ -436,9 +506,9 @@ export class RingGroup {
    * entry and every bucket of every member has left the window (OpState.emptyAt).
    */
   emptyAt(slot: number, t: number): boolean {
-    const cutoff = t - this.windowMs;
+    // The newest entry is in every window's view; the longest window's cutoff is the earliest.
     const len = this.len[slot];
-    if (len > 0 && this.pools[this.cls[slot]].data[this.#entry(slot, len - 1)] > cutoff) return false;
+    if (len > 0 && this.pools[this.cls[slot]].data[this.#entry(slot, len - 1)] > t - this.windowMs) return false;
     const r = this.rec[slot] - 1;
     if (r < 0) return true;
     const members = this.members;
@@ -446,6 +516,7 @@ export class RingGroup {
       const b = this.#bk[r * members.length + i];
       if (b === null) continue;
       const m = members[i];
+      const cutoff = t - this.windows[m.win];
       if (m.num !== null ? !numBucketsGoneAt(b as NumBuckets, m.num, cutoff) : !valBucketsGoneAt(b as ValBuckets<unknown>, m.val as ValWindowCfg<unknown>, cutoff)) return false;
     }
     return true;
@@ -453,15 +524,17 @@ export class RingGroup {
 
   /** The value of member `m` for the slot at query time `now`. */
   read(m: RingMember, slot: number, now: number): JsonValue {
-    const cutoff = now - this.windowMs;
+    const cutoff = now - this.windows[m.win];
     const cls = this.cls[slot];
     const len = this.len[slot];
     const pool = this.pools[cls];
-    let k = 0;
+    // The member's own ring: the entries its window has not expired.
+    const from = m.win === this.sw ? 0 : this.skip[slot * this.sw + m.win];
+    let k = from;
     while (k < len && pool.data[this.#entry(slot, k)] <= cutoff) k++;
-    // Buckets only hold events older than every ring entry: when the ring's oldest
-    // has left the window, so has every bucketed event.
-    const b = k === 0 && len > 0 ? this.#bucketsOf(m, slot) : null;
+    // Buckets only hold events older than every entry of the member's ring: when
+    // that ring's oldest has left the window, so has every bucketed event.
+    const b = k === from && len > from ? this.#bucketsOf(m, slot) : null;
     if (m.num !== null) {
       const c = m.num;
       const f = FOLDS[c.kind];
@@ -501,7 +574,9 @@ export class RingGroup {
         for (let c = 0; c < this.fields.length; c++) ring.push(this.#decode(pool, at + 1 + c, c));
       }
     }
-    return [ring, this.#saveBuckets(slot)];
+    const out: GroupSave = [ring, this.#saveBuckets(slot)];
+    if (this.sw > 0) out.push(Array.from(this.skip.subarray(slot * this.sw, slot * this.sw + this.sw)));
+    return out;
   }
 
   /** Member m's buckets for the slot, or null. */
@@ -522,8 +597,10 @@ export class RingGroup {
   load(slot: number, saved: GroupSave): void {
     assert(this.cls[slot] === 0 && this.rec[slot] === 0, 'ring load into a slot in use');
     const [ring, buckets] = saved;
+    const skips = skipsOf(saved);
     const len = ring.length / this.stride;
     assert(Number.isInteger(len) && len <= RING_ENTRIES_MAX, 'saved ring does not fit the group');
+    this.#loadSkips(slot, skips, len);
     if (len > 0) {
       let cls = 1;
       while (1 << cls < len) cls++;
@@ -539,6 +616,29 @@ export class RingGroup {
       this.len[slot] = len;
     }
     this.#loadBuckets(slot, buckets);
+  }
+
+  /** A slot's skip counts from a save (none: a layout of one window per group, or nothing expired). */
+  #loadSkips(slot: number, skips: readonly number[] | undefined, len: number): void {
+    for (let w = 0; w < this.sw; w++) {
+      const k = skips === undefined ? 0 : skips[w];
+      assert(Number.isInteger(k) && k >= 0 && k <= len, 'saved skip count does not fit the ring');
+      this.skip[slot * this.sw + w] = k;
+    }
+  }
+
+  /** The slot's skip counts (slab export): one byte per window but the longest, at `at` of `out`. */
+  exportSkips(slot: number, out: Uint8Array, at: number): void {
+    for (let w = 0; w < this.sw; w++) out[at + w] = this.skip[slot * this.sw + w];
+  }
+
+  /** Inverse of exportSkips, after importSlot (the ring's length bounds each count). */
+  importSkips(slot: number, src: Uint8Array, at: number): void {
+    for (let w = 0; w < this.sw; w++) {
+      const k = src[at + w];
+      assert(k <= this.len[slot], 'slab skip count does not fit the ring');
+      this.skip[slot * this.sw + w] = k;
+    }
   }
 
   #loadBuckets(slot: number, buckets: unknown[]): void {
@@ -632,20 +732,34 @@ export class RingGroup {
   }
 }
 
-/** A group's save (RingGroup.save): entries oldest first (t, then a value per field), per member its buckets or null. */
-export type GroupSave = [Array<Value | undefined>, unknown[]];
+/**
+ * A group's save (RingGroup.save): entries oldest first (t, then a value per
+ * field), per member its buckets or null, and for a group of several windows the
+ * skip count of each window but the longest (absent: all 0, as in a group of one
+ * window, the only kind saved before groups spanned windows).
+ */
+export type GroupSave = [Array<Value | undefined>, unknown[]] | [Array<Value | undefined>, unknown[], number[]];
+
+/** A group save's skip counts, undefined when it has none (all 0). */
+export function skipsOf(saved: GroupSave): number[] | undefined {
+  return saved.length > 2 ? (saved as [unknown, unknown, number[]])[2] : undefined;
+}
 
 /**
  * One member's state out of a group save, in the format of its own OpState.save()
  * (NumWindowState / ValWindowState: the entries it accepts and its buckets), for
  * loading it as a standalone state (a snapshot of another layout, snapshot_job.ts).
+ * `win` is the member's window's position in the saved group's windows: its ring
+ * starts after that window's skip count.
  */
-export function memberView(saved: GroupSave, stride: number, col: number, memberAt: number, num: NumWindowCfg | null, val: ValWindowCfg<unknown> | null): unknown {
+export function memberView(saved: GroupSave, stride: number, col: number, memberAt: number, num: NumWindowCfg | null, val: ValWindowCfg<unknown> | null, win: number): unknown {
   const [ring, buckets] = saved;
+  const skips = skipsOf(saved);
+  const from = stride * (skips === undefined || win >= skips.length ? 0 : skips[win]);
   const b = buckets[memberAt];
   if (num !== null) {
     const out: number[] = [];
-    for (let at = 0; at < ring.length; at += stride) {
+    for (let at = from; at < ring.length; at += stride) {
       const v = numInput(num, col < 0 ? undefined : ring[at + 1 + col]);
       if (v !== v) continue;
       out.push(ring[at] as number);
@@ -656,7 +770,7 @@ export function memberView(saved: GroupSave, stride: number, col: number, member
   const c = val as ValWindowCfg<unknown>;
   const ts: number[] = [];
   const vs: Array<string | number | boolean> = [];
-  for (let at = 0; at < ring.length; at += stride) {
+  for (let at = from; at < ring.length; at += stride) {
     const x = col < 0 ? undefined : ring[at + 1 + col];
     if (!c.agg.accepts(x)) continue;
     ts.push(ring[at] as number);

@@ -8,13 +8,15 @@
  *   lastTs    Float64Array        } per entity
  *   lastLsns  Float64Array        }
  *   groups[g] lens   Uint8Array   ring entries per entity
+ *             skips  Uint8Array   per entity, the skip count of each of the group's
+ *                                 windows but the longest (null: a group of one window)
  *             cells  Float64Array the rings, oldest entry first, one after another
  *             ids    per column [id, value] of every interned id in `cells`
  *             buckets [entity, saved buckets per member] for busy entities only
  *   fixed[i]  Float64Array        slab rows of lifetime op i (null: not fixed)
  *   objs[i]   unknown[]           saves of feature i held as objects or kept values (null: neither)
  *
- * Snapshot format 5 writes a chunk as raw bytes (writeSlab), laid out in a scratch
+ * Snapshot formats 5 and 6 write a chunk as raw bytes (writeSlab), laid out in a scratch
  * buffer the thread keeps and copied into the snapshot stream, so encoding
  * allocates no typed array and no serializer output for the arrays (format 4
  * v8-serialized the object above: ~200 KB of short-lived off-heap buffers per
@@ -23,9 +25,10 @@
  * makes no key string (~40 B of young garbage per entity when it did); only the
  * small parts that are not arrays go through v8.serialize:
  *
- *   0   u8     RAW_SLAB_KEYS_TAG ('K'), or RAW_SLAB_TAG ('S': the first format-5
- *              writer, keys in the v8 rest; still read). A v8-serialized chunk
- *              starts with 0xFF.
+ *   0   u8     RAW_SLAB_SKIPS_TAG ('W'), RAW_SLAB_KEYS_TAG ('K': written before ring
+ *              groups spanned windows, no skip counts; still read) or RAW_SLAB_TAG
+ *              ('S': the first format-5 writer, keys in the v8 rest; still read).
+ *              A v8-serialized chunk starts with 0xFF.
  *   1   u8[3]  0
  *   4   u32    t            table index in the snapshot's meta
  *   8   u32    n            entities
@@ -36,9 +39,10 @@
  *                           are 8-aligned in the snapshot body (views on restore, no copy)
  *   28  u32[G] cell doubles of each group
  *       u32[C] width of each fixed column in doubles (0: not a fixed column)
+ *       ('W') u32[G] skip counts per entity of each group (its windows but one)
  *       pad bytes
  *       f64[n] lastTs, f64[n] lastLsns, per group its cells, per fixed column f64[n * width],
- *       per group u8[n] lens,
+ *       per group u8[n] lens, ('W') per group u8[n * skip counts],
  *       ('K') u32[n] per key its byte length | str tag << 16 (wal/push_record.ts str tags),
  *             then the keys' bytes one after another,
  *       then the rest: v8.serialize({ ids, buckets, objs }) ('S': { keys, ids, buckets, objs })
@@ -62,19 +66,21 @@ export interface SlabChunk {
   keys: string[];
   lastTs: Float64Array;
   lastLsns: Float64Array;
-  groups: Array<{ lens: Uint8Array; cells: Float64Array; ids: Array<Array<[number, Interned]>>; buckets: Array<[number, unknown[]]> }>;
+  groups: Array<{ lens: Uint8Array; skips?: Uint8Array | null; cells: Float64Array; ids: Array<Array<[number, Interned]>>; buckets: Array<[number, unknown[]]> }>;
   fixed: Array<Float64Array | null>;
   objs: Array<unknown[] | null>;
 }
 
-/** First byte of a chunk written by writeSlab: keys as bytes. */
+/** First byte of a chunk written by writeSlab: keys as bytes, skip counts of groups spanning windows. */
+export const RAW_SLAB_SKIPS_TAG = 0x57;
+/** First byte of a raw chunk with keys as bytes and no skip counts (groups of one window; read). */
 export const RAW_SLAB_KEYS_TAG = 0x4b;
 /** First byte of a raw chunk whose keys are in the v8 rest (written for a while in format 5; read). */
 export const RAW_SLAB_TAG = 0x53;
 
 /** Whether a body chunk starting with `byte` is a raw slab chunk (readSlab), not a v8-serialized one. */
 export function isRawSlab(byte: number): boolean {
-  return byte === RAW_SLAB_KEYS_TAG || byte === RAW_SLAB_TAG;
+  return byte === RAW_SLAB_SKIPS_TAG || byte === RAW_SLAB_KEYS_TAG || byte === RAW_SLAB_TAG;
 }
 const RAW_HEAD_BYTES = 28;
 /** A key's byte length in its length | tag word (entity_index.ts copyKey). */
@@ -122,7 +128,7 @@ export function writeSlab(cols: TableColumns, t: number, slots: ArrayLike<number
   const groups = cols.groups;
   const G = groups.length;
   const C = cols.objs.length;
-  const head = RAW_HEAD_BYTES + 4 * (G + C);
+  const head = RAW_HEAD_BYTES + 4 * (2 * G + C);
   // The chunk starts at the same offset mod 8 in the scratch as in the body, so the
   // doubles are aligned in both (typed-array indexes here, views on restore).
   const s0 = bodyAt & 7;
@@ -142,7 +148,9 @@ export function writeSlab(cols: TableColumns, t: number, slots: ArrayLike<number
     widths[i] = col instanceof FixedColumn ? col.width : 0;
     doubles += n * widths[i];
   }
-  const arraysEnd = s0 + head + pad + 8 * doubles + G * n;
+  let skipBytes = 0;
+  for (let gi = 0; gi < G; gi++) skipBytes += n * groups[gi].sw;
+  const arraysEnd = s0 + head + pad + 8 * doubles + G * n + skipBytes;
   let keyBytes = 0;
   for (let e = 0; e < n; e++) keyBytes += index.keyBytes(slots[e]);
   const keysEnd = arraysEnd + 4 * n + keyBytes;
@@ -151,7 +159,7 @@ export function writeSlab(cols: TableColumns, t: number, slots: ArrayLike<number
   const f64 = scratchF64;
   const dv = scratchView;
   u8.fill(0, s0, s0 + head + pad);
-  u8[s0] = RAW_SLAB_KEYS_TAG;
+  u8[s0] = RAW_SLAB_SKIPS_TAG;
   dv.setUint32(s0 + 4, t, true);
   dv.setUint32(s0 + 8, n, true);
   dv.setUint32(s0 + 12, G, true);
@@ -159,6 +167,7 @@ export function writeSlab(cols: TableColumns, t: number, slots: ArrayLike<number
   dv.setUint32(s0 + 24, pad, true);
   for (let gi = 0; gi < G; gi++) dv.setUint32(s0 + RAW_HEAD_BYTES + 4 * gi, cellDoubles[gi], true);
   for (let i = 0; i < C; i++) dv.setUint32(s0 + RAW_HEAD_BYTES + 4 * (G + i), widths[i], true);
+  for (let gi = 0; gi < G; gi++) dv.setUint32(s0 + RAW_HEAD_BYTES + 4 * (G + C + gi), groups[gi].sw, true);
   let d = (s0 + head + pad) / 8;
   for (let e = 0; e < n; e++) {
     const s = slots[e];
@@ -207,6 +216,13 @@ export function writeSlab(cols: TableColumns, t: number, slots: ArrayLike<number
     for (let e = 0; e < n; e++) u8[b + e] = len[slots[e]];
     b += n;
   }
+  for (let gi = 0; gi < G; gi++) {
+    const g = groups[gi];
+    const sw = g.sw;
+    if (sw === 0) continue;
+    for (let e = 0; e < n; e++) g.exportSkips(slots[e], u8, b + e * sw);
+    b += n * sw;
+  }
   assert(b === arraysEnd);
   let k = arraysEnd + 4 * n;
   for (let e = 0; e < n; e++) {
@@ -242,7 +258,10 @@ export function readSlab(body: Buffer, at: number, len: number): SlabChunk {
   const C = dv.getUint32(16, true);
   const restBytes = dv.getUint32(20, true);
   const pad = dv.getUint32(24, true);
-  let p = at + RAW_HEAD_BYTES + 4 * (G + C) + pad;
+  // Skip counts per entity of each group (0: one window), only in 'W' chunks.
+  const skipWidths: number[] = [];
+  for (let gi = 0; gi < G; gi++) skipWidths.push(tag === RAW_SLAB_SKIPS_TAG ? dv.getUint32(RAW_HEAD_BYTES + 4 * (G + C + gi), true) : 0);
+  let p = at + RAW_HEAD_BYTES + 4 * (tag === RAW_SLAB_SKIPS_TAG ? 2 * G + C : G + C) + pad;
   const lastTs = doublesAt(body, p, n);
   const lastLsns = doublesAt(body, p + 8 * n, n);
   p += 16 * n;
@@ -263,8 +282,14 @@ export function readSlab(body: Buffer, at: number, len: number): SlabChunk {
     lens.push(body.subarray(p, p + n));
     p += n;
   }
+  const skips: Array<Uint8Array | null> = [];
+  for (let gi = 0; gi < G; gi++) {
+    const sw = skipWidths[gi];
+    skips.push(sw === 0 ? null : body.subarray(p, p + n * sw));
+    p += n * sw;
+  }
   let keys: string[] | undefined;
-  if (tag === RAW_SLAB_KEYS_TAG) {
+  if (tag !== RAW_SLAB_TAG) {
     keys = new Array<string>(n);
     let k = p + 4 * n;
     for (let e = 0; e < n; e++) {
@@ -281,7 +306,7 @@ export function readSlab(body: Buffer, at: number, len: number): SlabChunk {
   assert(keys !== undefined && keys.length === n, 'raw slab chunk without its keys');
   return {
     slab: true, t, keys, lastTs, lastLsns,
-    groups: cells.map((c, gi) => ({ lens: lens[gi], cells: c, ids: rest.ids[gi], buckets: rest.buckets[gi] })),
+    groups: cells.map((c, gi) => ({ lens: lens[gi], skips: skips[gi], cells: c, ids: rest.ids[gi], buckets: rest.buckets[gi] })),
     fixed, objs: rest.objs,
   };
 }
@@ -340,10 +365,17 @@ export function loadSlab(cols: TableColumns, ch: SlabChunk, keep: ((key: string)
 function loadRings(g: RingGroup, sg: SlabChunk['groups'][number], slots: Int32Array): void {
   const ids = idMaps(sg);
   const words = new Uint32Array(sg.cells.buffer, sg.cells.byteOffset, sg.cells.length * 2);
+  const sw = g.sw;
+  // Format-4 chunks (v8-serialized objects) and 'K'/'S' chunks have none: their groups span one window.
+  const skips = sg.skips ?? null;
+  assert(skips === null ? sw === 0 : skips.length === slots.length * sw, 'slab chunk: skip counts of another layout');
   let at = 0;
   for (let e = 0; e < slots.length; e++) {
     const len = sg.lens[e];
-    if (slots[e] >= 0) g.importSlot(slots[e], words, at, len, ids);
+    if (slots[e] >= 0) {
+      g.importSlot(slots[e], words, at, len, ids);
+      if (skips !== null) g.importSkips(slots[e], skips, e * sw);
+    }
     at += len * g.stride;
   }
   for (const [e, saved] of sg.buckets) if (slots[e] >= 0) g.loadBuckets(slots[e], saved);
@@ -373,7 +405,10 @@ export function slabSaves(ch: SlabChunk, strides: readonly number[], fixedOf: (i
         buckets = bk[1];
         bucketAt[gi]++;
       }
-      return [ring, buckets];
+      const skips = sg.skips ?? null;
+      if (skips === null) return [ring, buckets];
+      const sw = skips.length / ch.keys.length;
+      return [ring, buckets, Array.from(skips.subarray(e * sw, e * sw + sw))];
     });
     const objs = ch.objs.map((o, i) => {
       if (o !== null && o !== undefined) return o[e];

@@ -28,7 +28,7 @@
  *   chunk 0            SnapshotMeta  (format, registry version, start LSN, tables: feature signatures, layout)
  *   chunks 1..n        EntityChunk   (one table, frozen buffers; format 3: per-entity saves)
  *                      SlabChunk     (one table, hot entities as slab bytes, slab_chunk.ts;
- *                                     format 5 raw bytes by writeSlab, format 4 v8-serialized)
+ *                                     formats 5, 6 raw bytes by writeSlab, format 4 v8-serialized)
  *                      DedupeChunk   (periodic snapshots: the dedupe entries, written across slices)
  *   last chunk         EndChunk      (dedupe entries when not written before, max LSN and time applied at the end)
  */
@@ -43,6 +43,10 @@ import { TableColumns, type EntitySave, type LayoutMeta } from './table_columns'
 import { isRawSlab, loadSlab, readSlab, slabSaves, writeSlab, type SlabChunk } from './slab_chunk';
 
 /**
+ * 6: a ring group may span several windows (table_columns.ts: its layout lists
+ *    `windows`; raw slab chunks tagged 'W' carry each entity's skip counts, and
+ *    an EntitySave's group saves, also in frozen buffers, a third element with
+ *    them); everything else as in 5. An older build refuses it by number.
  * 5: hot entities as raw slab chunks (slab_chunk.ts writeSlab: the arrays as bytes,
  *    not v8-serialized); everything else as in 4.
  * 4: hot entities as slab chunks (slab_chunk.ts), cold ones as frozen buffers.
@@ -51,8 +55,8 @@ import { isRawSlab, loadSlab, readSlab, slabSaves, writeSlab, type SlabChunk } f
  * 2 (before issue 12): per entity one save per feature; it still loads, every
  *    windowed feature as an object column, exactly as it was saved.
  */
-export const SNAPSHOT_FORMAT = 5;
-const SNAPSHOT_FORMATS_READ = [2, 3, 4, 5];
+export const SNAPSHOT_FORMAT = 6;
+const SNAPSHOT_FORMATS_READ = [2, 3, 4, 5, 6];
 /** Cold entities per chunk (one v8.serialize call): small enough that a chunk stays within a few ms. */
 const CHUNK_ENTITIES = 256;
 
@@ -337,7 +341,7 @@ function* chunks(body: Buffer): Generator<unknown> {
   let at = 0;
   while (at + 4 <= body.length) {
     const n = body.readUInt32LE(at);
-    // v8.serialize output starts with 0xFF: a raw slab chunk (format 5) has its own tag.
+    // v8.serialize output starts with 0xFF: a raw slab chunk (formats 5, 6) has its own tag.
     yield isRawSlab(body[at + 4]) ? readSlab(body, at + 4, n) : deserialize(body.subarray(at + 4, at + 4 + n));
     at += 4 + n;
   }

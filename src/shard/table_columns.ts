@@ -5,14 +5,17 @@
  *
  *   index (entity_index.ts)   key -> slot, lastT, lastLsn
  *   groups (ring_group.ts)    windowed ops with a shared ring: one ring per
- *                             (entity, window) with a cell per field they read,
- *                             pooled in typed arrays, buckets per feature
+ *                             entity with a cell per field they read, kept for
+ *                             the longest window, pooled in typed arrays,
+ *                             buckets per feature
  *   objs (solo_column.ts)     every other op: lifetime ops of K doubles as a
  *                             slab row per slot; the rest one OpState per slot
  *                             (a hybrid: every op keeps working, converted or not)
  *
  * Grouping: the windowed features of a fresh table without `where` share one
- * group per window; a feature with `where` has its own (it sees other events).
+ * group whatever their windows (up to RING_GROUP_WINDOWS_MAX windows a group:
+ * more make groups of consecutive windows); a feature with `where` has its own
+ * (it sees other events).
  * A feature added to an existing table (registry install, carryOver) never joins
  * an existing ring, whose events it must not see: the new features of that
  * install form groups of their own, empty for every entity.
@@ -22,15 +25,29 @@ import type { FeaturePlan, TablePlan } from '../registry/compile';
 import type { JsonValue, Row } from '../types';
 import { EntityIndex } from './entity_index';
 import { InternTable } from './intern';
-import { memberView, RingGroup, RingMember, type GroupSave } from './ring_group';
+import { memberView, RingGroup, RingMember, skipsOf, type GroupSave } from './ring_group';
 import { ObjectColumn, soloColumn, type SoloColumn } from './solo_column';
+import { RING_GROUP_WINDOWS_MAX } from '../limits';
 
 /** Per entity, as a frozen or per-entity snapshot stores it: per group its save, per object feature its OpState.save() (null for grouped features). */
 export type EntitySave = [GroupSave[], unknown[]];
 
-/** A table's layout as a snapshot records it: per group its window, fields and member feature indexes. */
+/**
+ * A table's layout as a snapshot records it: per group its window (the longest),
+ * its windows when more than one (absent: [windowMs], as every group was before
+ * groups spanned windows), fields and member feature indexes.
+ */
 export interface LayoutMeta {
-  groups: Array<{ windowMs: number; fields: string[]; members: number[] }>;
+  groups: Array<{ windowMs: number; windows?: number[]; fields: string[]; members: number[] }>;
+}
+
+/** A layout group's windows, ascending. */
+export function windowsOf(g: LayoutMeta['groups'][number]): number[] {
+  return g.windows ?? [g.windowMs];
+}
+
+function sameWindows(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((w, i) => w === b[i]);
 }
 
 /**
@@ -104,7 +121,7 @@ export class TableColumns {
     for (const g of meta.groups) {
       const live = g.members.map((j) => liveOf[j]).filter((i) => i >= 0 && plan.features[i].factory.shared != null);
       if (live.length === 0) continue;
-      cols.#newGroup(live, g.fields, g.windowMs);
+      cols.#newGroup(live, g.fields, windowsOf(g));
       for (const i of live) placed.add(i);
     }
     cols.#assign(plan.features.map((_, i) => i).filter((i) => !placed.has(i)));
@@ -112,7 +129,14 @@ export class TableColumns {
   }
 
   layoutMeta(): LayoutMeta {
-    return { groups: this.groups.map((g) => ({ windowMs: g.windowMs, fields: g.fields.slice(), members: g.members.map((m) => m.feature) })) };
+    return {
+      groups: this.groups.map((g) => ({
+        windowMs: g.windowMs,
+        ...(g.windows.length > 1 ? { windows: g.windows.slice() } : {}),
+        fields: g.fields.slice(),
+        members: g.members.map((m) => m.feature),
+      })),
+    };
   }
 
   /**
@@ -134,7 +158,7 @@ export class TableColumns {
     liveOf.forEach((i, j) => { if (i >= 0 && !inGroup.has(j)) objOf[i] = j; });
     for (const g of [...this.groups]) {
       const src = g.members.map((m) => srcOf[m.feature]);
-      const whole = src.every((x) => x !== null && x.group === src[0]!.group) && meta.groups[src[0]!.group].windowMs === g.windowMs;
+      const whole = src.every((x) => x !== null && x.group === src[0]!.group) && sameWindows(windowsOf(meta.groups[src[0]!.group]), g.windows);
       if (whole) continue;
       for (const m of [...g.members]) if (srcOf[m.feature] !== null || objOf[m.feature] >= 0) this.objectify(m.feature);
     }
@@ -160,7 +184,7 @@ export class TableColumns {
     const at = g.members.indexOf(m);
     const factory = this.plan.features[i].factory;
     const col = new ObjectColumn(factory);
-    for (const s of this.index.liveSlots()) col.load(s, memberView(g.save(s), g.stride, m.col, at, m.num, m.val));
+    for (const s of this.index.liveSlots()) col.load(s, memberView(g.save(s), g.stride, m.col, at, m.num, m.val, m.win));
     g.removeMember(at);
     if (g.members.length === 0) {
       for (const s of this.index.liveSlots()) g.clear(s);
@@ -179,10 +203,14 @@ export class TableColumns {
       const src = map.groupSrc[gi];
       if (src < 0) continue;
       const g = this.groups[gi];
-      const [ring, buckets] = saved[0][src];
+      const from = saved[0][src];
+      const [ring, buckets] = from;
       const sStride = 1 + meta.groups[src].fields.length;
       const colSrc = map.colSrc[gi];
       const out: GroupSave = [[], map.memberSrc[gi].map((mi) => (mi < 0 ? null : buckets[mi]))];
+      // Same windows (planLoad takes a saved ring only then): the skip counts carry over.
+      const skips = skipsOf(from);
+      if (skips !== undefined) out.push(skips);
       for (let at = 0; at < ring.length; at += sStride) {
         out[0].push(ring[at]);
         for (const c of colSrc) out[0].push(c < 0 ? undefined : ring[at + 1 + c]);
@@ -201,16 +229,21 @@ export class TableColumns {
         const sg = meta.groups[src.group];
         const field = factory.field;
         const cfg = factory.shared!;
-        col.load(slot, memberView(saved[0][src.group], 1 + sg.fields.length, field === null ? -1 : sg.fields.indexOf(field), src.member, cfg.num, cfg.val));
+        const win = windowsOf(sg).indexOf(cfg.num !== null ? cfg.num.windowMs : cfg.val.windowMs);
+        col.load(slot, memberView(saved[0][src.group], 1 + sg.fields.length, field === null ? -1 : sg.fields.indexOf(field), src.member, cfg.num, cfg.val, win));
       }
     }
     return slot;
   }
 
-  /** Groups the given features (all new: empty for every live entity) and gives the others object columns. */
+  /**
+   * Groups the given features (all new: empty for every live entity) and gives
+   * the others object columns: those without `where` share groups of up to
+   * RING_GROUP_WINDOWS_MAX consecutive windows, each with `where` has its own.
+   */
   #assign(fresh: readonly number[]): void {
     const feats = this.plan.features;
-    const byKey = new Map<string, number[]>();
+    const byWindow = new Map<number, number[]>();
     for (const i of fresh) {
       const f = feats[i];
       const sh = f.factory.shared;
@@ -218,13 +251,21 @@ export class TableColumns {
         this.#objectColumn(i);
         continue;
       }
-      const windowMs = sh.num !== null ? sh.num.windowMs : sh.val.windowMs;
-      const key = f.where === null ? `w${windowMs}` : `f${i}`;
-      let list = byKey.get(key);
-      if (list === undefined) byKey.set(key, (list = []));
+      if (f.where !== null) {
+        this.#newGroup([i]);
+        continue;
+      }
+      const windowMs = windowOf(sh);
+      let list = byWindow.get(windowMs);
+      if (list === undefined) byWindow.set(windowMs, (list = []));
       list.push(i);
     }
-    for (const list of byKey.values()) this.#newGroup(list);
+    const windows = [...byWindow.keys()].sort((a, b) => a - b);
+    for (let w = 0; w < windows.length; w += RING_GROUP_WINDOWS_MAX) {
+      const list: number[] = [];
+      for (const ms of windows.slice(w, w + RING_GROUP_WINDOWS_MAX)) list.push(...(byWindow.get(ms) as number[]));
+      this.#newGroup(list.sort((a, b) => a - b));
+    }
   }
 
   /** The intern table of column `field` (shared by the table's rings and kept-value columns). */
@@ -247,7 +288,7 @@ export class TableColumns {
     this.#rowReads = null;
   }
 
-  #newGroup(list: number[], fixedFields: readonly string[] | null = null, fixedWindowMs = -1): void {
+  #newGroup(list: number[], fixedFields: readonly string[] | null = null, fixedWindows: readonly number[] | null = null): void {
     const feats = this.plan.features;
     const fields: string[] = fixedFields === null ? [] : fixedFields.slice();
     for (const i of list) {
@@ -256,9 +297,8 @@ export class TableColumns {
     }
     const interns = fields.map((name) => this.#internOf(name));
     const members = list.map((i) => memberOf(feats[i], i, fields));
-    const f0 = feats[list[0]].factory.shared!;
-    const windowMs = fixedWindowMs >= 0 ? fixedWindowMs : f0.num !== null ? f0.num.windowMs : f0.val.windowMs;
-    const g = new RingGroup(windowMs, feats[list[0]].where, fields, interns, members, this.index.capacity);
+    const windows = fixedWindows ?? [...new Set(list.map((i) => windowOf(feats[i].factory.shared!)))].sort((a, b) => a - b);
+    const g = new RingGroup(windows, feats[list[0]].where, fields, interns, members, this.index.capacity);
     this.#bindColumns(g);
     this.groups.push(g);
     for (const m of members) {
@@ -423,7 +463,7 @@ export class TableColumns {
    */
   layoutKey(): string {
     const feats = this.plan.features;
-    const groups = this.groups.map((g) => [g.windowMs, g.fields, g.members.map((m) => feats[m.feature].signature)]);
+    const groups = this.groups.map((g) => [g.windows, g.fields, g.members.map((m) => feats[m.feature].signature)]);
     const objs = this.objs.map((col, i) => (col === null ? null : feats[i].signature));
     return JSON.stringify([groups, objs]);
   }
@@ -483,6 +523,11 @@ export class TableColumns {
     next.#assign(fresh);
     return next;
   }
+}
+
+/** The window of a feature that can share a ring. */
+function windowOf(sh: NonNullable<FeaturePlan['factory']['shared']>): number {
+  return sh.num !== null ? sh.num.windowMs : sh.val.windowMs;
 }
 
 function memberOf(f: FeaturePlan, i: number, fields: readonly string[]): RingMember {

@@ -186,18 +186,38 @@ const SHARED_AGG = {
   lagc: { op: 'lag', params: { field: 'c', n: 1 } },
 };
 
-function registry(optional: string[]): RegistryState {
+/** Windowed features over four windows: one ring per entity, each window reading its own suffix of it. */
+const MULTI_AGG = {
+  n1s: { op: 'count', params: { window: '1s' } },
+  n10: { op: 'count', params: { window: '10s' } },
+  s1s: { op: 'sum', params: { field: 'x', window: '1s' } },
+  s10: { op: 'sum', params: { field: 'x', window: '10s' } },
+  s1m: { op: 'sum', params: { field: 'x', window: '1m' } },
+  mx1s: { op: 'max', params: { field: 'x', window: '1s' } },
+  sd1m: { op: 'std', params: { field: 'x', window: '1m' } },
+  q10: { op: 'quantile', params: { field: 'x', q: 0.5, window: '10s' } },
+  q5m: { op: 'quantile', params: { field: 'x', q: 0.9, window: '5m' } },
+  nu1s: { op: 'n_unique', params: { field: 'c', window: '1s' } },
+  nu1m: { op: 'n_unique', params: { field: 'c', window: '1m' } },
+  top5m: { op: 'top_k', params: { field: 'c', k: 2, window: '5m' } },
+  last10: { op: 'last_n', params: { field: 'c', n: 3, window: '10s' } },
+  gaps1m: { op: 'inter_arrival_stats', params: { window: '1m' } },
+  rate1s: { op: 'rate', params: { window: '1s' } },
+  big10: { op: 'count', params: { where: 'x > 50', window: '10s' } },
+};
+
+function registry(optional: string[], agg: Record<string, unknown> = SHARED_AGG): RegistryState {
   return {
     version: 1,
     nodes: [
       { kind: 'event', name: 'E', schema: { fields: { k: 'str', x: 'f64', c: 'str' }, optional_fields: optional } },
-      { kind: 'table', name: 'T', upstreams: ['E'], key: ['k'], agg: SHARED_AGG },
+      { kind: 'table', name: 'T', upstreams: ['E'], key: ['k'], agg } as RegistryState['nodes'][number],
     ],
   };
 }
 
 /** Feeds the same events to a ShardState and to one standalone OpState per feature and entity; compares reads. */
-function compareWithSeparate(seed: number, reg: RegistryState, keys: number, events: number, gapMs: number, absent: number): void {
+function compareWithSeparate(seed: number, reg: RegistryState, keys: number, events: number, gapMs: number, absent: number, backMs = 0): void {
   const rnd = prng(seed);
   const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   s.install(reg);
@@ -215,17 +235,19 @@ function compareWithSeparate(seed: number, reg: RegistryState, keys: number, eve
   };
   for (let i = 0; i < events; i++) {
     t += Math.floor(rnd() * gapMs);
+    // Late events (backMs > 0): one in ten is up to backMs older than the one before.
+    const te = backMs > 0 && rnd() < 0.1 ? t - Math.floor(rnd() * backMs) : t;
     const k = `k${Math.floor(rnd() * keys)}`;
     const row: Row = { k, x: Math.round(rnd() * 100), c: `c${Math.floor(rnd() * 6)}` };
     if (rnd() < absent) row.x = null;
     if (rnd() < absent) row.c = null;
-    s.apply('E', row, t, i + 1);
+    s.apply('E', row, te, i + 1);
     let states = sep.get(k);
     if (states === undefined) sep.set(k, (states = feats.map((f) => f.factory.create())));
     feats.forEach((f, j) => {
       const x = f.get === null ? undefined : f.get(row);
-      if (f.where === null || f.where(row)) states![j].update(x, t, row);
-      else if (f.factory.wantsMiss) states![j].miss(t);
+      if (f.where === null || f.where(row)) states![j].update(x, te, row);
+      else if (f.factory.wantsMiss) states![j].miss(te);
     });
     if (i % 997 === 0) check(t);
   }
@@ -240,6 +262,23 @@ test('shared rings answer exactly as separate states: every field present, bucke
 test('shared rings answer exactly as separate states: absent values, exact regime, slab growth', () => {
   // 3000 keys (index and pools grow many times), a few events per key and window.
   compareWithSeparate(3, registry(['x', 'c']), 3000, 12_000, 4, 0.3);
+});
+
+test('one ring per entity over four windows answers exactly as separate states: exact and bucketed regimes, late events', () => {
+  const reg = registry(['x', 'c'], MULTI_AGG);
+  const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  s.install(reg);
+  const spans = s.tableByName('T')!.cols.groups.map((g) => g.windows);
+  assert.deepEqual(spans, [[10_000], [1_000, 10_000, 60_000, 300_000]], 'every window shares one ring; the `where` feature has its own');
+  // 2 keys ~20 ms apart: hundreds of events per minute, rings full, evictions into every window's buckets.
+  // (Every value present: with absent ones a shared ring holds events a feature skips, so the bucketed
+  // regime starts at another event than a feature's own ring, and float sums may differ in the last
+  // bit; docs/ops.md "Windows".)
+  compareWithSeparate(4, reg, 2, 6000, 40, 0);
+  // 500 keys: a few events per key and window (the exact regime), shorter windows skipping entries the longer ones still read.
+  compareWithSeparate(5, reg, 500, 8000, 60, 0.2);
+  // Events up to 20 s late.
+  compareWithSeparate(6, reg, 3, 5000, 50, 0, 20_000);
 });
 
 test('string values leave the intern table with the last ring cell that holds them', () => {
@@ -339,7 +378,7 @@ test('snapshot format 2 (one save per feature) still loads, as object columns; u
   assert.equal(rts.cols.groups.length, 0, 'format 2 restores every windowed feature as an object column');
   // Format 1 predates per-entity LSNs: refused, naming the version.
   assert.throws(() => restoreSnapshot(new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true }), Buffer.concat([frame({ ...meta, format: 1 }), frame(end)]), () => reg),
-    /snapshot format 1 is not readable by this version \(reads formats 2, 3, 4, 5\)/);
+    /snapshot format 1 is not readable by this version \(reads formats 2, 3, 4, 5, 6\)/);
 });
 
 test('a snapshot restores the layout it was taken with (rings split by a registry change), or maps into a populated table', () => {
@@ -370,7 +409,7 @@ test('a snapshot restores the layout it was taken with (rings split by a registr
   assert.deepEqual(rowsOf(other, mine, t), before, 'the table\'s own entities are unchanged');
 });
 
-test('snapshot format 3 (one EntitySave per hot entity) still loads; format 5 writes raw slab chunks', () => {
+test('snapshot format 3 (one EntitySave per hot entity) still loads; format 6 writes raw slab chunks', () => {
   const reg = registry(['x']);
   const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   live.install(reg);
@@ -400,7 +439,7 @@ test('snapshot format 3 (one EntitySave per hot entity) still loads; format 5 wr
   }
 });
 
-import { encodeSlab, loadSlab, RAW_SLAB_KEYS_TAG, RAW_SLAB_TAG } from '../../../src/shard/slab_chunk';
+import { encodeSlab, loadSlab, RAW_SLAB_KEYS_TAG, RAW_SLAB_SKIPS_TAG, RAW_SLAB_TAG, type SlabChunk } from '../../../src/shard/slab_chunk';
 
 test('slab chunks: a key loaded twice keeps the later copy, and the older one leaves nothing behind', () => {
   const reg = registry([]);
@@ -429,59 +468,121 @@ test('slab chunks: a key loaded twice keeps the later copy, and the older one le
   for (const table of cols.interns.values()) assert.equal(table.size, 0);
 });
 
-test('snapshot format 4 (slab chunks v8-serialized) still loads; format 5 lays the arrays out raw, aligned in the body', () => {
-  const reg = registry(['x']);
+/**
+ * A 'W' chunk (at `at` of a body) whose groups all span one window, as the 'K'
+ * writer laid it out before groups spanned windows: no skip-count words in the
+ * head, the pad shifted so the doubles keep their alignment in the body.
+ */
+function asKeysChunk(chunk: Buffer): Buffer {
+  assert.equal(chunk[0], RAW_SLAB_SKIPS_TAG);
+  const G = chunk.readUInt32LE(12);
+  const C = chunk.readUInt32LE(16);
+  const pad = chunk.readUInt32LE(24);
+  for (let gi = 0; gi < G; gi++) assert.equal(chunk.readUInt32LE(28 + 4 * (G + C + gi)), 0, 'a group of one window');
+  const headK = 28 + 4 * (G + C);
+  const padK = (pad + 4 * G) % 8;
+  const out = Buffer.concat([chunk.subarray(0, headK), Buffer.alloc(padK), chunk.subarray(headK + 4 * G + pad)]);
+  out[0] = RAW_SLAB_KEYS_TAG;
+  out.writeUInt32LE(padK, 24);
+  return out;
+}
+
+/** The body with its first chunk (after the meta) replaced. */
+function withFirstChunk(body: Buffer, chunk: Buffer): Buffer {
+  const at = 4 + body.readUInt32LE(0) + 4;
+  const len = Buffer.alloc(4);
+  len.writeUInt32LE(chunk.length, 0);
+  return Buffer.concat([body.subarray(0, at - 4), len, chunk, body.subarray(at + body.readUInt32LE(at - 4))]);
+}
+
+test('snapshot format 4 (slab chunks v8-serialized) and format 5 (raw chunks K and S, groups of one window) still load', () => {
+  // The layouts those writers saw: every group of one window (here all windowed features share 10 s).
+  const agg: Record<string, unknown> = { ...SHARED_AGG };
+  delete agg.n1m;
+  const reg: RegistryState = { ...registry(['x']), nodes: [registry(['x']).nodes[0], { ...(registry(['x']).nodes[1] as object), agg } as RegistryState['nodes'][number]] };
   const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   live.install(reg);
   const keys = Array.from({ length: 40 }, (_, i) => `k${i}é`);
   const t = feed(live, keys, 2_000, 31);
   const ts = live.tableByName('T')!;
-  // What format 4 wrote: the meta, then each slab chunk as one v8-serialized object.
+  assert.ok(ts.cols.groups.every((g) => g.windows.length === 1));
+  // What format 4 wrote: the meta, then each slab chunk as one v8-serialized object (no skip counts).
   const meta = {
     format: 4, shardId: 0, shardCount: 1, registryVersion: 1, startLsn: live.appliedLsn,
     tables: [{ name: 'T', keySignature: ts.plan.keySignature, features: ts.plan.features.map((f) => [f.name, f.signature]), layout: ts.cols.layoutMeta() }],
   };
   const slots = ts.cols.index.liveSlots();
   const end = { end: true, appliedLsn: live.appliedLsn, lastT: t, dedupe: [] };
-  const body4 = Buffer.concat([frame(meta), frame(encodeSlab(ts.cols, 0, slots.slice(0, 17))), frame(encodeSlab(ts.cols, 0, slots.slice(17))), frame(end)]);
+  const old4 = (part: number[]): SlabChunk => {
+    const ch = encodeSlab(ts.cols, 0, part);
+    for (const g of ch.groups) delete g.skips;
+    return ch;
+  };
+  const body4 = Buffer.concat([frame(meta), frame(old4(slots.slice(0, 17))), frame(old4(slots.slice(17))), frame(end)]);
   const body5 = bodyOf(live);
-  // Format 5: the hot chunk is raw (its tag, not v8's 0xFF), and its doubles start 8-aligned in the body.
-  const metaLen = body5.readUInt32LE(0);
-  const at = 4 + metaLen + 4;
-  assert.equal(body5[at], RAW_SLAB_KEYS_TAG);
+  const at = 4 + body5.readUInt32LE(0) + 4;
+  const chunkK = asKeysChunk(body5.subarray(at, at + body5.readUInt32LE(at - 4)));
+  const bodyK = withFirstChunk(body5, chunkK);
+  const n = chunkK.readUInt32LE(8);
+  const G = chunkK.readUInt32LE(12);
+  const C = chunkK.readUInt32LE(16);
+  const pad = chunkK.readUInt32LE(24);
+  assert.equal(n, keys.length);
+  assert.equal((at + 28 + 4 * (G + C) + pad) % 8, 0);
+  // The first format-5 writer ('S'): keys in the v8 rest instead of as bytes. Made from the 'K' chunk.
+  let doubles = 2 * n;
+  for (let i = 0; i < G; i++) doubles += chunkK.readUInt32LE(28 + 4 * i);
+  for (let i = 0; i < C; i++) doubles += n * chunkK.readUInt32LE(28 + 4 * (G + i));
+  const lensEnd = 28 + 4 * (G + C) + pad + 8 * doubles + G * n;
+  let keysEnd = lensEnd + 4 * n;
+  for (let e = 0; e < n; e++) keysEnd += chunkK.readUInt32LE(lensEnd + 4 * e) & 0xffff;
+  const rest = deserialize(chunkK.subarray(keysEnd)) as Record<string, unknown>;
+  const restS = serialize({ keys: ts.cols.index.keyList(), ...rest });
+  const chunkS = Buffer.concat([chunkK.subarray(0, lensEnd), restS]);
+  chunkS[0] = RAW_SLAB_TAG;
+  chunkS.writeUInt32LE(restS.length, 20);
+  const bodyS = withFirstChunk(body5, chunkS);
+  for (const body of [body4, bodyK, bodyS]) {
+    const restored = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+    restoreSnapshot(restored, body, () => reg);
+    for (const now of [t, t + 5_000, t + 30_000]) assert.deepEqual(rowsOf(restored, keys, now), rowsOf(live, keys, now));
+  }
+});
+
+test('format 6 lays the arrays out raw, aligned in the body, with the skip counts of groups spanning windows', () => {
+  const reg = registry(['x']);
+  const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  live.install(reg);
+  const keys = Array.from({ length: 40 }, (_, i) => `k${i}é`);
+  // ~10 ms apart over 40 keys: each key's ring holds events of the last minute, some past 10 s (skipped by that window).
+  const t = feed(live, keys, 8_000, 31);
+  const ts = live.tableByName('T')!;
+  const g = ts.cols.groups.find((x) => x.windows.length > 1)!;
+  assert.deepEqual(g.windows, [10_000, 60_000]);
+  assert.ok(ts.cols.index.liveSlots().some((s) => g.skip[s * g.sw] > 0), 'some entity has entries only the 1 m window reads');
+  const body5 = bodyOf(live);
+  // The hot chunk is raw (its tag, not v8's 0xFF), and its doubles start 8-aligned in the body.
+  const at = 4 + body5.readUInt32LE(0) + 4;
+  assert.equal(body5[at], RAW_SLAB_SKIPS_TAG);
   const pad = body5.readUInt32LE(at + 24);
   const n = body5.readUInt32LE(at + 8);
   const G = body5.readUInt32LE(at + 12);
   const C = body5.readUInt32LE(at + 16);
   assert.equal(n, keys.length);
-  assert.equal((at + 28 + 4 * (G + C) + pad) % 8, 0);
-  // The first format-5 writer ('S'): keys in the v8 rest instead of as bytes. Made from the 'K' chunk.
-  let doubles = 2 * n;
-  for (let i = 0; i < G; i++) doubles += body5.readUInt32LE(at + 28 + 4 * i);
-  for (let i = 0; i < C; i++) doubles += n * body5.readUInt32LE(at + 28 + 4 * (G + i));
-  const lensEnd = at + 28 + 4 * (G + C) + pad + 8 * doubles + G * n;
-  let keysEnd = lensEnd + 4 * n;
-  for (let e = 0; e < n; e++) keysEnd += body5.readUInt32LE(lensEnd + 4 * e) & 0xffff;
-  const chunkLen = body5.readUInt32LE(at - 4);
-  const rest = deserialize(body5.subarray(keysEnd, at + chunkLen)) as Record<string, unknown>;
-  const restS = serialize({ keys: ts.cols.index.keyList(), ...rest });
-  const chunkS = Buffer.concat([body5.subarray(at, lensEnd), restS]);
-  chunkS[0] = RAW_SLAB_TAG;
-  chunkS.writeUInt32LE(restS.length, 20);
-  const lenS = Buffer.alloc(4);
-  lenS.writeUInt32LE(chunkS.length, 0);
-  const bodyS = Buffer.concat([body5.subarray(0, at - 4), lenS, chunkS, body5.subarray(at + chunkLen)]);
-  for (const body of [body4, body5, bodyS]) {
-    const restored = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-    restoreSnapshot(restored, body, () => reg);
-    for (const now of [t, t + 5_000, t + 30_000]) assert.deepEqual(rowsOf(restored, keys, now), rowsOf(live, keys, now));
-  }
+  assert.equal((at + 28 + 4 * (2 * G + C) + pad) % 8, 0);
+  const restored = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  restoreSnapshot(restored, body5, () => reg);
+  for (const now of [t, t + 5_000, t + 30_000, t + 65_000]) assert.deepEqual(rowsOf(restored, keys, now), rowsOf(live, keys, now));
   // Raw chunks decode from a body at any byte offset (a cluster import's buffer): doubles are copied when unaligned.
   const shifted = Buffer.alloc(body5.length + 3);
   body5.copy(shifted, 3);
-  const restored = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-  restoreSnapshot(restored, shifted.subarray(3), () => reg);
-  assert.deepEqual(rowsOf(restored, keys, t), rowsOf(live, keys, t));
+  const again = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  restoreSnapshot(again, shifted.subarray(3), () => reg);
+  assert.deepEqual(rowsOf(again, keys, t), rowsOf(live, keys, t));
+  // Restored skip counts go on expiring as the live ones: the same events afterwards, the same answers.
+  const t2 = feed(live, keys, 500, 32, t);
+  feed(restored, keys, 500, 32, t);
+  for (const now of [t2, t2 + 10_000]) assert.deepEqual(rowsOf(restored, keys, now), rowsOf(live, keys, now));
 });
 
 test('bloom_member in pooled blocks answers and saves like the object form, through the list, class moves, bits, slot reuse and loads', async () => {
