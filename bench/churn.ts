@@ -16,9 +16,13 @@
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { encodeFrame, OP_PUSH } from '../src/protocol/frame';
-import { SERVER_CLI, startServer } from './procs';
+import { killChildrenOnExit, SERVER_CLI, startServer } from './procs';
 import { flagPairs } from './flags';
 
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  process.stdout.write('node dist/bench/churn.js [--rounds 6] [--keys 150000] [--period 6] [--shards 1] [--cli dist/src/cli.js] [--table sessions|lifetime] [--extra "--memory-limit 256MB"]\n');
+  process.exit(0);
+}
 const args = flagPairs();
 const ROUNDS = Number(args.get('rounds') ?? 6);
 const KEYS = Number(args.get('keys') ?? 150_000);
@@ -105,6 +109,7 @@ async function main(): Promise<void> {
   }
 }
 
+killChildrenOnExit();
 main().catch((err) => {
   console.error(err);
   process.exit(1);

@@ -19,7 +19,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Histogram } from './hist';
-import { startServer, type Target } from './procs';
+import { killChildrenOnExit, startServer, type Target } from './procs';
 
 const NODES = [
   { kind: 'event', name: 'Pay', schema: { fields: { id: 'str', user: 'str', card: 'str', amount: 'f64' } } },
@@ -201,4 +201,5 @@ async function main(): Promise<void> {
   agent.destroy();
 }
 
+killChildrenOnExit();
 main().then(() => process.exit(0), (err) => { process.stderr.write(`${(err as Error)?.stack ?? err}\n`); process.exit(1); });

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { runChild } from './children';
 import { Histogram } from './hist';
 import { bodySpec, registerWorkload } from './measure';
-import { SERVER_CLI, startServer, startTcpEcho, startUwsBare, killAllTargets } from './procs';
+import { killChildrenOnExit, SERVER_CLI, startServer, startTcpEcho, startUwsBare } from './procs';
 import { DEFAULTS, type Opts } from './args';
 import { cpuBetween, cpuTimes, type CpuTimes } from './procstat';
 import { flagPairs } from './flags';
@@ -140,4 +140,5 @@ async function main(): Promise<void> {
   console.log(`load ${readFileSync('/proc/loadavg', 'utf8').trim()}`);
 }
 
-main().catch((err) => { console.error(err); killAllTargets(); process.exit(1); });
+killChildrenOnExit();
+main().catch((err) => { console.error(err); process.exit(1); });

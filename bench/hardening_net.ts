@@ -14,7 +14,7 @@
 import { spawn } from 'node:child_process';
 import net from 'node:net';
 import { encodeFrame, FrameDecoder, OP_PING } from '../src/protocol/frame';
-import { startServer, SERVER_CLI } from './procs';
+import { killChildrenOnExit, startServer, SERVER_CLI } from './procs';
 import { threadCpuSeconds } from './procstat';
 
 const MIB = 1024 * 1024;
@@ -149,4 +149,5 @@ async function main(): Promise<void> {
   }
 }
 
+killChildrenOnExit();
 main().catch((err) => { console.error(err); process.exit(1); });

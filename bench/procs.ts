@@ -9,6 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { exitQuietlyOnEpipe } from '../src/cli_args';
 
 /** dist/bench/procs.js -> dist/src/cli.js */
 export const SERVER_CLI = join(__dirname, '..', 'src', 'cli.js');
@@ -37,6 +38,24 @@ export function trackChild(p: ChildProcess): void {
 export function killAllTargets(): void {
   for (const p of live) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
   live.clear();
+}
+
+/**
+ * For a bench entry point: the servers and load children it started die with it,
+ * however it ends (its own exit, an uncaught error, Ctrl-C, SIGTERM, or the
+ * reader of its output going away: `churn.js | head` ended in EPIPE and left the
+ * server running).
+ */
+export function killChildrenOnExit(): void {
+  process.on('exit', killAllTargets);
+  exitQuietlyOnEpipe(process.stdout);
+  exitQuietlyOnEpipe(process.stderr);
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(sig, () => {
+      killAllTargets();
+      process.exit(130);
+    });
+  }
 }
 
 export type TargetKind = 'streamfeat' | 'uws_bare' | 'uws_hop' | 'tcp_echo' | 'tcp_hop';

@@ -5,9 +5,8 @@
  * every scenario for a second with tiny loads and exits non-zero if any broke.
  * See bench/README.md.
  */
-import { exitQuietlyOnEpipe } from '../src/cli_args';
 import { ALL_DURATION_S, ALL_WARMUP_S, DEFAULTS, parseArgs, USAGE, type Opts, type Parsed } from './args';
-import { killAllTargets } from './procs';
+import { killChildrenOnExit } from './procs';
 import { appendMarkdown, formatBlock, formatRounds, formatSummary, type ScenarioResult } from './report';
 import { PLAN, scenarioNamed, SCENARIOS, type Ctx } from './scenarios';
 import { staticChecks } from './static_checks';
@@ -150,16 +149,8 @@ async function main(): Promise<number> {
   }
 }
 
-process.on('exit', killAllTargets);
 // `npm run bench -- list | head`: the reader going away ends the run quietly (the servers die with it).
-exitQuietlyOnEpipe(process.stdout);
-exitQuietlyOnEpipe(process.stderr);
-for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(sig, () => {
-    killAllTargets();
-    process.exit(130);
-  });
-}
+killChildrenOnExit();
 
 main().then((code) => process.exit(code), (err: unknown) => {
   process.stderr.write(`${(err as Error)?.stack ?? err}\n`);
