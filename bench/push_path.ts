@@ -15,7 +15,7 @@
  *                              structured clone of {items, bytes}
  *                       shard  deserialize, seal the crcs, apply each record
  *
- *   node dist/bench/push_path.js [--workload medium|fraud] [--pushes 200000] [--batch 128] [--rounds 3] [--alloc 1]
+ *   node dist/bench/push_path.js [--workload medium|fraud] [--pushes 200000] [--batch 128] [--rounds 3] [--alloc 1 [--alloc-top 20]]
  *
  * Prints µs of CPU per push for each side (best of the rounds). The WAL write
  * itself is the same for both (one write per batch) and is left out. With
@@ -45,6 +45,8 @@ const BATCH = Number(args.get('batch') ?? 128);
 const ROUNDS = Number(args.get('rounds') ?? 3);
 const SHARDS = 2;
 const ALLOC = args.get('alloc') === '1';
+/** With --alloc 1: print this many allocation sites of the shard side, largest first. */
+const ALLOC_TOP = Number(args.get('alloc-top') ?? 0);
 
 const wl = workloadNamed(WORKLOAD);
 const STATE: RegistryState = { version: 1, nodes: wl.register.nodes as RegistryState['nodes'] };
@@ -132,8 +134,21 @@ function allocated(fn: () => void): number {
   fn();
   session.post('HeapProfiler.stopSampling', (err, res) => {
     if (err !== null) throw err;
-    const walk = (n: { selfSize: number; children: unknown[] }): void => { bytes += n.selfSize; for (const c of n.children) walk(c as typeof n); };
-    walk(res.profile.head as unknown as { selfSize: number; children: unknown[] });
+    type Node = { selfSize: number; children: Node[]; callFrame: { functionName: string; url: string; lineNumber: number } };
+    const sites = new Map<string, number>();
+    const walk = (n: Node): void => {
+      bytes += n.selfSize;
+      if (n.selfSize > 0) {
+        const site = `${n.callFrame.functionName || '(anon)'} ${n.callFrame.url.replace(/^.*\/dist\//, '')}:${n.callFrame.lineNumber + 1}`;
+        sites.set(site, (sites.get(site) ?? 0) + n.selfSize);
+      }
+      for (const c of n.children) walk(c);
+    };
+    walk(res.profile.head as unknown as Node);
+    if (ALLOC_TOP > 0) {
+      console.log(`  top allocation sites (sampled bytes per push):`);
+      for (const [site, b] of [...sites].sort((x, y) => y[1] - x[1]).slice(0, ALLOC_TOP)) console.log(`    ${(b / PUSHES).toFixed(1).padStart(7)}  ${site}`);
+    }
   });
   session.disconnect();
   return bytes;
