@@ -755,7 +755,7 @@ export function skipsOf(saved: GroupSave): number[] | undefined {
 export function memberView(saved: GroupSave, stride: number, col: number, memberAt: number, num: NumWindowCfg | null, val: ValWindowCfg<unknown> | null, win: number): unknown {
   const [ring, buckets] = saved;
   const skips = skipsOf(saved);
-  const from = stride * (skips === undefined || win >= skips.length ? 0 : skips[win]);
+  const from = stride * (skips === undefined || win < 0 || win >= skips.length ? 0 : skips[win]);
   const b = buckets[memberAt];
   if (num !== null) {
     const out: number[] = [];
