@@ -20,6 +20,7 @@ import type { OpState } from '../../../src/ops/op';
 import type { RegistryState } from '../../../src/registry/model';
 import type { Row } from '../../../src/types';
 import { prng } from '../../harness/prng';
+import { RING_GROUP_WINDOWS_MAX } from '../../../src/limits';
 
 test('entity index: slots are reused from the free list, storage doubles, keys and times follow their slot', () => {
   const ix = new EntityIndex();
@@ -279,6 +280,21 @@ test('one ring per entity over four windows answers exactly as separate states: 
   compareWithSeparate(5, reg, 500, 8000, 60, 0.2);
   // Events up to 20 s late.
   compareWithSeparate(6, reg, 3, 5000, 50, 0, 20_000);
+});
+
+test('a table with more windows than one ring group spans gets a ring per run of consecutive windows', () => {
+  // RING_GROUP_WINDOWS_MAX + 2 distinct windows: 1 s .. 10 s.
+  const agg: Record<string, unknown> = {};
+  for (let w = 1; w <= RING_GROUP_WINDOWS_MAX + 2; w++) {
+    agg[`n${w}`] = { op: 'count', params: { window: `${w}s` } };
+    agg[`s${w}`] = { op: 'sum', params: { field: 'x', window: `${w}s` } };
+  }
+  const reg = registry([], agg);
+  const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  s.install(reg);
+  const spans = s.tableByName('T')!.cols.groups.map((g) => g.windows.map((ms) => ms / 1000));
+  assert.deepEqual(spans, [Array.from({ length: RING_GROUP_WINDOWS_MAX }, (_, i) => i + 1), [RING_GROUP_WINDOWS_MAX + 1, RING_GROUP_WINDOWS_MAX + 2]]);
+  compareWithSeparate(7, reg, 2, 3000, 40, 0);
 });
 
 test('string values leave the intern table with the last ring cell that holds them', () => {
