@@ -514,11 +514,21 @@ export class TableColumns {
       next.groups.push(g);
     }
     const fresh: number[] = [];
+    const reused = new Set<SoloColumn>();
     for (let i = 0; i < n; i++) {
       const j = map[i];
       if (next.featGroup[i] !== null) continue;
-      if (j >= 0 && this.objs[j] !== null) next.objs[i] = this.objs[j];
-      else fresh.push(i);
+      const col = j >= 0 ? this.objs[j] : null;
+      if (col !== null) {
+        next.objs[i] = col;
+        reused.add(col);
+      } else fresh.push(i);
+    }
+    // A dropped column's cells give their interned references back: the intern
+    // tables carry over to `next`, and a value no cell holds must not stay in them.
+    for (const col of this.objs) {
+      if (col === null || reused.has(col)) continue;
+      for (const s of this.index.liveSlots()) col.clear(s);
     }
     next.#assign(fresh);
     return next;

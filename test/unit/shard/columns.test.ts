@@ -336,6 +336,33 @@ test('a feature added by a registry change starts empty while its window-mates k
   assert.deepEqual(row, { s: 49 * 50 / 2 + 7, s2: 7, n: 51 });
 });
 
+test('a registry change that drops kept-value features releases their interned values; the ones still held stay', () => {
+  const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  const agg = {
+    n: { op: 'count', params: {} },
+    lastc: { op: 'last', params: { field: 'c' } },
+    firstn: { op: 'first_n', params: { field: 'c', n: 3 } },
+    lastd: { op: 'last', params: { field: 'd' } },
+  };
+  const v1: RegistryState = {
+    version: 1,
+    nodes: [
+      { kind: 'event', name: 'E', schema: { fields: { k: 'str', c: 'str', d: 'str' }, optional_fields: [] } },
+      { kind: 'table', name: 'T', upstreams: ['E'], key: ['k'], agg } as RegistryState['nodes'][number],
+    ],
+  };
+  s.install(v1);
+  for (let i = 0; i < 300; i++) s.apply('E', { k: `k${i % 40}`, c: `c${i}`, d: `d${i % 7}` }, 1000 + i, i + 1);
+  const before = s.tableByName('T')!.cols.interns;
+  assert.ok(before.get('c')!.size > 0 && before.get('d')!.size === 7);
+  const { lastc: _a, firstn: _b, ...kept } = agg;
+  s.install({ version: 2, nodes: [v1.nodes[0], { ...(v1.nodes[1] as object), agg: kept } as RegistryState['nodes'][number]] });
+  const ts = s.tableByName('T')!;
+  assert.equal(ts.cols.interns.get('c')!.size, 0, 'no cell holds a value of c any more');
+  assert.equal(ts.cols.interns.get('d')!.size, 7, 'lastd still holds its values');
+  assert.deepEqual(JSON.parse(s.read('T', 'k3', null, 2000)), { n: 8, lastd: 'd3' });
+});
+
 // ---------------------------------------------------------------- snapshots of columns
 
 import { deserialize, serialize } from 'node:v8';
