@@ -400,7 +400,7 @@ assert((ENTITY_SLOTS_MIN & (ENTITY_SLOTS_MIN - 1)) === 0, 'entity slots are a po
 assert(KEY_BYTES_MAX * 2 < 65_536, 'the entity index stores a key\'s byte length (UTF-16 at worst) in 16 bits');
 assert(KEY_BYTES_MAX < 65_536, 'a cold record stores the key length in 16 bits');
 
-/** Intern tables (shard/intern.ts): initial slots per table column (a power of two); also the floor it shrinks to. */
+/** Intern tables (shard/intern.ts): initial slots per column name of a shard (a power of two); also the floor it shrinks to. */
 export const INTERN_SLOTS_MIN = 16;
 /** Intern tables: values held at most per slot before the table doubles (linear probing stays short below 1/2). */
 export const INTERN_LOAD_MAX = 0.5;

@@ -425,7 +425,7 @@ function targetOf(state: ShardState, t: SnapshotMeta['tables'][number], format: 
   // Format 2 has no groups: every saved feature is an object state.
   const meta: LayoutMeta = format === 2 || t.layout === undefined ? { groups: [] } : t.layout;
   if (ts.size === 0 && ts.cold.size === 0) {
-    ts.replaceColumns(TableColumns.fromLayout(ts.plan, meta, liveOf));
+    ts.replaceColumns(TableColumns.fromLayout(ts.plan, meta, liveOf, state.interns));
     // Room for every entity at once: no doubling and rehashing of the index on the way.
     if (t.hot !== undefined) ts.cols.index.reserve(t.hot);
   }

@@ -14,6 +14,7 @@ import type { RegistrySource } from '../registry/wire';
 import type { Row } from '../types';
 import { freeze, frozenParts, SweepCursor, thaw } from './cold';
 import { TableColumns } from './table_columns';
+import type { InternTable } from './intern';
 import { keyHash } from './entity_index';
 import { strOf } from '../wal/push_record';
 import { MemColdStore, type ColdStore } from './cold_store';
@@ -145,6 +146,8 @@ export class PreparedVersion {
     readonly previous: CompiledRegistry | null,
     private readonly memoryGovEnforce: boolean,
     private readonly startsEmpty: (plan: TablePlan) => boolean,
+    /** The shard's intern tables (ShardState.interns). */
+    private readonly interns: Map<string, InternTable>,
   ) {}
 
   get version(): number {
@@ -175,7 +178,7 @@ export class PreparedVersion {
     for (;;) {
       const n = this.#tables.next();
       if (n.done === true) { this.#done = true; return true; }
-      if (this.startsEmpty(n.value)) this.#fresh.set(n.value, new TableColumns(n.value));
+      if (this.startsEmpty(n.value)) this.#fresh.set(n.value, new TableColumns(n.value, null, true, this.interns));
       if (performance.now() >= end) return false;
     }
   }
@@ -213,6 +216,12 @@ export class ShardState {
   /** Highest LSN applied (snapshots cover up to here). */
   appliedLsn = 0;
   readonly counters = new ColdCounters();
+  /**
+   * String values interned per column name for every table of the shard
+   * (table_columns.ts `interns`): reference counted by the cells that hold them,
+   * so a table that goes gives its references back (install, releaseAll).
+   */
+  readonly interns = new Map<string, InternTable>();
   /**
    * Memory-only mode over --memory-limit (shard_main.ts sets it each tick): a push
    * that would create an entity is refused with memory_limit_exceeded; existing
@@ -263,13 +272,19 @@ export class ShardState {
     }
     const renamedTo = new Map([...moved].map(([from, to]) => [to, from]));
     const tables: TableState[] = [];
+    const carried = new Set<TableState>();
     for (const plan of next.tables.values()) {
       const old = this.#byName.get(renamedTo.get(plan.name) ?? plan.name);
       const oldRef = ref === null ? undefined : ref === prev ? old?.plan : ref.tables.get(plan.name);
-      tables.push(old === undefined || oldRef === undefined || oldRef.keySignature !== plan.keySignature
-        ? new TableState(plan, ready?.columnsFor(plan) ?? new TableColumns(plan), null, this.#newCold(), this.counters)
-        : carryOver(old, plan, oldRef, () => this.#newCold()));
+      if (old === undefined || oldRef === undefined || oldRef.keySignature !== plan.keySignature) {
+        tables.push(new TableState(plan, ready?.columnsFor(plan) ?? new TableColumns(plan, null, true, this.interns), null, this.#newCold(), this.counters));
+      } else {
+        tables.push(carryOver(old, plan, oldRef, () => this.#newCold()));
+        carried.add(old);
+      }
     }
+    // A table that went (dropped, or its key changed) gives back the references its cells hold in the shard's intern tables.
+    for (const t of this.tables) if (!carried.has(t)) t.cols.releaseAll();
     for (const t of tables) t.coldAfterMs = coldAfterOf(next, t.plan.name);
     this.#disposeCold(this.tables, tables);
     this.flushCold();
@@ -289,7 +304,7 @@ export class ShardState {
   prepare(source: RegistrySource): PreparedVersion {
     if (this.#prepared === null || this.#prepared.version !== source.version || this.#prepared.previous !== this.registry) {
       const compile = new SlicedCompile(source, { memoryGovEnforce: this.opts.memoryGovEnforce, pushValidators: false, previous: this.registry });
-      this.#prepared = new PreparedVersion(compile, this.registry, this.opts.memoryGovEnforce, (plan) => this.#byName.get(plan.name)?.plan.keySignature !== plan.keySignature);
+      this.#prepared = new PreparedVersion(compile, this.registry, this.opts.memoryGovEnforce, (plan) => this.#byName.get(plan.name)?.plan.keySignature !== plan.keySignature, this.interns);
     }
     return this.#prepared;
   }
@@ -321,6 +336,8 @@ export class ShardState {
     this.opts.coldFiles?.clear();
     this.registry = null;
     this.tables = [];
+    // Every table goes: so do their interned values.
+    this.interns.clear();
     this.#byName.clear();
     this.lastT = 0;
     this.install(state);

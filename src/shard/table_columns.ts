@@ -27,6 +27,7 @@ import { EntityIndex } from './entity_index';
 import { InternTable } from './intern';
 import { memberView, RingGroup, RingMember, skipsOf, type GroupSave } from './ring_group';
 import { ObjectColumn, soloColumn, type SoloColumn } from './solo_column';
+import { KeptColumn } from './kept_column';
 import { RING_GROUP_WINDOWS_MAX } from '../limits';
 
 /** Per entity, as a frozen or per-entity snapshot stores it: per group its save, per object feature its OpState.save() (null for grouped features). */
@@ -68,14 +69,16 @@ const REPLACED = new Int32Array(1);
 
 export class TableColumns {
   readonly index: EntityIndex;
-  /** Intern table per column name, shared by the table's groups. */
-  readonly interns: Map<string, InternTable>;
   /**
-   * By position in `plan.columns` (the values of a PUSH record's feed): the
-   * column's intern table, or null when no cell holds its values (push_apply.ts
-   * looks such values up by their bytes).
+   * Intern table per column name, shared by the table's groups and kept-value
+   * columns and by every table of the shard (ShardState.interns): a value that
+   * two tables of a record hold (a merchant, a user, a card) is one string and
+   * one id, and the second table's lookup of it is the table's last-lookup hit
+   * instead of a probe. A table that goes releases its cells (releaseAll).
    */
-  readonly colInterns: Array<InternTable | null>;
+  readonly interns: Map<string, InternTable>;
+  /** colInterns, null when the layout changed since it was derived. */
+  #colInterns: Array<InternTable | null> | null = null;
   /**
    * By position in `plan.columns`: the id (in colInterns) of the value of the row
    * being applied when the push path looked it up by its bytes and holds a
@@ -92,11 +95,13 @@ export class TableColumns {
   /** Per feature: its solo column (slab rows or OpStates), or null for a grouped feature. */
   readonly objs: Array<SoloColumn | null>;
 
-  /** A fresh table; with `from`, the entities of `from` with nothing assigned yet (carry). */
-  constructor(public plan: TablePlan, from: TableColumns | null = null, assign = true) {
+  /**
+   * A fresh table whose values are interned in `interns` (the shard's: ShardState.interns;
+   * a table's own by default); with `from`, the entities of `from` with nothing assigned yet (carry).
+   */
+  constructor(public plan: TablePlan, from: TableColumns | null = null, assign = true, interns: Map<string, InternTable> = new Map()) {
     this.index = from === null ? new EntityIndex() : from.index;
-    this.interns = from === null ? new Map() : from.interns;
-    this.colInterns = plan.columns.map((c) => this.interns.get(c) ?? null);
+    this.interns = from === null ? interns : from.interns;
     this.colIds = new Int32Array(plan.columns.length).fill(-1);
     const n = plan.features.length;
     this.featGroup = new Array<RingGroup | null>(n).fill(null);
@@ -115,8 +120,8 @@ export class TableColumns {
    * -1) becomes a group with the same window and fields; every other feature is
    * assigned as in a fresh table. Saves of that layout then load one to one.
    */
-  static fromLayout(plan: TablePlan, meta: LayoutMeta, liveOf: readonly number[]): TableColumns {
-    const cols = new TableColumns(plan, null, false);
+  static fromLayout(plan: TablePlan, meta: LayoutMeta, liveOf: readonly number[], interns: Map<string, InternTable> = new Map()): TableColumns {
+    const cols = new TableColumns(plan, null, false, interns);
     const placed = new Set<number>();
     for (const g of meta.groups) {
       const live = g.members.map((j) => liveOf[j]).filter((i) => i >= 0 && plan.features[i].factory.shared != null);
@@ -193,7 +198,7 @@ export class TableColumns {
     this.objs[i] = col;
     this.featGroup[i] = null;
     this.featMember[i] = null;
-    this.#rowReads = null;
+    this.#layoutChanged();
   }
 
   /** A new entity from a save of layout `meta`, loaded through `map` (planLoad). */
@@ -271,11 +276,7 @@ export class TableColumns {
   /** The intern table of column `field` (shared by the table's rings and kept-value columns). */
   #internOf(field: string): InternTable {
     let t = this.interns.get(field);
-    if (t === undefined) {
-      this.interns.set(field, (t = new InternTable()));
-      const at = this.plan.columns.indexOf(field);
-      if (at >= 0) this.colInterns[at] = t;
-    }
+    if (t === undefined) this.interns.set(field, (t = new InternTable()));
     return t;
   }
 
@@ -285,7 +286,7 @@ export class TableColumns {
     this.objs[i] = col;
     this.featGroup[i] = null;
     this.featMember[i] = null;
-    this.#rowReads = null;
+    this.#layoutChanged();
   }
 
   #newGroup(list: number[], fixedFields: readonly string[] | null = null, fixedWindows: readonly number[] | null = null): void {
@@ -306,7 +307,43 @@ export class TableColumns {
       this.featMember[m.feature] = m;
       this.objs[m.feature] = null;
     }
+    this.#layoutChanged();
+  }
+
+  #layoutChanged(): void {
     this.#rowReads = null;
+    this.#colInterns = null;
+  }
+
+  /**
+   * By position in `plan.columns` (the values of a PUSH record's feed): the
+   * intern table the table's cells hold the column's values in (a ring group's
+   * field, a kept-value column's input), or null when none does (push_apply.ts
+   * then looks no value of it up: another table may intern the same column name).
+   */
+  get colInterns(): Array<InternTable | null> {
+    return this.#colInterns ??= this.#deriveColInterns();
+  }
+
+  #deriveColInterns(): Array<InternTable | null> {
+    const cols = this.plan.columns;
+    const out: Array<InternTable | null> = new Array<InternTable | null>(cols.length).fill(null);
+    for (const g of this.groups) g.fields.forEach((f, c) => { const j = cols.indexOf(f); if (j >= 0) out[j] = g.interns[c]; });
+    this.objs.forEach((col, i) => {
+      if (!(col instanceof KeptColumn)) return;
+      const j = cols.indexOf(this.plan.features[i].factory.field as string);
+      if (j >= 0) out[j] = col.intern;
+    });
+    return out;
+  }
+
+  /**
+   * Gives back every interned reference the table's cells hold (it is dropped by
+   * a registry change; the shard's intern tables outlive it). The table is not
+   * used afterwards.
+   */
+  releaseAll(): void {
+    for (const s of this.index.liveSlots()) this.#clearSlot(s);
   }
 
   get size(): number {
@@ -470,8 +507,7 @@ export class TableColumns {
 
   /** After `plan` was replaced by an identical layout (same signatures, same order): members use its configs. */
   rebind(): void {
-    this.#rowReads = null;
-    this.plan.columns.forEach((c, j) => { this.colInterns[j] = this.interns.get(c) ?? null; });
+    this.#layoutChanged();
     for (const g of this.groups) this.#bindColumns(g);
     for (const g of this.groups) {
       for (const m of g.members) {

@@ -363,6 +363,36 @@ test('a registry change that drops kept-value features releases their interned v
   assert.deepEqual(JSON.parse(s.read('T', 'k3', null, 2000)), { n: 8, lastd: 'd3' });
 });
 
+test('tables of a shard share an intern table per column name; a table that goes gives its references back', () => {
+  const event = { kind: 'event', name: 'E', schema: { fields: { k: 'str', u: 'str', m: 'str', x: 'f64' }, optional_fields: [] } };
+  const byUser = { kind: 'table', name: 'U', upstreams: ['E'], key: ['u'], agg: { ms: { op: 'n_unique', params: { field: 'm', window: '1h' } }, lastm: { op: 'last', params: { field: 'm' } } } };
+  const byKey = { kind: 'table', name: 'K', upstreams: ['E'], key: ['k'], agg: { ms: { op: 'n_unique', params: { field: 'm', window: '1h' } }, s: { op: 'sum', params: { field: 'x', window: '1h' } } } };
+  const sumOnly = { kind: 'table', name: 'X', upstreams: ['E'], key: ['k'], agg: { s: { op: 'sum', params: { field: 'x', window: '1h' } } } };
+  const v1 = { version: 1, nodes: [event, byUser, byKey, sumOnly] } as RegistryState;
+  const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  s.install(v1);
+  const u = s.tableByName('U')!;
+  const k = s.tableByName('K')!;
+  const x = s.tableByName('X')!;
+  assert.equal(u.cols.interns.get('m'), k.cols.interns.get('m'), 'one intern table for column m');
+  const mAt = (t: typeof u): number => t.plan.columns.indexOf('m');
+  assert.equal(x.cols.colInterns[mAt(x)] ?? null, null, 'a table that holds no m values looks none up');
+  for (let i = 0; i < 200; i++) s.apply('E', { k: `k${i % 10}`, u: `u${i % 7}`, m: `m${i}`, x: i }, 1000 + i, i + 1);
+  const m = u.cols.interns.get('m')!;
+  assert.equal(m.size, 200, 'each value once, whichever tables hold it');
+  const before = JSON.parse(s.read('K', 'k3', null, 2000));
+  // U goes: its rings and kept values give their references back; K's stay.
+  s.install({ version: 2, nodes: [event, byKey, sumOnly] } as RegistryState);
+  assert.equal(m.size, 200, 'K still holds every value');
+  assert.deepEqual(JSON.parse(s.read('K', 'k3', null, 2000)), before);
+  // K's key changes: a new table, the old one's references go; nothing holds m any more.
+  s.install({ version: 3, nodes: [event, { ...byKey, key: ['u'] }, sumOnly] } as RegistryState);
+  assert.equal(m.size, 0);
+  s.apply('E', { k: 'k1', u: 'u1', m: 'again', x: 1 }, 3000, 201);
+  assert.equal(s.tableByName('K')!.cols.interns.get('m')!.size, 1);
+  assert.deepEqual(JSON.parse(s.read('K', 'u1', null, 3000)), { ms: 1, s: 1 });
+});
+
 // ---------------------------------------------------------------- snapshots of columns
 
 import { deserialize, serialize } from 'node:v8';
