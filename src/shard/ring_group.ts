@@ -483,6 +483,18 @@ export class RingGroup {
     this.head[slot] = 0;
   }
 
+  /**
+   * Gives back the intern references of the slot's ring cells and nothing else:
+   * its table is being dropped (TableColumns.releaseFrom), so its blocks, records
+   * and free lists go with it.
+   */
+  releaseRefs(slot: number): void {
+    const cls = this.cls[slot];
+    if (cls === 0) return;
+    const pool = this.pools[cls];
+    for (let k = 0; k < this.len[slot]; k++) this.#release(pool, this.#entry(slot, k));
+  }
+
   /** Empties the slot (the entity leaves: frozen, dropped, or its slot is reused). */
   clear(slot: number): void {
     const cls = this.cls[slot];

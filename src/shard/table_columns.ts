@@ -64,6 +64,9 @@ export interface SaveMap {
   objSrc: Array<{ obj: number } | { group: number; member: number } | null>;
 }
 
+/** releaseFrom looks at the clock once per this many slots + 1 (a mask). */
+const RELEASE_CHECK_EVERY = 255;
+
 /** Out-parameter of EntityIndex.addReplacing (one per thread: restores are synchronous). */
 const REPLACED = new Int32Array(1);
 
@@ -338,12 +341,24 @@ export class TableColumns {
   }
 
   /**
-   * Gives back every interned reference the table's cells hold (it is dropped by
-   * a registry change; the shard's intern tables outlive it). The table is not
-   * used afterwards.
+   * Gives back the interned references that the cells of the slots from `from` on
+   * hold, until `deadline` (performance.now()); returns the slot to go on from, or
+   * -1 when done. For a table a registry change dropped: the shard's intern tables
+   * outlive it, and releasing 1M entities takes ~170 ms, so the shard does it in
+   * slices between batches (ShardState.releaseDropped), not inside the install.
    */
-  releaseAll(): void {
-    for (const s of this.index.liveSlots()) this.#clearSlot(s);
+  releaseFrom(from: number, deadline: number): number {
+    const index = this.index;
+    // Only the cells that hold ids: ring cells and kept values (the rest is garbage with the table).
+    const kept = this.objs.filter((col): col is KeptColumn => col instanceof KeptColumn);
+    for (let s = from; s < index.high; s++) {
+      if (index.live(s)) {
+        for (const g of this.groups) g.releaseRefs(s);
+        for (const col of kept) col.clear(s);
+      }
+      if ((s & RELEASE_CHECK_EVERY) === RELEASE_CHECK_EVERY && performance.now() >= deadline) return s + 1;
+    }
+    return -1;
   }
 
   get size(): number {

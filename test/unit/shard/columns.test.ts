@@ -381,16 +381,41 @@ test('tables of a shard share an intern table per column name; a table that goes
   const m = u.cols.interns.get('m')!;
   assert.equal(m.size, 200, 'each value once, whichever tables hold it');
   const before = JSON.parse(s.read('K', 'k3', null, 2000));
-  // U goes: its rings and kept values give their references back; K's stay.
+  // U goes: its rings and kept values give their references back (in slices, after the install); K's stay.
   s.install({ version: 2, nodes: [event, byKey, sumOnly] } as RegistryState);
+  assert.equal(s.releaseDropped(), true);
   assert.equal(m.size, 200, 'K still holds every value');
   assert.deepEqual(JSON.parse(s.read('K', 'k3', null, 2000)), before);
   // K's key changes: a new table, the old one's references go; nothing holds m any more.
   s.install({ version: 3, nodes: [event, { ...byKey, key: ['u'] }, sumOnly] } as RegistryState);
+  assert.equal(m.size, 200, 'not released inside the install');
+  assert.equal(s.releaseDropped(), true);
   assert.equal(m.size, 0);
   s.apply('E', { k: 'k1', u: 'u1', m: 'again', x: 1 }, 3000, 201);
   assert.equal(s.tableByName('K')!.cols.interns.get('m')!.size, 1);
   assert.deepEqual(JSON.parse(s.read('K', 'u1', null, 3000)), { ms: 1, s: 1 });
+});
+
+test('a dropped table is released in slices: a deadline already passed still moves 256 slots a call', () => {
+  const event = { kind: 'event', name: 'E', schema: { fields: { k: 'str', m: 'str' }, optional_fields: [] } };
+  const t = { kind: 'table', name: 'T', upstreams: ['E'], key: ['k'], agg: { lastm: { op: 'last', params: { field: 'm' } } } };
+  const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  s.install({ version: 1, nodes: [event, t] } as RegistryState);
+  for (let i = 0; i < 1000; i++) s.apply('E', { k: `k${i}`, m: `m${i}` }, 1000 + i, i + 1);
+  const m = s.tableByName('T')!.cols.interns.get('m')!;
+  s.install({ version: 2, nodes: [event] } as RegistryState);
+  assert.equal(m.size, 1000);
+  const left: number[] = [];
+  while (!s.releaseDropped(0)) left.push(m.size);
+  assert.deepEqual(left, [744, 488, 232], 'four slices of 256 slots');
+  assert.equal(m.size, 0);
+  // The cold sweep runs the release first (it is what the shard calls between batches).
+  s.install({ version: 3, nodes: [event, t] } as RegistryState);
+  s.apply('E', { k: 'a', m: 'x' }, 5000, 1001);
+  s.install({ version: 4, nodes: [event] } as RegistryState);
+  assert.equal(m.size, 1);
+  s.sweepCold(Date.now());
+  assert.equal(m.size, 0);
 });
 
 // ---------------------------------------------------------------- snapshots of columns
