@@ -485,7 +485,7 @@ export class RingGroup {
 
   /**
    * Gives back the intern references of the slot's ring cells and nothing else:
-   * its table is being dropped (TableColumns.releaseFrom), so its blocks, records
+   * the group is being dropped (dropped_cells.ts), so its blocks, records
    * and free lists go with it.
    */
   releaseRefs(slot: number): void {

@@ -15,6 +15,7 @@ import type { Row } from '../types';
 import { freeze, frozenParts, SweepCursor, thaw } from './cold';
 import { TableColumns } from './table_columns';
 import type { InternTable } from './intern';
+import type { DroppedCells } from './dropped_cells';
 import { keyHash } from './entity_index';
 import { strOf } from '../wal/push_record';
 import { MemColdStore, type ColdStore } from './cold_store';
@@ -222,8 +223,9 @@ export class ShardState {
    * so a table that goes gives its references back (install, releaseAll).
    */
   readonly interns = new Map<string, InternTable>();
-  /** Tables a registry change dropped whose cells still hold references in `interns`: released in slices (releaseDropped). */
-  readonly #dropped: Array<{ cols: TableColumns; next: number }> = [];
+  /** Cells a registry change dropped that still hold references in `interns`: released in slices (releaseDropped). */
+  readonly #dropped: DroppedCells[] = [];
+  readonly #onDropped = (cells: DroppedCells): void => { this.#dropped.push(cells); };
   /**
    * Memory-only mode over --memory-limit (shard_main.ts sets it each tick): a push
    * that would create an entity is refused with memory_limit_exceeded; existing
@@ -281,13 +283,13 @@ export class ShardState {
       if (old === undefined || oldRef === undefined || oldRef.keySignature !== plan.keySignature) {
         tables.push(new TableState(plan, ready?.columnsFor(plan) ?? new TableColumns(plan, null, true, this.interns), null, this.#newCold(), this.counters));
       } else {
-        tables.push(carryOver(old, plan, oldRef, () => this.#newCold()));
+        tables.push(carryOver(old, plan, oldRef, () => this.#newCold(), this.#onDropped));
         carried.add(old);
       }
     }
     // A table that went (dropped, or its key changed) gives back the references its cells
     // hold in the shard's intern tables: later, in slices (a 1M-entity table takes ~170 ms).
-    for (const t of this.tables) if (!carried.has(t) && t.cols.size > 0) this.#dropped.push({ cols: t.cols, next: 0 });
+    for (const t of this.tables) if (!carried.has(t) && t.cols.size > 0) this.#dropped.push(t.cols.dropAll());
     for (const t of tables) t.coldAfterMs = coldAfterOf(next, t.plan.name);
     this.#disposeCold(this.tables, tables);
     this.flushCold();
@@ -567,9 +569,7 @@ export class ShardState {
   releaseDropped(deadline = Number.POSITIVE_INFINITY): boolean {
     const dropped = this.#dropped;
     while (dropped.length > 0) {
-      const d = dropped[0];
-      d.next = d.cols.releaseFrom(d.next, deadline);
-      if (d.next >= 0) return false;
+      if (!dropped[0].step(deadline)) return false;
       dropped.shift();
     }
     return true;
@@ -621,7 +621,7 @@ function applyFeatures(ts: TableState, slot: number, r: Row, t: number): void {
  * `plan` (the old plan itself, or recompiled under new names across a rename); its
  * features are in the same order as `old.plan`'s.
  */
-function carryOver(old: TableState, plan: TablePlan, ref: TablePlan, newCold: () => ColdStore): TableState {
+function carryOver(old: TableState, plan: TablePlan, ref: TablePlan, newCold: () => ColdStore, dropped: (cells: DroppedCells) => void): TableState {
   const map: number[] = plan.features.map((f) => {
     const j = ref.featureIndex.get(f.name);
     return j !== undefined && ref.features[j].signature === f.signature ? j : -1;
@@ -635,7 +635,7 @@ function carryOver(old: TableState, plan: TablePlan, ref: TablePlan, newCold: ()
   }
   // The layout frozen entities were saved in, before carry() rewrites the groups.
   const meta = old.cols.layoutMeta();
-  const cols = old.cols.carry(plan, map);
+  const cols = old.cols.carry(plan, map, dropped);
   // Frozen entities are remapped one at a time into a new store (install disposes
   // of the old one): each loads into the new layout as a save of the old one
   // (planLoad/addMapped), is frozen again and leaves; they never all come back to memory.

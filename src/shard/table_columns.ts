@@ -28,6 +28,7 @@ import { InternTable } from './intern';
 import { memberView, RingGroup, RingMember, skipsOf, type GroupSave } from './ring_group';
 import { ObjectColumn, soloColumn, type SoloColumn } from './solo_column';
 import { KeptColumn } from './kept_column';
+import { DroppedCells } from './dropped_cells';
 import { RING_GROUP_WINDOWS_MAX } from '../limits';
 
 /** Per entity, as a frozen or per-entity snapshot stores it: per group its save, per object feature its OpState.save() (null for grouped features). */
@@ -63,9 +64,6 @@ export interface SaveMap {
   memberSrc: number[][];
   objSrc: Array<{ obj: number } | { group: number; member: number } | null>;
 }
-
-/** releaseFrom looks at the clock once per this many slots + 1 (a mask). */
-const RELEASE_CHECK_EVERY = 255;
 
 /** Out-parameter of EntityIndex.addReplacing (one per thread: restores are synchronous). */
 const REPLACED = new Int32Array(1);
@@ -340,25 +338,9 @@ export class TableColumns {
     return out;
   }
 
-  /**
-   * Gives back the interned references that the cells of the slots from `from` on
-   * hold, until `deadline` (performance.now()); returns the slot to go on from, or
-   * -1 when done. For a table a registry change dropped: the shard's intern tables
-   * outlive it, and releasing 1M entities takes ~170 ms, so the shard does it in
-   * slices between batches (ShardState.releaseDropped), not inside the install.
-   */
-  releaseFrom(from: number, deadline: number): number {
-    const index = this.index;
-    // Only the cells that hold ids: ring cells and kept values (the rest is garbage with the table).
-    const kept = this.objs.filter((col): col is KeptColumn => col instanceof KeptColumn);
-    for (let s = from; s < index.high; s++) {
-      if (index.live(s)) {
-        for (const g of this.groups) g.releaseRefs(s);
-        for (const col of kept) col.clear(s);
-      }
-      if ((s & RELEASE_CHECK_EVERY) === RELEASE_CHECK_EVERY && performance.now() >= deadline) return s + 1;
-    }
-    return -1;
+  /** Every cell of the table that holds an interned reference (it is dropped: released in slices, dropped_cells.ts). */
+  dropAll(): DroppedCells {
+    return new DroppedCells(this.groups, keptColumns(this.objs), this.index.high);
   }
 
   get size(): number {
@@ -540,15 +522,16 @@ export class TableColumns {
    * without members are emptied; new windowed features get groups of their own.
    * Every entity must be hot (the caller thaws cold ones first).
    */
-  carry(plan: TablePlan, map: readonly number[]): TableColumns {
+  carry(plan: TablePlan, map: readonly number[], dropped: (cells: DroppedCells) => void): TableColumns {
     const next = new TableColumns(plan, this);
+    const gone: RingGroup[] = [];
     const n = plan.features.length;
     const newOf = new Map<number, number>();
     map.forEach((j, i) => { if (j >= 0) newOf.set(j, i); });
     for (const g of this.groups) {
       const kept = g.members.filter((m) => newOf.has(m.feature));
       if (kept.length === 0) {
-        for (const s of this.index.liveSlots()) g.clear(s);
+        gone.push(g);
         continue;
       }
       g.keepMembers(kept);
@@ -575,12 +558,10 @@ export class TableColumns {
         reused.add(col);
       } else fresh.push(i);
     }
-    // A dropped column's cells give their interned references back: the intern
-    // tables carry over to `next`, and a value no cell holds must not stay in them.
-    for (const col of this.objs) {
-      if (col === null || reused.has(col)) continue;
-      for (const s of this.index.liveSlots()) col.clear(s);
-    }
+    // Dropped groups and columns give their interned references back (in slices,
+    // dropped_cells.ts): the intern tables outlive them.
+    const cells = new DroppedCells(gone, keptColumns(this.objs.filter((col) => col !== null && !reused.has(col))), this.index.high);
+    if (!cells.empty) dropped(cells);
     next.#assign(fresh);
     return next;
   }
@@ -589,6 +570,11 @@ export class TableColumns {
 /** The window of a feature that can share a ring. */
 function windowOf(sh: NonNullable<FeaturePlan['factory']['shared']>): number {
   return sh.num !== null ? sh.num.windowMs : sh.val.windowMs;
+}
+
+/** The kept-value columns among `objs` (the solo columns whose cells hold interned ids). */
+function keptColumns(objs: ReadonlyArray<SoloColumn | null>): KeptColumn[] {
+  return objs.filter((col): col is KeptColumn => col instanceof KeptColumn);
 }
 
 function memberOf(f: FeaturePlan, i: number, fields: readonly string[]): RingMember {

@@ -336,13 +336,15 @@ test('a feature added by a registry change starts empty while its window-mates k
   assert.deepEqual(row, { s: 49 * 50 / 2 + 7, s2: 7, n: 51 });
 });
 
-test('a registry change that drops kept-value features releases their interned values; the ones still held stay', () => {
+test('a registry change that drops kept-value features or a whole ring releases their interned values; the ones still held stay', () => {
   const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   const agg = {
     n: { op: 'count', params: {} },
     lastc: { op: 'last', params: { field: 'c' } },
     firstn: { op: 'first_n', params: { field: 'c', n: 3 } },
     lastd: { op: 'last', params: { field: 'd' } },
+    // A ring of its own (`where`) holding c values: it goes with its only feature.
+    cs: { op: 'n_unique', params: { field: 'c', window: '1h', where: "d != 'zz'" } },
   };
   const v1: RegistryState = {
     version: 1,
@@ -355,9 +357,11 @@ test('a registry change that drops kept-value features releases their interned v
   for (let i = 0; i < 300; i++) s.apply('E', { k: `k${i % 40}`, c: `c${i}`, d: `d${i % 7}` }, 1000 + i, i + 1);
   const before = s.tableByName('T')!.cols.interns;
   assert.ok(before.get('c')!.size > 0 && before.get('d')!.size === 7);
-  const { lastc: _a, firstn: _b, ...kept } = agg;
+  const { lastc: _a, firstn: _b, cs: _c, ...kept } = agg;
   s.install({ version: 2, nodes: [v1.nodes[0], { ...(v1.nodes[1] as object), agg: kept } as RegistryState['nodes'][number]] });
   const ts = s.tableByName('T')!;
+  assert.ok(ts.cols.interns.get('c')!.size > 0, 'released after the install, in slices');
+  assert.equal(s.releaseDropped(), true);
   assert.equal(ts.cols.interns.get('c')!.size, 0, 'no cell holds a value of c any more');
   assert.equal(ts.cols.interns.get('d')!.size, 7, 'lastd still holds its values');
   assert.deepEqual(JSON.parse(s.read('T', 'k3', null, 2000)), { n: 8, lastd: 'd3' });
