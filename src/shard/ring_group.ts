@@ -497,10 +497,8 @@ export class RingGroup {
 
   /** Empties the slot (the entity leaves: frozen, dropped, or its slot is reused). */
   clear(slot: number): void {
-    const cls = this.cls[slot];
-    if (cls > 0) {
-      const pool = this.pools[cls];
-      for (let k = 0; k < this.len[slot]; k++) this.#release(pool, this.#entry(slot, k));
+    if (this.cls[slot] > 0) {
+      this.releaseRefs(slot);
       this.len[slot] = 0;
       this.skip.fill(0, slot * this.sw, slot * this.sw + this.sw);
       this.#freeRing(slot);
@@ -612,7 +610,7 @@ export class RingGroup {
     const skips = skipsOf(saved);
     const len = ring.length / this.stride;
     assert(Number.isInteger(len) && len <= RING_ENTRIES_MAX, 'saved ring does not fit the group');
-    this.#loadSkips(slot, skips, len);
+    this.#setSkips(slot, skips, 0, len);
     if (len > 0) {
       let cls = 1;
       while (1 << cls < len) cls++;
@@ -630,10 +628,14 @@ export class RingGroup {
     this.#loadBuckets(slot, buckets);
   }
 
-  /** A slot's skip counts from a save (none: a layout of one window per group, or nothing expired). */
-  #loadSkips(slot: number, skips: readonly number[] | undefined, len: number): void {
+  /**
+   * A slot's skip counts from `src` at `at` (a save's, or a slab chunk's bytes;
+   * undefined: none saved, a layout of one window per group), each within the
+   * ring's `len` entries.
+   */
+  #setSkips(slot: number, src: ArrayLike<number> | undefined, at: number, len: number): void {
     for (let w = 0; w < this.sw; w++) {
-      const k = skips === undefined ? 0 : skips[w];
+      const k = src === undefined ? 0 : src[at + w];
       assert(Number.isInteger(k) && k >= 0 && k <= len, 'saved skip count does not fit the ring');
       this.skip[slot * this.sw + w] = k;
     }
@@ -646,11 +648,7 @@ export class RingGroup {
 
   /** Inverse of exportSkips, after importSlot (the ring's length bounds each count). */
   importSkips(slot: number, src: Uint8Array, at: number): void {
-    for (let w = 0; w < this.sw; w++) {
-      const k = src[at + w];
-      assert(k <= this.len[slot], 'slab skip count does not fit the ring');
-      this.skip[slot * this.sw + w] = k;
-    }
+    this.#setSkips(slot, src, at, this.len[slot]);
   }
 
   #loadBuckets(slot: number, buckets: unknown[]): void {

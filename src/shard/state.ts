@@ -220,7 +220,7 @@ export class ShardState {
   /**
    * String values interned per column name for every table of the shard
    * (table_columns.ts `interns`): reference counted by the cells that hold them,
-   * so a table that goes gives its references back (install, releaseAll).
+   * so a table or feature that goes gives its references back (install: #dropped).
    */
   readonly interns = new Map<string, InternTable>();
   /** Cells a registry change dropped that still hold references in `interns`: released in slices (releaseDropped). */

@@ -75,7 +75,8 @@ export class TableColumns {
    * columns and by every table of the shard (ShardState.interns): a value that
    * two tables of a record hold (a merchant, a user, a card) is one string and
    * one id, and the second table's lookup of it is the table's last-lookup hit
-   * instead of a probe. A table that goes releases its cells (releaseAll).
+   * instead of a probe. A table or feature that goes gives its cells' references
+   * back (dropAll, carry: dropped_cells.ts).
    */
   readonly interns: Map<string, InternTable>;
   /** colInterns, null when the layout changed since it was derived. */
@@ -235,7 +236,7 @@ export class TableColumns {
         const sg = meta.groups[src.group];
         const field = factory.field;
         const cfg = factory.shared!;
-        const win = windowsOf(sg).indexOf(cfg.num !== null ? cfg.num.windowMs : cfg.val.windowMs);
+        const win = windowsOf(sg).indexOf(windowOf(cfg));
         col.load(slot, memberView(saved[0][src.group], 1 + sg.fields.length, field === null ? -1 : sg.fields.indexOf(field), src.member, cfg.num, cfg.val, win));
       }
     }
