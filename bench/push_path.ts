@@ -15,7 +15,7 @@
  *                              structured clone of {items, bytes}
  *                       shard  deserialize, seal the crcs, apply each record
  *
- *   node dist/bench/push_path.js [--workload medium|fraud] [--pushes 200000] [--batch 128] [--rounds 3] [--alloc 1 [--alloc-top 20]]
+ *   node dist/bench/push_path.js [--workload medium|fraud] [--pushes 200000] [--batch 128] [--rounds 3] [--record-only 1] [--alloc 1 [--alloc-top 20]]
  *
  * Prints µs of CPU per push for each side (best of the rounds). The WAL write
  * itself is the same for both (one write per batch) and is left out. With
@@ -47,6 +47,8 @@ const SHARDS = 2;
 const ALLOC = args.get('alloc') === '1';
 /** With --alloc 1: print this many allocation sites of the shard side, largest first. */
 const ALLOC_TOP = Number(args.get('alloc-top') ?? 0);
+/** Only the record path (what the server runs): for --cpu-prof of it, without the text path's state in the same heap. */
+const RECORD_ONLY = args.get('record-only') === '1';
 
 const wl = workloadNamed(WORKLOAD);
 const STATE: RegistryState = { version: 1, nodes: wl.register.nodes as RegistryState['nodes'] };
@@ -178,20 +180,20 @@ function main(): void {
   for (let round = 0; round < ROUNDS; round++) {
     const textOut: Buffer[][] = [[], []];
     const recOut: Buffer[][] = [[], []];
-    best.ft = Math.min(best.ft, frontText(front, textOut) / PUSHES);
+    if (!RECORD_ONLY) best.ft = Math.min(best.ft, frontText(front, textOut) / PUSHES);
     best.fr = Math.min(best.fr, frontRecords(front, recOut) / PUSHES);
-    const st = shards();
+    const st = RECORD_ONLY ? [] : shards();
     const sr = shards();
     let ts = 0;
     let rs = 0;
-    for (let s = 0; s < SHARDS; s++) { ts += shardText(st[s], textOut[s]); rs += shardRecords(sr[s], recOut[s]); }
+    for (let s = 0; s < SHARDS; s++) { if (!RECORD_ONLY) ts += shardText(st[s], textOut[s]); rs += shardRecords(sr[s], recOut[s]); }
     best.st = Math.min(best.st, ts / PUSHES);
     best.sr = Math.min(best.sr, rs / PUSHES);
     best.bt = textOut.flat().reduce((a, b) => a + b.length, 0) / PUSHES;
     best.br = recOut.flat().reduce((a, b) => a + b.length, 0) / PUSHES;
     // Same state either way: the record path must not change a single value.
     const table = wl.getTable;
-    for (let s = 0; s < SHARDS; s++) {
+    for (let s = 0; s < SHARDS && !RECORD_ONLY; s++) {
       const ta = st[s].tableByName(table)!;
       for (const key of ta.cols.index.keyList().slice(0, 200)) {
         if (st[s].read(table, key, null, T0 + PUSHES) !== sr[s].read(table, key, null, T0 + PUSHES)) throw new Error(`rows differ for ${key}`);
@@ -199,7 +201,7 @@ function main(): void {
     }
   }
   console.log(`             front µs/push   shard µs/push (all shards)   bytes/push to shards`);
-  console.log(`text path    ${best.ft.toFixed(2).padStart(13)}   ${best.st.toFixed(2).padStart(26)}   ${best.bt.toFixed(0).padStart(20)}`);
+  if (!RECORD_ONLY) console.log(`text path    ${best.ft.toFixed(2).padStart(13)}   ${best.st.toFixed(2).padStart(26)}   ${best.bt.toFixed(0).padStart(20)}`);
   console.log(`record path  ${best.fr.toFixed(2).padStart(13)}   ${best.sr.toFixed(2).padStart(26)}   ${best.br.toFixed(0).padStart(20)}`);
   if (ALLOC) {
     const recOut: Buffer[][] = [[], []];
