@@ -10,7 +10,8 @@
  */
 import type { JsonValue, Row, Value } from '../types';
 import type { StoredState } from './factory';
-import type { WindowAgg } from './val_window';
+import { strict as assert } from 'node:assert';
+import { ValWindowCfg, type WindowAgg } from './val_window';
 import { categoryOf } from './buffer';
 import { jsonNum } from './values';
 import {
@@ -35,10 +36,28 @@ function isFiniteNum(x: Value | undefined): x is number {
   return typeof x === 'number' && Number.isFinite(x);
 }
 
+/**
+ * A value n_unique knows only by its hashValue: what a hashed ring field
+ * (shard/ring_group.ts) holds, when a feature leaves its ring for a standalone
+ * state (memberView). That state's ring keeps it among plain values; DistinctAgg
+ * adds its hash as is. A plain object, so it survives v8 serialization (saves).
+ */
+export interface Prehashed {
+  h: number;
+}
+
+export function prehashed(h: number): Prehashed {
+  return { h };
+}
+
+function isPrehashed(x: unknown): x is Prehashed {
+  return typeof x === 'object' && x !== null && typeof (x as Prehashed).h === 'number';
+}
+
 export class DistinctAgg implements WindowAgg<DistinctSketch> {
   readonly timeless = true;
   accepts(x: Value | undefined): x is Scalar {
-    return isScalar(x);
+    return isScalar(x) || isPrehashed(x);
   }
   empty(): DistinctSketch {
     return new DistinctSketch();
@@ -48,7 +67,8 @@ export class DistinctAgg implements WindowAgg<DistinctSketch> {
     return a;
   }
   add(a: DistinctSketch, v: Scalar): DistinctSketch {
-    a.add(v);
+    if (typeof v === 'object') a.addHash((v as Prehashed).h);
+    else a.add(v);
     return a;
   }
   merge(into: DistinctSketch, from: DistinctSketch): DistinctSketch {
@@ -64,6 +84,42 @@ export class DistinctAgg implements WindowAgg<DistinctSketch> {
   load(saved: unknown): DistinctSketch {
     return DistinctSketch.load(saved);
   }
+}
+
+/**
+ * n_unique over a ring column whose cells hold each value's hashValue instead of
+ * the value (shard/ring_group.ts "hashed fields": a column only n_unique reads
+ * needs no intern table). The sketch is the one DistinctAgg builds from the values:
+ * it adds the hash it would have computed.
+ */
+export class DistinctHashAgg extends DistinctAgg {
+  override accepts(x: Value | undefined): x is number {
+    return typeof x === 'number';
+  }
+  override add(a: DistinctSketch, h: Scalar): DistinctSketch {
+    a.addHash(h as number);
+    return a;
+  }
+}
+
+const DISTINCT_HASH_AGG = new DistinctHashAgg();
+const hashedCfgs = new WeakMap<ValWindowCfg<unknown>, ValWindowCfg<unknown>>();
+
+/** Whether a windowed value feature's cells may hold hashes of its values (it is an n_unique). */
+export function readsHashes(c: ValWindowCfg<unknown>): boolean {
+  return c.agg instanceof DistinctAgg && c.auxField === null;
+}
+
+/** The config of n_unique `c` reading a hashed column: the same windows and buckets, DistinctHashAgg. */
+export function hashedCfg(c: ValWindowCfg<unknown>): ValWindowCfg<unknown> {
+  if (c.agg instanceof DistinctHashAgg) return c;
+  let h = hashedCfgs.get(c);
+  if (h === undefined) {
+    h = new ValWindowCfg<unknown>(DISTINCT_HASH_AGG as WindowAgg<unknown>, c.windowMs, c.bSlotsMax - 1, c.numeric, c.auxField);
+    assert(h.bucketMs === c.bucketMs, 'a hashed config has the buckets of its feature');
+    hashedCfgs.set(c, h);
+  }
+  return h;
 }
 
 export class QuantileAgg implements WindowAgg<QuantileSketch> {

@@ -8,6 +8,8 @@
  * reaches an entity.
  */
 import { strict as assert } from 'node:assert';
+import { hashAscii53Into } from '../ops/sketch/hash';
+import { asciiString } from '../util/ascii';
 import type { ColumnSetter, CompiledRegistry } from '../registry/compile';
 import type { Row } from '../types';
 import { PushRecordReader, TAG_F64 } from '../wal/push_record';
@@ -76,9 +78,15 @@ export class PushApplier {
       const interns = ts.cols.colInterns;
       const ids = ts.cols.colIds;
       const reads = ts.cols.rowReads();
+      const hashed = ts.cols.colHashed;
+      const hashes = ts.cols.colHash;
       for (let j = 0; j < n; j++) {
         const it = interns[j];
-        if (it !== null && rd.asciiBytes()) {
+        if (hashed[j] === 1 && rd.asciiBytes()) {
+          // Cells hold the value's hash (ring_group.ts hashed fields): made from the bytes, no lookup, no string.
+          hashAscii53Into(buf, rd.strAt, rd.strAt + rd.strLen, hashes, j);
+          set(row, j, reads[j] === 1 ? asciiString(buf, rd.strAt, rd.strAt + rd.strLen) : undefined);
+        } else if (it !== null && rd.asciiBytes()) {
           // Held while the feed applies: a cell that expires meanwhile cannot free it under the ring cells that take it by id.
           const id = it.idOfAscii(buf, rd.strAt, rd.strAt + rd.strLen);
           it.refId(id);
@@ -96,6 +104,8 @@ export class PushApplier {
           (interns[j] as InternTable).unref(ids[j]);
           ids[j] = -1;
         }
+        // NaN: every other path that applies a row (text records, replays) leaves the hash to the ring.
+        for (let j = 0; j < n; j++) hashes[j] = NaN;
       }
     }
     if (dedupe !== null && rd.dedupe !== null && plan.dedupeField !== null) {

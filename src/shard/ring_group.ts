@@ -31,6 +31,16 @@
  * low word the interned id of a string or boolean, intern.ts), so every value
  * comes back exactly as pushed, null and absent included.
  *
+ * Hashed fields: a field that only n_unique members read (the fraud tables' user,
+ * card and device ids) holds each value's 53-bit hashValue in its cells (null
+ * cells for what n_unique does not count), the hash the sketch would compute: no
+ * intern table, no string for a new value, no reference to take and give back,
+ * and the push computes the hash from the record's bytes (push_apply.ts). Those
+ * members read through DistinctHashAgg (ops/sketch_ops.ts). A group's hashed
+ * fields are fixed when it is made (a later member change keeps them) and recorded
+ * in its layout (table_columns.ts LayoutMeta), so saves of its cells (hashes) only
+ * load where cells are hashes, or go through memberView.
+ *
  * Compared with one ring per feature, a ring holds every event that reached the
  * group, also those a feature does not accept (a sum skips an event without a
  * number): an entity then leaves the exact regime after RING_ENTRIES_MAX events of
@@ -48,9 +58,11 @@ import {
   type ValBuckets, type ValWindowCfg,
 } from '../ops/val_window';
 import { InternTable, type Interned } from './intern';
-import { decodeCell, decodeExported, encodeCell, HI_ID, isNullCell, releaseCell } from './cells';
+import { decodeCell, decodeExported, encodeCell, HI_ID, HI_NULL, isNullCell, releaseCell } from './cells';
 import { ClassPool, RING_CLASS_MAX } from './ring_pool';
 import { grown } from './entity_index';
+import { hashedCfg, isScalar, prehashed, readsHashes } from '../ops/sketch_ops';
+import { hashValue } from '../ops/sketch/hash';
 
 assert(1 << RING_CLASS_MAX === RING_ENTRIES_MAX, 'the largest ring class holds RING_ENTRIES_MAX entries');
 
@@ -108,6 +120,8 @@ export class RingGroup {
    * array read instead of a Map lookup per member.
    */
   rec: Int32Array;
+  /** Per field: 1 when its cells hold hashValue of the value (a hashed field, above). */
+  readonly hashed: Uint8Array;
   /** Per field: its position in the table's columns (TableColumns.colIds), -1 when it has none. */
   colOf: Int32Array;
   /** Bucket records: member i's buckets for record r at r * members.length + i (null: none). */
@@ -139,8 +153,11 @@ export class RingGroup {
     readonly interns: readonly InternTable[],
     public members: RingMember[],
     capacity: number,
+    /** The fields whose cells hold hashes (hashedFieldsOf for a new group, the layout's for a restored one). */
+    hashedFields: readonly string[] = [],
   ) {
     assert(fields.length === interns.length);
+    this.hashed = Uint8Array.from(fields, (f) => (hashedFields.includes(f) ? 1 : 0));
     assert(windows.length >= 1 && windows.every((w, i) => i === 0 || w > windows[i - 1]), 'group windows ascend');
     assert(where === null || windows.length === 1, 'a group with `where` has one feature');
     this.windowMs = windows[windows.length - 1];
@@ -165,6 +182,7 @@ export class RingGroup {
     this.#valTimed = false;
     this.members.forEach((m, i) => {
       m.at = i;
+      this.adoptCfg(m);
       const cfg = m.num !== null ? m.num : (m.val as ValWindowCfg<unknown>);
       m.win = this.windows.indexOf(cfg.windowMs);
       assert(m.win >= 0, 'a member of a group without its window');
@@ -172,6 +190,13 @@ export class RingGroup {
       if (m.col >= 0) this.#valCol[m.col] = 1;
       if (m.val.agg.timeless !== true) this.#valTimed = true;
     });
+  }
+
+  /** A member of a hashed field reads hashes: its config takes DistinctHashAgg (after its feature's config was set: rebind). */
+  adoptCfg(m: RingMember): void {
+    if (m.col < 0 || this.hashed[m.col] === 0) return;
+    assert(m.val !== null && readsHashes(m.val), 'only n_unique reads a hashed field');
+    m.val = hashedCfg(m.val);
   }
 
   /** Drops member `at` and its buckets (the feature leaves the group). */
@@ -248,7 +273,7 @@ export class RingGroup {
    * column, -1 for none) gives the interned id of a field's value when the caller
    * holds a reference to it: the cell takes one more without a lookup.
    */
-  push(slot: number, row: Row, t: number, ids: Int32Array): void {
+  push(slot: number, row: Row, t: number, ids: Int32Array, hashes: Float64Array): void {
     this.#expire(slot, t);
     let cls = this.cls[slot];
     let cap = cls === 0 ? 0 : 1 << cls;
@@ -266,6 +291,12 @@ export class RingGroup {
     const colOf = this.colOf;
     for (let c = 0; c < fields.length; c++) {
       const j = colOf[c];
+      if (this.hashed[c] === 1) {
+        // Copied array to array (no heap number): the hash push_apply.ts made from the record's bytes.
+        if (j >= 0 && hashes[j] === hashes[j]) pool.data[at + 1 + c] = hashes[j];
+        else hashCell(pool.data, pool.u32, at + 1 + c, hashOrNaN(j >= 0 && ids[j] >= 0 ? this.interns[c].value(ids[j]) : row[fields[c]]));
+        continue;
+      }
       const id = j < 0 ? -1 : ids[j];
       if (id < 0) this.#encode(pool, at + 1 + c, c, row[fields[c]]);
       else {
@@ -750,6 +781,31 @@ export class RingGroup {
  */
 export type GroupSave = [Array<Value | undefined>, unknown[]] | [Array<Value | undefined>, unknown[], number[]];
 
+/** What a hashed field's cell holds for value v: its hashValue, NaN for what n_unique does not count (hashCell: a null cell). */
+export function hashOrNaN(v: Value | undefined): number {
+  return isScalar(v) ? hashValue(v) : NaN;
+}
+
+/** Writes a hashed field's cell: hash h, or for NaN the null cell (through the words: a NaN written as a double may lose its tag). */
+function hashCell(f64: Float64Array, u32: Uint32Array, i: number, h: number): void {
+  if (h === h) f64[i] = h;
+  else {
+    u32[2 * i] = 0;
+    u32[2 * i + 1] = HI_NULL;
+  }
+}
+
+/**
+ * The fields of a new group that hold hashes: those every member that reads them
+ * is an n_unique (readsHashes), and that one reads at least.
+ */
+export function hashedFieldsOf(fields: readonly string[], members: readonly RingMember[]): string[] {
+  return fields.filter((_, c) => {
+    const readers = members.filter((m) => m.col === c);
+    return readers.length > 0 && readers.every((m) => m.val !== null && readsHashes(m.val));
+  });
+}
+
 /** A group save's skip counts, undefined when it has none (all 0). */
 export function skipsOf(saved: GroupSave): number[] | undefined {
   return saved.length > 2 ? (saved as [unknown, unknown, number[]])[2] : undefined;
@@ -762,7 +818,9 @@ export function skipsOf(saved: GroupSave): number[] | undefined {
  * `win` is the member's window's position in the saved group's windows: its ring
  * starts after that window's skip count.
  */
-export function memberView(saved: GroupSave, stride: number, col: number, memberAt: number, num: NumWindowCfg | null, val: ValWindowCfg<unknown> | null, win: number): unknown {
+export function memberView(
+  saved: GroupSave, stride: number, col: number, memberAt: number, num: NumWindowCfg | null, val: ValWindowCfg<unknown> | null, win: number, hashed = false,
+): unknown {
   const [ring, buckets] = saved;
   const skips = skipsOf(saved);
   const from = stride * (skips === undefined || win < 0 || win >= skips.length ? 0 : skips[win]);
@@ -777,14 +835,15 @@ export function memberView(saved: GroupSave, stride: number, col: number, member
     }
     return [out, b === null || b === undefined ? [] : b];
   }
-  const c = val as ValWindowCfg<unknown>;
+  const c = hashed ? hashedCfg(val as ValWindowCfg<unknown>) : (val as ValWindowCfg<unknown>);
   const ts: number[] = [];
   const vs: Array<string | number | boolean> = [];
   for (let at = from; at < ring.length; at += stride) {
     const x = col < 0 ? undefined : ring[at + 1 + col];
     if (!c.agg.accepts(x)) continue;
     ts.push(ring[at] as number);
-    vs.push(x === undefined ? 0 : (x as string | number | boolean));
+    // A hashed field's cell is the hash, not the value: the standalone n_unique takes it as such (Prehashed).
+    vs.push(hashed ? (prehashed(x as number) as unknown as string) : x === undefined ? 0 : (x as string | number | boolean));
   }
   const [be, ba] = b === null || b === undefined ? [[], []] : (b as [number[], unknown[]]);
   return [ts, vs, be, ba];

@@ -43,6 +43,9 @@ import { TableColumns, type EntitySave, type LayoutMeta } from './table_columns'
 import { isRawSlab, loadSlab, readSlab, slabSaves, writeSlab, type SlabChunk } from './slab_chunk';
 
 /**
+ * 7: a ring group's layout may list `hashed` fields, whose cells hold 53-bit
+ *    hashes of the values (ring_group.ts "hashed fields"); an older build would
+ *    read them as numbers, so it refuses 7 by number. Everything else as in 6.
  * 6: a ring group may span several windows (table_columns.ts: its layout lists
  *    `windows`; raw slab chunks tagged 'W' carry each entity's skip counts, and
  *    an EntitySave's group saves, also in frozen buffers, a third element with
@@ -55,8 +58,8 @@ import { isRawSlab, loadSlab, readSlab, slabSaves, writeSlab, type SlabChunk } f
  * 2 (before issue 12): per entity one save per feature; it still loads, every
  *    windowed feature as an object column, exactly as it was saved.
  */
-export const SNAPSHOT_FORMAT = 6;
-const SNAPSHOT_FORMATS_READ = [2, 3, 4, 5, 6];
+export const SNAPSHOT_FORMAT = 7;
+const SNAPSHOT_FORMATS_READ = [2, 3, 4, 5, 6, 7];
 /** Cold entities per chunk (one v8.serialize call): small enough that a chunk stays within a few ms. */
 const CHUNK_ENTITIES = 256;
 

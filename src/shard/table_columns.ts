@@ -25,7 +25,7 @@ import type { FeaturePlan, TablePlan } from '../registry/compile';
 import type { JsonValue, Row } from '../types';
 import { EntityIndex } from './entity_index';
 import { InternTable } from './intern';
-import { memberView, RingGroup, RingMember, skipsOf, type GroupSave } from './ring_group';
+import { hashedFieldsOf, hashOrNaN, memberView, RingGroup, RingMember, skipsOf, type GroupSave } from './ring_group';
 import { ObjectColumn, soloColumn, type SoloColumn } from './solo_column';
 import { KeptColumn } from './kept_column';
 import { DroppedCells } from './dropped_cells';
@@ -40,7 +40,13 @@ export type EntitySave = [GroupSave[], unknown[]];
  * groups spanned windows), fields and member feature indexes.
  */
 export interface LayoutMeta {
-  groups: Array<{ windowMs: number; windows?: number[]; fields: string[]; members: number[] }>;
+  /** `hashed`: the fields whose cells hold hashes (ring_group.ts); absent: none (every group before format 7). */
+  groups: Array<{ windowMs: number; windows?: number[]; fields: string[]; members: number[]; hashed?: string[] }>;
+}
+
+/** Whether the saved group's field `f` held hashes. */
+function savedHashed(g: LayoutMeta['groups'][number], f: string): boolean {
+  return g.hashed !== undefined && g.hashed.includes(f);
 }
 
 /** A layout group's windows, ascending. */
@@ -88,6 +94,12 @@ export class TableColumns {
    * without looking at the string (ring_group.ts push).
    */
   readonly colIds: Int32Array;
+  /**
+   * By position in `plan.columns`: the hash push_apply.ts made of the value from the
+   * record's bytes for a column colHashed marks, NaN otherwise (every other path:
+   * a hashed field then hashes the value itself, ring_group.ts push).
+   */
+  readonly colHash: Float64Array;
   /** rowReads(), null when the layout changed since it was derived. */
   #rowReads: Uint8Array | null = null;
   groups: RingGroup[] = [];
@@ -105,6 +117,7 @@ export class TableColumns {
     this.index = from === null ? new EntityIndex() : from.index;
     this.interns = from === null ? interns : from.interns;
     this.colIds = new Int32Array(plan.columns.length).fill(-1);
+    this.colHash = new Float64Array(plan.columns.length).fill(NaN);
     const n = plan.features.length;
     this.featGroup = new Array<RingGroup | null>(n).fill(null);
     this.featMember = new Array<RingMember | null>(n).fill(null);
@@ -128,7 +141,7 @@ export class TableColumns {
     for (const g of meta.groups) {
       const live = g.members.map((j) => liveOf[j]).filter((i) => i >= 0 && plan.features[i].factory.shared != null);
       if (live.length === 0) continue;
-      cols.#newGroup(live, g.fields, windowsOf(g));
+      cols.#newGroup(live, g.fields, windowsOf(g), g.hashed ?? []);
       for (const i of live) placed.add(i);
     }
     cols.#assign(plan.features.map((_, i) => i).filter((i) => !placed.has(i)));
@@ -142,6 +155,7 @@ export class TableColumns {
         ...(g.windows.length > 1 ? { windows: g.windows.slice() } : {}),
         fields: g.fields.slice(),
         members: g.members.map((m) => m.feature),
+        ...(g.hashed.includes(1) ? { hashed: g.fields.filter((_, c) => g.hashed[c] === 1) } : {}),
       })),
     };
   }
@@ -165,7 +179,9 @@ export class TableColumns {
     liveOf.forEach((i, j) => { if (i >= 0 && !inGroup.has(j)) objOf[i] = j; });
     for (const g of [...this.groups]) {
       const src = g.members.map((m) => srcOf[m.feature]);
-      const whole = src.every((x) => x !== null && x.group === src[0]!.group) && sameWindows(windowsOf(meta.groups[src[0]!.group]), g.windows);
+      // A saved hashed field loads only into a hashed one (a saved value field is hashed on load: addMapped).
+      const whole = src.every((x) => x !== null && x.group === src[0]!.group) && sameWindows(windowsOf(meta.groups[src[0]!.group]), g.windows) &&
+        g.fields.every((f, c) => g.hashed[c] === 1 || !savedHashed(meta.groups[src[0]!.group], f));
       if (whole) continue;
       for (const m of [...g.members]) if (srcOf[m.feature] !== null || objOf[m.feature] >= 0) this.objectify(m.feature);
     }
@@ -191,7 +207,8 @@ export class TableColumns {
     const at = g.members.indexOf(m);
     const factory = this.plan.features[i].factory;
     const col = new ObjectColumn(factory);
-    for (const s of this.index.liveSlots()) col.load(s, memberView(g.save(s), g.stride, m.col, at, m.num, m.val, m.win));
+    const hashed = m.col >= 0 && g.hashed[m.col] === 1;
+    for (const s of this.index.liveSlots()) col.load(s, memberView(g.save(s), g.stride, m.col, at, m.num, m.val, m.win, hashed));
     g.removeMember(at);
     if (g.members.length === 0) {
       for (const s of this.index.liveSlots()) g.clear(s);
@@ -212,15 +229,25 @@ export class TableColumns {
       const g = this.groups[gi];
       const from = saved[0][src];
       const [ring, buckets] = from;
-      const sStride = 1 + meta.groups[src].fields.length;
+      const sg = meta.groups[src];
+      const sStride = 1 + sg.fields.length;
       const colSrc = map.colSrc[gi];
+      // A field hashed here and not in the save: its saved values become hashes.
+      const toHash = g.fields.map((f, c) => g.hashed[c] === 1 && !savedHashed(sg, f));
       const out: GroupSave = [[], map.memberSrc[gi].map((mi) => (mi < 0 ? null : buckets[mi]))];
       // Same windows (planLoad takes a saved ring only then): the skip counts carry over.
       const skips = skipsOf(from);
       if (skips !== undefined) out.push(skips);
       for (let at = 0; at < ring.length; at += sStride) {
         out[0].push(ring[at]);
-        for (const c of colSrc) out[0].push(c < 0 ? undefined : ring[at + 1 + c]);
+        colSrc.forEach((c, k) => {
+          const v = c < 0 ? undefined : ring[at + 1 + c];
+          if (!toHash[k]) out[0].push(v);
+          else {
+            const h = hashOrNaN(v);
+            out[0].push(h === h ? h : null);
+          }
+        });
       }
       g.load(slot, out);
     }
@@ -237,7 +264,8 @@ export class TableColumns {
         const field = factory.field;
         const cfg = factory.shared!;
         const win = windowsOf(sg).indexOf(windowOf(cfg));
-        col.load(slot, memberView(saved[0][src.group], 1 + sg.fields.length, field === null ? -1 : sg.fields.indexOf(field), src.member, cfg.num, cfg.val, win));
+        const hashed = field !== null && savedHashed(sg, field);
+        col.load(slot, memberView(saved[0][src.group], 1 + sg.fields.length, field === null ? -1 : sg.fields.indexOf(field), src.member, cfg.num, cfg.val, win, hashed));
       }
     }
     return slot;
@@ -291,7 +319,8 @@ export class TableColumns {
     this.#layoutChanged();
   }
 
-  #newGroup(list: number[], fixedFields: readonly string[] | null = null, fixedWindows: readonly number[] | null = null): void {
+  /** A group of the features in `list`; `hashed`: its hashed fields (a restored layout's), null for a new group's own (hashedFieldsOf). */
+  #newGroup(list: number[], fixedFields: readonly string[] | null = null, fixedWindows: readonly number[] | null = null, hashed: readonly string[] | null = null): void {
     const feats = this.plan.features;
     const fields: string[] = fixedFields === null ? [] : fixedFields.slice();
     for (const i of list) {
@@ -301,7 +330,7 @@ export class TableColumns {
     const interns = fields.map((name) => this.#internOf(name));
     const members = list.map((i) => memberOf(feats[i], i, fields));
     const windows = fixedWindows ?? [...new Set(list.map((i) => windowOf(feats[i].factory.shared!)))].sort((a, b) => a - b);
-    const g = new RingGroup(windows, feats[list[0]].where, fields, interns, members, this.index.capacity);
+    const g = new RingGroup(windows, feats[list[0]].where, fields, interns, members, this.index.capacity, hashed ?? hashedFieldsOf(fields, members));
     this.#bindColumns(g);
     this.groups.push(g);
     for (const m of members) {
@@ -327,14 +356,31 @@ export class TableColumns {
     return this.#colInterns ??= this.#deriveColInterns();
   }
 
+  /**
+   * By position in `plan.columns`: 1 when the table's cells hold the column only as
+   * hashes (every group that has it as a field hashes it, no kept column reads it):
+   * push_apply.ts hashes its value from the record's bytes instead of interning it.
+   */
+  get colHashed(): Uint8Array {
+    if (this.#colInterns === null) this.#colInterns = this.#deriveColInterns();
+    return this.#colHashed;
+  }
+
+  #colHashed = new Uint8Array(0);
+
   #deriveColInterns(): Array<InternTable | null> {
     const cols = this.plan.columns;
     const out: Array<InternTable | null> = new Array<InternTable | null>(cols.length).fill(null);
-    for (const g of this.groups) g.fields.forEach((f, c) => { const j = cols.indexOf(f); if (j >= 0) out[j] = g.interns[c]; });
+    const hashed = (this.#colHashed = new Uint8Array(cols.length));
+    for (const g of this.groups) g.fields.forEach((f, c) => { const j = cols.indexOf(f); if (j >= 0 && g.hashed[c] === 1) hashed[j] = 1; });
+    for (const g of this.groups) g.fields.forEach((f, c) => { const j = cols.indexOf(f); if (j >= 0 && g.hashed[c] === 0) { out[j] = g.interns[c]; hashed[j] = 0; } });
     this.objs.forEach((col, i) => {
       if (!(col instanceof KeptColumn)) return;
       const j = cols.indexOf(this.plan.features[i].factory.field as string);
-      if (j >= 0) out[j] = col.intern;
+      if (j >= 0) {
+        out[j] = col.intern;
+        hashed[j] = 0;
+      }
     });
     return out;
   }
@@ -443,7 +489,7 @@ export class TableColumns {
     const ids = this.colIds;
     for (let g = 0; g < groups.length; g++) {
       const grp = groups[g];
-      if (grp.where === null || grp.where(r)) grp.push(slot, r, t, ids);
+      if (grp.where === null || grp.where(r)) grp.push(slot, r, t, ids, this.colHash);
     }
     const feats = this.plan.features;
     const objs = this.objs;
@@ -512,6 +558,7 @@ export class TableColumns {
         const sh = this.plan.features[m.feature].factory.shared!;
         if (m.num !== null) m.num = sh.num!;
         else m.val = sh.val!;
+        g.adoptCfg(m);
       }
     }
   }
@@ -542,6 +589,7 @@ export class TableColumns {
         // Same signature: same parameters; the new plan's config objects from now on.
         if (m.num !== null) m.num = sh.num!;
         else m.val = sh.val!;
+        g.adoptCfg(m);
         next.featGroup[m.feature] = g;
         next.featMember[m.feature] = m;
       }

@@ -176,6 +176,38 @@ export function hashString53(s: string): number {
   return finish53(h1, h2, len);
 }
 
+/**
+ * hashString53 of the string whose code units are the bytes [from, to) of `b`
+ * (ASCII), written to out[at]: a hash returned would be a heap number per call
+ * (53 bits are no small integer); stored from here it is none (push_apply.ts).
+ */
+export function hashAscii53Into(b: Uint8Array, from: number, to: number, out: Float64Array, at: number): void {
+  let h1 = STRING_SEED_1;
+  let h2 = STRING_SEED_2;
+  const len = to - from;
+  const end = from + (len & ~1);
+  for (let i = from; i < end; i += 2) {
+    const k = b[i] | (b[i + 1] << 16);
+    h1 = step1(h1, k);
+    h2 = step2(h2, k);
+  }
+  // An odd tail is one block of its own, as in hashString53.
+  if (end !== to) {
+    const k = b[end];
+    h1 = step1(h1, k);
+    h2 = step2(h2, k);
+  }
+  h1 ^= len;
+  h2 ^= len;
+  h1 = (h1 + h2) | 0;
+  h2 = (h2 + h1) | 0;
+  h1 = fmix32(h1);
+  h2 = fmix32(h2);
+  h1 = (h1 + h2) | 0;
+  h2 = (h2 + h1) | 0;
+  out[at] = (h2 & HI_MASK) * TWO_POW_32 + (h1 >>> 0);
+}
+
 /** 53-bit hash of a number's IEEE-754 bits (-0 as 0, NaN canonical), tagged as a number. */
 export function hashNumber53(x: number): number {
   let lo = 0;

@@ -369,8 +369,10 @@ test('a registry change that drops kept-value features or a whole ring releases 
 
 test('tables of a shard share an intern table per column name; a table that goes gives its references back', () => {
   const event = { kind: 'event', name: 'E', schema: { fields: { k: 'str', u: 'str', m: 'str', x: 'f64' }, optional_fields: [] } };
-  const byUser = { kind: 'table', name: 'U', upstreams: ['E'], key: ['u'], agg: { ms: { op: 'n_unique', params: { field: 'm', window: '1h' } }, lastm: { op: 'last', params: { field: 'm' } } } };
-  const byKey = { kind: 'table', name: 'K', upstreams: ['E'], key: ['k'], agg: { ms: { op: 'n_unique', params: { field: 'm', window: '1h' } }, s: { op: 'sum', params: { field: 'x', window: '1h' } } } };
+  // top_k reads m too: the rings intern it (a field only n_unique reads holds hashes, no intern references: tested below).
+  const topM = { op: 'top_k', params: { field: 'm', window: '1h', k: 2 } };
+  const byUser = { kind: 'table', name: 'U', upstreams: ['E'], key: ['u'], agg: { ms: { op: 'n_unique', params: { field: 'm', window: '1h' } }, tm: topM, lastm: { op: 'last', params: { field: 'm' } } } };
+  const byKey = { kind: 'table', name: 'K', upstreams: ['E'], key: ['k'], agg: { ms: { op: 'n_unique', params: { field: 'm', window: '1h' } }, tm: topM, s: { op: 'sum', params: { field: 'x', window: '1h' } } } };
   const sumOnly = { kind: 'table', name: 'X', upstreams: ['E'], key: ['k'], agg: { s: { op: 'sum', params: { field: 'x', window: '1h' } } } };
   const v1 = { version: 1, nodes: [event, byUser, byKey, sumOnly] } as RegistryState;
   const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
@@ -397,7 +399,8 @@ test('tables of a shard share an intern table per column name; a table that goes
   assert.equal(m.size, 0);
   s.apply('E', { k: 'k1', u: 'u1', m: 'again', x: 1 }, 3000, 201);
   assert.equal(s.tableByName('K')!.cols.interns.get('m')!.size, 1);
-  assert.deepEqual(JSON.parse(s.read('K', 'u1', null, 3000)), { ms: 1, s: 1 });
+  const row = JSON.parse(s.read('K', 'u1', null, 3000));
+  assert.deepEqual([row.ms, row.s], [1, 1]);
 });
 
 test('a dropped table is released in slices: a deadline already passed still moves 256 slots a call', () => {
@@ -480,7 +483,7 @@ test('snapshot format 2 (one save per feature) still loads, as object columns; u
   assert.equal(rts.cols.groups.length, 0, 'format 2 restores every windowed feature as an object column');
   // Format 1 predates per-entity LSNs: refused, naming the version.
   assert.throws(() => restoreSnapshot(new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true }), Buffer.concat([frame({ ...meta, format: 1 }), frame(end)]), () => reg),
-    /snapshot format 1 is not readable by this version \(reads formats 2, 3, 4, 5, 6\)/);
+    /snapshot format 1 is not readable by this version \(reads formats 2, 3, 4, 5, 6, 7\)/);
 });
 
 test('a snapshot restores the layout it was taken with (rings split by a registry change), or maps into a populated table', () => {
@@ -754,7 +757,8 @@ test('each push expires exactly the ring entries its window has left: their stri
     version: 1,
     nodes: [
       { kind: 'event', name: 'E', schema: { fields: { k: 'str', x: 'f64', c: 'str' }, optional_fields: [] } },
-      { kind: 'table', name: 'T', upstreams: ['E'], key: ['k'], agg: { nu: { op: 'n_unique', params: { field: 'c', window: W } } } },
+      // top_k: its cells intern c (an n_unique alone would hold hashes).
+      { kind: 'table', name: 'T', upstreams: ['E'], key: ['k'], agg: { top: { op: 'top_k', params: { field: 'c', window: W, k: 3 } } } },
     ],
   };
   const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
