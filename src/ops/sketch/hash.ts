@@ -197,15 +197,8 @@ export function hashAscii53Into(b: Uint8Array, from: number, to: number, out: Fl
     h1 = step1(h1, k);
     h2 = step2(h2, k);
   }
-  h1 ^= len;
-  h2 ^= len;
-  h1 = (h1 + h2) | 0;
-  h2 = (h2 + h1) | 0;
-  h1 = fmix32(h1);
-  h2 = fmix32(h2);
-  h1 = (h1 + h2) | 0;
-  h2 = (h2 + h1) | 0;
-  out[at] = (h2 & HI_MASK) * TWO_POW_32 + (h1 >>> 0);
+  // finish53 inlines here (a small leaf): the double goes to `out` unboxed.
+  out[at] = finish53(h1, h2, len);
 }
 
 /** 53-bit hash of a number's IEEE-754 bits (-0 as 0, NaN canonical), tagged as a number. */
