@@ -83,7 +83,7 @@ const HASH_MASK = 0x3fffffff;
 
 /** The hash a key of these bytes and str tag is filed under. */
 export function keyHash(b: Uint8Array, from: number, len: number, tag: number): number {
-  return hashBytes32(b, from, len, tag === TAG_STR_UTF16 ? SEED_WIDE : SEED) & HASH_MASK;
+  return hashBytes32(b, from, len, tag === TAG_STR_UTF16 ? SEED_WIDE : SEED, HASH_MASK);
 }
 
 /**
