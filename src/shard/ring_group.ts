@@ -6,7 +6,7 @@
  * part (events pushed out of the full ring) as today (ops/num_window.ts,
  * ops/val_window.ts; semantics and bounds in docs/ops.md).
  *
- *   per slot (typed arrays):  cls  blk  head  len  rec  skip[sw] (per window but the longest)
+ *   per slot (typed arrays):  cls  blk  head  len  rec  skip[sw] (per window but the longest)  nextExp
  *                              |    |
  *   pools[cls] (ring_pool.ts): [ ... | block blk: entry 0 | entry 1 | ... | ... ]
  *                                      entry = t, value of column 0, column 1, ...
