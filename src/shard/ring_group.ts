@@ -6,7 +6,7 @@
  * part (events pushed out of the full ring) as today (ops/num_window.ts,
  * ops/val_window.ts; semantics and bounds in docs/ops.md).
  *
- *   per slot (typed arrays):  cls  blk  head  len  rec  skip[sw] (per window but the longest)  nextExp
+ *   per slot (typed arrays):  cls  blk  head  len  rec  skip[sw] (per window but the longest)
  *                              |    |
  *   pools[cls] (ring_pool.ts): [ ... | block blk: entry 0 | entry 1 | ... | ... ]
  *                                      entry = t, value of column 0, column 1, ...
@@ -120,16 +120,6 @@ export class RingGroup {
    * array read instead of a Map lookup per member.
    */
   rec: Int32Array;
-  /**
-   * Per slot: a time before which a push expires nothing from the ring, at or below
-   * the earliest (entry at a window's skip count, plus that window); -Infinity:
-   * not known. A push below it skips the expiry walk and its read of the ring's
-   * oldest entries (the first touch of the ring block, the shard's largest stall).
-   * Set exactly after a walk and after an eviction (with late events the entry
-   * that becomes a window's first may be older than the one that left); a push that
-   * gives an empty window its first entry lowers it; a load resets it.
-   */
-  nextExp: Float64Array;
   /** Per field: 1 when its cells hold hashValue of the value (a hashed field, above). */
   readonly hashed: Uint8Array;
   /** Per field: its position in the table's columns (TableColumns.colIds), -1 when it has none. */
@@ -180,7 +170,6 @@ export class RingGroup {
     this.head = new Uint8Array(capacity);
     this.len = new Uint8Array(capacity);
     this.rec = new Int32Array(capacity);
-    this.nextExp = new Float64Array(capacity).fill(-Infinity);
     this.colOf = new Int32Array(fields.length).fill(-1);
     this.#cells = new Array<Value | undefined>(fields.length + 1).fill(undefined);
     this.#valCol = new Uint8Array(fields.length);
@@ -275,9 +264,6 @@ export class RingGroup {
     this.head = grown(this.head, capacity);
     this.len = grown(this.len, capacity);
     this.blk = grown(this.blk, capacity);
-    const was = this.nextExp.length;
-    this.nextExp = grown(this.nextExp, capacity);
-    this.nextExp.fill(-Infinity, was);
     this.rec = grown(this.rec, capacity);
     if (this.sw > 0) this.skip = grown(this.skip, capacity * this.sw);
   }
@@ -299,15 +285,8 @@ export class RingGroup {
       } else this.#evictOldest(slot);
     }
     const pool = this.pools[cls];
-    const len = this.len[slot];
-    const at = this.blk[slot] * pool.blockDoubles + ((this.head[slot] + len) & (cap - 1)) * this.stride;
+    const at = this.blk[slot] * pool.blockDoubles + ((this.head[slot] + this.len[slot]) & (cap - 1)) * this.stride;
     pool.data[at] = t;
-    // The entry is the first of every window that holds none yet (the windows ascend: the first such one expires it soonest).
-    let w = 0;
-    const s0 = slot * this.sw;
-    while (w < this.sw && this.skip[s0 + w] !== len) w++;
-    const exp = t + this.windows[w];
-    if (exp < this.nextExp[slot]) this.nextExp[slot] = exp;
     const fields = this.fields;
     const colOf = this.colOf;
     for (let c = 0; c < fields.length; c++) {
@@ -384,7 +363,7 @@ export class RingGroup {
    */
   #expire(slot: number, t: number): void {
     const cls = this.cls[slot];
-    if (cls !== 0 && t >= this.nextExp[slot]) {
+    if (cls !== 0) {
       const pool = this.pools[cls];
       const last = this.sw;
       const sk = this.skip;
@@ -413,7 +392,6 @@ export class RingGroup {
         // Every shorter window expired this entry above (its cutoff is later): one fewer to skip.
         for (let w = 0; w < last; w++) sk[s0 + w]--;
       }
-      this.#boundExpiry(slot);
     }
     const r = this.rec[slot] - 1;
     if (r >= 0 && this.#recNext[r] <= t) this.#expireBuckets(slot, r, t);
@@ -525,27 +503,6 @@ export class RingGroup {
     this.head[slot] = (this.head[slot] + 1) & (RING_ENTRIES_MAX - 1);
     this.len[slot]--;
     for (let w = 0, i = slot * this.sw; w < this.sw; w++, i++) if (this.skip[i] > 0) this.skip[i]--;
-    // A window's first entry may now be an older one (a late event): the bound is set anew.
-    this.#boundExpiry(slot);
-  }
-
-  /** nextExp of the slot, exact: the earliest of each window's first entry plus that window (+Infinity: an empty ring). */
-  #boundExpiry(slot: number): void {
-    const len = this.len[slot];
-    let next = Infinity;
-    if (len > 0) {
-      const pool = this.pools[this.cls[slot]];
-      for (let w = 0; w < this.sw; w++) {
-        const k = this.skip[slot * this.sw + w];
-        if (k < len) {
-          const exp = pool.data[this.#entry(slot, k)] + this.windows[w];
-          if (exp < next) next = exp;
-        }
-      }
-      const exp = pool.data[this.#entry(slot, 0)] + this.windowMs;
-      if (exp < next) next = exp;
-    }
-    this.nextExp[slot] = next;
   }
 
   #freeRing(slot: number): void {
@@ -555,7 +512,6 @@ export class RingGroup {
     this.cls[slot] = 0;
     this.blk[slot] = 0;
     this.head[slot] = 0;
-    this.nextExp[slot] = -Infinity;
   }
 
   /**
@@ -709,8 +665,6 @@ export class RingGroup {
    * ring's `len` entries.
    */
   #setSkips(slot: number, src: ArrayLike<number> | undefined, at: number, len: number): void {
-    // Loaded or imported entries and counts: not known until the next push walks.
-    this.nextExp[slot] = -Infinity;
     for (let w = 0; w < this.sw; w++) {
       const k = src === undefined ? 0 : src[at + w];
       assert(Number.isInteger(k) && k >= 0 && k <= len, 'saved skip count does not fit the ring');
@@ -786,7 +740,6 @@ export class RingGroup {
     this.blk[slot] = blk;
     this.head[slot] = 0;
     this.len[slot] = len;
-    this.nextExp[slot] = -Infinity;
     const base = blk * pool.blockDoubles * 2;
     const words = len * this.stride * 2;
     const u = pool.u32;
