@@ -100,12 +100,12 @@ export class PushApplier {
         state.applyFeedBytes(ts, buf, keyAt, keyLen, keyTag, row, t, lsn);
       } finally {
         for (let j = 0; j < n; j++) {
+          // NaN: every other path that applies a row (text records, replays) leaves the hash to the ring.
+          hashes[j] = NaN;
           if (ids[j] < 0) continue;
           (interns[j] as InternTable).unref(ids[j]);
           ids[j] = -1;
         }
-        // NaN: every other path that applies a row (text records, replays) leaves the hash to the ring.
-        for (let j = 0; j < n; j++) hashes[j] = NaN;
       }
     }
     if (dedupe !== null && rd.dedupe !== null && plan.dedupeField !== null) {

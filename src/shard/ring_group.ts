@@ -58,10 +58,11 @@ import {
   type ValBuckets, type ValWindowCfg,
 } from '../ops/val_window';
 import { InternTable, type Interned } from './intern';
-import { decodeCell, decodeExported, encodeCell, HI_ID, HI_NULL, isNullCell, releaseCell } from './cells';
+import { decodeCell, decodeExported, encodeCell, HI_ID, isNullCell, releaseCell } from './cells';
 import { ClassPool, RING_CLASS_MAX } from './ring_pool';
 import { grown } from './entity_index';
-import { hashedCfg, isScalar, prehashed, readsHashes } from '../ops/sketch_ops';
+import { hashedCfg, isScalar, prehashed, readsHashes, type Prehashed } from '../ops/sketch_ops';
+import type { SharedWindow } from '../ops/factory';
 import { hashValue } from '../ops/sketch/hash';
 
 assert(1 << RING_CLASS_MAX === RING_ENTRIES_MAX, 'the largest ring class holds RING_ENTRIES_MAX entries');
@@ -182,7 +183,7 @@ export class RingGroup {
     this.#valTimed = false;
     this.members.forEach((m, i) => {
       m.at = i;
-      this.adoptCfg(m);
+      this.#adoptCfg(m);
       const cfg = m.num !== null ? m.num : (m.val as ValWindowCfg<unknown>);
       m.win = this.windows.indexOf(cfg.windowMs);
       assert(m.win >= 0, 'a member of a group without its window');
@@ -192,8 +193,18 @@ export class RingGroup {
     });
   }
 
-  /** A member of a hashed field reads hashes: its config takes DistinctHashAgg (after its feature's config was set: rebind). */
-  adoptCfg(m: RingMember): void {
+  /**
+   * Member m reads its feature's config `sh` from now on (a registry change's plan:
+   * TableColumns.rebind, carry), through DistinctHashAgg when its field is hashed.
+   */
+  takeCfg(m: RingMember, sh: SharedWindow): void {
+    if (m.num !== null) m.num = sh.num!;
+    else m.val = sh.val!;
+    this.#adoptCfg(m);
+  }
+
+  /** A member of a hashed field reads hashes: its config takes DistinctHashAgg. */
+  #adoptCfg(m: RingMember): void {
     if (m.col < 0 || this.hashed[m.col] === 0) return;
     assert(m.val !== null && readsHashes(m.val), 'only n_unique reads a hashed field');
     m.val = hashedCfg(m.val);
@@ -294,7 +305,7 @@ export class RingGroup {
       if (this.hashed[c] === 1) {
         // Copied array to array (no heap number): the hash push_apply.ts made from the record's bytes.
         if (j >= 0 && hashes[j] === hashes[j]) pool.data[at + 1 + c] = hashes[j];
-        else hashCell(pool.data, pool.u32, at + 1 + c, hashOrNaN(j >= 0 && ids[j] >= 0 ? this.interns[c].value(ids[j]) : row[fields[c]]));
+        else this.#encode(pool, at + 1 + c, c, hashOrNull(j >= 0 && ids[j] >= 0 ? this.interns[c].value(ids[j]) : row[fields[c]]));
         continue;
       }
       const id = j < 0 ? -1 : ids[j];
@@ -781,18 +792,9 @@ export class RingGroup {
  */
 export type GroupSave = [Array<Value | undefined>, unknown[]] | [Array<Value | undefined>, unknown[], number[]];
 
-/** What a hashed field's cell holds for value v: its hashValue, NaN for what n_unique does not count (hashCell: a null cell). */
-export function hashOrNaN(v: Value | undefined): number {
-  return isScalar(v) ? hashValue(v) : NaN;
-}
-
-/** Writes a hashed field's cell: hash h, or for NaN the null cell (through the words: a NaN written as a double may lose its tag). */
-function hashCell(f64: Float64Array, u32: Uint32Array, i: number, h: number): void {
-  if (h === h) f64[i] = h;
-  else {
-    u32[2 * i] = 0;
-    u32[2 * i + 1] = HI_NULL;
-  }
+/** What a hashed field's cell holds for value v: its hashValue, null for what n_unique does not count. */
+export function hashOrNull(v: Value | undefined): number | null {
+  return isScalar(v) ? hashValue(v) : null;
 }
 
 /**
@@ -837,13 +839,13 @@ export function memberView(
   }
   const c = hashed ? hashedCfg(val as ValWindowCfg<unknown>) : (val as ValWindowCfg<unknown>);
   const ts: number[] = [];
-  const vs: Array<string | number | boolean> = [];
+  const vs: Array<string | number | boolean | Prehashed> = [];
   for (let at = from; at < ring.length; at += stride) {
     const x = col < 0 ? undefined : ring[at + 1 + col];
     if (!c.agg.accepts(x)) continue;
     ts.push(ring[at] as number);
     // A hashed field's cell is the hash, not the value: the standalone n_unique takes it as such (Prehashed).
-    vs.push(hashed ? (prehashed(x as number) as unknown as string) : x === undefined ? 0 : (x as string | number | boolean));
+    vs.push(hashed ? prehashed(x as number) : x === undefined ? 0 : (x as string | number | boolean));
   }
   const [be, ba] = b === null || b === undefined ? [[], []] : (b as [number[], unknown[]]);
   return [ts, vs, be, ba];

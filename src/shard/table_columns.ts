@@ -25,7 +25,7 @@ import type { FeaturePlan, TablePlan } from '../registry/compile';
 import type { JsonValue, Row } from '../types';
 import { EntityIndex } from './entity_index';
 import { InternTable } from './intern';
-import { hashedFieldsOf, hashOrNaN, memberView, RingGroup, RingMember, skipsOf, type GroupSave } from './ring_group';
+import { hashedFieldsOf, hashOrNull, memberView, RingGroup, RingMember, skipsOf, type GroupSave } from './ring_group';
 import { ObjectColumn, soloColumn, type SoloColumn } from './solo_column';
 import { KeptColumn } from './kept_column';
 import { DroppedCells } from './dropped_cells';
@@ -242,11 +242,7 @@ export class TableColumns {
         out[0].push(ring[at]);
         colSrc.forEach((c, k) => {
           const v = c < 0 ? undefined : ring[at + 1 + c];
-          if (!toHash[k]) out[0].push(v);
-          else {
-            const h = hashOrNaN(v);
-            out[0].push(h === h ? h : null);
-          }
+          out[0].push(toHash[k] ? hashOrNull(v) : v);
         });
       }
       g.load(slot, out);
@@ -555,10 +551,7 @@ export class TableColumns {
     for (const g of this.groups) this.#bindColumns(g);
     for (const g of this.groups) {
       for (const m of g.members) {
-        const sh = this.plan.features[m.feature].factory.shared!;
-        if (m.num !== null) m.num = sh.num!;
-        else m.val = sh.val!;
-        g.adoptCfg(m);
+        g.takeCfg(m, this.plan.features[m.feature].factory.shared!);
       }
     }
   }
@@ -585,11 +578,8 @@ export class TableColumns {
       g.keepMembers(kept);
       for (const m of kept) {
         m.feature = newOf.get(m.feature) as number;
-        const sh = plan.features[m.feature].factory.shared!;
         // Same signature: same parameters; the new plan's config objects from now on.
-        if (m.num !== null) m.num = sh.num!;
-        else m.val = sh.val!;
-        g.adoptCfg(m);
+        g.takeCfg(m, plan.features[m.feature].factory.shared!);
         next.featGroup[m.feature] = g;
         next.featMember[m.feature] = m;
       }
