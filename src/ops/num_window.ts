@@ -239,10 +239,9 @@ export class NumWindowState implements StoredState {
     const c = this.cfg;
     if (!(c.windowMs > 0)) return false;
     const cutoff = t - c.windowMs;
-    if (this.len > 0) {
-      const mask = (c.stride === 1 ? this.buf.length : this.buf.length >> 1) - 1;
-      if (this.buf[((this.head + this.len - 1) & mask) * c.stride] > cutoff) return false;
-    }
+    // Any raw event, not only the newest: after a late event an older arrival is the latest.
+    const mask = (c.stride === 1 ? this.buf.length : this.buf.length >> 1) - 1;
+    for (let k = 0; k < this.len; k++) if (this.buf[((this.head + k) & mask) * c.stride] > cutoff) return false;
     return this.b === null || numBucketsGoneAt(this.b, c, cutoff);
   }
 

@@ -251,7 +251,9 @@ export class ValWindowState<A> implements StoredState {
     const c = this.cfg;
     if (!(c.windowMs > 0)) return false;
     const cutoff = t - c.windowMs;
-    if (this.len > 0 && this.ts[(this.head + this.len - 1) & (this.ts.length - 1)] > cutoff) return false;
+    // Any raw value, not only the newest: after a late event an older arrival is the latest.
+    const mask = this.ts.length - 1;
+    for (let k = 0; k < this.len; k++) if (this.ts[(this.head + k) & mask] > cutoff) return false;
     return this.b === null || valBucketsGoneAt(this.b, c, cutoff);
   }
 

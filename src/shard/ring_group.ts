@@ -41,6 +41,24 @@
  * in its layout (table_columns.ts LayoutMeta), so saves of its cells (hashes) only
  * load where cells are hashes, or go through memberView.
  *
+ * Deferred evictions: a full ring whose every window still holds its oldest
+ * entry (no skip count, the usual state of a hot entity) does not fold that entry
+ * into ~20 members' buckets at each push. It moves to RING_CLASS_PENDING, where
+ * up to PENDING_MAX evicted entries stay in the block just before `head`
+ * (pend[slot] of them), out of the ring, and folds them later, member by member:
+ * one member's buckets and sketch stay in cache across the entries, where folding
+ * each entry into every member touched every member's sketch at every push
+ * (bench/RESULTS.md "Deferred evictions"). Each member folds the same entries in
+ * the same order as at eviction, so its buckets come out the same. The entries
+ * are folded (#settle) before anything reads buckets or adds to them: a read,
+ * emptyAt, a save or export, a ring entry that joins a shorter window's buckets or
+ * leaves the longest window. A member change need not wait: the members that stay
+ * keep their buckets and fold the entries later with the same config (keepMembers,
+ * takeCfg), as if they had folded them before. Dropping gone buckets
+ * (#expireBuckets) does not wait for them: a bucket they make after its window
+ * has left it is dropped by a later walk, and no read sees it (reads skip
+ * buckets their window has left).
+ *
  * Compared with one ring per feature, a ring holds every event that reached the
  * group, also those a feature does not accept (a sum skips an event without a
  * number): an entity then leaves the exact regime after RING_ENTRIES_MAX events of
@@ -59,13 +77,16 @@ import {
 } from '../ops/val_window';
 import { InternTable, type Interned } from './intern';
 import { decodeCell, decodeExported, encodeCell, HI_ID, isNullCell, releaseCell } from './cells';
-import { ClassPool, RING_CLASS_MAX } from './ring_pool';
+import { ClassPool, RING_CLASS_MAX, RING_CLASS_PENDING } from './ring_pool';
 import { grown } from './entity_index';
 import { hashedCfg, isScalar, prehashed, readsHashes, type Prehashed } from '../ops/sketch_ops';
 import type { SharedWindow } from '../ops/factory';
 import { hashValue } from '../ops/sketch/hash';
 
 assert(1 << RING_CLASS_MAX === RING_ENTRIES_MAX, 'the largest ring class holds RING_ENTRIES_MAX entries');
+
+/** Evicted entries a full ring holds back before folding them (the room RING_CLASS_PENDING adds). */
+const PENDING_MAX = (1 << RING_CLASS_PENDING) - RING_ENTRIES_MAX;
 
 type Buckets = NumBuckets | ValBuckets<unknown>;
 
@@ -121,6 +142,8 @@ export class RingGroup {
    * array read instead of a Map lookup per member.
    */
   rec: Int32Array;
+  /** Per slot: evicted entries not yet folded into buckets (deferred evictions, above), just before `head`. */
+  pend: Uint8Array;
   /** Per field: 1 when its cells hold hashValue of the value (a hashed field, above). */
   readonly hashed: Uint8Array;
   /** Per field: its position in the table's columns (TableColumns.colIds), -1 when it has none. */
@@ -165,12 +188,13 @@ export class RingGroup {
     this.sw = windows.length - 1;
     this.skip = new Uint8Array(capacity * this.sw);
     this.stride = 1 + fields.length;
-    for (let c = 0; c <= RING_CLASS_MAX; c++) this.pools.push(c === 0 ? (null as unknown as ClassPool) : new ClassPool(c, this.stride));
+    for (let c = 0; c <= RING_CLASS_PENDING; c++) this.pools.push(c === 0 ? (null as unknown as ClassPool) : new ClassPool(c, this.stride));
     this.cls = new Uint8Array(capacity);
     this.blk = new Int32Array(capacity);
     this.head = new Uint8Array(capacity);
     this.len = new Uint8Array(capacity);
     this.rec = new Int32Array(capacity);
+    this.pend = new Uint8Array(capacity);
     this.colOf = new Int32Array(fields.length).fill(-1);
     this.#cells = new Array<Value | undefined>(fields.length + 1).fill(undefined);
     this.#valCol = new Uint8Array(fields.length);
@@ -276,6 +300,7 @@ export class RingGroup {
     this.len = grown(this.len, capacity);
     this.blk = grown(this.blk, capacity);
     this.rec = grown(this.rec, capacity);
+    this.pend = grown(this.pend, capacity);
     if (this.sw > 0) this.skip = grown(this.skip, capacity * this.sw);
   }
 
@@ -286,15 +311,11 @@ export class RingGroup {
    */
   push(slot: number, row: Row, t: number, ids: Int32Array, hashes: Float64Array): void {
     this.#expire(slot, t);
-    let cls = this.cls[slot];
-    let cap = cls === 0 ? 0 : 1 << cls;
-    if (this.len[slot] === cap) {
-      if (cap < RING_ENTRIES_MAX) {
-        this.#moveUp(slot);
-        cls++;
-        cap = 1 << cls;
-      } else this.#evictOldest(slot);
-    }
+    const len = this.len[slot];
+    if (len === RING_ENTRIES_MAX) this.#evict(slot);
+    else if (len === (this.cls[slot] === 0 ? 0 : 1 << this.cls[slot])) this.#moveUp(slot);
+    const cls = this.cls[slot];
+    const cap = 1 << cls;
     const pool = this.pools[cls];
     const at = this.blk[slot] * pool.blockDoubles + ((this.head[slot] + this.len[slot]) & (cap - 1)) * this.stride;
     pool.data[at] = t;
@@ -387,6 +408,8 @@ export class RingGroup {
         for (; k < len; k++) {
           const at = this.#entry(slot, k);
           if (pool.data[at] > cutoff) break;
+          // It joins its window's newest buckets: the deferred evictions, older, go in first.
+          this.#settle(slot);
           if (this.rec[slot] !== 0) this.#foldEntry(slot, pool, at, w);
         }
         sk[s0 + w] = k;
@@ -396,6 +419,7 @@ export class RingGroup {
       while (this.len[slot] > 0) {
         const at = this.#entry(slot, 0);
         if (pool.data[at] > cutoff) break;
+        this.#settle(slot);
         if (this.rec[slot] !== 0) this.#foldEntry(slot, pool, at, last);
         this.#release(pool, at);
         this.head[slot] = (this.head[slot] + 1) & mask;
@@ -405,7 +429,9 @@ export class RingGroup {
       }
     }
     const r = this.rec[slot] - 1;
+    // Not settled first: the deferred entries only add buckets, which a later walk drops when gone (header).
     if (r >= 0 && this.#recNext[r] <= t) this.#expireBuckets(slot, r, t);
+    // (No deferred evictions either: the drop loop above folded them before the first entry left.)
     if (this.len[slot] === 0 && this.rec[slot] === 0) this.#freeRing(slot);
   }
 
@@ -505,15 +531,86 @@ export class RingGroup {
     else this.#freeRec(slot, r);
   }
 
-  /** The ring is full of live events: its oldest goes into each accepting member's bucket. */
+  /**
+   * The ring holds RING_ENTRIES_MAX live events: its oldest leaves it for the
+   * buckets of the members whose window holds it. Deferred (above) when that is
+   * every member; else folded now. None are deferred then: the skip loop of
+   * #expire folded them when a skip count left 0, and none are deferred after.
+   */
+  #evict(slot: number): void {
+    const s0 = slot * this.sw;
+    for (let w = 0; w < this.sw; w++) {
+      if (this.skip[s0 + w] !== 0) {
+        this.#evictOldest(slot);
+        return;
+      }
+    }
+    if (this.cls[slot] === RING_CLASS_MAX) this.#moveUp(slot);
+    else if (this.pend[slot] === PENDING_MAX) this.#settle(slot);
+    this.pend[slot]++;
+    this.head[slot] = (this.head[slot] + 1) & ((1 << RING_CLASS_PENDING) - 1);
+    this.len[slot]--;
+  }
+
+  /** #evict now: the oldest goes into each accepting member's bucket. */
   #evictOldest(slot: number): void {
     const pool = this.pools[this.cls[slot]];
     const at = this.#entry(slot, 0);
     this.#foldEntry(slot, pool, at, EVICT);
     this.#release(pool, at);
-    this.head[slot] = (this.head[slot] + 1) & (RING_ENTRIES_MAX - 1);
+    this.head[slot] = (this.head[slot] + 1) & ((1 << this.cls[slot]) - 1);
     this.len[slot]--;
     for (let w = 0, i = slot * this.sw; w < this.sw; w++, i++) if (this.skip[i] > 0) this.skip[i]--;
+  }
+
+  /**
+   * Folds the slot's deferred evictions into the members' buckets, oldest first,
+   * member by member, and gives back their cells' references: the buckets are
+   * then what folding each at its eviction made (#foldEntry EVICT, every member
+   * taking it: no window had expired it).
+   */
+  #settle(slot: number): void {
+    const n = this.pend[slot];
+    if (n === 0) return;
+    const cls = this.cls[slot];
+    const pool = this.pools[cls];
+    const mask = (1 << cls) - 1;
+    const base = this.blk[slot] * pool.blockDoubles;
+    const first = this.head[slot] - n;
+    const members = this.members;
+    const mn = members.length;
+    let r = this.rec[slot] - 1;
+    for (let i = 0; i < mn; i++) {
+      const m = members[i];
+      const had = r < 0 ? null : this.#bk[r * mn + i];
+      let b: Buckets | null = had;
+      if (m.num !== null) {
+        for (let k = 0; k < n; k++) {
+          const at = base + ((first + k) & mask) * this.stride;
+          const vi = this.#numCell(m.num, m.col, pool, at);
+          if (vi !== CELL_SKIP) b = numFoldCell(b as NumBuckets | null, m.num, pool.data, at, vi);
+        }
+      } else {
+        const val = m.val as ValWindowCfg<unknown>;
+        const timed = val.agg.timeless !== true;
+        for (let k = 0; k < n; k++) {
+          const at = base + ((first + k) & mask) * this.stride;
+          const x = m.col < 0 ? undefined : this.#decode(pool, at + 1 + m.col, m.col);
+          if (!val.agg.accepts(x)) continue;
+          b = valFoldAt(b as ValBuckets<unknown> | null, val, x === undefined ? 0 : x, pool.data, at, timed ? pool.data[at] : 0, 0);
+        }
+      }
+      if (b !== had) {
+        if (r < 0) r = this.#newRec(slot);
+        this.#bk[r * mn + i] = b;
+        if (had === null) {
+          this.#recBusy[r]++;
+          this.#recNext[r] = -Infinity;
+        }
+      }
+    }
+    for (let k = 0; k < n; k++) this.#release(pool, base + ((first + k) & mask) * this.stride);
+    this.pend[slot] = 0;
   }
 
   #freeRing(slot: number): void {
@@ -534,7 +631,8 @@ export class RingGroup {
     const cls = this.cls[slot];
     if (cls === 0) return;
     const pool = this.pools[cls];
-    for (let k = 0; k < this.len[slot]; k++) this.#release(pool, this.#entry(slot, k));
+    // From the deferred evictions (before head) on.
+    for (let k = -this.pend[slot]; k < this.len[slot]; k++) this.#release(pool, this.#entry(slot, k));
   }
 
   /** Empties the slot (the entity leaves: frozen, dropped, or its slot is reused). */
@@ -542,6 +640,7 @@ export class RingGroup {
     if (this.cls[slot] > 0) {
       this.releaseRefs(slot);
       this.len[slot] = 0;
+      this.pend[slot] = 0;
       this.skip.fill(0, slot * this.sw, slot * this.sw + this.sw);
       this.#freeRing(slot);
     }
@@ -558,9 +657,17 @@ export class RingGroup {
    * entry and every bucket of every member has left the window (OpState.emptyAt).
    */
   emptyAt(slot: number, t: number): boolean {
-    // The newest entry is in every window's view; the longest window's cutoff is the earliest.
+    // Deferred evictions count as the buckets they fold into: a push after t reads a
+    // bucket that ends after the cutoff, also when its entries are at or before it.
+    this.#settle(slot);
+    // Any entry, not only the newest (after a late event an older arrival is the latest),
+    // against the longest window's cutoff, the earliest.
     const len = this.len[slot];
-    if (len > 0 && this.pools[this.cls[slot]].data[this.#entry(slot, len - 1)] > t - this.windowMs) return false;
+    if (len > 0) {
+      const data = this.pools[this.cls[slot]].data;
+      const cutoff = t - this.windowMs;
+      for (let k = 0; k < len; k++) if (data[this.#entry(slot, k)] > cutoff) return false;
+    }
     const r = this.rec[slot] - 1;
     if (r < 0) return true;
     const members = this.members;
@@ -576,6 +683,7 @@ export class RingGroup {
 
   /** The value of member `m` for the slot at query time `now`. */
   read(m: RingMember, slot: number, now: number): JsonValue {
+    this.#settle(slot);
     const cutoff = now - this.windows[m.win];
     const cls = this.cls[slot];
     const len = this.len[slot];
@@ -616,6 +724,7 @@ export class RingGroup {
    * [entries oldest first as t, values..., per member its saved buckets or null].
    */
   save(slot: number): GroupSave {
+    this.#settle(slot);
     const ring: Array<Value | undefined> = [];
     const len = this.len[slot];
     if (len > 0) {
@@ -717,7 +826,8 @@ export class RingGroup {
    * first, as raw cells into `out` (a Uint32Array view) from double offset `at`,
    * and records every interned id they hold with its value in `ids` (per column),
    * since ids are only meaningful with this table's intern tables. Returns the
-   * number of entries.
+   * number of entries (deferred evictions are not among them: saveBuckets folds
+   * them into the buckets it saves).
    */
   exportSlot(slot: number, out: Uint32Array, at: number, ids: Array<Map<number, Interned>>): number {
     const len = this.len[slot];
@@ -768,10 +878,11 @@ export class RingGroup {
 
   /** The slot's buckets per member (saved form), or null when it has none. */
   saveBuckets(slot: number): unknown[] | null {
+    this.#settle(slot);
     return this.rec[slot] === 0 ? null : this.#saveBuckets(slot);
   }
 
-  /** Loads saveBuckets' result into a slot without buckets. */
+  /** Loads saveBuckets' result into a slot without buckets (nor deferred evictions: it was just loaded). */
   loadBuckets(slot: number, saved: unknown[]): void {
     this.#loadBuckets(slot, saved);
   }
@@ -779,7 +890,7 @@ export class RingGroup {
   /** Bytes of the pooled rings (allocated). */
   get poolBytes(): number {
     let n = 0;
-    for (let c = 1; c <= RING_CLASS_MAX; c++) n += this.pools[c].bytes;
+    for (let c = 1; c <= RING_CLASS_PENDING; c++) n += this.pools[c].bytes;
     return n;
   }
 }

@@ -2,7 +2,8 @@
  * Pooled storage for the shared rings (ring_group.ts): one pool per ring size
  * class, each one Float64Array cut into equal blocks, so a ring is a block
  * number, not an object. A ring of capacity 2^c entries of `stride` doubles
- * lives in class c (1..RING_CLASS_MAX); it moves up one class when it fills.
+ * lives in class c (1..RING_CLASS_MAX); it moves up one class when it fills
+ * (and to RING_CLASS_PENDING when a full ring starts deferring evictions).
  *
  *   class c:  data [ block 0 | block 1 | block 2 | ... ]    block = 2^c * stride doubles
  *             free [ 2, ... ]   released blocks, reused before `used` grows
@@ -19,8 +20,13 @@ import { strict as assert } from 'node:assert';
 import { TL, tlNow, tlSpan } from '../timeline';
 import { unaccountedFloat64 } from '../util/unaccounted';
 
-/** Largest size class: 2^6 = 64 entries, the rings' RING_ENTRIES_MAX. */
+/** Largest size class of a ring's live entries: 2^6 = 64, the rings' RING_ENTRIES_MAX. */
 export const RING_CLASS_MAX = 6;
+/**
+ * The class of a full ring that defers its evictions (ring_group.ts "Deferred
+ * evictions"): 64 live entries plus up to 64 evicted ones not yet folded.
+ */
+export const RING_CLASS_PENDING = RING_CLASS_MAX + 1;
 /** First allocation of a class (blocks); doubles from there. */
 const POOL_BLOCKS_MIN = 16;
 
@@ -97,7 +103,7 @@ export class BlockPool {
 /** The pool of ring size class `cls`: blocks of 2^cls entries of `stride` doubles. */
 export class ClassPool extends BlockPool {
   constructor(readonly cls: number, readonly stride: number, blocks = 0) {
-    assert(cls >= 1 && cls <= RING_CLASS_MAX);
+    assert(cls >= 1 && cls <= RING_CLASS_PENDING);
     super((1 << cls) * stride, blocks);
   }
 }

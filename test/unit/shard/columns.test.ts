@@ -218,7 +218,7 @@ function registry(optional: string[], agg: Record<string, unknown> = SHARED_AGG)
 }
 
 /** Feeds the same events to a ShardState and to one standalone OpState per feature and entity; compares reads. */
-function compareWithSeparate(seed: number, reg: RegistryState, keys: number, events: number, gapMs: number, absent: number, backMs = 0): void {
+function compareWithSeparate(seed: number, reg: RegistryState, keys: number, events: number, gapMs: number, absent: number, backMs = 0, gap?: (rnd: () => number) => number, checkAfter: (i: number, gapMs: number) => boolean = (i) => i % 997 === 0): void {
   const rnd = prng(seed);
   const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   s.install(reg);
@@ -235,7 +235,8 @@ function compareWithSeparate(seed: number, reg: RegistryState, keys: number, eve
     }
   };
   for (let i = 0; i < events; i++) {
-    t += Math.floor(rnd() * gapMs);
+    const dt = gap === undefined ? Math.floor(rnd() * gapMs) : gap(rnd);
+    t += dt;
     // Late events (backMs > 0): one in ten is up to backMs older than the one before.
     const te = backMs > 0 && rnd() < 0.1 ? t - Math.floor(rnd() * backMs) : t;
     const k = `k${Math.floor(rnd() * keys)}`;
@@ -250,7 +251,7 @@ function compareWithSeparate(seed: number, reg: RegistryState, keys: number, eve
       if (f.where === null || f.where(row)) states![j].update(x, te, row);
       else if (f.factory.wantsMiss) states![j].miss(te);
     });
-    if (i % 997 === 0) check(t);
+    if (checkAfter(i, dt)) check(t);
   }
   for (const later of [t, t + 3_000, t + 9_999, t + 10_000, t + 70_000]) check(later);
 }
@@ -280,6 +281,100 @@ test('one ring per entity over four windows answers exactly as separate states: 
   compareWithSeparate(5, reg, 500, 8000, 60, 0.2);
   // Events up to 20 s late.
   compareWithSeparate(6, reg, 3, 5000, 50, 0, 20_000);
+});
+
+test('deferred evictions (ring_group.ts) fold as eviction did: bursts that fill the ring, pauses that expire the shorter windows, reads far apart', () => {
+  const reg = registry([], MULTI_AGG);
+  // Bursts ~2 ms apart fill a ring within every window, so its evictions are deferred; pauses
+  // of 0.3-2 s move the 1 s window past deferred entries (a ring entry joins its buckets after
+  // them), and now and then a pause past every window drops the ring. A read folds the deferred
+  // entries, so reads come only after a pause (right after such a join) and every 61st push.
+  const gap = (rnd: () => number): number => {
+    const r = rnd();
+    return r < 0.97 ? Math.floor(rnd() * 4) : r < 0.998 ? 300 + Math.floor(rnd() * 1_700) : 301_000;
+  };
+  const checkAfter = (i: number, dt: number): boolean => dt >= 300 || i % 61 === 0;
+  for (const seed of [7, 8]) compareWithSeparate(seed, reg, 2, 6000, 0, 0, 0, gap, checkAfter);
+  // Late events by up to 3 s: the newest ring entry is not always the latest.
+  compareWithSeparate(9, reg, 2, 6000, 0, 0, 3_000, gap, checkAfter);
+  // The case above made exact (1 s window: 8 ms buckets; t starts at a multiple of 8): events
+  // 0..68 2 ms apart, so 64..68 defer the evictions of 0..4 (0 ms..8 ms) with no buckets yet;
+  // event 69 comes when the 1 s window has left event 5 (10 ms), which joins the bucket of
+  // event 4 (same 8 ms epoch) only once the deferred entries are folded.
+  let n = 0;
+  const scripted = (): number => (n++ === 0 ? 0 : n <= 69 ? 2 : 1011 - 136);
+  compareWithSeparate(10, reg, 1, 70, 0, 0, 0, scripted, (i) => i === 69);
+});
+
+test('an entity emptyAt calls empty reads as a fresh one, shared ring or standalone state: a late event as the newest, a burst in one millisecond', () => {
+  const reg = registry([], MULTI_AGG);
+  // Times to ask at: around every event's window ends and bucket ends, and far past them.
+  const probes = (ts: number[]): number[] => {
+    const out = new Set<number>();
+    for (const t of ts) for (const w of [1_000, 10_000, 60_000, 300_000]) for (const d of [-1, 0, 1, 8, 79, 2_400]) out.add(t + w + d);
+    return [...out].sort((a, b) => a - b);
+  };
+  const FAR = 1e12;
+  const histories: Array<[string, Array<[number, number]>]> = [
+    // The newest arrival is 40 s late: the earlier event keeps every window that holds it open.
+    ['late newest', [[100_000, 1], [60_000, 2]]],
+    // 128 events at one time: 64 in the ring, 64 deferred evictions (no buckets yet), which
+    // read through buckets that end after the ring entries have left.
+    ['burst', Array.from({ length: 128 }, (_, i): [number, number] => [200_000, i])],
+    // 64 events, then 64 that are 100 s late: the ring holds only late ones and defers the
+    // first 64, the latest, which keep the 5 m window open after every ring entry has left it.
+    ['burst, late burst', Array.from({ length: 128 }, (_, i): [number, number] => [i < 64 ? 300_000 + i : 200_000 + i, i])],
+  ];
+  for (const [name, evs] of histories) {
+    // A new state per probe: a read folds the deferred evictions, so emptyAt is asked first.
+    const build = (): { s: ShardState; table: NonNullable<ReturnType<ShardState['tableByName']>>; solo: OpState[] } => {
+      const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+      s.install(reg);
+      const feats = s.tableByName('T')!.plan.features;
+      const solo = feats.map((f) => f.factory.create());
+      evs.forEach(([t, x], i) => {
+        const row: Row = { k: 'a', x, c: `c${x % 5}` };
+        s.apply('E', row, t, i + 1);
+        feats.forEach((f, j) => { if (f.where === null || f.where(row)) solo[j].update(f.get === null ? undefined : f.get(row), t, row); });
+      });
+      return { s, table: s.tableByName('T')!, solo };
+    };
+    let empties = 0;
+    let nonEmpty = 0;
+    for (const t of [...probes(evs.map(([te]) => te)), FAR / 2]) {
+      const { s, table, solo } = build();
+      const empty = table.cols.emptyAt(table.cols.index.slotOf('a'), t);
+      const now = s.read('T', 'a', null, t);
+      const fresh = s.read('T', 'a', null, FAR);
+      // Empty from t on: it reads as at the end of time, and a push at t makes what it makes of a new key.
+      const row: Row = { k: 'a', x: 3, c: 'c3' };
+      if (empty) {
+        empties++;
+        assert.equal(now, fresh, `${name}: emptyAt(${t}), the table reads as at the end of time`);
+        s.apply('E', row, t, evs.length + 1);
+        s.apply('E', { ...row, k: 'new' }, t, evs.length + 2);
+        assert.equal(s.read('T', 'a', null, t), s.read('T', 'new', null, t), `${name}: emptyAt(${t}), then a push`);
+      } else if (now !== fresh) nonEmpty++;
+      table.plan.features.forEach((f, j) => {
+        const st = solo[j];
+        if (st.emptyAt === undefined || !st.emptyAt(t)) return;
+        assert.deepEqual(st.read(t), st.read(FAR), `${name}: ${f.name} standalone emptyAt(${t})`);
+        const x = f.get === null ? undefined : f.get(row);
+        const fresh1 = f.factory.create();
+        st.update(x, t, row);
+        fresh1.update(x, t, row);
+        assert.deepEqual(st.read(t), fresh1.read(t), `${name}: ${f.name} standalone emptyAt(${t}), then a push`);
+      });
+    }
+    assert.ok(empties > 0 && nonEmpty > 0, `${name}: probes on both sides (${empties} empty, ${nonEmpty} not)`);
+  }
+  // The first history at 105 s: 100 s is in the 10 s window, the late 60 s follows it in the view.
+  const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  s.install(reg);
+  s.apply('E', { k: 'a', x: 1, c: 'c' }, 100_000, 1);
+  s.apply('E', { k: 'a', x: 2, c: 'c' }, 60_000, 2);
+  assert.equal(JSON.parse(s.read('T', 'a', ['n10'], 105_000)).n10, 2);
+  assert.equal(s.tableByName('T')!.cols.emptyAt(s.tableByName('T')!.cols.index.slotOf('a'), 105_000), false);
 });
 
 test('a table with more windows than one ring group spans gets a ring per run of consecutive windows', () => {
@@ -455,6 +550,61 @@ function frame(chunk: unknown): Buffer {
 }
 
 const rowsOf = (s: ShardState, keys: string[], now: number): string[] => keys.map((k) => s.read('T', k, null, now));
+
+test('deferred evictions are in snapshots and cold freezes, and give their strings back: a hot key restored, thawed, removed', () => {
+  const reg = registry([], MULTI_AGG);
+  const mk = (): ShardState => {
+    const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+    s.install(reg);
+    return s;
+  };
+  const t0 = 1_000_000;
+  // 1 ms apart, every string new: 64 events in the ring, the rest deferred evictions.
+  const feedH = (s: ShardState, from: number, to: number): void => {
+    for (let i = from; i < to; i++) s.apply('E', { k: 'h', x: i % 97, c: `v${i}` }, t0 + i, i + 1);
+  };
+  const pending = (s: ShardState): number => {
+    const cols = s.tableByName('T')!.cols;
+    return cols.groups.reduce((n, g) => n + g.pend[cols.index.slotOf('h')], 0);
+  };
+  const times = [t0 + 99, t0 + 600, t0 + 1_050, t0 + 10_010, t0 + 60_040, t0 + 300_050];
+  const reads = (s: ShardState): string[] => times.map((t) => s.read('T', 'h', null, t));
+  const ref = mk();
+  feedH(ref, 0, 100);
+  const want = reads(ref);
+  feedH(ref, 100, 200);
+  const wantLater = reads(ref);
+
+  // A snapshot while entries are deferred, restored: the same reads, and the same after more pushes.
+  const s = mk();
+  feedH(s, 0, 100);
+  assert.ok(pending(s) > 0, 'the case under test: deferred entries at the snapshot');
+  const job = new SnapshotJob(s);
+  job.step(Number.POSITIVE_INFINITY);
+  const restored = mk();
+  restoreSnapshot(restored, job.finish(new DedupeLog()).body, () => reg);
+  assert.deepEqual(reads(restored), want);
+  feedH(restored, 100, 200);
+  assert.deepEqual(reads(restored), wantLater);
+
+  // Frozen into the cold store while entries are deferred, thawed by a read.
+  const c = mk();
+  feedH(c, 0, 100);
+  assert.ok(pending(c) > 0);
+  const tc = c.tableByName('T')!;
+  assert.equal(tc.evict(tc.cols.index.slotOf('h'), t0 + 100), false, 'frozen, not dropped');
+  assert.equal(tc.cols.index.slotOf('h'), -1);
+  assert.deepEqual(reads(c), want);
+
+  // Removed while entries are deferred: every string they held leaves the intern table.
+  const r = mk();
+  feedH(r, 0, 100);
+  assert.ok(pending(r) > 0);
+  const interned = r.tableByName('T')!.cols.interns.get('c')!;
+  assert.ok(interned.size >= 100, 'the ring and the deferred entries hold every value');
+  assert.ok(r.tableByName('T')!.cols.remove('h'));
+  assert.equal(interned.size, 0);
+});
 
 test('snapshot format 2 (one save per feature) still loads, as object columns; unknown formats are refused by number', () => {
   const reg = registry([]);
