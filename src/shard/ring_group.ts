@@ -159,6 +159,8 @@ export class RingGroup {
    * a load resets it), so skipping never keeps a bucket that should go.
    */
   #recNext = new Float64Array(REC_MIN);
+  /** #settle: the offsets of the slot's deferred entries, oldest first (computed once, read per member). */
+  readonly #pendAt = new Int32Array(PENDING_MAX);
   #recFree: number[] = [];
   #recUsed = 0;
   /** The values of an entry leaving the ring by column (each decoded once for all its members), then its t. */
@@ -481,15 +483,22 @@ export class RingGroup {
         if (join) valJoinAt(had as ValBuckets<unknown>, val, x === undefined ? 0 : x, pool.data, at, t, 0);
         else b = valFoldAt(had as ValBuckets<unknown> | null, val, x === undefined ? 0 : x, pool.data, at, t, 0);
       }
-      if (b !== had) {
-        if (r < 0) r = this.#newRec(slot);
-        this.#bk[r * members.length + i] = b;
-        if (had === null) {
-          this.#recBusy[r]++;
-          this.#recNext[r] = -Infinity; // a new oldest bucket: the next expiry walks
-        }
-      }
+      if (b !== had) r = this.#storeBuckets(slot, r, i, had, b);
     }
+  }
+
+  /**
+   * Member i's buckets became `b` (they were `had`): stores them in the slot's
+   * record `r`, made when the slot has none (-1). Returns the record.
+   */
+  #storeBuckets(slot: number, r: number, i: number, had: Buckets | null, b: Buckets | null): number {
+    if (r < 0) r = this.#newRec(slot);
+    this.#bk[r * this.members.length + i] = b;
+    if (had === null) {
+      this.#recBusy[r]++;
+      this.#recNext[r] = -Infinity; // a new oldest bucket: the next expiry walks
+    }
+    return r;
   }
 
   /**
@@ -572,44 +581,34 @@ export class RingGroup {
   #settle(slot: number): void {
     const n = this.pend[slot];
     if (n === 0) return;
-    const cls = this.cls[slot];
-    const pool = this.pools[cls];
-    const mask = (1 << cls) - 1;
-    const base = this.blk[slot] * pool.blockDoubles;
-    const first = this.head[slot] - n;
+    const pool = this.pools[this.cls[slot]];
+    // They sit just before head: entries -n..-1.
+    const ats = this.#pendAt;
+    for (let k = 0; k < n; k++) ats[k] = this.#entry(slot, k - n);
     const members = this.members;
-    const mn = members.length;
     let r = this.rec[slot] - 1;
-    for (let i = 0; i < mn; i++) {
+    for (let i = 0; i < members.length; i++) {
       const m = members[i];
-      const had = r < 0 ? null : this.#bk[r * mn + i];
+      const had = r < 0 ? null : this.#bk[r * members.length + i];
       let b: Buckets | null = had;
       if (m.num !== null) {
         for (let k = 0; k < n; k++) {
-          const at = base + ((first + k) & mask) * this.stride;
-          const vi = this.#numCell(m.num, m.col, pool, at);
-          if (vi !== CELL_SKIP) b = numFoldCell(b as NumBuckets | null, m.num, pool.data, at, vi);
+          const vi = this.#numCell(m.num, m.col, pool, ats[k]);
+          if (vi !== CELL_SKIP) b = numFoldCell(b as NumBuckets | null, m.num, pool.data, ats[k], vi);
         }
       } else {
         const val = m.val as ValWindowCfg<unknown>;
         const timed = val.agg.timeless !== true;
         for (let k = 0; k < n; k++) {
-          const at = base + ((first + k) & mask) * this.stride;
+          const at = ats[k];
           const x = m.col < 0 ? undefined : this.#decode(pool, at + 1 + m.col, m.col);
           if (!val.agg.accepts(x)) continue;
           b = valFoldAt(b as ValBuckets<unknown> | null, val, x === undefined ? 0 : x, pool.data, at, timed ? pool.data[at] : 0, 0);
         }
       }
-      if (b !== had) {
-        if (r < 0) r = this.#newRec(slot);
-        this.#bk[r * mn + i] = b;
-        if (had === null) {
-          this.#recBusy[r]++;
-          this.#recNext[r] = -Infinity;
-        }
-      }
+      if (b !== had) r = this.#storeBuckets(slot, r, i, had, b);
     }
-    for (let k = 0; k < n; k++) this.#release(pool, base + ((first + k) & mask) * this.stride);
+    for (let k = 0; k < n; k++) this.#release(pool, ats[k]);
     this.pend[slot] = 0;
   }
 
