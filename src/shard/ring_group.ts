@@ -144,6 +144,16 @@ export class RingGroup {
   rec: Int32Array;
   /** Per slot: evicted entries not yet folded into buckets (deferred evictions, above), just before `head`. */
   pend: Uint8Array;
+  /**
+   * Per slot: the earliest push time at which #expire's ring walk can move an
+   * entry (some window's entry at its skip count, or the oldest for the longest
+   * window, reaching its cutoff); a push before it skips the walk, whose reads of
+   * the ring's oldest entries were most of a push's expiry cost. Only ever at or
+   * below the true time: the walk sets it exactly, a push or an eviction can
+   * only lower it, and a slot never used or cleared holds -Infinity (walk),
+   * which a load or import into it keeps.
+   */
+  #due: Float64Array;
   /** Per field: 1 when its cells hold hashValue of the value (a hashed field, above). */
   readonly hashed: Uint8Array;
   /** Per field: its position in the table's columns (TableColumns.colIds), -1 when it has none. */
@@ -197,6 +207,7 @@ export class RingGroup {
     this.len = new Uint8Array(capacity);
     this.rec = new Int32Array(capacity);
     this.pend = new Uint8Array(capacity);
+    this.#due = new Float64Array(capacity).fill(-Infinity);
     this.colOf = new Int32Array(fields.length).fill(-1);
     this.#cells = new Array<Value | undefined>(fields.length + 1).fill(undefined);
     this.#valCol = new Uint8Array(fields.length);
@@ -303,6 +314,9 @@ export class RingGroup {
     this.blk = grown(this.blk, capacity);
     this.rec = grown(this.rec, capacity);
     this.pend = grown(this.pend, capacity);
+    const had = this.#due.length;
+    this.#due = grown(this.#due, capacity);
+    this.#due.fill(-Infinity, had);
     if (this.sw > 0) this.skip = grown(this.skip, capacity * this.sw);
   }
 
@@ -314,13 +328,21 @@ export class RingGroup {
   push(slot: number, row: Row, t: number, ids: Int32Array, hashes: Float64Array): void {
     this.#expire(slot, t);
     const len = this.len[slot];
-    if (len === RING_ENTRIES_MAX) this.#evict(slot);
-    else if (len === (this.cls[slot] === 0 ? 0 : 1 << this.cls[slot])) this.#moveUp(slot);
+    const due = this.#due;
+    const w0 = this.windows[0];
+    if (len === RING_ENTRIES_MAX) {
+      this.#evict(slot);
+      // A window whose skip count was 0 now starts at the next entry, maybe older (a late event).
+      const next = this.pools[this.cls[slot]].data[this.#entry(slot, 0)] + w0;
+      if (next < due[slot]) due[slot] = next;
+    } else if (len === (this.cls[slot] === 0 ? 0 : 1 << this.cls[slot])) this.#moveUp(slot);
     const cls = this.cls[slot];
     const cap = 1 << cls;
     const pool = this.pools[cls];
     const at = this.blk[slot] * pool.blockDoubles + ((this.head[slot] + this.len[slot]) & (cap - 1)) * this.stride;
     pool.data[at] = t;
+    // The new entry is the next to expire of every window that had none left.
+    if (t + w0 < due[slot]) due[slot] = t + w0;
     const fields = this.fields;
     const colOf = this.colOf;
     for (let c = 0; c < fields.length; c++) {
@@ -397,11 +419,13 @@ export class RingGroup {
    */
   #expire(slot: number, t: number): void {
     const cls = this.cls[slot];
-    if (cls !== 0) {
+    if (cls !== 0 && t >= this.#due[slot]) {
       const pool = this.pools[cls];
       const last = this.sw;
       const sk = this.skip;
       const s0 = slot * last;
+      // When the walk can move an entry next: the earliest end among the entries it stops at.
+      let due = Infinity;
       for (let w = 0; w < last; w++) {
         let k = sk[s0 + w];
         const len = this.len[slot];
@@ -409,7 +433,10 @@ export class RingGroup {
         const cutoff = t - this.windows[w];
         for (; k < len; k++) {
           const at = this.#entry(slot, k);
-          if (pool.data[at] > cutoff) break;
+          if (pool.data[at] > cutoff) {
+            if (pool.data[at] + this.windows[w] < due) due = pool.data[at] + this.windows[w];
+            break;
+          }
           // It joins its window's newest buckets: the deferred evictions, older, go in first.
           this.#settle(slot);
           if (this.rec[slot] !== 0) this.#foldEntry(slot, pool, at, w);
@@ -420,7 +447,10 @@ export class RingGroup {
       const mask = (1 << cls) - 1;
       while (this.len[slot] > 0) {
         const at = this.#entry(slot, 0);
-        if (pool.data[at] > cutoff) break;
+        if (pool.data[at] > cutoff) {
+          if (pool.data[at] + this.windowMs < due) due = pool.data[at] + this.windowMs;
+          break;
+        }
         this.#settle(slot);
         if (this.rec[slot] !== 0) this.#foldEntry(slot, pool, at, last);
         this.#release(pool, at);
@@ -429,6 +459,7 @@ export class RingGroup {
         // Every shorter window expired this entry above (its cutoff is later): one fewer to skip.
         for (let w = 0; w < last; w++) sk[s0 + w]--;
       }
+      this.#due[slot] = due;
     }
     const r = this.rec[slot] - 1;
     // Not settled first: the deferred entries only add buckets, which a later walk drops when gone (header).
@@ -636,6 +667,8 @@ export class RingGroup {
 
   /** Empties the slot (the entity leaves: frozen, dropped, or its slot is reused). */
   clear(slot: number): void {
+    // The slot's next entity may be loaded with older entries (a thaw): its first push walks.
+    this.#due[slot] = -Infinity;
     if (this.cls[slot] > 0) {
       this.releaseRefs(slot);
       this.len[slot] = 0;
@@ -756,6 +789,7 @@ export class RingGroup {
   /** Inverse of save, into an empty slot. */
   load(slot: number, saved: GroupSave): void {
     assert(this.cls[slot] === 0 && this.rec[slot] === 0, 'ring load into a slot in use');
+    assert(this.#due[slot] === -Infinity, 'ring load into a slot that was not cleared');
     const [ring, buckets] = saved;
     const skips = skipsOf(saved);
     const len = ring.length / this.stride;
@@ -851,6 +885,7 @@ export class RingGroup {
   importSlot(slot: number, src: Uint32Array, at: number, len: number, ids: Array<Map<number, Interned>>): void {
     assert(this.cls[slot] === 0 && this.rec[slot] === 0, 'ring import into a slot in use');
     assert(len <= RING_ENTRIES_MAX);
+    assert(this.#due[slot] === -Infinity, 'ring import into a slot that was not cleared');
     if (len === 0) return;
     let cls = 1;
     while (1 << cls < len) cls++;

@@ -954,3 +954,34 @@ test('a slot reused from the free list starts with empty solo columns (slab rows
   fresh.apply('E', { k: 'new', x: 7, c: 'z' }, t + 10, 6);
   assert.equal(s.read('T', 'new', null, t + 20), fresh.read('T', 'new', null, t + 20), 'nothing of the old entity shows');
 });
+
+test('a push skips the expiry walk only when it would move nothing: every window\'s skip count is what a walk at every push leaves', () => {
+  // With times in order, a window's skip count after a push at t is the number of ring entries at
+  // or before t - window (the walk stops at the first one after). RingGroup keeps a per-slot due
+  // time and skips the walk before it; a due time too late would leave a count short.
+  const reg = registry([], MULTI_AGG);
+  for (const [seed, every] of [[11, 1], [12, 13]]) {
+    const rnd = prng(seed);
+    const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+    s.install(reg);
+    const cols = s.tableByName('T')!.cols;
+    const g = cols.groups.find((x) => x.windows.length === 4)!;
+    const skips = new Uint8Array(g.sw);
+    let t = 8_000_000;
+    for (let i = 0; i < 5000; i++) {
+      // Bursts that fill the ring, gaps around each window's length, now and then a pause past all.
+      const r = rnd();
+      t += r < 0.6 ? Math.floor(rnd() * 4) : r < 0.9 ? Math.floor(rnd() * 400) : r < 0.99 ? 900 + Math.floor(rnd() * 12_000) : 290_000 + Math.floor(rnd() * 20_000);
+      s.apply('E', { k: 'a', x: i % 50, c: `c${i % 5}` }, t, i + 1);
+      if (i % every !== 0) continue;
+      const slot = cols.index.slotOf('a');
+      g.exportSkips(slot, skips, 0);
+      const ring = g.save(slot)[0];
+      for (let w = 0; w < g.sw; w++) {
+        let want = 0;
+        for (let k = 0; k < ring.length; k += g.stride) if ((ring[k] as number) <= t - g.windows[w]) want++;
+        assert.equal(skips[w], want, `seed ${seed} push ${i} window ${g.windows[w]} ms`);
+      }
+    }
+  }
+});
