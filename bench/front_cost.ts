@@ -1,7 +1,9 @@
 /**
  * What one push costs the server's threads, per build, interleaved: front-thread
- * CPU µs per push, the other threads' (shards, coordinator), and bytes the front
- * isolate allocates per push, measured over the load's window on a real server.
+ * CPU µs per push, the other threads' (shards, coordinator), bytes the front
+ * isolate allocates per push, and the other isolates' allocation and GCs (the
+ * shard's scavenges and mark-compacts), measured over the load's window on a
+ * real server.
  * CPU is thread CPU time (/proc/<pid>/task/<tid>/schedstat), so a shared machine
  * moves it less than it moves throughput or p99; allocation is V8's own count
  * (`--trace-gc-nvp`: each GC line says the bytes allocated since the one before).
@@ -121,6 +123,7 @@ async function once(cli: string): Promise<string> {
       `front alloc ${front === undefined ? 'n/a' : Math.round(front.allocated / pushes)} B/push`,
       `front scavenges ${front?.scavenges ?? 0} (${(front?.scavengeMs ?? 0).toFixed(1)} ms)`,
       `other isolates alloc ${isolates.slice(1).map((s) => Math.round(s.allocated / pushes)).join('/')} B/push`,
+      `other isolates GC ${isolates.slice(1).map((s) => `${s.scavenges} scavenges ${s.scavengeMs.toFixed(1)} ms + ${s.majors} major ${s.majorMs.toFixed(1)} ms`).join(' / ')}`,
       `pushes/batch ${(pushes / batches).toFixed(1)}`,
       `errors ${r.errors}`,
     ].join(' | ');

@@ -15,7 +15,7 @@
  *                              structured clone of {items, bytes}
  *                       shard  deserialize, seal the crcs, apply each record
  *
- *   node dist/bench/push_path.js [--workload medium|fraud] [--pushes 200000] [--batch 128] [--rounds 3] [--record-only 1] [--alloc 1 [--alloc-top 20]]
+ *   node dist/bench/push_path.js [--workload medium|fraud] [--pushes 200000] [--batch 128] [--rounds 3] [--record-only 1] [--keys zipf|uniform] [--entities 1000000] [--alloc 1 [--alloc-top 20]]
  *
  * Prints µs of CPU per push for each side (best of the rounds). The WAL write
  * itself is the same for both (one write per batch) and is left out. With
@@ -35,6 +35,7 @@ import { PushApplier } from '../src/shard/push_apply';
 import { shardOf } from '../src/registry/key';
 import { ITEM_PUSH } from '../src/protocol/messages';
 import { BodyGen, workloadNamed } from './workloads';
+import { ENTITIES_DEFAULT, type KeyDist } from './keys';
 import type { Row } from '../src/types';
 import { flagPairs } from './flags';
 
@@ -52,7 +53,9 @@ const RECORD_ONLY = args.get('record-only') === '1';
 
 const wl = workloadNamed(WORKLOAD);
 const STATE: RegistryState = { version: 1, nodes: wl.register.nodes as RegistryState['nodes'] };
-const gen = new BodyGen(wl, 'zipf', 1_000_000, 1, 7);
+const KEYS = (args.get('keys') ?? 'zipf') as KeyDist;
+const ENTITIES = Number(args.get('entities') ?? ENTITIES_DEFAULT);
+const gen = new BodyGen(wl, KEYS, ENTITIES, 1, 7);
 const bodies: string[] = Array.from({ length: PUSHES }, () => gen.push());
 const T0 = Date.now();
 
