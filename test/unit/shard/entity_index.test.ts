@@ -50,6 +50,34 @@ test('entity index: keys with one hash (forced collisions) stay apart; removal s
   assert.throws(() => ix.addBytes(ascii('ab'), 0, 2, TAG_STR_ASCII, H, 0, 0), /already has a slot/);
 });
 
+test('entity index: under one hash, keys that share a prefix, differ only in length or trailing zero bytes, or in str class, stay apart, also after the arena moves', () => {
+  const ix = new EntityIndex();
+  const H = 777;
+  // Prefixes of each other, with zero bytes at their ends (a comparison that stops at the shorter key or pads with zeros would merge them).
+  const keys = ['ab', 'ab\0', 'ab\0\0\0\0\0\0', 'abcdefg', 'abcdefgh', 'abcdefgh\0', 'abcdefghi', 'abcdefghj', 'abcdefghij', 'abcdefgh-long-tail-1', 'abcdefgh-long-tail-2', ''];
+  const add = (k: string, i: number): number => ix.addBytes(ascii(k), 0, k.length, TAG_STR_ASCII, H, i, i);
+  keys.forEach((k, i) => assert.equal(add(k, i), i, JSON.stringify(k)));
+  const find = (k: string): number => ix.findBytes(ascii(k), 0, k.length, TAG_STR_ASCII, H);
+  for (const [i, k] of keys.entries()) assert.equal(find(k), i, JSON.stringify(k));
+  for (const k of ['a', 'ab\0\0', 'abcdefgi', 'abcdefghk', 'abcdefgh-long-tail-3', 'abcdefgh-long-tail-']) assert.equal(find(k), -1, JSON.stringify(k));
+  // The same bytes as UTF-16 are another key, short or long, even under the same hash.
+  for (const k of ['ab', 'abcdefghij']) {
+    assert.equal(ix.findBytes(ascii(k), 0, k.length, TAG_STR_UTF16, H), -1, `${k} as UTF-16`);
+    const wide = ix.addBytes(ascii(k), 0, k.length, TAG_STR_UTF16, H, 0, 0);
+    assert.equal(ix.findBytes(ascii(k), 0, k.length, TAG_STR_UTF16, H), wide);
+    assert.equal(find(k), keys.indexOf(k));
+    ix.removeSlot(wide);
+  }
+  // The arena is compacted under them: every key still finds its own slot.
+  const filler = (i: number): string => `abcdefgh-filler-${i}`;
+  for (let i = 0; i < 20_000; i++) ix.add(filler(i), 0, 0);
+  for (let i = 0; i < 20_000; i++) ix.remove(filler(i));
+  for (const [i, k] of keys.entries()) assert.equal(find(k), i, `${JSON.stringify(k)} after the arena moved`);
+  assert.equal(find('abcdefgh-long-tail-3'), -1);
+  for (const k of keys) ix.removeSlot(find(k));
+  assert.equal(ix.size, 0);
+});
+
 test('entity index: a key from a PUSH record and the same key as a string are one entity (ASCII, UTF-8, lone surrogate, long)', () => {
   const ix = new EntityIndex();
   const keys = ['user42', 'naïve|Zürich', '\u{1f600}', 'a\ud800b', 'x'.repeat(300), `${'y'.repeat(60)}é`, '1|2|3', ''];
