@@ -985,3 +985,65 @@ test('a push skips the expiry walk only when it would move nothing: every window
     }
   }
 });
+
+test('a grouped feature taken out of its ring (objectify, as a registry change does) answers as it did: counts of a field that is sometimes absent, sums, sketches', () => {
+  const agg = {
+    nx: { op: 'count', params: { field: 'x', window: '10s' } },
+    nc: { op: 'count', params: { field: 'c', window: '1m' } },
+    n: { op: 'count', params: { window: '10s' } },
+    sx: { op: 'sum', params: { field: 'x', window: '1m' } },
+    mx: { op: 'mean', params: { field: 'x', window: '10s' } },
+    uc: { op: 'n_unique', params: { field: 'c', window: '1m' } },
+    top: { op: 'top_k', params: { field: 'c', k: 2, window: '10s' } },
+  };
+  const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  s.install(registry(['x', 'c'], agg));
+  const rnd = prng(77);
+  const keys = ['a', 'b', 'c', 'd'];
+  let t = 1_000_000;
+  // Hundreds of events per key and window: rings overflow into buckets, and a third of the values are absent.
+  for (let i = 0; i < 4000; i++) {
+    t += Math.floor(rnd() * 30);
+    const row: Row = { k: keys[Math.floor(rnd() * keys.length)], x: rnd() < 0.35 ? null : Math.round(rnd() * 100), c: rnd() < 0.35 ? null : `c${Math.floor(rnd() * 7)}` };
+    s.apply('E', row, t, s.appliedLsn + 1);
+  }
+  const ts = s.tableByName('T')!;
+  const reads = (): unknown[] => [t, t + 4_000, t + 30_000].map((now) => keys.map((k) => JSON.parse(s.read('T', k, null, now))));
+  const before = reads();
+  assert.ok(ts.cols.groups.length > 0);
+  for (const f of ts.plan.features) if (ts.cols.featGroup[f.index] !== null) ts.cols.objectify(f.index);
+  assert.equal(ts.cols.groups.length, 0, 'every feature left its ring');
+  assert.deepEqual(reads(), before);
+  assert.ok((before[0] as Array<Record<string, number>>).every((r) => r.nx < r.n), 'some events lacked x: the field counts are below the event counts');
+});
+
+test('a ring saved and loaded again, or restored from a snapshot, takes the smallest block class that holds it (a full class of 2^k entries, and one more)', () => {
+  const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  const reg = registry([], { n: { op: 'count', params: { window: '1h' } }, sx: { op: 'sum', params: { field: 'x', window: '1h' } } });
+  s.install(reg);
+  const ts = s.tableByName('T')!;
+  const g = ts.cols.groups[0];
+  let lsn = 0;
+  for (const n of [1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 33]) {
+    const k = `key-${n}`;
+    for (let i = 0; i < n; i++) s.apply('E', { k, x: i, c: 'c' }, 1_000_000 + i, ++lsn);
+    const slot = ts.cols.index.slotOf(k);
+    assert.equal(g.len[slot], n);
+    const cls = g.cls[slot];
+    const saved = g.save(slot);
+    g.clear(slot);
+    g.load(slot, saved);
+    assert.equal(g.len[slot], n);
+    assert.equal(g.cls[slot], cls, `${n} entries: the class the pushes grew it to`);
+    assert.ok(n <= 1 << g.cls[slot] && (g.cls[slot] === 1 || n > 1 << (g.cls[slot] - 1)), `${n} entries in class ${g.cls[slot]}: the smallest that holds them`);
+    assert.deepEqual(JSON.parse(s.read('T', k, null, 1_000_100)), { n, sx: (n * (n - 1)) / 2 });
+  }
+  // A snapshot's raw slab chunks go in through importSlot: the same classes.
+  const restored = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  restoreSnapshot(restored, bodyOf(s), () => reg);
+  const rts = restored.tableByName('T')!;
+  for (const k of ts.cols.index.keyList()) {
+    assert.equal(rts.cols.groups[0].cls[rts.cols.index.slotOf(k)], g.cls[ts.cols.index.slotOf(k)], `${k} restored`);
+    assert.equal(restored.read('T', k, null, 1_000_100), s.read('T', k, null, 1_000_100));
+  }
+});
