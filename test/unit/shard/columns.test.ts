@@ -1079,3 +1079,31 @@ test('a snapshot of rings spanning several windows maps into a changed layout wi
   push([live, other], 400);
   for (const now of [t, t + 700, t + 5_000, t + 30_000]) assert.deepEqual(common(other, now), common(live, now), `at ${now}`);
 });
+
+test('a snapshot imported into a live shard (a partition import) fills freed ring blocks without touching the live rings beside them', () => {
+  const reg = registry([], { n: { op: 'count', params: { window: '1h' } }, sx: { op: 'sum', params: { field: 'x', window: '1h' } } });
+  const fill = (s: ShardState, k: string, n: number, t0: number): void => {
+    for (let i = 0; i < n; i++) s.apply('E', { k, x: i + 1, c: 'c' }, t0 + i, s.appliedLsn + 1);
+  };
+  const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  live.install(reg);
+  const ts = live.tableByName('T')!;
+  const g = ts.cols.groups[0];
+  // Rings that fill their blocks exactly (4 entries: class 2), side by side in the class's pool.
+  const mine = ['m0', 'm1', 'm2', 'm3', 'm4', 'm5'];
+  mine.forEach((k, i) => fill(live, k, 4, 1_000_000 + 10 * i));
+  for (const k of mine) assert.equal(g.len[ts.cols.index.slotOf(k)], 1 << g.cls[ts.cols.index.slotOf(k)], `${k} fills its block`);
+  // Every other one leaves: free blocks between live ones.
+  for (const k of ['m0', 'm2', 'm4']) assert.ok(ts.cols.remove(k));
+  const kept = ['m1', 'm3', 'm5'];
+  const before = kept.map((k) => g.save(ts.cols.index.slotOf(k)));
+  // A snapshot of other entities with full rings of the same class, imported into the live table.
+  const src = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  src.install(reg);
+  const theirs = ['p0', 'p1', 'p2', 'p3'];
+  // Times with a fraction: their low words are not zero, so a word copied one past a ring shows.
+  theirs.forEach((k, i) => fill(src, k, 4, 2_000_000.375 + 10 * i));
+  restoreSnapshot(live, bodyOf(src), () => undefined);
+  assert.deepEqual(kept.map((k) => g.save(ts.cols.index.slotOf(k))), before, 'the live rings are unchanged');
+  for (const k of theirs) assert.equal(live.read('T', k, null, 2_000_100), src.read('T', k, null, 2_000_100));
+});
