@@ -41,10 +41,11 @@ import { unaccountedInt32 } from '../util/unaccounted';
 
 export { ENTITY_SLOTS_MIN };
 
-/** A copy of a typed array at a larger length (storage growth by doubling). */
-export function grown<T extends Float64Array | Int32Array | Uint32Array | Uint16Array | Uint8Array>(a: T, length: number): T {
+/** A copy of a typed array at a larger length (storage growth by doubling); the new part holds `fillNew` (default 0). */
+export function grown<T extends Float64Array | Int32Array | Uint32Array | Uint16Array | Uint8Array>(a: T, length: number, fillNew?: number): T {
   const b = new (a.constructor as new (n: number) => T)(length);
   b.set(a);
+  if (fillNew !== undefined) b.fill(fillNew, a.length);
   return b;
 }
 
@@ -441,9 +442,7 @@ export class EntityIndex {
     const t0 = tlNow();
     this.lastT = grown(this.lastT, capacity);
     this.lastLsn = grown(this.lastLsn, capacity);
-    const old = this.#meta.length;
-    this.#meta = grown(this.#meta, capacity * 2);
-    this.#meta.fill(FREE, old);
+    this.#meta = grown(this.#meta, capacity * 2, FREE);
     this.capacity = capacity;
     if (this.onGrow !== null) this.onGrow(capacity);
     tlSpan(TL.SLOTS_GROW, t0, capacity, this.#count);

@@ -314,9 +314,7 @@ export class RingGroup {
     this.blk = grown(this.blk, capacity);
     this.rec = grown(this.rec, capacity);
     this.pend = grown(this.pend, capacity);
-    const had = this.#due.length;
-    this.#due = grown(this.#due, capacity);
-    this.#due.fill(-Infinity, had);
+    this.#due = grown(this.#due, capacity, -Infinity);
     if (this.sw > 0) this.skip = grown(this.skip, capacity * this.sw);
   }
 
@@ -796,8 +794,7 @@ export class RingGroup {
     assert(Number.isInteger(len) && len <= RING_ENTRIES_MAX, 'saved ring does not fit the group');
     this.#setSkips(slot, skips, 0, len);
     if (len > 0) {
-      let cls = 1;
-      while (1 << cls < len) cls++;
+      const cls = classFor(len);
       const pool = this.pools[cls];
       this.blk[slot] = pool.alloc();
       this.cls[slot] = cls;
@@ -887,8 +884,7 @@ export class RingGroup {
     assert(len <= RING_ENTRIES_MAX);
     assert(this.#due[slot] === -Infinity, 'ring import into a slot that was not cleared');
     if (len === 0) return;
-    let cls = 1;
-    while (1 << cls < len) cls++;
+    const cls = classFor(len);
     const pool = this.pools[cls];
     const blk = pool.alloc();
     this.cls[slot] = cls;
@@ -1006,6 +1002,13 @@ export function decodeCells(src: Uint32Array, at: number, len: number, stride: n
     for (let c = 0; c < stride - 1; c++) out.push(decodeExported(f64, src, e + 1 + c, ids[c]));
   }
   return out;
+}
+
+/** The smallest block class (2^cls entries, cls >= 1) that holds a ring of `len` entries: a load or import takes no more. */
+function classFor(len: number): number {
+  let cls = 1;
+  while (1 << cls < len) cls++;
+  return cls;
 }
 
 /** What a numeric member adds for a cell value: NaN when it does not take the event (num_window.ts update). */
