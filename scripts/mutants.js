@@ -1,0 +1,107 @@
+#!/usr/bin/env node
+// Mutation sweep: does the suite notice when one operator of a compiled file changes?
+// Each mutant is one site of `dist/<file>` with one operator swapped (< / <=, > / >=,
+// === / !==, + 1 / + 0, - 1 / - 0, && / ||), run against a test set; a mutant the
+// tests pass is a survivor: either an equivalent change or a gap in the tests.
+// Works on a copy of dist (.mutants/dist), so the build is never left mutated,
+// even when the sweep is killed. Needs `npx tsc` first.
+//
+//   node scripts/mutants.js <file under dist> [--sites N] [--seed S] [--tests dir,dir,...]
+//       sweep N sites (seeded shuffle; default all) against the test files under the
+//       given dirs of dist/test (default unit/ops,unit/shard); prints each survivor
+//   node scripts/mutants.js <file under dist> --line L --from TEXT --to TEXT [--whole]
+//       one mutant (the first TEXT on line L) against the same tests, or with --whole
+//       against the whole suite (scripts/run_tests.js)
+//
+// Example: node scripts/mutants.js src/shard/intern.js --sites 40 --seed 7
+'use strict';
+const fs = require('node:fs');
+const path = require('node:path');
+const { spawnSync } = require('node:child_process');
+
+const ROOT = path.join(__dirname, '..');
+const COPY = path.join(ROOT, '.mutants');
+/** A test run longer than this is a hang (a mutant that stops a loop): counted as killed. */
+const TEST_TIMEOUT_MS = 30_000;
+const OPS = [[/ <= /, ' < '], [/ < /, ' <= '], [/ >= /, ' > '], [/ > /, ' >= '], [/ === /, ' !== '], [/ !== /, ' === '],
+  [/ \+ 1\b/, ' + 0'], [/ - 1\b/, ' - 0'], [/ && /, ' || '], [/ \|\| /, ' && ']];
+
+function flags(argv) {
+  const out = { file: argv[0], sites: Infinity, seed: 1, tests: 'unit/ops,unit/shard', line: 0, from: '', to: '', whole: false };
+  for (let i = 1; i < argv.length; i++) {
+    const k = argv[i].replace(/^--/, '');
+    if (k === 'whole') out.whole = true;
+    else out[k] = k === 'sites' || k === 'seed' || k === 'line' ? Number(argv[++i]) : argv[++i];
+  }
+  if (!out.file) throw new Error('usage: node scripts/mutants.js <file under dist> [--sites N] [--seed S] [--tests dirs] | --line L --from X --to Y [--whole]');
+  return out;
+}
+
+/** A fresh copy of dist (and the test runner) to mutate. */
+function copyDist() {
+  fs.rmSync(COPY, { recursive: true, force: true });
+  fs.mkdirSync(path.join(COPY, 'scripts'), { recursive: true });
+  fs.cpSync(path.join(ROOT, 'dist'), path.join(COPY, 'dist'), { recursive: true });
+  fs.copyFileSync(path.join(ROOT, 'scripts', 'run_tests.js'), path.join(COPY, 'scripts', 'run_tests.js'));
+}
+
+function testFiles(dirs) {
+  const out = [];
+  for (const d of dirs.split(',')) {
+    const dir = path.join('dist', 'test', d);
+    for (const f of fs.readdirSync(path.join(COPY, dir)).sort()) if (f.endsWith('.test.js')) out.push(path.join(dir, f));
+  }
+  return out;
+}
+
+/** Runs the tests in the copy: true when any failed, was cancelled (a hang) or the run died. */
+function killed(o, files) {
+  const r = o.whole
+    ? spawnSync(process.execPath, ['scripts/run_tests.js'], { cwd: COPY, encoding: 'utf8', maxBuffer: 1 << 28 })
+    : spawnSync(process.execPath, ['--test', `--test-timeout=${TEST_TIMEOUT_MS}`, ...files], { cwd: COPY, encoding: 'utf8', maxBuffer: 1 << 28, timeout: 4 * TEST_TIMEOUT_MS });
+  const sum = (re) => [...(r.stdout || '').matchAll(re)].reduce((a, m) => a + Number(m[1]), 0);
+  return r.status !== 0 || sum(/^# fail (\d+)/gm) + sum(/^# cancelled (\d+)/gm) > 0;
+}
+
+function main() {
+  const o = flags(process.argv.slice(2));
+  copyDist();
+  const target = path.join(COPY, 'dist', o.file);
+  const orig = fs.readFileSync(target, 'utf8');
+  const lines = orig.split('\n');
+  const files = testFiles(o.tests);
+  const run = (i, from, to) => {
+    const m = lines.slice();
+    m[i] = m[i].replace(from, to);
+    fs.writeFileSync(target, m.join('\n'));
+    try { return killed(o, files); } finally { fs.writeFileSync(target, orig); }
+  };
+  if (o.line > 0) {
+    const i = o.line - 1;
+    if (!lines[i].includes(o.from)) throw new Error(`line ${o.line} has no ${JSON.stringify(o.from)}: ${lines[i].trim()}`);
+    const k = run(i, o.from, o.to);
+    console.log(`${o.file}:${o.line} ${o.from} -> ${o.to}: ${k ? 'killed' : 'SURVIVED'} (${o.whole ? 'whole suite' : o.tests})`);
+    return;
+  }
+  const sites = [];
+  lines.forEach((l, i) => {
+    const t = l.trim();
+    if (t.startsWith('//') || t.startsWith('*') || t.startsWith('/*') || /assert/.test(t) || /require\(/.test(t)) return;
+    OPS.forEach(([re], k) => { if (re.test(l)) sites.push([i, k]); });
+  });
+  // Seeded shuffle (a 31-bit LCG), so a partial sweep can be repeated or continued with another seed.
+  let s = o.seed;
+  const rnd = () => { s = (s * 1103515245 + 12345) % 2147483648; return s / 2147483648; };
+  for (let i = sites.length - 1; i > 0; i--) { const j = Math.floor(rnd() * (i + 1)); [sites[i], sites[j]] = [sites[j], sites[i]]; }
+  const n = Math.min(o.sites, sites.length);
+  console.log(`${o.file}: ${sites.length} sites, testing ${n} against ${o.whole ? 'the whole suite' : o.tests}`);
+  let survived = 0;
+  for (const [i, k] of sites.slice(0, n)) {
+    if (run(i, OPS[k][0], OPS[k][1])) continue;
+    survived++;
+    console.log(`SURVIVED ${i + 1}: ${lines[i].trim()}  =>  ${lines[i].replace(OPS[k][0], OPS[k][1]).trim()}`);
+  }
+  console.log(`killed ${n - survived}, survived ${survived}`);
+}
+
+main();
