@@ -3,8 +3,9 @@
 // Each mutant is one site of `dist/<file>` with one operator swapped (< / <=, > / >=,
 // === / !==, + 1 / + 0, - 1 / - 0, && / ||), run against a test set; a mutant the
 // tests pass is a survivor: either an equivalent change or a gap in the tests.
-// Works on a copy of dist (.mutants/dist), so the build is never left mutated,
-// even when the sweep is killed. Needs `npx tsc` first.
+// Works on a copy of dist (.mutants/<pid>/dist, removed at the end), so the build is
+// never left mutated, even when the sweep is killed, and sweeps can run side by side.
+// Needs `npx tsc` first.
 //
 //   node scripts/mutants.js <file under dist> [--sites N] [--seed S] [--tests dir,dir,...]
 //       sweep N sites (seeded shuffle; default all) against the test files under the
@@ -20,7 +21,7 @@ const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 
 const ROOT = path.join(__dirname, '..');
-const COPY = path.join(ROOT, '.mutants');
+const COPY = path.join(ROOT, '.mutants', String(process.pid));
 /** A test run longer than this is a hang (a mutant that stops a loop): counted as killed. */
 const TEST_TIMEOUT_MS = 30_000;
 const OPS = [[/ <= /, ' < '], [/ < /, ' <= '], [/ >= /, ' > '], [/ > /, ' >= '], [/ === /, ' !== '], [/ !== /, ' === '],
@@ -66,6 +67,10 @@ function killed(o, files) {
 function main() {
   const o = flags(process.argv.slice(2));
   copyDist();
+  try { sweep(o); } finally { fs.rmSync(COPY, { recursive: true, force: true }); }
+}
+
+function sweep(o) {
   const target = path.join(COPY, 'dist', o.file);
   const orig = fs.readFileSync(target, 'utf8');
   const lines = orig.split('\n');
