@@ -9,7 +9,7 @@
 //
 //   node scripts/mutants.js <file under dist> [--sites N] [--seed S] [--tests dir,dir,...]
 //       sweep N sites (seeded shuffle; default all) against the test files under the
-//       given dirs of dist/test (default unit/ops,unit/shard); prints each survivor
+//       given dirs (or files) of dist/test (default unit/ops,unit/shard); prints each survivor
 //   node scripts/mutants.js <file under dist> --line L --from TEXT --to TEXT [--whole]
 //       one mutant (the first TEXT on line L) against the same tests, or with --whole
 //       against the whole suite (scripts/run_tests.js)
@@ -38,18 +38,26 @@ function flags(argv) {
   return out;
 }
 
-/** A fresh copy of dist (and the test runner) to mutate. */
+/**
+ * A fresh copy of dist to mutate, beside links to the rest of the checkout (package.json,
+ * examples, scripts: what the black-box tests and the server read); node_modules is
+ * found in the checkout above it.
+ */
 function copyDist() {
   fs.rmSync(COPY, { recursive: true, force: true });
-  fs.mkdirSync(path.join(COPY, 'scripts'), { recursive: true });
+  fs.mkdirSync(COPY, { recursive: true });
   fs.cpSync(path.join(ROOT, 'dist'), path.join(COPY, 'dist'), { recursive: true });
-  fs.copyFileSync(path.join(ROOT, 'scripts', 'run_tests.js'), path.join(COPY, 'scripts', 'run_tests.js'));
+  for (const name of fs.readdirSync(ROOT)) {
+    if (['dist', 'node_modules', 'data', '.git', '.mutants'].includes(name)) continue;
+    fs.symlinkSync(path.join(ROOT, name), path.join(COPY, name));
+  }
 }
 
 function testFiles(dirs) {
   const out = [];
   for (const d of dirs.split(',')) {
     const dir = path.join('dist', 'test', d);
+    if (d.endsWith('.js')) { out.push(dir); continue; }
     for (const f of fs.readdirSync(path.join(COPY, dir)).sort()) if (f.endsWith('.test.js')) out.push(path.join(dir, f));
   }
   return out;
@@ -75,6 +83,8 @@ function sweep(o) {
   const orig = fs.readFileSync(target, 'utf8');
   const lines = orig.split('\n');
   const files = testFiles(o.tests);
+  // The tests must pass before any mutant, or every mutant would count as killed.
+  if (killed(o, files)) throw new Error(`the tests fail without a mutant: ${o.whole ? 'the whole suite' : o.tests}`);
   const run = (i, from, to) => {
     const m = lines.slice();
     m[i] = m[i].replace(from, to);
