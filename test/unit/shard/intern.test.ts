@@ -96,11 +96,13 @@ test('intern: 40,000 values of one length and prefix (hash words collide) each k
 
 test('intern: a random run of lookups, references and releases agrees with a Map (growth, backward-shift deletion, shrink)', () => {
   const rnd = prng(20261125);
-  // Short and long values, prefixes of each other, zero-extended twins, one non-ASCII (by string only), booleans.
+  // Short, 8-unit and long values, prefixes of each other, zero-extended twins, one non-ASCII (by string only), booleans.
   const pool: Array<string | boolean> = [true, false, '', '\u0000', 'é-only-by-string'];
   for (let i = 0; i < 1500; i++) {
     pool.push(`m${i}`);
     pool.push(`merchant${i}`);
+    // Exactly PREFIX_UNITS (8) units: the last length the short path takes by its prefix words.
+    pool.push(`k${String(i).padStart(7, '0')}`);
     if (i % 10 === 0) pool.push(`m${i}\u0000`);
   }
   const t = new InternTable();
