@@ -289,6 +289,23 @@ test('limits: a string over STRING_VALUE_BYTES_MAX or a key over KEY_BYTES_MAX i
   }
 });
 
+test('bytes of 0x80 and above in a string (UTF-8, or not UTF-8 at all) are left to the JSON.parse path, wherever they sit', () => {
+  const reg = compile(NODES);
+  const reader = new PushText();
+  const pre = Buffer.from('{"event":"E","data":{"user":"u1","amount":1,"note":"ab');
+  const post = Buffer.from('cd"}}');
+  // A stray continuation byte (0x80, 0xbf), a lone lead byte, bytes no UTF-8 has, and a whole character (é, €).
+  for (const raw of [[0x80], [0x81], [0xbf], [0xc0], [0xc3], [0xfe], [0xff], [0xc3, 0xa9], [0xe2, 0x82, 0xac]]) {
+    const body = Buffer.concat([pre, Buffer.from(raw), post]);
+    const b = Buffer.concat([Buffer.from('{"'), body, Buffer.from('"}')]);
+    // Taken as one latin1 character per byte, 0x80 would read "\u0080" where the JSON.parse path reads the decoded text.
+    assert.equal(reader.parse(b, 2, 2 + body.length, reg.events), null, `bytes ${raw.map((x) => x.toString(16)).join(' ')}`);
+  }
+  // The same body with the highest ASCII byte there (DEL, allowed unescaped in JSON) is taken.
+  const ascii = Buffer.concat([pre, Buffer.from([0x7f]), post]);
+  assert.notEqual(reader.parse(Buffer.concat([Buffer.from('{"'), ascii]), 2, 2 + ascii.length, reg.events), null);
+});
+
 test('a new registry version is read under its own plans (the event cache follows the registry)', () => {
   const v1 = compile(NODES, 1);
   const v2 = compile([{ kind: 'event', name: 'E', schema: { fields: { user: 'str', amount: 'str' }, optional_fields: [] } },
