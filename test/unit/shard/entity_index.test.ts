@@ -115,6 +115,10 @@ test('entity index: slots and table grow by doubling, free slots are reused last
   assert.ok(ix.tableEntries >= n / ENTITY_INDEX_LOAD_MAX, 'the table is at most ENTITY_INDEX_LOAD_MAX full');
   assert.ok(ix.tableEntries < 2 * n / ENTITY_INDEX_LOAD_MAX, 'and doubles only when it must');
   for (let i = 0; i < n; i++) assert.equal(ix.slotOf(`key-${i}`), i);
+  // Every slot taken (high === capacity): the walks of live slots stop at the last one.
+  assert.equal(ix.capacity, n);
+  assert.deepEqual(ix.liveSlots(), Array.from({ length: n }, (_, i) => i));
+  assert.deepEqual(ix.keyList(), Array.from({ length: n }, (_, i) => `key-${i}`));
   assert.equal(ix.remove('key-7'), 7);
   assert.equal(ix.remove('key-7'), -1);
   ix.removeSlot(ix.slotOf('key-9'));
