@@ -80,8 +80,9 @@ test('entity index: under one hash, keys that share a prefix, differ only in len
 
 test('entity index: a key from a PUSH record and the same key as a string are one entity (ASCII, UTF-8, lone surrogate, long)', () => {
   const ix = new EntityIndex();
-  const keys = ['user42', 'naïve|Zürich', '\u{1f600}', 'a\ud800b', 'x'.repeat(300), `${'y'.repeat(60)}é`, '1|2|3', ''];
-  const tags = [TAG_STR_ASCII, TAG_STR_UTF8, TAG_STR_UTF8, TAG_STR_UTF16, TAG_STR_ASCII, TAG_STR_UTF8, TAG_STR_ASCII, TAG_STR_ASCII];
+  // The last ASCII unit and the first two beyond it sit on the boundary of the ASCII encoding.
+  const keys = ['user42', 'naïve|Zürich', '\u{1f600}', 'a\ud800b', 'x'.repeat(300), `${'y'.repeat(60)}é`, '1|2|3', '', 'a\u007f', 'a\u0080', '\u0081b'];
+  const tags = [TAG_STR_ASCII, TAG_STR_UTF8, TAG_STR_UTF8, TAG_STR_UTF16, TAG_STR_ASCII, TAG_STR_UTF8, TAG_STR_ASCII, TAG_STR_ASCII, TAG_STR_ASCII, TAG_STR_UTF8, TAG_STR_UTF8];
   keys.forEach((k, i) => {
     const r = recordKey(k);
     assert.equal(r.tag, tags[i], `tag of ${JSON.stringify(k)}`);
