@@ -165,6 +165,26 @@ test('entity index: released keys leave the arena once they pass the dead fracti
   for (let i = 0; i < n; i += 50) assert.equal(ix.keyOf(ix.slotOf(key(i))), key(i));
 });
 
+test('entity index: the arena is compacted with every slot taken (high === capacity), and keeps every live key', () => {
+  const ix = new EntityIndex();
+  const key = (i: number): string => `a-rather-long-entity-key-number-${i}`;
+  const n = ENTITY_SLOTS_MIN * 64;
+  for (let i = 0; i < n; i++) ix.add(key(i), 0, 0);
+  assert.equal(ix.capacity, n);
+  const arena = ix.arenaBytes;
+  // The last slot stays taken, so high stays at capacity while the drops compact the arena.
+  for (let i = 0; i < n - 1; i++) if (i % 10 !== 0) ix.remove(key(i));
+  assert.ok(ix.arenaBytes < arena, `arena ${ix.arenaBytes} B after the drops, ${arena} B before`);
+  for (let i = 0; i < n; i++) {
+    const s = ix.slotOf(key(i));
+    if (i % 10 === 0 || i === n - 1) assert.equal(ix.keyOf(s), key(i));
+    else assert.equal(s, -1);
+  }
+  const s = ix.add('after-compaction', 0, 0);
+  assert.equal(ix.keyOf(s), 'after-compaction');
+  assert.equal(ix.slotOf(key(n - 1)), n - 1);
+});
+
 test('entity index: random adds and removals (forced hash collisions, reserve) agree with a Map', () => {
   const rnd = prng(1234);
   const ix = new EntityIndex();
