@@ -15,7 +15,7 @@
  * because a long value answered with its neighbour's id passed the whole suite;
  * this is the same check from the outside.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { post, startServer, tempDataDir, type TestServer } from '../harness/server';
@@ -148,34 +148,29 @@ async function check(tr: Transport, pays: Pay[], label: string): Promise<number>
   return rows;
 }
 
-let srv: TestServer;
-let tcp: TcpClient;
-const dataDir = tempDataDir();
-
-before(async () => {
-  srv = await startServer({ dataDir, shards: 2 });
-  tcp = await TcpClient.connect(srv.tcpPort);
-  const r = await post(srv.base, '/register', { nodes: NODES });
-  assert.equal(r.status, 200, r.text);
-});
-
-after(async () => {
-  tcp.close();
-  await srv.stop();
-  rmSync(dataDir, { recursive: true, force: true });
-});
-
 test('string values of every length class, prefix twins and NUL-padded twins read back exactly over HTTP and TCP, and after kill -9', async () => {
-  // One transport after the other: the shared merchant's events then have a known order.
-  const pays = [...(await pushAll(httpTransport(srv), 'h', 1)), ...(await pushAll(tcpTransport(tcp), 't', 2))];
-  assert.ok(pays.some((p) => p.merchant === SHARED) && pays.some((p) => p.merchant === tagged('t', SHARED)), 'the shared name and its tagged twin were both pushed');
-  const rows = await check(httpTransport(srv), pays, 'http');
-  assert.ok(rows >= 2 * USERS.length + 2 * MERCHANTS.length, `${rows} rows compared`);
-  await check(tcpTransport(tcp), pays, 'tcp');
-  tcp.close();
-  await srv.kill9();
-  srv = await startServer({ dataDir, shards: 2 });
-  tcp = await TcpClient.connect(srv.tcpPort);
-  await check(httpTransport(srv), pays, 'http, replayed');
-  await check(tcpTransport(tcp), pays, 'tcp, replayed');
+  const dataDir = tempDataDir();
+  let srv: TestServer = await startServer({ dataDir, shards: 2 });
+  let tcp = await TcpClient.connect(srv.tcpPort);
+  try {
+    const r = await post(srv.base, '/register', { nodes: NODES });
+    assert.equal(r.status, 200, r.text);
+    // One transport after the other: the shared merchant's events then have a known order.
+    const pays = [...(await pushAll(httpTransport(srv), 'h', 1)), ...(await pushAll(tcpTransport(tcp), 't', 2))];
+    assert.ok(pays.some((p) => p.merchant === SHARED) && pays.some((p) => p.merchant === tagged('t', SHARED)), 'the shared name and its tagged twin were both pushed');
+    const rows = await check(httpTransport(srv), pays, 'http');
+    assert.ok(rows >= 2 * USERS.length + 2 * MERCHANTS.length, `${rows} rows compared`);
+    await check(tcpTransport(tcp), pays, 'tcp');
+    // Replayed from the WAL through the same path.
+    tcp.close();
+    await srv.kill9();
+    srv = await startServer({ dataDir, shards: 2 });
+    tcp = await TcpClient.connect(srv.tcpPort);
+    await check(httpTransport(srv), pays, 'http, replayed');
+    await check(tcpTransport(tcp), pays, 'tcp, replayed');
+  } finally {
+    tcp.close();
+    await srv.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
 });

@@ -1048,16 +1048,17 @@ test('a ring saved and loaded again, or restored from a snapshot, takes the smal
   }
 });
 
-test('a snapshot of rings spanning several windows maps into a changed layout with their skip counts: later pushes and reads agree with the live shard', () => {
+/**
+ * A live shard under MULTI_AGG fed events ~60 ms apart over ~90 s by `push`: the 1 s and 10 s
+ * windows have skipped entries the 1 m and 5 m windows still hold. `push` feeds any shards given
+ * the same events; `now()` is the time of the last one.
+ */
+function multiWindowLive(seed: number): { v1: RegistryState; keys: string[]; live: ShardState; push: (s: ShardState[], n: number) => void; now: () => number } {
   const v1 = registry([], MULTI_AGG);
-  const table = v1.nodes[1] as { agg: Record<string, unknown> };
-  // One more lifetime feature: the layout differs, so the restore maps each save (TableColumns.addMapped).
-  const v2: RegistryState = { version: 2, nodes: [v1.nodes[0], { ...table, agg: { ...table.agg, life2: { op: 'count' } } }] };
   const keys = ['a', 'b', 'c'];
   const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   live.install(v1);
-  // Events ~60 ms apart over ~90 s: the 1 s and 10 s windows have skipped entries the 1 m and 5 m windows still hold.
-  const rnd = prng(21);
+  const rnd = prng(seed);
   let t = 1_000_000;
   const push = (s: ShardState[], n: number): void => {
     for (let i = 0; i < n; i++) {
@@ -1067,6 +1068,14 @@ test('a snapshot of rings spanning several windows maps into a changed layout wi
     }
   };
   push([live], 1500);
+  return { v1, keys, live, push, now: () => t };
+}
+
+test('a snapshot of rings spanning several windows maps into a changed layout with their skip counts: later pushes and reads agree with the live shard', () => {
+  const { v1, keys, live, push, now } = multiWindowLive(21);
+  const table = v1.nodes[1] as { agg: Record<string, unknown> };
+  // One more lifetime feature: the layout differs, so the restore maps each save (TableColumns.addMapped).
+  const v2: RegistryState = { version: 2, nodes: [v1.nodes[0], { ...table, agg: { ...table.agg, life2: { op: 'count' } } }] };
   const g = live.tableByName('T')!.cols.groups.find((x) => x.sw > 0)!;
   assert.ok(keys.some((k) => g.skip[live.tableByName('T')!.cols.index.slotOf(k) * g.sw] > 0), 'a shorter window skips entries');
   const body = bodyOf(live);
@@ -1074,27 +1083,15 @@ test('a snapshot of rings spanning several windows maps into a changed layout wi
   other.install(v2);
   restoreSnapshot(other, body, () => undefined);
   const common = (s: ShardState, now: number): unknown[] => keys.map((k) => { const r = JSON.parse(s.read('T', k, null, now)) as Record<string, unknown>; delete r.life2; return r; });
-  assert.deepEqual(common(other, t), common(live, t));
+  assert.deepEqual(common(other, now()), common(live, now()));
   // The next pushes walk the restored rings and fold into the restored buckets: answers stay the live shard's.
   push([live, other], 400);
-  for (const now of [t, t + 700, t + 5_000, t + 30_000]) assert.deepEqual(common(other, now), common(live, now), `at ${now}`);
+  const t = now();
+  for (const at of [t, t + 700, t + 5_000, t + 30_000]) assert.deepEqual(common(other, at), common(live, at), `at ${at}`);
 });
 
 test('a snapshot of rings spanning several windows restores into the same layout with their skip counts, byte for byte: reads before and after later pushes agree with the live shard', () => {
-  const v1 = registry([], MULTI_AGG);
-  const keys = ['a', 'b', 'c'];
-  const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-  live.install(v1);
-  const rnd = prng(22);
-  let t = 1_000_000;
-  const push = (s: ShardState[], n: number): void => {
-    for (let i = 0; i < n; i++) {
-      t += Math.floor(rnd() * 120);
-      const row: Row = { k: keys[Math.floor(rnd() * keys.length)], x: Math.round(rnd() * 100), c: `c${Math.floor(rnd() * 5)}` };
-      for (const x of s) x.apply('E', row, t, x.appliedLsn + 1);
-    }
-  };
-  push([live], 1500);
+  const { v1, keys, live, push, now } = multiWindowLive(22);
   const other = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   other.install(v1);
   // The same layout: the chunk's bytes go back as they are (slab_chunk.ts loadRings), skip counts included.
@@ -1105,10 +1102,12 @@ test('a snapshot of rings spanning several windows restores into the same layout
   };
   assert.ok(skips(live).flat().some((n) => n > 0), 'a shorter window skips entries');
   assert.deepEqual(skips(other), skips(live), 'skip counts restored');
-  for (const now of [t, t + 700, t + 5_000]) assert.deepEqual(rowsOf(other, keys, now), rowsOf(live, keys, now), `restored, at ${now}`);
+  const t = now();
+  for (const at of [t, t + 700, t + 5_000]) assert.deepEqual(rowsOf(other, keys, at), rowsOf(live, keys, at), `restored, at ${at}`);
   push([live, other], 400);
   assert.deepEqual(skips(other), skips(live), 'skip counts after later pushes');
-  for (const now of [t, t + 700, t + 5_000, t + 30_000]) assert.deepEqual(rowsOf(other, keys, now), rowsOf(live, keys, now), `after pushes, at ${now}`);
+  const t2 = now();
+  for (const at of [t2, t2 + 700, t2 + 5_000, t2 + 30_000]) assert.deepEqual(rowsOf(other, keys, at), rowsOf(live, keys, at), `after pushes, at ${at}`);
 });
 
 test('a snapshot imported into a live shard (a partition import) fills freed ring blocks without touching the live rings beside them', () => {
