@@ -63,8 +63,26 @@ function testFiles(dirs) {
   return out;
 }
 
+/**
+ * Kills every process still running from the copy. A test file the runner stops on a
+ * timeout (a mutant that loops forever in a server) leaves the servers it started
+ * behind, each spinning on a core.
+ */
+function killStrays() {
+  for (const pid of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid) || Number(pid) === process.pid) continue;
+    let cmd;
+    try { cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8'); } catch { continue; }
+    if (cmd.includes(COPY + path.sep)) try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ }
+  }
+}
+
 /** Runs the tests in the copy: true when any failed, was cancelled (a hang) or the run died. */
 function killed(o, files) {
+  try { return testsFail(o, files); } finally { killStrays(); }
+}
+
+function testsFail(o, files) {
   const r = o.whole
     ? spawnSync(process.execPath, ['scripts/run_tests.js'], { cwd: COPY, encoding: 'utf8', maxBuffer: 1 << 28 })
     : spawnSync(process.execPath, ['--test', `--test-timeout=${TEST_TIMEOUT_MS}`, ...files], { cwd: COPY, encoding: 'utf8', maxBuffer: 1 << 28, timeout: 4 * TEST_TIMEOUT_MS });
