@@ -67,7 +67,3 @@ export function isNullCell(f64: Float64Array, u32: Uint32Array, i: number): bool
   return hi === HI_NULL || hi === HI_UNDEF;
 }
 
-/** Whether cell `i` holds an interned id (and which: the low word). */
-export function isIdCell(u32: Uint32Array, i: number): boolean {
-  return u32[2 * i + 1] === HI_ID;
-}
