@@ -22,6 +22,7 @@ import { post, startServer, tempDataDir, type TestServer } from '../harness/serv
 import { TcpClient } from '../harness/tcp';
 import { OP_GET, OP_PUSH } from '../../src/protocol/frame';
 import { prng } from '../harness/prng';
+import { naiveTopK } from '../unit/ops/harness';
 
 const MERCHANTS = [
   'm1', 'ab', 'ab\u0000', 'ab\u0000\u0000', 'abcdefgh', 'abcdefgh\u0000', 'abcdefghi',
@@ -29,6 +30,8 @@ const MERCHANTS = [
   'café', 'ünïcode-merchant-name', 'x'.repeat(300), 'x'.repeat(301), '',
 ];
 const USERS = ['u1', 'user-with-a-long-id-0001', 'user-with-a-long-id-0002'];
+/** The merchant name a `where` matches, pushed untagged by both transports (one of MERCHANTS). */
+const SHARED = 'merchant-name-000124';
 /** Events per transport; every event falls in the hour, so the "1h" forms equal the lifetime ones. */
 const EVENTS = 240;
 
@@ -44,7 +47,7 @@ const NODES = [
       first_1h: { op: 'first', params: { field: 'merchant', window: '1h' } },
       last_4: { op: 'last_n', params: { field: 'merchant', n: 4 } },
       last_4_1h: { op: 'last_n', params: { field: 'merchant', n: 4, window: '1h' } },
-      at_long: { op: 'count', params: { where: 'merchant == "merchant-name-000124"', window: '1h' } },
+      at_long: { op: 'count', params: { where: `merchant == "${SHARED}"`, window: '1h' } },
       spend_1h: { op: 'sum', params: { field: 'amount', window: '1h' } },
     },
   },
@@ -59,28 +62,20 @@ const NODES = [
 
 interface Pay { user: string; merchant: string; amount: number }
 
-/** top_k while exact: count descending, ties by value ascending (UTF-16 code units; docs/ops.md). */
-function topK(vs: string[], k: number): Array<{ value: string; count: number }> {
-  const counts = new Map<string, number>();
-  for (const v of vs) counts.set(v, (counts.get(v) ?? 0) + 1);
-  return [...counts].map(([value, count]) => ({ value, count }))
-    .sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0)).slice(0, k);
-}
-
 function userRow(pays: Pay[]): Record<string, unknown> {
   const ms = pays.map((p) => p.merchant);
   return {
-    top: topK(ms, 32), top_1h: topK(ms, 32), distinct_1h: new Set(ms).size,
+    top: naiveTopK(ms, 32), top_1h: naiveTopK(ms, 32), distinct_1h: new Set(ms).size,
     last: ms[ms.length - 1], last_1h: ms[ms.length - 1], first_1h: ms[0],
     last_4: ms.slice(-4), last_4_1h: ms.slice(-4),
-    at_long: ms.filter((m) => m === 'merchant-name-000124').length,
+    at_long: ms.filter((m) => m === SHARED).length,
     spend_1h: pays.reduce((a, p) => a + p.amount, 0),
   };
 }
 
 function merchantRow(pays: Pay[]): Record<string, unknown> {
   const us = pays.map((p) => p.user);
-  return { n_1h: us.length, users_1h: topK(us, 8), last_user: us[us.length - 1] };
+  return { n_1h: us.length, users_1h: naiveTopK(us, 8), last_user: us[us.length - 1] };
 }
 
 interface Transport {
@@ -114,7 +109,6 @@ const tcpTransport = (tcp: TcpClient): Transport => ({
 
 /** Keys of one transport's users and merchants carry its tag; one long merchant name is pushed untagged by both. */
 const tagged = (tag: string, s: string): string => `${tag}:${s}`;
-const SHARED = 'merchant-name-000124';
 
 async function pushAll(tr: Transport, tag: string, seed: number): Promise<Pay[]> {
   const rnd = prng(seed);

@@ -203,6 +203,29 @@ export function moments(xs: readonly number[]): { n: number; mean: number; m2: n
   return { n, mean, m2 };
 }
 
+/**
+ * top_k recomputed from the values (exact): count descending, then strings < numbers <
+ * booleans, each ascending (strings by UTF-16 code units; docs/ops.md).
+ */
+export function naiveTopK(xs: readonly Value[], k: number): Array<{ value: Value; count: number }> {
+  const counts = new Map<string, { value: Value; count: number }>();
+  for (const x of xs) {
+    const key = `${typeof x}:${String(x)}`;
+    const c = counts.get(key);
+    if (c === undefined) counts.set(key, { value: x, count: 1 });
+    else c.count++;
+  }
+  const rank = (v: Value): number => (typeof v === 'string' ? 0 : typeof v === 'number' ? 1 : 2);
+  const all = [...counts.values()].sort((a, b) => {
+    if (a.count !== b.count) return b.count - a.count;
+    const ra = rank(a.value);
+    const rb = rank(b.value);
+    if (ra !== rb) return ra - rb;
+    return (a.value as string) < (b.value as string) ? -1 : (a.value as string) > (b.value as string) ? 1 : 0;
+  });
+  return all.slice(0, k).map((c) => ({ value: c.value, count: c.count }));
+}
+
 export function expectEq(actual: JsonValue, expected: JsonValue): string | null {
   return deepClose(actual, expected, 0) ? null : `expected ${JSON.stringify(expected)}`;
 }

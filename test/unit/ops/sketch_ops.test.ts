@@ -17,6 +17,7 @@ import {
   compile,
   deepClose,
   expectEq,
+  naiveTopK,
   rowOf,
   runOpCases,
   windowCheck,
@@ -92,26 +93,9 @@ test('quantile / percentile: linear interpolation at q (n - 1); sketch within 1 
   both('percentile', { q: 0.25 }, 'i64', I64, quantileOf(0.25), 0, 0.011);
 });
 
-/** Order of top_k: count desc, then strings < numbers < booleans, each ascending. */
+/** top_k's answer over the values (harness.ts naiveTopK). */
 function topOf(k: number): Naive {
-  return (xs) => {
-    const counts = new Map<string, { value: Value; count: number }>();
-    for (const x of xs) {
-      const key = `${typeof x}:${String(x)}`;
-      const c = counts.get(key);
-      if (c === undefined) counts.set(key, { value: x, count: 1 });
-      else c.count++;
-    }
-    const rank = (v: Value): number => (typeof v === 'string' ? 0 : typeof v === 'number' ? 1 : 2);
-    const all = [...counts.values()].sort((a, b) => {
-      if (a.count !== b.count) return b.count - a.count;
-      const ra = rank(a.value);
-      const rb = rank(b.value);
-      if (ra !== rb) return ra - rb;
-      return (a.value as string) < (b.value as string) ? -1 : (a.value as string) > (b.value as string) ? 1 : 0;
-    });
-    return all.slice(0, k).map((c) => ({ value: c.value, count: c.count })) as JsonValue;
-  };
+  return (xs) => naiveTopK(xs, k) as JsonValue;
 }
 
 test('top_k: most frequent values with exact counts while small', () => {

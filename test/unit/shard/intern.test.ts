@@ -108,6 +108,13 @@ test('intern: a random run of lookups, references and releases agrees with a Map
   const t = new InternTable();
   const model = new Map<string | boolean, { id: number; refs: number }>();
   const held: Array<string | boolean> = [];
+  /** The push path looks a value up by its bytes only when they are ASCII (intern.ts idOfAscii). */
+  const ascii = (v: string | boolean): v is string => typeof v === 'string' && !/[^\u0000-\u007f]/.test(v);
+  const release = (v: string | boolean): void => {
+    const m = model.get(v)!;
+    t.unref(m.id);
+    if (--m.refs === 0) model.delete(v);
+  };
   const check = (v: string | boolean, id: number): void => {
     const m = model.get(v);
     if (m !== undefined) assert.equal(id, m.id, `${JSON.stringify(v)} keeps its id`);
@@ -125,35 +132,28 @@ test('intern: a random run of lookups, references and releases agrees with a Map
     const addP = phase === 0 ? 0.8 : phase === 1 ? 0.15 : 0.5;
     if (held.length === 0 || rnd() < addP) {
       const v = pool[Math.floor(rnd() * pool.length)];
-      const bytes = typeof v === 'string' && !/[^\u0000-\u007f]/.test(v) && rnd() < 0.7;
-      const id = bytes ? byBytes(t, v as string, Math.floor(rnd() * 4), Math.floor(rnd() * 4), Math.floor(rnd() * 256)) : t.ref(v);
+      const id = ascii(v) && rnd() < 0.7 ? byBytes(t, v, Math.floor(rnd() * 4), Math.floor(rnd() * 4), Math.floor(rnd() * 256)) : t.ref(v);
       check(v, id);
     } else {
       const k = Math.floor(rnd() * held.length);
       const v = held[k];
       held[k] = held[held.length - 1];
       held.pop();
-      const m = model.get(v)!;
-      t.unref(m.id);
-      if (--m.refs === 0) model.delete(v);
+      release(v);
     }
     if (step % 5000 === 4999) {
       assert.equal(t.size, model.size, `size at step ${step}`);
       for (const [v, m] of model) {
         assert.equal(t.value(m.id), v);
         // A lookup that finds it changes nothing once its reference is dropped again.
-        const id = typeof v === 'string' && !/[^\u0000-\u007f]/.test(v) ? byBytes(t, v, 2, 2, 0x55) : t.ref(v);
+        const id = ascii(v) ? byBytes(t, v, 2, 2, 0x55) : t.ref(v);
         assert.equal(id, m.id, `${JSON.stringify(v)} found at step ${step}`);
         t.unref(id);
       }
     }
   }
   // Everything released: the table is empty and takes values again.
-  for (const v of held) {
-    const m = model.get(v)!;
-    t.unref(m.id);
-    if (--m.refs === 0) model.delete(v);
-  }
+  for (const v of held) release(v);
   assert.equal(model.size, 0);
   assert.equal(t.size, 0);
   const id = byBytes(t, 'merchant7');

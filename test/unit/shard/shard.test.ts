@@ -529,7 +529,7 @@ test('PUSH records: f64 values that differ only in one byte or only in their low
   let i = 0;
   for (const v of values) {
     const t = T0 + i++;
-    // `b` carries the value before `a`'s in every other record: the same bytes in two fields of one record reuse the number.
+    // `b` carries `a`'s value in every other record: the same 8 bytes twice in one record reuse the number.
     const f: Row = { k: `k${i % 2}`, a: v };
     if (i % 2 === 0) f.b = v;
     const { lsn, row } = front.push('F', f, t);
