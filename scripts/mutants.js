@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Mutation sweep: does the suite notice when one operator of a compiled file changes?
-// Each mutant is one site of `dist/<file>` with one operator swapped (< / <=, > / >=,
+// Each mutant is one site (one occurrence of an operator) of `dist/<file>` with it swapped (< / <=, > / >=,
 // === / !==, + 1 / + 0, - 1 / - 0, && / ||), run against a test set; a mutant the
 // tests pass is a survivor: either an equivalent change or a gap in the tests.
 // Works on a copy of dist (.mutants/<pid>/dist, removed at the end), so the build is
@@ -103,24 +103,28 @@ function sweep(o) {
   const files = testFiles(o.tests);
   // The tests must pass before any mutant, or every mutant would count as killed.
   if (killed(o, files)) throw new Error(`the tests fail without a mutant: ${o.whole ? 'the whole suite' : o.tests}`);
-  const run = (i, from, to) => {
+  /** Line `i` with `len` characters at `at` replaced by `to`. */
+  const mutated = (i, at, len, to) => lines[i].slice(0, at) + to + lines[i].slice(at + len);
+  const run = (i, line) => {
     const m = lines.slice();
-    m[i] = m[i].replace(from, to);
+    m[i] = line;
     fs.writeFileSync(target, m.join('\n'));
     try { return killed(o, files); } finally { fs.writeFileSync(target, orig); }
   };
   if (o.line > 0) {
     const i = o.line - 1;
-    if (!lines[i].includes(o.from)) throw new Error(`line ${o.line} has no ${JSON.stringify(o.from)}: ${lines[i].trim()}`);
-    const k = run(i, o.from, o.to);
+    const at = lines[i].indexOf(o.from);
+    if (at < 0) throw new Error(`line ${o.line} has no ${JSON.stringify(o.from)}: ${lines[i].trim()}`);
+    const k = run(i, mutated(i, at, o.from.length, o.to));
     console.log(`${o.file}:${o.line} ${o.from} -> ${o.to}: ${k ? 'killed' : 'SURVIVED'} (${o.whole ? 'whole suite' : o.tests})`);
     return;
   }
+  // A site is one occurrence of an operator: a line with two `<` has two sites.
   const sites = [];
   lines.forEach((l, i) => {
     const t = l.trim();
     if (t.startsWith('//') || t.startsWith('*') || t.startsWith('/*') || /assert/.test(t) || /require\(/.test(t)) return;
-    OPS.forEach(([re], k) => { if (re.test(l)) sites.push([i, k]); });
+    OPS.forEach(([re, to]) => { for (const m of l.matchAll(new RegExp(re.source, 'g'))) sites.push([i, m.index, m[0].length, to]); });
   });
   // Seeded shuffle (a 31-bit LCG), so a partial sweep can be repeated or continued with another seed.
   let s = o.seed;
@@ -129,10 +133,11 @@ function sweep(o) {
   const n = Math.min(o.sites, sites.length);
   console.log(`${o.file}: ${sites.length} sites, testing ${n} against ${o.whole ? 'the whole suite' : o.tests}`);
   let survived = 0;
-  for (const [i, k] of sites.slice(0, n)) {
-    if (run(i, OPS[k][0], OPS[k][1])) continue;
+  for (const [i, at, len, to] of sites.slice(0, n)) {
+    const line = mutated(i, at, len, to);
+    if (run(i, line)) continue;
     survived++;
-    console.log(`SURVIVED ${i + 1}: ${lines[i].trim()}  =>  ${lines[i].replace(OPS[k][0], OPS[k][1]).trim()}`);
+    console.log(`SURVIVED ${i + 1}: ${lines[i].trim()}  =>  ${line.trim()}`);
   }
   console.log(`killed ${n - survived}, survived ${survived}`);
 }
