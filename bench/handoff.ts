@@ -32,7 +32,8 @@ import { SHARD_BATCHES_IN_FLIGHT_MAX } from '../src/limits';
 import { PushFrameWriter } from '../src/wal/push_record';
 import { openShardPipe, type ShardPipe } from '../src/protocol/shard_calls';
 import { ITEM_PUSH, type ShardBatch } from '../src/protocol/messages';
-import { CTRL_CONSUMED, CTRL_PRODUCED, CTRL_SLOTS, CTRL_STOP, onChange, RING_BYTES } from './handoff_walk';
+import { CTRL_CONSUMED, CTRL_PRODUCED, CTRL_SLOTS, CTRL_STOP, RING_BYTES } from './handoff_walk';
+import { whenChanged } from './baseline/hop_ring';
 import { flagPairs } from './flags';
 
 const args = flagPairs();
@@ -167,7 +168,7 @@ async function runRing(batch: number, blocking: boolean): Promise<Result> {
       for (; seen < c; seen++) rtts.push(now - sentAt[seen]);
       if (c === total) { resolve(); return; }
       setImmediate(produce);
-      onChange(ctrl, CTRL_CONSUMED, c, onDone);
+      whenChanged(ctrl, CTRL_CONSUMED, c, onDone);
     };
     produce();
     onDone();

@@ -5,7 +5,8 @@
  * Atomics.waitAsync (its event loop stays free) or, with `blocking`, Atomics.wait.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { CTRL_CONSUMED, CTRL_PRODUCED, CTRL_STOP, onChange, RING_BYTES, walk } from './handoff_walk';
+import { CTRL_CONSUMED, CTRL_PRODUCED, CTRL_STOP, RING_BYTES, walk } from './handoff_walk';
+import { whenChanged } from './baseline/hop_ring';
 
 const { sab, ctrl: ctrlBuf, blocking } = workerData as { sab: SharedArrayBuffer; ctrl: SharedArrayBuffer; blocking: boolean };
 const ring = Buffer.from(sab);
@@ -31,7 +32,7 @@ function drain(): void {
 function loopAsync(): void {
   if (Atomics.load(ctrl, CTRL_STOP) === 1) { clearInterval(keepAlive); return; }
   drain();
-  onChange(ctrl, CTRL_PRODUCED, consumed, loopAsync);
+  whenChanged(ctrl, CTRL_PRODUCED, consumed, loopAsync);
 }
 
 function loopBlocking(): void {

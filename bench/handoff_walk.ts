@@ -32,14 +32,3 @@ export function walk(buf: Buffer, start: number, end: number): number {
   }
   return sum;
 }
-
-/** Atomics.waitAsync (Node 16+), which the ES2022 typings of this project lack. */
-type WaitAsyncResult = { async: false; value: 'not-equal' | 'timed-out' } | { async: true; value: Promise<'ok' | 'timed-out'> };
-const atomics = Atomics as unknown as { waitAsync(ta: Int32Array, index: number, value: number): WaitAsyncResult };
-
-/** Calls `then` once ta[index] is no longer `value` (at once, on a later turn, when it already is not). */
-export function onChange(ta: Int32Array, index: number, value: number, then: () => void): void {
-  const wa = atomics.waitAsync(ta, index, value);
-  if (wa.async) void wa.value.then(then);
-  else setImmediate(then);
-}

@@ -5,10 +5,16 @@
  * thread (uws_hop_worker.ts), at most SHARD_BATCHES_IN_FLIGHT_MAX batches are in
  * flight (requests keep accumulating while the limit is reached, so batches grow
  * with load), and each answer is delivered when its batch comes back, in order.
+ *
+ * Two ways to move a batch (`--hop`): `message`, a postMessage each way, as
+ * streamfeat does (piscina tasks); `ring`, SharedArrayBuffer rings with
+ * Atomics wake-ups (hop_ring.ts), the alternative issue 12 item 4 asked about.
  */
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { SHARD_BATCHES_IN_FLIGHT_MAX } from '../../src/limits';
+import type { HopKind } from '../args';
+import { CTRL_REPLIES, CTRL_REQUESTS, newRingShared, StringRing } from './hop_ring';
 
 export class Hop<W> {
   readonly #worker: Worker;
@@ -18,18 +24,42 @@ export class Hop<W> {
   /** Batches posted and not yet answered, oldest first: the worker answers in the same order. */
   readonly #sent: W[][] = [];
   #flushScheduled = false;
+  /** `--hop ring`: the two rings, and whether a wait for replies is pending. */
+  readonly #requests: StringRing | null = null;
+  readonly #replies: StringRing | null = null;
+  #waitingForReplies = false;
+  readonly #deliver: (w: W, reply: string) => void;
+  readonly #name: string;
   readonly #flush = (): void => {
     this.#flushScheduled = false;
     if (this.#sent.length >= SHARD_BATCHES_IN_FLIGHT_MAX || this.#waiting.length === 0) return;
     this.#sent.push(this.#waiting);
-    this.#worker.postMessage(this.#bodies);
+    if (this.#requests === null) this.#worker.postMessage(this.#bodies);
+    else {
+      this.#requests.put(this.#bodies);
+      this.#awaitReplies();
+    }
     this.#waiting = [];
     this.#bodies = [];
   };
+  readonly #onReplies = (): void => {
+    this.#waitingForReplies = false;
+    const replies = this.#replies as StringRing;
+    while (replies.ready > 0) this.#answered(replies.take());
+    this.#awaitReplies();
+  };
 
   /** `deliver` writes one answer (the worker's reply string) to the request it belongs to. */
-  constructor(name: string, workUs: number, deliver: (w: W, reply: string) => void) {
-    this.#worker = new Worker(join(__dirname, 'uws_hop_worker.js'), { workerData: { workUs } });
+  constructor(kind: HopKind, name: string, workUs: number, deliver: (w: W, reply: string) => void) {
+    this.#deliver = deliver;
+    this.#name = name;
+    const ring = kind === 'ring' ? newRingShared() : null;
+    if (ring !== null) {
+      const ctrl = new Int32Array(ring.ctrl);
+      this.#requests = new StringRing(ring.requests, ctrl, CTRL_REQUESTS);
+      this.#replies = new StringRing(ring.replies, ctrl, CTRL_REPLIES);
+    }
+    this.#worker = new Worker(join(__dirname, 'uws_hop_worker.js'), { workerData: { workUs, ring } });
     // A dead worker would leave every later request hanging: fail loudly instead (the bench sees the exit).
     this.#worker.on('error', (err) => {
       console.error(`${name}: worker failed: ${String(err?.stack ?? err)}`);
@@ -39,13 +69,7 @@ export class Hop<W> {
       console.error(`${name}: worker exited (code ${code})`);
       process.exit(1);
     });
-    this.#worker.on('message', (outs: string[]) => {
-      const batch = this.#sent.shift();
-      if (batch === undefined) throw new Error(`${name}: an answer for no batch`);
-      for (let i = 0; i < batch.length; i++) deliver(batch[i], outs[i]);
-      // What accumulated while the limit was reached goes now, as streamfeat's channel does on completion.
-      this.#flush();
-    });
+    if (ring === null) this.#worker.on('message', (outs: string[]) => this.#answered(outs));
   }
 
   /** A request whose body parsed: answered by the worker with the rest of this turn's. */
@@ -55,5 +79,21 @@ export class Hop<W> {
     if (this.#flushScheduled) return;
     this.#flushScheduled = true;
     setImmediate(this.#flush);
+  }
+
+  /** The oldest batch in flight came back with these answers. */
+  #answered(outs: string[]): void {
+    const batch = this.#sent.shift();
+    if (batch === undefined) throw new Error(`${this.#name}: an answer for no batch`);
+    for (let i = 0; i < batch.length; i++) this.#deliver(batch[i], outs[i]);
+    // What accumulated while the limit was reached goes now, as streamfeat's channel does on completion.
+    this.#flush();
+  }
+
+  /** Ring: one pending wait for replies while any batch is in flight (a wait keeps nothing else alive). */
+  #awaitReplies(): void {
+    if (this.#waitingForReplies || this.#sent.length === 0) return;
+    this.#waitingForReplies = true;
+    (this.#replies as StringRing).whenReady(this.#onReplies);
   }
 }

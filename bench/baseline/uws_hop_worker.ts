@@ -7,19 +7,26 @@
  * arrive and are answered in FIFO order (one thread, one message port), so the
  * front can pair answers with its queue of waiting batches.
  *
+ * With `--hop ring` the batches come and go through two SharedArrayBuffer rings
+ * (hop_ring.ts) instead of the message port, in the same order.
+ *
  * A busy spin, not a sleep: the point is CPU the worker takes from the two
  * cores (shared with the front and the load generator), as real shard work does.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { CTRL_REPLIES, CTRL_REQUESTS, type RingShared, StringRing } from './hop_ring';
 
 interface HopWorkerData {
   /** Microseconds of busy CPU per item (0 = only the parse and the hop). */
   workUs: number;
+  /** `--hop ring`: the rings; null: batches come as messages. */
+  ring: RingShared | null;
 }
 
 const port = parentPort;
 if (port === null) throw new Error('uws_hop_worker.js runs as a worker thread of uws_hop.js');
-const workMs = (workerData as HopWorkerData).workUs / 1000;
+const { workUs, ring } = workerData as HopWorkerData;
+const workMs = workUs / 1000;
 let seq = 0;
 
 /** Spins until `ms` milliseconds have passed (performance.now: no BigInt per check, unlike hrtime.bigint). */
@@ -30,7 +37,7 @@ function spin(ms: number): void {
   }
 }
 
-port.on('message', (bodies: string[]) => {
+function answer(bodies: string[]): string[] {
   const outs = new Array<string>(bodies.length);
   for (let i = 0; i < bodies.length; i++) {
     // The front already parsed it (400 on bad JSON); the worker decodes it again as a
@@ -39,5 +46,19 @@ port.on('message', (bodies: string[]) => {
     if (workMs > 0) spin(workMs);
     outs[i] = `{"ack_lsn":${++seq},"registry_version":1,"idempotent_replay":false}`;
   }
-  port.postMessage(outs);
-});
+  return outs;
+}
+
+if (ring === null) port.on('message', (bodies: string[]) => port.postMessage(answer(bodies)));
+else {
+  const ctrl = new Int32Array(ring.ctrl);
+  const requests = new StringRing(ring.requests, ctrl, CTRL_REQUESTS);
+  const replies = new StringRing(ring.replies, ctrl, CTRL_REPLIES);
+  const drain = (): void => {
+    while (requests.ready > 0) replies.put(answer(requests.take()));
+    requests.whenReady(drain);
+  };
+  // A pending Atomics.waitAsync does not keep a thread alive; the port (ref'd) does.
+  port.on('message', () => {});
+  drain();
+}

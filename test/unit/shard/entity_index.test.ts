@@ -225,3 +225,26 @@ test('entity index: random adds and removals (forced hash collisions, reserve) a
   }
   assert.equal(ix.liveSlots().length, model.size);
 });
+
+test('entity index: addReplacing finds a key filed at table entry 0 or at the last entry, and files its new slot there', () => {
+  for (const want of ['first', 'last'] as const) {
+    const ix = new EntityIndex();
+    const mask = ix.tableEntries - 1;
+    // The hash is seeded per process: search for a key whose home is the entry wanted (nothing else is in the table).
+    let key = '';
+    for (let i = 0; key === ''; i++) {
+      const k = `k${i}`;
+      const home = keyHash(ascii(k), 0, k.length, TAG_STR_ASCII) & mask;
+      if (home === (want === 'first' ? 0 : mask)) key = k;
+    }
+    const old = ix.add(key, 1, 1);
+    const replaced = new Int32Array(1);
+    const slot = ix.addReplacing(key, 5, 9, replaced);
+    assert.equal(replaced[0], old, want);
+    assert.notEqual(slot, old, want);
+    assert.equal(ix.slotOf(key), slot, want);
+    assert.equal(ix.lastLsn[slot], 9, want);
+    ix.releaseSlot(old);
+    assert.deepEqual(ix.keyList(), [key], want);
+  }
+});
