@@ -24,6 +24,8 @@ const ROOT = path.join(__dirname, '..');
 const COPY = path.join(ROOT, '.mutants', String(process.pid));
 /** A test run longer than this is a hang (a mutant that stops a loop): counted as killed. */
 const TEST_TIMEOUT_MS = 30_000;
+/** A progress line (stderr) after this many mutants. */
+const PROGRESS_EVERY = 10;
 const OPS = [[/ <= /, ' < '], [/ < /, ' <= '], [/ >= /, ' > '], [/ > /, ' >= '], [/ === /, ' !== '], [/ !== /, ' === '],
   [/ \+ 1\b/, ' + 0'], [/ - 1\b/, ' - 0'], [/ && /, ' || '], [/ \|\| /, ' && ']];
 
@@ -133,11 +135,15 @@ function sweep(o) {
   const n = Math.min(o.sites, sites.length);
   console.log(`${o.file}: ${sites.length} sites, testing ${n} against ${o.whole ? 'the whole suite' : o.tests}`);
   let survived = 0;
+  let done = 0;
   for (const [i, at, len, to] of sites.slice(0, n)) {
     const line = mutated(i, at, len, to);
-    if (run(i, line)) continue;
-    survived++;
-    console.log(`SURVIVED ${i + 1}: ${lines[i].trim()}  =>  ${line.trim()}`);
+    if (!run(i, line)) {
+      survived++;
+      console.log(`SURVIVED ${i + 1}: ${lines[i].trim()}  =>  ${line.trim()}`);
+    }
+    // Progress on stderr every PROGRESS_EVERY mutants: a sweep of a large file runs for an hour.
+    if (++done % PROGRESS_EVERY === 0) process.stderr.write(`${done}/${n} tested, ${survived} survived so far\n`);
   }
   console.log(`killed ${n - survived}, survived ${survived}`);
 }

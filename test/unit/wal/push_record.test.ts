@@ -11,10 +11,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  PushFrameWriter, PushRecordReader, pushWellFormed, sealFrame, frameEnd, PUSH_INDEX_MAX,
+  PushFrameWriter, PushRecordReader, pushWellFormed, sealFrame, frameEnd, wellFormed, PUSH_INDEX_MAX,
   TAG_ABSENT, TAG_NULL, TAG_FALSE, TAG_TRUE, TAG_I32, TAG_F64, TAG_STR_ASCII, TAG_STR_UTF8, TAG_STR_UTF16,
 } from '../../../src/wal/push_record';
-import { FRAME_HEADER_BYTES, RECORD_TYPE_EVENT, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH } from '../../../src/wal/constants';
+import { FRAME_HEADER_BYTES, FRAME_TYPE_BYTES, RECORD_BYTES_MAX, RECORD_TYPE_EVENT, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH } from '../../../src/wal/constants';
 import { checkWalDir, formatWalCheckReport, RecordEncoder, recoverWal, WalWriter, type WalRecord } from '../../../src/wal';
 import { crc32c } from '../../../src/wal/crc32c';
 import { KEY_BYTES_MAX, PUSH_BATCH_BYTES_KEPT_MAX, STRING_VALUE_BYTES_MAX } from '../../../src/limits';
@@ -82,7 +82,7 @@ test('tags: int32 integers are 4 bytes, everything else numeric is f64; ASCII st
   assert.equal(tags(null), TAG_NULL);
   assert.equal(tags(false), TAG_FALSE);
   assert.equal(tags(true), TAG_TRUE);
-  assert.equal(tags(2147483647), TAG_I32);
+  for (const v of [0, 1, -1, 2147483647, -2147483648]) assert.equal(tags(v), TAG_I32, String(v));
   assert.equal(tags(2147483648), TAG_F64);
   assert.equal(tags(-0), TAG_F64);
   assert.equal(tags(1.5), TAG_F64);
@@ -110,6 +110,13 @@ test('limits: u16 indexes and counts are checked when written; many feeds and va
   w.abort();
   w.begin(1, 1, 1, PUSH_INDEX_MAX, null);
   assert.throws(() => w.feed(PUSH_INDEX_MAX + 1, 'k'), /table index/);
+  w.abort();
+  w.begin(1, 1, 1, 0, null);
+  w.feed(PUSH_INDEX_MAX, 'k');
+  w.end();
+  const last = Buffer.from(w.take());
+  assert.equal(readFeed(last).table, PUSH_INDEX_MAX);
+  w.begin(1, 1, 1, PUSH_INDEX_MAX, null);
   for (let t = 0; t < 300; t++) {
     w.feed(t, `key${t}`);
     for (let j = 0; j < 20; j++) w.value(t * 100 + j);
@@ -128,6 +135,21 @@ test('limits: u16 indexes and counts are checked when written; many feeds and va
     for (let j = 0; j < 20; j++) assert.equal(rd.value(), t * 100 + j);
   }
   assert.equal(rd.p, buf.length);
+  // A feed's value count is a u16 too: 65,535 values are written, one more is refused.
+  for (const [n, ok] of [[PUSH_INDEX_MAX, true], [PUSH_INDEX_MAX + 1, false]] as const) {
+    w.begin(1, 1, 1, 0, null);
+    w.feed(0, 'k');
+    for (let j = 0; j < n; j++) w.value(null);
+    if (!ok) {
+      assert.throws(() => w.end(), /too many values/);
+      w.abort();
+      continue;
+    }
+    w.end();
+    const one = Buffer.from(w.take());
+    assert.ok(pushWellFormed(one, FRAME_HEADER_BYTES, one.length));
+    assert.equal(readFeed(one).values.length, PUSH_INDEX_MAX);
+  }
 });
 
 test('the structural check rejects every truncation, a bad tag and trailing bytes', () => {
@@ -142,9 +164,125 @@ test('the structural check rejects every truncation, a bad tag and trailing byte
   rd.u16(); rd.str(); rd.u16();
   badTag[rd.p] = 99;
   assert.equal(pushWellFormed(badTag, FRAME_HEADER_BYTES, end), false);
+  // The key's tag, and its length pointing past the end: the walk must stop at the key.
+  for (const [at, v] of [[0, 99], [1, 0xff]] as const) {
+    const badKey = Buffer.from(buf);
+    rd.open(badKey, FRAME_HEADER_BYTES);
+    rd.u16();
+    badKey[rd.p + at] = v;
+    assert.equal(pushWellFormed(badKey, FRAME_HEADER_BYTES, end), false, `key byte ${at}`);
+  }
   const badFlags = Buffer.from(buf);
   badFlags[FRAME_HEADER_BYTES + 1 + 22] = 0x80;
   assert.equal(pushWellFormed(badFlags, FRAME_HEADER_BYTES, end), false);
+});
+
+test('the structural check: LSN and time up to 2^53 - 1 pass and a high word past it fails in either; a last value that is an empty string; a frame without feeds', () => {
+  const w = new PushFrameWriter(64);
+  w.begin(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, 1, 0, null);
+  w.feed(0, 'k');
+  w.value(1);
+  w.end();
+  const top = Buffer.from(w.take());
+  assert.ok(pushWellFormed(top, FRAME_HEADER_BYTES, top.length));
+  const rd = new PushRecordReader();
+  rd.open(top, FRAME_HEADER_BYTES);
+  assert.equal(rd.lsn, Number.MAX_SAFE_INTEGER);
+  assert.equal(rd.timeMs, Number.MAX_SAFE_INTEGER);
+  // The high words of the LSN and of the time (u64 little endian after the type byte).
+  const fixed = FRAME_HEADER_BYTES + FRAME_TYPE_BYTES;
+  for (const hi of [fixed + 4, fixed + 12]) {
+    const bad = Buffer.from(frame([1]));
+    bad.writeUInt32LE(0x200000, hi); // 2^53: not a safe integer
+    assert.equal(pushWellFormed(bad, FRAME_HEADER_BYTES, bad.length), false, `high word at ${hi}`);
+  }
+  // A record may end exactly after an empty string (its length word is its last byte).
+  for (const vals of [[''], ['a', ''], [1, '']]) {
+    const buf = frame(vals);
+    assert.ok(pushWellFormed(buf, FRAME_HEADER_BYTES, buf.length), JSON.stringify(vals));
+    assert.deepEqual(readFeed(buf).values, vals);
+  }
+  // An event that reaches no table of a shard still has a well-formed record: the fixed part and a feed count of 0.
+  w.begin(3, 4, 1, 0, null);
+  w.end();
+  const bare = Buffer.from(w.take());
+  assert.ok(pushWellFormed(bare, FRAME_HEADER_BYTES, bare.length));
+  rd.open(bare, FRAME_HEADER_BYTES);
+  assert.equal(rd.feedCount, 0);
+  // A table whose features read no field (a lifetime count) gets a feed without values; it can be the last.
+  const noValues = frame([]);
+  assert.ok(pushWellFormed(noValues, FRAME_HEADER_BYTES, noValues.length));
+  assert.deepEqual(readFeed(noValues).values, []);
+});
+
+test('a record of exactly RECORD_BYTES_MAX bytes is written; one byte more is refused', () => {
+  const w = new PushFrameWriter();
+  const withValue = (n: number): number => {
+    w.begin(1, 1, 1, 0, null);
+    w.feed(0, 'k');
+    w.value('x'.repeat(n));
+    return w.end() - FRAME_HEADER_BYTES;
+  };
+  const base = withValue(0);
+  w.take();
+  assert.equal(withValue(RECORD_BYTES_MAX - base), RECORD_BYTES_MAX);
+  const buf = Buffer.from(w.take());
+  assert.ok(pushWellFormed(buf, FRAME_HEADER_BYTES, buf.length));
+  assert.throws(() => withValue(RECORD_BYTES_MAX - base + 1), /RECORD_BYTES_MAX/);
+});
+
+test('begin() refuses an LSN that is not a safe integer and a begin inside a frame, the batch\'s first frame included; abort() drops the first frame as well as a later one', () => {
+  const w = new PushFrameWriter(64);
+  for (const lsn of [-1, 2 ** 53, Number.NaN, 1.5e300]) assert.throws(() => w.begin(lsn, 1, 1, 0, null), /lsn/, String(lsn));
+  w.begin(0, 1, 1, 0, null);
+  assert.throws(() => w.begin(1, 1, 1, 0, null), /inside a frame/, 'the first frame of the batch');
+  w.end();
+  w.begin(1, 1, 1, 0, null);
+  assert.throws(() => w.begin(2, 1, 1, 0, null), /inside a frame/, 'a later frame');
+  w.end();
+  w.take();
+  // Refused after it began (e.g. a value over a limit): nothing of it stays in the batch.
+  const lsns = (buf: Buffer): number[] => {
+    const out: number[] = [];
+    const rd = new PushRecordReader();
+    for (let p = 0; p < buf.length; p = frameEnd(buf, p)) {
+      assert.ok(pushWellFormed(buf, p + FRAME_HEADER_BYTES, frameEnd(buf, p)));
+      rd.open(buf, p + FRAME_HEADER_BYTES);
+      out.push(rd.lsn);
+    }
+    return out;
+  };
+  for (const abortAt of [0, 1]) {
+    for (let lsn = 10; lsn < 13; lsn++) {
+      w.begin(lsn, 1, 1, 0, 'dedupe');
+      w.feed(0, 'key');
+      w.value('value');
+      if (lsn - 10 === abortAt) w.abort();
+      else w.end();
+    }
+    assert.deepEqual(lsns(Buffer.from(w.take())), [10, 11, 12].filter((l) => l - 10 !== abortAt), `abort of frame ${abortAt}`);
+  }
+});
+
+test('strings: a surrogate pair at either end of the astral range has a UTF-8 form; a lone surrogate at either end of either range does not', () => {
+  for (const s of ['\ud800\udc00', '\udbff\udfff', 'a\ud800\udfffb', '\udbff\udc00', '\ud7ff', '\ue000', '\u{10000}\u{10ffff}']) {
+    assert.equal(wellFormed(s), true, JSON.stringify(s));
+  }
+  for (const s of ['\ud800', '\udbff', '\udc00', '\udfff', '\ud800\ud800', '\udbff\udbff', 'a\udc00\ud800', '\udfff\udc00', 'x\udbff']) {
+    assert.equal(wellFormed(s), false, JSON.stringify(s));
+  }
+  // What the WAL holds follows: the pairs as UTF-8 (what a build with another check would have to match on replay).
+  const tagOf = (v: string): number => {
+    const buf = frame([v]);
+    const rd = new PushRecordReader();
+    rd.open(buf, FRAME_HEADER_BYTES);
+    rd.u16(); rd.str(); rd.u16();
+    return buf[rd.p];
+  };
+  assert.equal(tagOf('\u{10000}'), TAG_STR_UTF8);
+  assert.equal(tagOf('\u{10ffff}'), TAG_STR_UTF8);
+  assert.equal(tagOf('\udbff'), TAG_STR_UTF16);
+  assert.equal(tagOf('\udc00'), TAG_STR_UTF16);
 });
 
 test('the writer leaves the crc to the shard: sealFrame fills it in; install and prepended install frames', () => {
