@@ -266,6 +266,22 @@ test('shared rings answer exactly as separate states: absent values, exact regim
   compareWithSeparate(3, registry(['x', 'c']), 3000, 12_000, 4, 0.3);
 });
 
+test('shared rings answer exactly as separate states when every value feature of a ring reads the events\' times (twa, trend, inter_arrival_stats, value_change_count) over two windows, bucketed regime', () => {
+  // An entry leaving the shorter window joins its buckets with the entry's time only when a value
+  // member of the ring reads it (#valTimed); every ring tested above also held time-blind sketches.
+  const TIMED_AGG = {
+    n: { op: 'count', params: { window: '1s' } },
+    twa1: { op: 'twa', params: { field: 'x', window: '1s' } },
+    twa10: { op: 'twa', params: { field: 'x', window: W } },
+    trend1: { op: 'trend', params: { field: 'x', window: '1s' } },
+    res10: { op: 'trend_residual', params: { field: 'x', window: W } },
+    gaps1: { op: 'inter_arrival_stats', params: { window: '1s' } },
+    moves10: { op: 'value_change_count', params: { field: 'c', window: W } },
+    big: { op: 'count', params: { where: 'x > 50', window: W } },
+  };
+  compareWithSeparate(12, registry([], TIMED_AGG), 3, 6000, 10, 0);
+});
+
 test('one ring per entity over four windows answers exactly as separate states: exact and bucketed regimes, late events', () => {
   const reg = registry(['x', 'c'], MULTI_AGG);
   const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
