@@ -916,13 +916,6 @@ export class RingGroup {
   loadBuckets(slot: number, saved: unknown[]): void {
     this.#loadBuckets(slot, saved);
   }
-
-  /** Bytes of the pooled rings (allocated). */
-  get poolBytes(): number {
-    let n = 0;
-    for (let c = 1; c <= RING_CLASS_PENDING; c++) n += this.pools[c].bytes;
-    return n;
-  }
 }
 
 /**

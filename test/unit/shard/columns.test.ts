@@ -622,6 +622,30 @@ test('deferred evictions are in snapshots and cold freezes, and give their strin
   assert.equal(interned.size, 0);
 });
 
+test('an entity frozen and thawed again takes a ring block between live ones without touching them (rings that fill their blocks, interned values)', () => {
+  const reg = registry([], {
+    n: { op: 'count', params: { window: '1h' } },
+    sx: { op: 'sum', params: { field: 'x', window: '1h' } },
+    lc: { op: 'last_n', params: { field: 'c', n: 4, window: '1h' } },
+  });
+  const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  s.install(reg);
+  const ts = s.tableByName('T')!;
+  const keys = ['m0', 'm1', 'm2', 'm3', 'm4'];
+  // 4 entries each (class 2): every ring fills its block, side by side in the class's pool.
+  keys.forEach((k, j) => {
+    for (let i = 0; i < 4; i++) s.apply('E', { k, x: 0.5 + i + 10 * j, c: `${k}-c${i}` }, 1_000_000.25 + 10 * j + i, s.appliedLsn + 1);
+  });
+  const now = 1_000_100;
+  const before = keys.map((k) => s.read('T', k, null, now));
+  for (const k of ['m2', 'm0']) {
+    assert.equal(ts.evict(ts.cols.index.slotOf(k), now), false, `${k} frozen, not dropped`);
+    assert.equal(ts.cols.index.slotOf(k), -1);
+    // The read thaws it into the block it left, the one before a live ring.
+    assert.deepEqual(keys.map((key) => s.read('T', key, null, now)), before, `after ${k} came back`);
+  }
+});
+
 test('snapshot format 2 (one save per feature) still loads, as object columns; unknown formats are refused by number', () => {
   const reg = registry([]);
   const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
@@ -916,6 +940,15 @@ test('window-mates dropped by a registry change take their buckets along; the ot
   let t2 = 0;
   for (const s of [a, b]) t2 = feed(s, keys, 3000, 12, t);
   for (const now of [t2, t2 + 5_000, t2 + 10_000, t2 + 61_000]) assert.deepEqual(rowsOf(a, keys, now), rowsOf(b, keys, now));
+  // Once every bucket has expired, the slots hand their bucket records back, as if never grouped (a record
+  // the change left counted as busy would never go: memory, not answers).
+  const t3 = t2 + 120_000;
+  // x > 50: the push reaches the ring of the `where` features too.
+  for (const s of [a, b]) for (const k of keys) s.apply('E', { k, x: 99, c: 'c0' }, t3, s.appliedLsn + 1);
+  for (const [name, s] of [['a', a], ['b', b]] as const) {
+    const cols = s.tableByName('T')!.cols;
+    for (const k of keys) cols.groups.forEach((g, gi) => assert.equal(g.rec[cols.index.slotOf(k)], 0, `${name} ${k} group ${gi} (${g.windows}; ${g.members.length} members): no bucket record left`));
+  }
 });
 
 test('each push expires exactly the ring entries its window has left: their strings leave the intern table', () => {
@@ -1127,9 +1160,14 @@ test('a snapshot of rings spanning several windows restores into the same layout
 });
 
 test('a snapshot imported into a live shard (a partition import) fills freed ring blocks without touching the live rings beside them', () => {
-  const reg = registry([], { n: { op: 'count', params: { window: '1h' } }, sx: { op: 'sum', params: { field: 'x', window: '1h' } } });
+  // last_n of c: ring cells holding interned ids, which an import renumbers into the live table's ids.
+  const reg = registry([], {
+    n: { op: 'count', params: { window: '1h' } },
+    sx: { op: 'sum', params: { field: 'x', window: '1h' } },
+    lc: { op: 'last_n', params: { field: 'c', n: 4, window: '1h' } },
+  });
   const fill = (s: ShardState, k: string, n: number, t0: number): void => {
-    for (let i = 0; i < n; i++) s.apply('E', { k, x: i + 1, c: 'c' }, t0 + i, s.appliedLsn + 1);
+    for (let i = 0; i < n; i++) s.apply('E', { k, x: i + 1, c: `${k}-c${i}` }, t0 + i, s.appliedLsn + 1);
   };
   const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   live.install(reg);
@@ -1143,6 +1181,7 @@ test('a snapshot imported into a live shard (a partition import) fills freed rin
   for (const k of ['m0', 'm2', 'm4']) assert.ok(ts.cols.remove(k));
   const kept = ['m1', 'm3', 'm5'];
   const before = kept.map((k) => g.save(ts.cols.index.slotOf(k)));
+  const readsBefore = kept.map((k) => live.read('T', k, null, 2_000_100));
   // A snapshot of other entities with full rings of the same class, imported into the live table.
   const src = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   src.install(reg);
@@ -1151,5 +1190,10 @@ test('a snapshot imported into a live shard (a partition import) fills freed rin
   theirs.forEach((k, i) => fill(src, k, 4, 2_000_000.375 + 10 * i));
   restoreSnapshot(live, bodyOf(src), () => undefined);
   assert.deepEqual(kept.map((k) => g.save(ts.cols.index.slotOf(k))), before, 'the live rings are unchanged');
+  assert.deepEqual(kept.map((k) => live.read('T', k, null, 2_000_100)), readsBefore, 'the live entities answer as before');
+  for (const k of [...theirs, ...kept]) {
+    const lc = JSON.parse(live.read('T', k, null, 2_000_100)).lc as string[];
+    assert.deepEqual([...lc].sort(), [0, 1, 2, 3].map((i) => `${k}-c${i}`), `${k}: its own values`);
+  }
   for (const k of theirs) assert.equal(live.read('T', k, null, 2_000_100), src.read('T', k, null, 2_000_100));
 });
