@@ -7,8 +7,10 @@
 // never left mutated, even when the sweep is killed, and sweeps can run side by side.
 // Needs `npx tsc` first.
 //
-//   node scripts/mutants.js <file under dist> [--sites N] [--seed S] [--tests dir,dir,...]
-//       sweep N sites (seeded shuffle; default all) against the test files under the
+//   node scripts/mutants.js <file under dist> [--sites N] [--skip K] [--seed S] [--tests dir,dir,...]
+//       sweep N sites (seeded shuffle; default all; --skip K starts at the K-th, to continue
+//       an earlier partial sweep with the same seed: of the same compiled file, since any change
+//       to its operators reorders the sites) against the test files under the
 //       given dirs (or files) of dist/test (default unit/ops,unit/shard); prints each survivor
 //   node scripts/mutants.js <file under dist> --line L --from TEXT --to TEXT [--whole]
 //       one mutant (the first TEXT on line L) against the same tests, or with --whole
@@ -30,13 +32,13 @@ const OPS = [[/ <= /, ' < '], [/ < /, ' <= '], [/ >= /, ' > '], [/ > /, ' >= '],
   [/ \+ 1\b/, ' + 0'], [/ - 1\b/, ' - 0'], [/ && /, ' || '], [/ \|\| /, ' && ']];
 
 function flags(argv) {
-  const out = { file: argv[0], sites: Infinity, seed: 1, tests: 'unit/ops,unit/shard', line: 0, from: '', to: '', whole: false };
+  const out = { file: argv[0], sites: Infinity, skip: 0, seed: 1, tests: 'unit/ops,unit/shard', line: 0, from: '', to: '', whole: false };
   for (let i = 1; i < argv.length; i++) {
     const k = argv[i].replace(/^--/, '');
     if (k === 'whole') out.whole = true;
-    else out[k] = k === 'sites' || k === 'seed' || k === 'line' ? Number(argv[++i]) : argv[++i];
+    else out[k] = k === 'sites' || k === 'skip' || k === 'seed' || k === 'line' ? Number(argv[++i]) : argv[++i];
   }
-  if (!out.file) throw new Error('usage: node scripts/mutants.js <file under dist> [--sites N] [--seed S] [--tests dirs] | --line L --from X --to Y [--whole]');
+  if (!out.file) throw new Error('usage: node scripts/mutants.js <file under dist> [--sites N] [--skip K] [--seed S] [--tests dirs] | --line L --from X --to Y [--whole]');
   return out;
 }
 
@@ -132,11 +134,12 @@ function sweep(o) {
   let s = o.seed;
   const rnd = () => { s = (s * 1103515245 + 12345) % 2147483648; return s / 2147483648; };
   for (let i = sites.length - 1; i > 0; i--) { const j = Math.floor(rnd() * (i + 1)); [sites[i], sites[j]] = [sites[j], sites[i]]; }
-  const n = Math.min(o.sites, sites.length);
-  console.log(`${o.file}: ${sites.length} sites, testing ${n} against ${o.whole ? 'the whole suite' : o.tests}`);
+  const chosen = sites.slice(o.skip, o.skip + o.sites);
+  const n = chosen.length;
+  console.log(`${o.file}: ${sites.length} sites, testing ${n}${o.skip > 0 ? ` (from the ${o.skip}th of seed ${o.seed}'s order)` : ''} against ${o.whole ? 'the whole suite' : o.tests}`);
   let survived = 0;
   let done = 0;
-  for (const [i, at, len, to] of sites.slice(0, n)) {
+  for (const [i, at, len, to] of chosen) {
     const line = mutated(i, at, len, to);
     if (!run(i, line)) {
       survived++;
