@@ -31,7 +31,7 @@ import { ITEM_GET, ITEM_INSTALL, ITEM_PUSH, ITEM_SNAPSHOT, type GetItem, type Sh
 import { Shard } from '../../../src/shard/shard';
 import { ShardState } from '../../../src/shard/state';
 import { ShardStore, type RecoveryInfo } from '../../../src/shard/store';
-import { SNAPSHOT_DEDUPE_CHUNK_ENTRIES } from '../../../src/limits';
+import { RING_GROUP_WINDOWS_MAX, SNAPSHOT_DEDUPE_CHUNK_ENTRIES } from '../../../src/limits';
 import { DedupeLog } from '../../../src/shard/dedupe_log';
 import { createLogger } from '../../../src/log';
 import { ThreadSampler } from '../../../src/admin/thread_stats';
@@ -464,6 +464,34 @@ test('PUSH records: string columns only ring cells read reach them by id alone (
   assert.deepEqual(cols('WithKept'), { user: 1 }, 'a kept value and a bloom filter read their input field');
   const entities = assertSameRows(live, naive, ['RingOnly', 'WithWhere', 'WithKept'], T0 + 20_500);
   assert.ok(entities >= 10, `${entities} entities compared`);
+});
+
+test('PUSH records: a column that one ring holds as hashes and another as interned ids (more windows than a ring spans) is counted by both, also as the table\'s first column', () => {
+  const ev = { kind: 'event', name: 'Pay', schema: { fields: { user: 'str', merchant: 'str' }, optional_fields: [] } };
+  // Nine windows: the first RING_GROUP_WINDOWS_MAX (n_unique only: hashed cells) in one ring, the ninth
+  // (top_k: interned ids) in another. push_apply.ts then interns the column (one ring needs ids) and the
+  // hashing ring takes each value from the intern table: the row field is left undefined.
+  const agg: Record<string, unknown> = {};
+  for (let w = 1; w <= RING_GROUP_WINDOWS_MAX; w++) agg[`nu${w}`] = { op: 'n_unique', params: { field: 'merchant', window: `${w}s` } };
+  agg.top = { op: 'top_k', params: { field: 'merchant', window: `${RING_GROUP_WINDOWS_MAX + 1}s`, k: 2 } };
+  const table = { kind: 'table', name: 'Users', upstreams: ['Pay'], key: ['user'], agg };
+  const state: RegistryState = { version: 1, nodes: [ev, table] as RegistryState['nodes'] };
+  const { front, live, shard, naive } = recordAndObjectPaths(state);
+  const cols = live.tableByName('Users')!.cols;
+  assert.deepEqual(cols.groups.map((g) => [g.windows.length, g.hashed[0]]), [[RING_GROUP_WINDOWS_MAX, 1], [1, 0]], 'one hashing ring, one interning ring');
+  assert.deepEqual([cols.plan.columns, cols.colHashed[0], cols.rowReads()[0]], [['merchant'], 0, 0]);
+  const r = prng(35);
+  for (let batch = 0; batch < 10; batch++) {
+    for (let i = 0; i < 40; i++) {
+      const t = T0 + batch * 700 + i * 10;
+      const { lsn, row } = front.push('Pay', { user: `u${Math.floor(r() * 3)}`, merchant: `m${Math.floor(r() * 7)}` }, t);
+      naive.apply('Pay', { ...row }, t, lsn);
+    }
+    for (const out of shard.runBatch(front.batch(0)).outs) assert.equal(out, null, 'every push applied');
+    assertSameRows(live, naive, ['Users'], T0 + batch * 700 + 400);
+  }
+  const row = JSON.parse(live.read('Users', 'u0', null, T0 + 7_000));
+  assert.ok(row.nu8 > 1, `the hashing ring counts values: ${JSON.stringify(row)}`);
 });
 
 test('PUSH records: every column of a wide table reaches the row field its features read (the generated column setter), as the object path', () => {
