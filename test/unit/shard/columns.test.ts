@@ -641,7 +641,7 @@ test('an entity frozen and thawed again takes a ring block between live ones wit
   for (const k of ['m2', 'm0']) {
     assert.equal(ts.evict(ts.cols.index.slotOf(k), now), false, `${k} frozen, not dropped`);
     assert.equal(ts.cols.index.slotOf(k), -1);
-    // The read thaws it into the block it left, the one before a live ring.
+    // The read thaws it into a free block of its class: the one it left, before a live ring (free blocks are reused last-freed first).
     assert.deepEqual(keys.map((key) => s.read('T', key, null, now)), before, `after ${k} came back`);
   }
 });
