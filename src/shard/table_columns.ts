@@ -533,18 +533,6 @@ export class TableColumns {
     return slot;
   }
 
-  /**
-   * The layout, as a string two tables compare to know whether an EntitySave of
-   * one loads into the other: per group its window, fields and members' feature
-   * signatures, per object feature its signature.
-   */
-  layoutKey(): string {
-    const feats = this.plan.features;
-    const groups = this.groups.map((g) => [g.windows, g.fields, g.members.map((m) => feats[m.feature].signature)]);
-    const objs = this.objs.map((col, i) => (col === null ? null : feats[i].signature));
-    return JSON.stringify([groups, objs]);
-  }
-
   /** After `plan` was replaced by an identical layout (same signatures, same order): members use its configs. */
   rebind(): void {
     this.#layoutChanged();
