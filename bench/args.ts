@@ -5,7 +5,8 @@ import { WORKLOADS } from './workloads';
 
 export type HttpGen = 'wrk' | 'autocannon' | 'sf-http';
 /** message: worker postMessage, as streamfeat's front and shards (piscina); ring: SharedArrayBuffer rings with Atomics.waitAsync wake-ups. */
-export type HopKind = 'message' | 'ring';
+export const HOP_KINDS = ['message', 'ring'] as const;
+export type HopKind = (typeof HOP_KINDS)[number];
 
 export interface Opts {
   workload: string;
@@ -130,7 +131,7 @@ const FIELDS: Record<string, [keyof Opts, (flag: string, v: string) => Opts[keyo
   'push-share': ['pushShare', (f, v) => numberArg(f, v, 0, false)],
   'bad-share': ['badShare', (f, v) => numberArg(f, v, 0, false)],
   'work-us': ['workUs', (f, v) => numberListArg(f, v, 0)],
-  hop: ['hop', (f, v) => oneOfArg(f, v, ['message', 'ring'] as const)],
+  hop: ['hop', (f, v) => oneOfArg(f, v, HOP_KINDS)],
   rounds: ['rounds', (f, v) => numberArg(f, v, 1)],
   out: ['out', (_f, v) => v],
   seed: ['seed', (f, v) => numberArg(f, v, 0)],
@@ -195,6 +196,6 @@ function baselineArgs(program: string, addrFlag: 'http-addr' | 'tcp-addr', argv:
     host: m[1],
     port: numberArg(`--${addrFlag}`, m[2], 0),
     workUs: typeof w === 'string' ? numberArg('--work-us', w, 0, false) : 0,
-    hop: typeof hop === 'string' ? oneOfArg('--hop', hop, ['message', 'ring'] as const) : 'message',
+    hop: typeof hop === 'string' ? oneOfArg('--hop', hop, HOP_KINDS) : 'message',
   };
 }

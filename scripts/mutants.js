@@ -136,7 +136,7 @@ function sweep(o) {
   for (let i = sites.length - 1; i > 0; i--) { const j = Math.floor(rnd() * (i + 1)); [sites[i], sites[j]] = [sites[j], sites[i]]; }
   const chosen = sites.slice(o.skip, o.skip + o.sites);
   const n = chosen.length;
-  console.log(`${o.file}: ${sites.length} sites, testing ${n}${o.skip > 0 ? ` (from the ${o.skip}th of seed ${o.seed}'s order)` : ''} against ${o.whole ? 'the whole suite' : o.tests}`);
+  console.log(`${o.file}: ${sites.length} sites, testing ${n}${o.skip > 0 ? ` (after the first ${o.skip} of seed ${o.seed}'s order)` : ''} against ${o.whole ? 'the whole suite' : o.tests}`);
   let survived = 0;
   let done = 0;
   for (const [i, at, len, to] of chosen) {

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { SHARD_BATCHES_IN_FLIGHT_MAX } from '../../src/limits';
 import type { HopKind } from '../args';
-import { CTRL_REPLIES, CTRL_REQUESTS, newRingShared, StringRing } from './hop_ring';
+import { newRingShared, openRings, type Rings, type StringRing } from './hop_ring';
 
 export class Hop<W> {
   readonly #worker: Worker;
@@ -24,9 +24,8 @@ export class Hop<W> {
   /** Batches posted and not yet answered, oldest first: the worker answers in the same order. */
   readonly #sent: W[][] = [];
   #flushScheduled = false;
-  /** `--hop ring`: the two rings, and whether a wait for replies is pending. */
-  readonly #requests: StringRing | null = null;
-  readonly #replies: StringRing | null = null;
+  /** `--hop ring`: the two rings (null: messages), and whether a wait for replies is pending. */
+  readonly #rings: Rings | null;
   #waitingForReplies = false;
   readonly #deliver: (w: W, reply: string) => void;
   readonly #name: string;
@@ -34,19 +33,19 @@ export class Hop<W> {
     this.#flushScheduled = false;
     if (this.#sent.length >= SHARD_BATCHES_IN_FLIGHT_MAX || this.#waiting.length === 0) return;
     this.#sent.push(this.#waiting);
-    if (this.#requests === null) this.#worker.postMessage(this.#bodies);
+    if (this.#rings === null) this.#worker.postMessage(this.#bodies);
     else {
-      this.#requests.put(this.#bodies);
-      this.#awaitReplies();
+      this.#rings.requests.put(this.#bodies);
+      this.#awaitReplies(this.#rings.replies);
     }
     this.#waiting = [];
     this.#bodies = [];
   };
   readonly #onReplies = (): void => {
     this.#waitingForReplies = false;
-    const replies = this.#replies as StringRing;
+    const replies = (this.#rings as Rings).replies;
     while (replies.ready > 0) this.#answered(replies.take());
-    this.#awaitReplies();
+    this.#awaitReplies(replies);
   };
 
   /** `deliver` writes one answer (the worker's reply string) to the request it belongs to. */
@@ -54,11 +53,7 @@ export class Hop<W> {
     this.#deliver = deliver;
     this.#name = name;
     const ring = kind === 'ring' ? newRingShared() : null;
-    if (ring !== null) {
-      const ctrl = new Int32Array(ring.ctrl);
-      this.#requests = new StringRing(ring.requests, ctrl, CTRL_REQUESTS);
-      this.#replies = new StringRing(ring.replies, ctrl, CTRL_REPLIES);
-    }
+    this.#rings = ring === null ? null : openRings(ring);
     this.#worker = new Worker(join(__dirname, 'uws_hop_worker.js'), { workerData: { workUs, ring } });
     // A dead worker would leave every later request hanging: fail loudly instead (the bench sees the exit).
     this.#worker.on('error', (err) => {
@@ -91,9 +86,9 @@ export class Hop<W> {
   }
 
   /** Ring: one pending wait for replies while any batch is in flight (a wait keeps nothing else alive). */
-  #awaitReplies(): void {
+  #awaitReplies(replies: StringRing): void {
     if (this.#waitingForReplies || this.#sent.length === 0) return;
     this.#waitingForReplies = true;
-    (this.#replies as StringRing).whenReady(this.#onReplies);
+    replies.whenReady(this.#onReplies);
   }
 }

@@ -106,3 +106,14 @@ export interface RingShared {
 export function newRingShared(): RingShared {
   return { requests: new SharedArrayBuffer(RING_BYTES), replies: new SharedArrayBuffer(RING_BYTES), ctrl: new SharedArrayBuffer(4 * CTRL_SLOTS) };
 }
+
+/** One side's view of a ring hop: the front writes requests and reads replies, the worker the other way round. */
+export interface Rings {
+  requests: StringRing;
+  replies: StringRing;
+}
+
+export function openRings(shared: RingShared): Rings {
+  const ctrl = new Int32Array(shared.ctrl);
+  return { requests: new StringRing(shared.requests, ctrl, CTRL_REQUESTS), replies: new StringRing(shared.replies, ctrl, CTRL_REPLIES) };
+}

@@ -14,7 +14,7 @@
  * cores (shared with the front and the load generator), as real shard work does.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { CTRL_REPLIES, CTRL_REQUESTS, type RingShared, StringRing } from './hop_ring';
+import { openRings, type RingShared } from './hop_ring';
 
 interface HopWorkerData {
   /** Microseconds of busy CPU per item (0 = only the parse and the hop). */
@@ -51,9 +51,7 @@ function answer(bodies: string[]): string[] {
 
 if (ring === null) port.on('message', (bodies: string[]) => port.postMessage(answer(bodies)));
 else {
-  const ctrl = new Int32Array(ring.ctrl);
-  const requests = new StringRing(ring.requests, ctrl, CTRL_REQUESTS);
-  const replies = new StringRing(ring.replies, ctrl, CTRL_REPLIES);
+  const { requests, replies } = openRings(ring);
   const drain = (): void => {
     while (requests.ready > 0) replies.put(answer(requests.take()));
     requests.whenReady(drain);

@@ -542,6 +542,21 @@ import { deserialize, serialize } from 'node:v8';
 import { restoreSnapshot, SnapshotJob } from '../../../src/shard/snapshot_job';
 import { DedupeLog } from '../../../src/shard/dedupe_log';
 
+/**
+ * Windowed features over one hour, so nothing expires: a count, a sum and a last_n of c
+ * (ring cells holding interned ids). fillRing gives an entity `n` events 1 ms apart from
+ * `t0`, each with its own string (`${key}-c${i}`).
+ */
+const ONE_RING_AGG = {
+  n: { op: 'count', params: { window: '1h' } },
+  sx: { op: 'sum', params: { field: 'x', window: '1h' } },
+  lc: { op: 'last_n', params: { field: 'c', n: 4, window: '1h' } },
+};
+
+function fillRing(s: ShardState, k: string, n: number, t0: number): void {
+  for (let i = 0; i < n; i++) s.apply('E', { k, x: i + 1, c: `${k}-c${i}` }, t0 + i, s.appliedLsn + 1);
+}
+
 function feed(s: ShardState, keys: string[], n: number, seed: number, t0 = 1_000_000): number {
   const rnd = prng(seed);
   let t = t0;
@@ -623,19 +638,12 @@ test('deferred evictions are in snapshots and cold freezes, and give their strin
 });
 
 test('an entity frozen and thawed again takes a ring block between live ones without touching them (rings that fill their blocks, interned values)', () => {
-  const reg = registry([], {
-    n: { op: 'count', params: { window: '1h' } },
-    sx: { op: 'sum', params: { field: 'x', window: '1h' } },
-    lc: { op: 'last_n', params: { field: 'c', n: 4, window: '1h' } },
-  });
   const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-  s.install(reg);
+  s.install(registry([], ONE_RING_AGG));
   const ts = s.tableByName('T')!;
   const keys = ['m0', 'm1', 'm2', 'm3', 'm4'];
   // 4 entries each (class 2): every ring fills its block, side by side in the class's pool.
-  keys.forEach((k, j) => {
-    for (let i = 0; i < 4; i++) s.apply('E', { k, x: 0.5 + i + 10 * j, c: `${k}-c${i}` }, 1_000_000.25 + 10 * j + i, s.appliedLsn + 1);
-  });
+  keys.forEach((k, j) => fillRing(s, k, 4, 1_000_000.25 + 10 * j));
   const now = 1_000_100;
   const before = keys.map((k) => s.read('T', k, null, now));
   for (const k of ['m2', 'm0']) {
@@ -1161,21 +1169,14 @@ test('a snapshot of rings spanning several windows restores into the same layout
 
 test('a snapshot imported into a live shard (a partition import) fills freed ring blocks without touching the live rings beside them', () => {
   // last_n of c: ring cells holding interned ids, which an import renumbers into the live table's ids.
-  const reg = registry([], {
-    n: { op: 'count', params: { window: '1h' } },
-    sx: { op: 'sum', params: { field: 'x', window: '1h' } },
-    lc: { op: 'last_n', params: { field: 'c', n: 4, window: '1h' } },
-  });
-  const fill = (s: ShardState, k: string, n: number, t0: number): void => {
-    for (let i = 0; i < n; i++) s.apply('E', { k, x: i + 1, c: `${k}-c${i}` }, t0 + i, s.appliedLsn + 1);
-  };
+  const reg = registry([], ONE_RING_AGG);
   const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   live.install(reg);
   const ts = live.tableByName('T')!;
   const g = ts.cols.groups[0];
   // Rings that fill their blocks exactly (4 entries: class 2), side by side in the class's pool.
   const mine = ['m0', 'm1', 'm2', 'm3', 'm4', 'm5'];
-  mine.forEach((k, i) => fill(live, k, 4, 1_000_000 + 10 * i));
+  mine.forEach((k, i) => fillRing(live, k, 4, 1_000_000 + 10 * i));
   for (const k of mine) assert.equal(g.len[ts.cols.index.slotOf(k)], 1 << g.cls[ts.cols.index.slotOf(k)], `${k} fills its block`);
   // Every other one leaves: free blocks between live ones.
   for (const k of ['m0', 'm2', 'm4']) assert.ok(ts.cols.remove(k));
@@ -1187,7 +1188,7 @@ test('a snapshot imported into a live shard (a partition import) fills freed rin
   src.install(reg);
   const theirs = ['p0', 'p1', 'p2', 'p3'];
   // Times with a fraction: their low words are not zero, so a word copied one past a ring shows.
-  theirs.forEach((k, i) => fill(src, k, 4, 2_000_000.375 + 10 * i));
+  theirs.forEach((k, i) => fillRing(src, k, 4, 2_000_000.375 + 10 * i));
   restoreSnapshot(live, bodyOf(src), () => undefined);
   assert.deepEqual(kept.map((k) => g.save(ts.cols.index.slotOf(k))), before, 'the live rings are unchanged');
   assert.deepEqual(kept.map((k) => live.read('T', k, null, 2_000_100)), readsBefore, 'the live entities answer as before');

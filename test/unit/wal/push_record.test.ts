@@ -49,6 +49,20 @@ function readFeed(buf: Buffer): { rd: PushRecordReader; table: number; key: stri
   return { rd, table, key, values };
 }
 
+/** Offset of the first value of the single feed of the frame in `buf` (past its table index, key and value count). */
+function firstValueAt(buf: Buffer): number {
+  const rd = new PushRecordReader();
+  rd.open(buf, FRAME_HEADER_BYTES);
+  rd.u16(); rd.str(); rd.u16();
+  return rd.p;
+}
+
+/** The tag the writer gives `v`. */
+function tagOf(v: Value | undefined): number {
+  const buf = frame([v]);
+  return buf[firstValueAt(buf)];
+}
+
 test('every value type round-trips exactly: absent stays absent, null stays null, -0 keeps its sign', () => {
   const buf = frame(VALUES);
   assert.ok(pushWellFormed(buf, FRAME_HEADER_BYTES, buf.length));
@@ -71,27 +85,20 @@ test('every value type round-trips exactly: absent stays absent, null stays null
 });
 
 test('tags: int32 integers are 4 bytes, everything else numeric is f64; ASCII strings are marked as such', () => {
-  const tags = (v: Value | undefined): number => {
-    const buf = frame([v]);
-    const rd = new PushRecordReader();
-    rd.open(buf, FRAME_HEADER_BYTES);
-    rd.u16(); rd.str(); rd.u16();
-    return buf[rd.p];
-  };
-  assert.equal(tags(undefined), TAG_ABSENT);
-  assert.equal(tags(null), TAG_NULL);
-  assert.equal(tags(false), TAG_FALSE);
-  assert.equal(tags(true), TAG_TRUE);
-  for (const v of [0, 1, -1, 2147483647, -2147483648]) assert.equal(tags(v), TAG_I32, String(v));
-  assert.equal(tags(2147483648), TAG_F64);
-  assert.equal(tags(-0), TAG_F64);
-  assert.equal(tags(1.5), TAG_F64);
-  assert.equal(tags('abc'), TAG_STR_ASCII);
-  assert.equal(tags('x'.repeat(500)), TAG_STR_ASCII);
-  assert.equal(tags('é'), TAG_STR_UTF8);
-  assert.equal(tags('x'.repeat(500) + 'é'), TAG_STR_UTF8);
-  assert.equal(tags('🙂'), TAG_STR_UTF8);
-  assert.equal(tags('\ud800'), TAG_STR_UTF16, 'a lone surrogate has no UTF-8 form');
+  assert.equal(tagOf(undefined), TAG_ABSENT);
+  assert.equal(tagOf(null), TAG_NULL);
+  assert.equal(tagOf(false), TAG_FALSE);
+  assert.equal(tagOf(true), TAG_TRUE);
+  for (const v of [0, 1, -1, 2147483647, -2147483648]) assert.equal(tagOf(v), TAG_I32, String(v));
+  assert.equal(tagOf(2147483648), TAG_F64);
+  assert.equal(tagOf(-0), TAG_F64);
+  assert.equal(tagOf(1.5), TAG_F64);
+  assert.equal(tagOf('abc'), TAG_STR_ASCII);
+  assert.equal(tagOf('x'.repeat(500)), TAG_STR_ASCII);
+  assert.equal(tagOf('é'), TAG_STR_UTF8);
+  assert.equal(tagOf('x'.repeat(500) + 'é'), TAG_STR_UTF8);
+  assert.equal(tagOf('🙂'), TAG_STR_UTF8);
+  assert.equal(tagOf('\ud800'), TAG_STR_UTF16, 'a lone surrogate has no UTF-8 form');
 });
 
 test('unicode keys and dedupe values, a key of KEY_BYTES_MAX bytes, composite keys', () => {
@@ -159,12 +166,10 @@ test('the structural check rejects every truncation, a bad tag and trailing byte
   const longer = Buffer.concat([buf, Buffer.from([0])]);
   assert.equal(pushWellFormed(longer, FRAME_HEADER_BYTES, longer.length), false);
   const badTag = Buffer.from(buf);
-  const rd = new PushRecordReader();
-  rd.open(badTag, FRAME_HEADER_BYTES);
-  rd.u16(); rd.str(); rd.u16();
-  badTag[rd.p] = 99;
+  badTag[firstValueAt(badTag)] = 99;
   assert.equal(pushWellFormed(badTag, FRAME_HEADER_BYTES, end), false);
   // The key's tag, and its length pointing past the end: the walk must stop at the key.
+  const rd = new PushRecordReader();
   for (const [at, v] of [[0, 99], [1, 0xff]] as const) {
     const badKey = Buffer.from(buf);
     rd.open(badKey, FRAME_HEADER_BYTES);
@@ -272,13 +277,6 @@ test('strings: a surrogate pair at either end of the astral range has a UTF-8 fo
     assert.equal(wellFormed(s), false, JSON.stringify(s));
   }
   // What the WAL holds follows: the pairs as UTF-8 (what a build with another check would have to match on replay).
-  const tagOf = (v: string): number => {
-    const buf = frame([v]);
-    const rd = new PushRecordReader();
-    rd.open(buf, FRAME_HEADER_BYTES);
-    rd.u16(); rd.str(); rd.u16();
-    return buf[rd.p];
-  };
   assert.equal(tagOf('\u{10000}'), TAG_STR_UTF8);
   assert.equal(tagOf('\u{10ffff}'), TAG_STR_UTF8);
   assert.equal(tagOf('\udbff'), TAG_STR_UTF16);
