@@ -12,6 +12,12 @@
  * Prints, over the fixed-rate window: each thread's batches, GCs and growth
  * events; how many of the slowest requests overlapped each kind of event; and
  * the worst clusters of slow requests with the events around them.
+ *
+ * Without a .lat inside the server's life (a closed loop such as `http-push` under
+ * wrk, which records no request times) it summarizes the pipeline instead: each
+ * thread's events by kind over the middle 60% of the shard's loaded batches, the
+ * share of that window the shard spent applying batches, waiting for a core, or
+ * with nothing to do, and how many batches were in flight at each dispatch.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -59,6 +65,66 @@ function pct(sorted: number[], p: number): number {
 
 const f = (x: number, digits = 2): string => x.toFixed(digits);
 
+/** Per thread and kind over [w0, w1]: count, total and longest duration; batches also by size. */
+function printThreads(inWin: Ev[], w0: number, w1: number, unlisted: readonly string[] = []): void {
+  const threads = [...new Set(inWin.map((e) => e.thread))].sort();
+  for (const th of threads) {
+    const mine = inWin.filter((e) => e.thread === th);
+    console.log(`\n${th}:`);
+    const kinds = [...new Set(mine.map((e) => e.kind))].sort();
+    for (const k of kinds) {
+      const ks = mine.filter((e) => e.kind === k);
+      const ds = ks.map((e) => e.d).sort((x, y) => x - y);
+      const sum = ds.reduce((s, x) => s + x, 0);
+      let line = `  ${k.padEnd(18)} ${String(ks.length).padStart(6)}  total ${f(sum, 1).padStart(7)} ms (${f((100 * sum) / (w1 - w0), 1)}%)  p50 ${f(pct(ds, 50), 3)}  p99 ${f(pct(ds, 99), 3)}  max ${f(ds[ds.length - 1], 3)} ms`;
+      if (k === 'batch' || k === 'dispatch' || k === 'answer') {
+        const sizes = ks.map((e) => (k === 'batch' ? e.b : e.a)).sort((x, y) => x - y);
+        line += `  | size p50 ${pct(sizes, 50)} p99 ${pct(sizes, 99)} max ${sizes[sizes.length - 1]}`;
+      }
+      if (k === 'answer') {
+        const trips = ks.map((e) => e.b).sort((x, y) => x - y);
+        line += `  | round trip p50 ${f(pct(trips, 50), 3)} p99 ${f(pct(trips, 99), 3)} max ${f(trips[trips.length - 1], 3)} ms`;
+      }
+      console.log(line);
+    }
+    const rare = mine.filter((e) => !['batch', 'dispatch', 'answer', 'flush', ...unlisted].includes(e.kind) && !e.kind.startsWith('gc:'));
+    for (const e of rare) console.log(`    +${f(e.t - w0, 1)} ms  ${e.kind} ${f(e.d, 3)} ms  a=${e.a} b=${e.b}`);
+  }
+}
+
+/**
+ * A run without a load trace (a closed loop: wrk, `http-push`): no request times to
+ * line up, so the window is the middle 60% of the shard's loaded batches, and the
+ * summary says where the pipeline's time went: how much of it the shard was applying,
+ * waiting for a core after a batch arrived or while it ran, or had nothing to do, and
+ * how many batches were in flight when the front dispatched one.
+ */
+function closedLoop(evs: Ev[], shardEvs: Ev[]): void {
+  const loaded = shardEvs.filter((e) => e.kind === 'batch' && e.b > 0).sort((x, y) => x.t - y.t);
+  if (loaded.length < 10) throw new Error('no load trace and fewer than 10 shard batches with pushes: nothing to summarize');
+  const w0 = loaded[Math.floor(loaded.length / 5)].t;
+  const w1 = loaded[loaded.length - 1 - Math.floor(loaded.length / 5)].t;
+  const span = w1 - w0;
+  const inWin = evs.filter((e) => e.t + e.d >= w0 && e.t <= w1);
+  const batches = loaded.filter((e) => e.t >= w0 && e.t < w1);
+  const pushes = batches.reduce((s, e) => s + e.b, 0);
+  console.log(`closed loop (no load trace): window ${f(span / 1000)} s, middle 60% of the shard's batches with pushes: ${batches.length} batches, ${pushes} pushes (${Math.round(pushes / (span / 1000))}/s)`);
+  // A closed loop's late turns and run-queue waits are hundreds a second: totals only.
+  printThreads(inWin, w0, w1, ['lag', 'runq_wake', 'runq_batch', 'cold_sweep']);
+  for (const th of [...new Set(batches.map((e) => e.thread))].sort()) {
+    const mine = inWin.filter((e) => e.thread === th);
+    const share = (kind: string): number => (100 * mine.filter((e) => e.kind === kind).reduce((s, e) => s + e.d, 0)) / span;
+    const applying = share('batch');
+    const wake = share('runq_wake');
+    const during = share('runq_batch');
+    console.log(`\n${th} pipeline: applying batches ${f(applying, 1)}% of the window (of which waiting for a core ${f(during, 1)}%), waiting for a core after a batch arrived ${f(wake, 1)}%, nothing to do ${f(100 - applying - wake, 1)}%`);
+  }
+  const inFlight = new Map<number, number>();
+  for (const e of inWin) if (e.thread === 'front' && e.kind === 'dispatch') inFlight.set(e.b, (inFlight.get(e.b) ?? 0) + 1);
+  const total = [...inFlight.values()].reduce((s, x) => s + x, 0);
+  console.log(`front dispatches by batches in flight after them: ${[...inFlight].sort((x, y) => x[0] - y[0]).map(([k, v]) => `${k}: ${f((100 * v) / total, 0)}%`).join(', ')}`);
+}
+
 function main(): void {
   const { positionals, values } = parseArgs({ allowPositionals: true, options: { 'slow-pct': { type: 'string', default: '1' }, clusters: { type: 'string', default: '8' }, at: { type: 'string' }, span: { type: 'string', default: '100' } } });
   const dir = positionals[0];
@@ -74,7 +140,11 @@ function main(): void {
   const latFiles = files.filter((n) => n.endsWith('.lat')).map((n) => join(dir, n));
   const lats = latFiles.map((p) => readLat(p));
   const which = lats.findIndex((l) => l.length > 0 && l[0] >= sMin && l[0] <= sMax);
-  if (which < 0 || lats.filter((l) => l.length > 0 && l[0] >= sMin && l[0] <= sMax).length !== 1) throw new Error(`expected one load trace inside the server's life in ${dir}`);
+  if (lats.filter((l) => l.length > 0 && l[0] >= sMin && l[0] <= sMax).length > 1) throw new Error(`expected at most one load trace inside the server's life in ${dir}`);
+  if (which < 0) {
+    closedLoop(evs, shardEvs);
+    return;
+  }
   const lat = lats[which];
   evs.push(...readLags(latFiles[which]));
   const n = lat.length / 2;
@@ -112,30 +182,7 @@ function main(): void {
     return;
   }
 
-  // Per thread and kind: count, total and longest duration; batches also by size.
-  const threads = [...new Set(inWin.map((e) => e.thread))].sort();
-  for (const th of threads) {
-    const mine = inWin.filter((e) => e.thread === th);
-    console.log(`\n${th}:`);
-    const kinds = [...new Set(mine.map((e) => e.kind))].sort();
-    for (const k of kinds) {
-      const ks = mine.filter((e) => e.kind === k);
-      const ds = ks.map((e) => e.d).sort((x, y) => x - y);
-      const sum = ds.reduce((s, x) => s + x, 0);
-      let line = `  ${k.padEnd(18)} ${String(ks.length).padStart(6)}  total ${f(sum, 1).padStart(7)} ms (${f((100 * sum) / (w1 - w0), 1)}%)  p50 ${f(pct(ds, 50), 3)}  p99 ${f(pct(ds, 99), 3)}  max ${f(ds[ds.length - 1], 3)} ms`;
-      if (k === 'batch' || k === 'dispatch' || k === 'answer') {
-        const sizes = ks.map((e) => (k === 'batch' ? e.b : e.a)).sort((x, y) => x - y);
-        line += `  | size p50 ${pct(sizes, 50)} p99 ${pct(sizes, 99)} max ${sizes[sizes.length - 1]}`;
-      }
-      if (k === 'answer') {
-        const trips = ks.map((e) => e.b).sort((x, y) => x - y);
-        line += `  | round trip p50 ${f(pct(trips, 50), 3)} p99 ${f(pct(trips, 99), 3)} max ${f(trips[trips.length - 1], 3)} ms`;
-      }
-      console.log(line);
-    }
-    const rare = mine.filter((e) => !['batch', 'dispatch', 'answer', 'flush'].includes(e.kind) && !e.kind.startsWith('gc:'));
-    for (const e of rare) console.log(`    +${f(e.t - w0, 1)} ms  ${e.kind} ${f(e.d, 3)} ms  a=${e.a} b=${e.b}`);
-  }
+  printThreads(inWin, w0, w1);
 
   // The slowest requests: which kinds of event overlapped their wait.
   const slowPct = Number(values['slow-pct']);

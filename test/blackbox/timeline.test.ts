@@ -1,8 +1,9 @@
 /**
  * The debug timeline on a real server (STREAMFEAT_DEBUG_TIMELINE): the front and the
  * shard thread each write their file; every push appears once among the shard's
- * batch events and the front's answers; bench/timeline.js lines up a load
- * client's trace (due and reply times) with them.
+ * batch events and the front's answers; bench/timeline.js summarizes them as a
+ * closed loop's pipeline and lines up a load client's trace (due and reply times)
+ * with them.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -24,7 +25,7 @@ function events(file: string): Array<{ t: number; d: number; kind: string; a: nu
   });
 }
 
-test('a server started with STREAMFEAT_DEBUG_TIMELINE records its batches; bench/timeline.js reads them with a client trace', async () => {
+test('a server started with STREAMFEAT_DEBUG_TIMELINE records its batches; bench/timeline.js summarizes them without a client trace and lines them up with one', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'sf-timeline-bb-'));
   const srv = await startServer({ memoryOnly: true, env: { STREAMFEAT_DEBUG_TIMELINE: dir } });
   const lat: string[] = [];
@@ -55,6 +56,15 @@ test('a server started with STREAMFEAT_DEBUG_TIMELINE records its batches; bench
     const answered = fr.filter((e) => e.kind === 'answer').reduce((s, e) => s + e.a, 0);
     assert.equal(answered, sent, 'every dispatched item answered');
     assert.ok(sent >= PUSHES, `the pushes and the registry install were dispatched (${sent})`);
+    // No load trace yet: a closed loop's summary (the middle 60% of the batches with pushes).
+    const closed = execFileSync(process.execPath, [TIMELINE_JS, dir], { encoding: 'utf8' });
+    const head = /^closed loop \(no load trace\): window [0-9.]+ s, middle 60% of the shard's batches with pushes: (\d+) batches, (\d+) pushes/.exec(closed);
+    assert.ok(head !== null, closed);
+    assert.ok(Number(head[2]) > 0 && Number(head[2]) < PUSHES, closed);
+    const pipe = /shard-0 pipeline: applying batches ([0-9.]+)% of the window \(of which waiting for a core [0-9.]+%\), waiting for a core after a batch arrived ([0-9.]+)%, nothing to do ([0-9.-]+)%/.exec(closed);
+    assert.ok(pipe !== null, closed);
+    assert.ok(Math.abs(Number(pipe[1]) + Number(pipe[2]) + Number(pipe[3]) - 100) < 0.2, closed);
+    assert.match(closed, /front dispatches by batches in flight after them: 1: /);
     writeFileSync(join(dir, 'load-1-1.lat'), `${lat.join('\n')}\nlag ${lat[0].split(' ')[0]} ${lat[1].split(' ')[0]}\n`);
     const out = execFileSync(process.execPath, [TIMELINE_JS, dir, '--slow-pct', '10'], { encoding: 'utf8' });
     assert.match(out, new RegExp(`^window [0-9.]+ s, ${PUSHES} requests`));
