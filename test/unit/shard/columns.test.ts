@@ -1147,6 +1147,40 @@ test('a snapshot of rings spanning several windows maps into a changed layout wi
   for (const at of [t, t + 700, t + 5_000, t + 30_000]) assert.deepEqual(common(other, at), common(live, at), `at ${at}`);
 });
 
+test('a snapshot maps into a layout whose ring spans as many windows but other ones: the changed features start empty and then count their own window, as after a live registry change', () => {
+  // v1's ring spans 1s and 1m, v2's 10s and 1m: the same field and as many windows, so only
+  // the windows tell the saved ring from the new one (its skip counts are 1s's, not 10s's).
+  // A feature whose window changed starts empty (docs/registry.md), on restore as on install.
+  const agg = (short: string): Record<string, unknown> => ({
+    n: { op: 'count', params: { window: short } },
+    s: { op: 'sum', params: { field: 'x', window: short } },
+    n1m: { op: 'count', params: { window: '1m' } },
+  });
+  const v1 = registry([], agg('1s'));
+  const v2: RegistryState = { ...registry([], agg('10s')), version: 2 };
+  const keys = ['a', 'b', 'c'];
+  const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  live.install(v1);
+  // ~1.5 s of events, ~50 an entity (the exact regime).
+  const t = feed(live, keys, 150, 8);
+  const before = JSON.parse(rowsOf(live, keys, t)[0]) as { n: number; n1m: number };
+  assert.ok(before.n > 0 && before.n < before.n1m, `1s holds some of the events: ${JSON.stringify(before)}`);
+  const body = bodyOf(live);
+  live.install(v2);
+  const other = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  other.install(v2);
+  restoreSnapshot(other, body, () => undefined);
+  const now = JSON.parse(rowsOf(other, keys, t)[0]) as { n: number; n1m: number };
+  assert.deepEqual([now.n, now.n1m], [0, before.n1m], 'the 10s count starts empty, the 1m count keeps its events');
+  for (const at of [t, t + 5_000, t + 20_000, t + 70_000]) assert.deepEqual(rowsOf(other, keys, at), rowsOf(live, keys, at), `at ${at}`);
+  // Later pushes: the 10s features count them over 10s (not 1s), in both shards alike.
+  const t2 = feed(other, keys, 150, 9, t + 2_000);
+  feed(live, keys, 150, 9, t + 2_000);
+  const after = JSON.parse(rowsOf(other, keys, t2)[0]) as { n: number; n1m: number };
+  assert.ok(after.n > 0 && after.n < after.n1m, `the 10s count has the new events only: ${JSON.stringify(after)}`);
+  for (const at of [t2, t2 + 900, t2 + 5_000, t2 + 20_000]) assert.deepEqual(rowsOf(other, keys, at), rowsOf(live, keys, at), `after more pushes, at ${at}`);
+});
+
 test('a snapshot of rings spanning several windows restores into the same layout with their skip counts, byte for byte: reads before and after later pushes agree with the live shard', () => {
   const { v1, keys, live, push, now } = multiWindowLive(22);
   const other = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
