@@ -1012,10 +1012,11 @@ test('a slot reused from the free list starts with empty solo columns (slab rows
   assert.equal(s.read('T', 'new', null, t + 20), fresh.read('T', 'new', null, t + 20), 'nothing of the old entity shows');
 });
 
-test('a push skips the expiry walk only when it would move nothing: every window\'s skip count is what a walk at every push leaves', () => {
+test('a push skips the expiry walk only when it would move nothing: every window\'s skip count is what a walk at every push leaves, and a push to one entity leaves its neighbour\'s as they were', () => {
   // With times in order, a window's skip count after a push at t is the number of ring entries at
   // or before t - window (the walk stops at the first one after). RingGroup keeps a per-slot due
-  // time and skips the walk before it; a due time too late would leave a count short.
+  // time and skips the walk before it; a due time too late would leave a count short. Two keys in
+  // adjacent slots: 'a' fills its ring and evicts, and neither may move the other's counts.
   const reg = registry([], MULTI_AGG);
   for (const [seed, every] of [[11, 1], [12, 13]]) {
     const rnd = prng(seed);
@@ -1024,22 +1025,28 @@ test('a push skips the expiry walk only when it would move nothing: every window
     const cols = s.tableByName('T')!.cols;
     const g = cols.groups.find((x) => x.windows.length === 4)!;
     const skips = new Uint8Array(g.sw);
+    const lastT = new Map<string, number>();
     let t = 8_000_000;
     for (let i = 0; i < 5000; i++) {
       // Bursts that fill the ring, gaps around each window's length, now and then a pause past all.
       const r = rnd();
       t += r < 0.6 ? Math.floor(rnd() * 4) : r < 0.9 ? Math.floor(rnd() * 400) : r < 0.99 ? 900 + Math.floor(rnd() * 12_000) : 290_000 + Math.floor(rnd() * 20_000);
-      s.apply('E', { k: 'a', x: i % 50, c: `c${i % 5}` }, t, i + 1);
+      const k = rnd() < 0.8 ? 'a' : 'b';
+      s.apply('E', { k, x: i % 50, c: `c${i % 5}` }, t, i + 1);
+      lastT.set(k, t);
       if (i % every !== 0) continue;
-      const slot = cols.index.slotOf('a');
-      g.exportSkips(slot, skips, 0);
-      const ring = g.save(slot)[0];
-      for (let w = 0; w < g.sw; w++) {
-        let want = 0;
-        for (let k = 0; k < ring.length; k += g.stride) if ((ring[k] as number) <= t - g.windows[w]) want++;
-        assert.equal(skips[w], want, `seed ${seed} push ${i} window ${g.windows[w]} ms`);
+      for (const [key, at] of lastT) {
+        const slot = cols.index.slotOf(key);
+        g.exportSkips(slot, skips, 0);
+        const ring = g.save(slot)[0];
+        for (let w = 0; w < g.sw; w++) {
+          let want = 0;
+          for (let e = 0; e < ring.length; e += g.stride) if ((ring[e] as number) <= at - g.windows[w]) want++;
+          assert.equal(skips[w], want, `seed ${seed} push ${i} key ${key} window ${g.windows[w]} ms`);
+        }
       }
     }
+    assert.equal(cols.index.slotOf('b'), cols.index.slotOf('a') + 1, 'the two keys are neighbours');
   }
 });
 
