@@ -959,6 +959,23 @@ test('window-mates dropped by a registry change take their buckets along; the ot
   }
 });
 
+test('a registry change that drops the only members holding buckets hands the slot\'s bucket record back at once', () => {
+  // 200 events over 40 s: the ring (64 entries) evicts events older than 10 s, which only the 1m
+  // count still holds (its buckets). Dropping it leaves the slot no bucket: the record goes at the
+  // change (RingGroup.keepMembers), not when some later push finds it empty.
+  const agg = { n10: { op: 'count', params: { window: '10s' } }, s10: { op: 'sum', params: { field: 'x', window: '10s' } } };
+  const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  s.install(registry([], { ...agg, n1m: { op: 'count', params: { window: '1m' } } }));
+  for (let i = 0; i < 200; i++) s.apply('E', { k: 'a', x: i, c: 'c' }, 1_000 + i * 200, i + 1);
+  const cols = s.tableByName('T')!.cols;
+  const slot = cols.index.slotOf('a');
+  assert.equal(cols.groups[0].rec[slot], 1, 'the 1m count holds buckets (record 0)');
+  const before = JSON.parse(s.read('T', 'a', null, 40_800)) as Record<string, number>;
+  s.install({ ...registry([], agg), version: 2 });
+  assert.equal(s.tableByName('T')!.cols.groups[0].rec[slot], 0, 'no bucket record left');
+  assert.deepEqual(JSON.parse(s.read('T', 'a', null, 40_800)), { n10: before.n10, s10: before.s10 });
+});
+
 test('each push expires exactly the ring entries its window has left: their strings leave the intern table', () => {
   const reg: RegistryState = {
     version: 1,
