@@ -8,7 +8,7 @@
 // Needs `npx tsc` first.
 //
 //   node scripts/mutants.js <file under dist> [--sites N] [--skip K] [--seed S] [--tests dir,dir,...]
-//       sweep N sites (seeded shuffle; default all; --skip K starts at the K-th, to continue
+//       sweep N sites (seeded shuffle; default all; --skip K leaves out the first K, to continue
 //       an earlier partial sweep with the same seed: of the same compiled file, since any change
 //       to its operators reorders the sites) against the test files under the
 //       given dirs (or files) of dist/test (default unit/ops,unit/shard); prints each survivor
