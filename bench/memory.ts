@@ -11,7 +11,8 @@
  *
  * Reported per entity, growth from before loading to after (both after a forced GC):
  *   rss   process resident set size (what the machine pays)
- *   heap  heapUsed + arrayBuffers (what V8 and typed arrays hold)
+ *   heap  heapUsed + arrayBuffers + growable buffers (what V8 and typed arrays
+ *         hold; Node's arrayBuffers leaves growable ones out, util/unaccounted.ts)
  * A second pass loads each feature alone into a table on PER_FEATURE_ENTITIES
  * entities (heap only; RSS is too coarse at that size) and subtracts a table
  * whose one feature is a lifetime count (the entity index and key).
@@ -22,6 +23,7 @@
 import { ShardState } from '../src/shard/state';
 import type { RegistryState } from '../src/registry/model';
 import type { Row } from '../src/types';
+import { growableBytes } from '../src/util/unaccounted';
 
 const ENTITIES_DEFAULT = 200_000;
 const EVENTS_PER_ENTITY_DEFAULT = 3;
@@ -64,7 +66,7 @@ function gc(): void {
 function usage(): { rss: number; heap: number } {
   gc();
   const m = process.memoryUsage();
-  return { rss: m.rss, heap: m.heapUsed + m.arrayBuffers };
+  return { rss: m.rss, heap: m.heapUsed + m.arrayBuffers + growableBytes() };
 }
 
 /** A deterministic row for entity e, event j (amounts vary, merchants repeat sometimes). */

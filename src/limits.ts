@@ -382,10 +382,26 @@ export const RING_GROUP_WINDOWS_MAX = 8;
 export const ENTITY_SLOTS_MIN = 64;
 /** Entity index: key-table entries used at most before the table doubles (linear probing: short runs at half full). */
 export const ENTITY_INDEX_LOAD_MAX = 0.5;
+/**
+ * Entity index and intern tables (shard/probe_table.ts): a table of at least this many entries resizes
+ * incrementally; a smaller one is rehashed at once (under 0.2 ms).
+ */
+export const PROBE_TABLE_MOVE_MIN_ENTRIES = 4096;
+/** Entries of the old table an add or removal moves along while a resize is under way (it ends long before the new table fills). */
+export const PROBE_TABLE_MOVE_STEP = 64;
 /** Entity index: first size of a table's key arena, bytes; it doubles when full. */
 export const ENTITY_KEY_ARENA_BYTES_MIN = 1024;
 /** Entity index: the key arena is compacted once the bytes of released keys pass this fraction of it. */
 export const ENTITY_KEY_ARENA_DEAD_MAX = 0.5;
+/**
+ * Shard arrays that double (columns, ring pools; util/unaccounted.ts grown) move, once they reach
+ * this many bytes, onto a SharedArrayBuffer that reserves GROWABLE_RESERVE_BYTES of address space,
+ * and from then on grow in place: no copy, so a doubling at 1M entities is not a 100 ms stall.
+ * Smaller ones are copied (under 0.3 ms) and reserve nothing.
+ */
+export const GROW_IN_PLACE_BYTES_MIN = 1 << 20;
+/** Address space (not memory) a growable array reserves: V8's largest buffer, 4 GiB. Pages are committed as it grows. */
+export const GROWABLE_RESERVE_BYTES = 2 ** 32;
 /** --memory-limit: how often the shard measures its memory and evicts when over. */
 export const MEMORY_CHECK_INTERVAL_MS = 1_000;
 /** --memory-limit: hot entities examined per table and tick to pick the least recently pushed to evict. */

@@ -22,7 +22,7 @@ import { hashValue } from '../ops/sketch/hash';
 import { sortedFind } from '../ops/sketch/hash_list';
 import { isScalar } from '../ops/sketch_ops';
 import type { JsonValue, Value } from '../types';
-import { grown } from './entity_index';
+import { grown, int32sOf } from '../util/unaccounted';
 import { BlockPool } from './ring_pool';
 import type { SoloColumn } from './solo_column';
 
@@ -58,7 +58,7 @@ export class BloomColumn implements SoloColumn {
     }
     this.#words = Math.ceil(g.bits / 32);
     this.#bits = new BlockPool(Math.ceil(this.#words / 2));
-    this.#i32 = new Int32Array(this.#bits.data.buffer);
+    this.#i32 = int32sOf(this.#bits.data);
     this.seen = new Uint8Array(capacity);
     this.mode = new Uint8Array(capacity);
     this.cls = new Uint8Array(capacity);
@@ -167,7 +167,8 @@ export class BloomColumn implements SoloColumn {
   #toBits(slot: number): void {
     const pool = this.#bits;
     const b = pool.alloc();
-    if (this.#i32.buffer !== pool.data.buffer) this.#i32 = new Int32Array(pool.data.buffer);
+    // A pool that grew in place keeps its buffer: compare lengths, not buffers.
+    if (this.#i32.buffer !== pool.data.buffer || this.#i32.length !== 2 * pool.data.length) this.#i32 = int32sOf(pool.data);
     const base = b * pool.blockDoubles * 2;
     this.#i32.fill(0, base, base + pool.blockDoubles * 2);
     const len = this.len[slot];

@@ -13,41 +13,41 @@
  *
  *   arena    Buffer: per key [u16 byte length][u8 str tag][bytes], one after another
  *   meta     per slot 2 u32: the key's arena offset (FREE: free slot) and hash
- *            (finds its table entry without hashing again)
+ *            (finds its table entry without hashing again); unset at and past
+ *            `high`, where nothing reads it
  *   lastT, lastLsn  per slot f64
- *   table    open addressing, linear probing: per entry 3 i32, the key's hash,
- *            slot + 1 (0 = empty) and arena offset; at most ENTITY_INDEX_LOAD_MAX full
+ *   table    open addressing, linear probing (shard/probe_table.ts): per entry 3 i32,
+ *            the key's hash, slot + 1 (0 = empty) and arena offset; at most
+ *            ENTITY_INDEX_LOAD_MAX full
  *   free     Int32Array stack of released slots, reused before `high` grows
  *
  * A lookup touches one table entry and the key's length, tag and bytes side by
  * side in the arena: two cache lines (a Map walk touched more, and needed a string).
  *
  * Slot storage and the table grow by doubling (`onGrow` lets the columns grow
- * with the slots); the table halves when mostly empty. Deletion shifts the rest
- * of a probe run back (no tombstones), so churning keys never fills it with dead
- * entries. A released key's bytes stay in the arena as dead bytes until they pass
+ * with the slots; a large column grows in place, util/unaccounted.ts); the table
+ * halves when mostly empty. Deletion shifts the rest of a probe run back (no
+ * tombstones), so churning keys never fills it with dead entries. A released
+ * key's bytes stay in the arena as dead bytes until they pass
  * ENTITY_KEY_ARENA_DEAD_MAX of it; the live keys are then copied into a new arena.
  * Slots are never moved while an entity lives: a slot is released only when its
  * entity leaves (cold freeze, drop, partition drop) and is then reused by a new key.
  * Keys come back as strings only where an answer or another store needs one
  * (keyOf: inspect, snapshots, the cold store), decoded then.
+ *
+ * The table resizes incrementally once large (shard/probe_table.ts): an add or
+ * removal moves a few entries of the old table along, and a key missing from
+ * the new table is looked for in the old one.
  */
 import { strict as assert } from 'node:assert';
-import { ENTITY_INDEX_LOAD_MAX, ENTITY_KEY_ARENA_BYTES_MIN, ENTITY_KEY_ARENA_DEAD_MAX, ENTITY_SLOTS_MIN } from '../limits';
+import { ENTITY_INDEX_LOAD_MAX, ENTITY_KEY_ARENA_BYTES_MIN, ENTITY_KEY_ARENA_DEAD_MAX, ENTITY_SLOTS_MIN, PROBE_TABLE_MOVE_STEP } from '../limits';
 import { hashBytes32 } from '../ops/sketch/hash';
 import { strOf, TAG_STR_ASCII, TAG_STR_UTF16, TAG_STR_UTF8, wellFormed } from '../wal/push_record';
 import { TL, tlNow, tlSpan } from '../timeline';
-import { unaccountedInt32 } from '../util/unaccounted';
+import { ProbeTable } from './probe_table';
+import { grown } from '../util/unaccounted';
 
 export { ENTITY_SLOTS_MIN };
-
-/** A copy of a typed array at a larger length (storage growth by doubling); the new part holds `fillNew` (default 0). */
-export function grown<T extends Float64Array | Int32Array | Uint32Array | Uint16Array | Uint8Array>(a: T, length: number, fillNew?: number): T {
-  const b = new (a.constructor as new (n: number) => T)(length);
-  b.set(a);
-  if (fillNew !== undefined) b.fill(fillNew, a.length);
-  return b;
-}
 
 /**
  * Zeroes `a[from, to)`. A loop rather than `TypedArray#fill`: fill with a range
@@ -121,7 +121,7 @@ export class EntityIndex {
   lastT = new Float64Array(ENTITY_SLOTS_MIN);
   lastLsn = new Float64Array(ENTITY_SLOTS_MIN);
   /** Per slot [arena offset (FREE: free slot), hash]. */
-  #meta = new Uint32Array(ENTITY_SLOTS_MIN * 2).fill(FREE);
+  #meta = new Uint32Array(ENTITY_SLOTS_MIN * 2);
   #free = new Int32Array(ENTITY_SLOTS_MIN);
   #freeLen = 0;
   /** Slots ever handed out (every live or free slot is below it). */
@@ -137,8 +137,8 @@ export class EntityIndex {
   #dead = 0;
 
   /** Per entry [hash, slot + 1, arena offset]; slot + 1 = 0: empty. */
-  #tab: Int32Array = new Int32Array(ENTITY_SLOTS_MIN * ENTRY);
-  #mask = ENTITY_SLOTS_MIN - 1;
+  readonly #t = new ProbeTable(ENTRY, ENTITY_SLOTS_MIN);
+  /** Keys (in both tables while a resize is under way). */
   #count = 0;
 
   get size(): number {
@@ -150,15 +150,20 @@ export class EntityIndex {
     return this.#arena.length;
   }
 
-  /** Entries of the table (used and empty). */
+  /** Entries of the table (used and empty; the new one while a resize is under way). */
   get tableEntries(): number {
-    return this.#mask + 1;
+    return this.#t.entries;
+  }
+
+  /** Whether an incremental resize is under way (tests). */
+  get resizing(): boolean {
+    return this.#t.old !== null;
   }
 
   /** The slot of the key of `len` bytes at `from` of `b` (str tag `tag`, hash `h` = keyHash), -1 if none. */
   findBytes(b: Uint8Array, from: number, len: number, tag: number, h: number): number {
     const at = this.#probe(b, from, len, tag, h);
-    return at < 0 ? -1 : this.#tab[ENTRY * at + 1] - 1;
+    return at < 0 ? -1 : this.#t.hit[ENTRY * at + 1] - 1;
   }
 
   slotOf(key: string): number {
@@ -169,16 +174,18 @@ export class EntityIndex {
   /** A slot for a key given by its bytes (as findBytes) that has none; throws when it has one. */
   addBytes(b: Uint8Array, from: number, len: number, tag: number, h: number, lastT: number, lastLsn: number): number {
     assert(len <= 0xffff, 'entity key longer than 65,535 bytes');
-    if (this.#count + 1 > (this.#mask + 1) * ENTITY_INDEX_LOAD_MAX) this.#resize((this.#mask + 1) * 2);
-    const mask = this.#mask;
+    const t = this.#t;
+    if (this.#count + 1 > t.entries * ENTITY_INDEX_LOAD_MAX) this.#resize(t.entries * 2, false);
+    if (t.old !== null) t.moveSome(PROBE_TABLE_MOVE_STEP);
+    const mask = t.mask;
     let i = h & mask;
-    for (; this.#tab[ENTRY * i + 1] !== 0; i = (i + 1) & mask) {
-      // A key that had a slot would leak it: a programmer error.
-      if (this.#tab[ENTRY * i] === h && this.#same(this.#tab[ENTRY * i + 2], b, from, len, tag)) assert.fail('entity already has a slot');
+    for (; t.tab[ENTRY * i + 1] !== 0; i = (i + 1) & mask) {
+      // A key that had a slot would leak it (a programmer error; the old table of a resize is not checked).
+      if (t.tab[ENTRY * i] === h && this.#same(t.tab[ENTRY * i + 2], b, from, len, tag)) assert.fail('entity already has a slot');
     }
     const slot = this.#place(b, from, len, tag, h, lastT, lastLsn);
     // #place may have compacted the arena (the table's offsets with it): set the entry after it.
-    const tab = this.#tab;
+    const tab = t.tab;
     tab[ENTRY * i] = h;
     tab[ENTRY * i + 1] = slot + 1;
     tab[ENTRY * i + 2] = this.#meta[2 * slot];
@@ -206,10 +213,11 @@ export class EntityIndex {
       replaced[0] = -1;
       return this.addBytes(SCRATCH, 0, len, tag, h, lastT, lastLsn);
     }
-    replaced[0] = this.#tab[ENTRY * at + 1] - 1;
+    const tab = this.#t.hit;
+    replaced[0] = tab[ENTRY * at + 1] - 1;
     const slot = this.#place(SCRATCH, 0, len, tag, h, lastT, lastLsn);
-    this.#tab[ENTRY * at + 1] = slot + 1;
-    this.#tab[ENTRY * at + 2] = this.#meta[2 * slot];
+    tab[ENTRY * at + 1] = slot + 1;
+    tab[ENTRY * at + 2] = this.#meta[2 * slot];
     return slot;
   }
 
@@ -224,7 +232,7 @@ export class EntityIndex {
     const len = encodeKey(key);
     const at = this.#probe(SCRATCH, 0, len, ENC_TAG, keyHash(SCRATCH, 0, len, ENC_TAG));
     if (at < 0) return -1;
-    const slot = this.#tab[ENTRY * at + 1] - 1;
+    const slot = this.#t.hit[ENTRY * at + 1] - 1;
     this.#deleteAt(at);
     this.#release(slot);
     return slot;
@@ -239,13 +247,13 @@ export class EntityIndex {
   }
 
   live(slot: number): boolean {
-    return this.#meta[2 * slot] !== FREE;
+    return slot < this.high && this.#meta[2 * slot] !== FREE;
   }
 
   /** The key of the live `slot` as a string (decoded now: keys are kept as bytes). */
   keyOf(slot: number): string {
     const at = this.#meta[2 * slot];
-    assert(at !== FREE, 'keyOf a free slot');
+    assert(at !== FREE && slot < this.high, 'keyOf a free slot');
     const a = this.#arena;
     return strOf(a, at + KEY_HEAD, a[at] | (a[at + 1] << 8), a[at + 2]);
   }
@@ -257,7 +265,7 @@ export class EntityIndex {
    */
   copyKey(slot: number, out: Uint8Array, at: number): number {
     const k = this.#meta[2 * slot];
-    assert(k !== FREE, 'copyKey of a free slot');
+    assert(k !== FREE && slot < this.high, 'copyKey of a free slot');
     const a = this.#arena;
     const len = a[k] | (a[k + 1] << 8);
     const from = k + KEY_HEAD;
@@ -277,9 +285,9 @@ export class EntityIndex {
     let cap = this.capacity;
     while (cap < n) cap *= 2;
     if (cap > this.capacity) this.#grow(cap);
-    let entries = this.#mask + 1;
+    let entries = this.#t.entries;
     while (n > entries * ENTITY_INDEX_LOAD_MAX) entries *= 2;
-    if (entries > this.#mask + 1) this.#resize(entries);
+    if (entries > this.#t.entries) this.#resize(entries, true);
   }
 
   /** Live slots in slot order (a copy: callers may release slots while walking it). */
@@ -294,25 +302,35 @@ export class EntityIndex {
     return this.liveSlots().map((s) => this.keyOf(s));
   }
 
-  /** Table position of the key's entry, -1 if none. */
+  /** Position of the key's entry, -1 if none; the table it is in is left in the ProbeTable's `hit`. */
   #probe(b: Uint8Array, from: number, len: number, tag: number, h: number): number {
-    const mask = this.#mask;
-    const tab = this.#tab;
+    const t = this.#t;
+    const mask = t.mask;
+    const tab = t.tab;
     for (let i = h & mask; ; i = (i + 1) & mask) {
       const e = ENTRY * i;
-      if (tab[e + 1] === 0) return -1;
-      if (tab[e] === h && this.#same(tab[e + 2], b, from, len, tag)) return i;
+      if (tab[e + 1] === 0) break;
+      if (tab[e] === h && this.#same(tab[e + 2], b, from, len, tag)) {
+        t.hit = tab;
+        return i;
+      }
+    }
+    const old = t.old;
+    if (old === null) return -1;
+    const oldMask = t.oldMask;
+    for (let i = t.oldHome(h); ; i = (i + 1) & oldMask) {
+      const e = ENTRY * i;
+      if (old[e + 1] === 0) return -1;
+      if (old[e] === h && this.#same(old[e + 2], b, from, len, tag)) {
+        t.hit = old;
+        return i;
+      }
     }
   }
 
-  /** Table position of the entry pointing at `slot`, -1 if none. */
+  /** Position of the entry pointing at `slot`, -1 if none (its table in the ProbeTable's `hit`). */
   #tableAt(slot: number): number {
-    const mask = this.#mask;
-    const tab = this.#tab;
-    for (let i = this.#meta[2 * slot + 1] & mask; tab[ENTRY * i + 1] !== 0; i = (i + 1) & mask) {
-      if (tab[ENTRY * i + 1] === slot + 1) return i;
-    }
-    return -1;
+    return this.#t.entryOf(this.#meta[2 * slot + 1], slot + 1);
   }
 
   /** Whether the key at arena offset `at` is this one. UTF-8 and ASCII bytes compare as one encoding; UTF-16 bytes only with UTF-16. */
@@ -360,9 +378,10 @@ export class EntityIndex {
     const t0 = tlNow();
     let size = this.#arena.length * 2;
     while (size < this.#used + len) size *= 2;
-    const next = Buffer.allocUnsafeSlow(size);
-    this.#arena.copy(next, 0, 0, this.#used);
-    this.#arena = next;
+    // In place once large (util/unaccounted.ts): a Buffer's constructor is not a typed array's, so grow a plain view.
+    const a = this.#arena;
+    const next = grown(new Uint8Array(a.buffer, a.byteOffset, a.length), size);
+    this.#arena = Buffer.from(next.buffer, next.byteOffset, next.length);
     tlSpan(TL.ARENA_GROW, t0, size, this.#used - this.#dead);
   }
 
@@ -388,52 +407,38 @@ export class EntityIndex {
     this.#arena = to;
     this.#used = at;
     this.#dead = 0;
-    const tab = this.#tab;
-    for (let e = 0; e < tab.length; e += ENTRY) if (tab[e + 1] !== 0) tab[e + 2] = meta[2 * (tab[e + 1] - 1)];
+    for (const tab of [this.#t.tab, this.#t.old]) {
+      if (tab === null) continue;
+      for (let e = 0; e < tab.length; e += ENTRY) if (tab[e + 1] !== 0) tab[e + 2] = meta[2 * (tab[e + 1] - 1)];
+    }
     tlSpan(TL.ARENA_GROW, t0, size, liveBytes);
   }
 
-  /** Removes the table entry at `i`, shifting the rest of its probe run back. */
+  /** Removes the entry at `i` of the table #probe or #tableAt found it in. */
   #deleteAt(i: number): void {
-    const mask = this.#mask;
-    const tab = this.#tab;
-    let hole = i;
-    for (let j = (i + 1) & mask; tab[ENTRY * j + 1] !== 0; j = (j + 1) & mask) {
-      // Entry j may fill the hole iff its home is not in the cyclic range (hole, j].
-      if (((j - (tab[ENTRY * j] & mask)) & mask) >= ((j - hole) & mask)) {
-        tab.copyWithin(ENTRY * hole, ENTRY * j, ENTRY * j + ENTRY);
-        hole = j;
-      }
-    }
-    tab[ENTRY * hole + 1] = 0;
+    const t = this.#t;
+    t.deleteAt(i);
     this.#count--;
-    const entries = mask + 1;
+    if (t.old !== null) {
+      t.moveSome(PROBE_TABLE_MOVE_STEP);
+      return;
+    }
     // Mostly empty after a wave of drops: give the memory back.
-    if (entries > ENTITY_SLOTS_MIN && this.#count < entries * ENTITY_INDEX_LOAD_MAX / 8) this.#resize(entries / 2);
+    if (t.entries > ENTITY_SLOTS_MIN && this.#count < t.entries * ENTITY_INDEX_LOAD_MAX / 8) this.#resize(t.entries / 2, false);
   }
 
-  #resize(entries: number): void {
+  /** Moves to a table of `entries` entries (at once when `now`: a restore). */
+  #resize(entries: number, now: boolean): void {
     const t0 = tlNow();
-    const tab = this.#tab;
-    // Not charged to the isolate's external memory: a resize must not start a mark-compact (util/unaccounted.ts).
-    const next = unaccountedInt32(ENTRY * entries);
-    const mask = entries - 1;
-    for (let i = 0; i < tab.length; i += ENTRY) {
-      if (tab[i + 1] === 0) continue;
-      let j = tab[i] & mask;
-      while (next[ENTRY * j + 1] !== 0) j = (j + 1) & mask;
-      next[ENTRY * j] = tab[i];
-      next[ENTRY * j + 1] = tab[i + 1];
-      next[ENTRY * j + 2] = tab[i + 2];
-    }
-    this.#tab = next;
-    this.#mask = mask;
+    this.#t.resize(entries, now);
     tlSpan(TL.INDEX_RESIZE, t0, entries, this.#count);
   }
 
   #takeSlot(): number {
     if (this.#freeLen > 0) return this.#free[--this.#freeLen];
     if (this.high === this.capacity) this.#grow(this.capacity * 2);
+    // Free until #place files its key (a compaction on the way walks it).
+    this.#meta[2 * this.high] = FREE;
     return this.high++;
   }
 
@@ -442,7 +447,8 @@ export class EntityIndex {
     const t0 = tlNow();
     this.lastT = grown(this.lastT, capacity);
     this.lastLsn = grown(this.lastLsn, capacity);
-    this.#meta = grown(this.#meta, capacity * 2, FREE);
+    // Not filled with FREE: no slot at or past `high` is read (live() checks), and #place sets a slot's meta.
+    this.#meta = grown(this.#meta, capacity * 2);
     this.capacity = capacity;
     if (this.onGrow !== null) this.onGrow(capacity);
     tlSpan(TL.SLOTS_GROW, t0, capacity, this.#count);

@@ -9,8 +9,9 @@
  * still holds and cannot grow without bound under churn. Buckets and sketches
  * keep the values themselves, not ids (they outlive the cells).
  *
- * The lookup is an open-addressing table (linear probing, backward-shift
- * deletion, no tombstones) of (hash, id + 1) pairs in one Int32Array, so a probe
+ * The lookup is an open-addressing table (shard/probe_table.ts: linear probing,
+ * backward-shift deletion, no tombstones, resized incrementally once large) of
+ * (hash, id + 1) pairs in one Int32Array, so a probe
  * reads one cache line before it touches a value; the hash is over UTF-16 code
  * units (a value of at most 8 ASCII units: over its two prefix words, below), so
  * an ASCII string in a PUSH record can be looked up from its bytes
@@ -29,11 +30,11 @@
  */
 import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
-import { INTERN_LOAD_MAX, INTERN_RECENT_STRINGS, INTERN_SLOTS_MIN } from '../limits';
+import { INTERN_LOAD_MAX, INTERN_RECENT_STRINGS, INTERN_SLOTS_MIN, PROBE_TABLE_MOVE_STEP } from '../limits';
 import { fmix32 } from '../ops/sketch/hash';
-import { grown } from './entity_index';
 import { TL, tlNow, tlSpan } from '../timeline';
-import { unaccountedInt32 } from '../util/unaccounted';
+import { grown } from '../util/unaccounted';
+import { ProbeTable } from './probe_table';
 import { asciiString, sameAscii } from '../util/ascii';
 
 export type Interned = string | boolean;
@@ -134,6 +135,37 @@ function stringOfAscii(b: Uint8Array, from: number, to: number, h: number): stri
   return v;
 }
 
+/** The id of `v` (key word `key`) in table `s` probed from entry `i`, -1 if none. */
+function findValue(s: Int32Array, mask: number, i: number, key: number, v: Interned, values: Array<Interned | undefined>): number {
+  for (; ; i = (i + 1) & mask) {
+    const e = s[W * i + 1];
+    if (e === 0) return -1;
+    if (s[W * i] === key && values[e - 1] === v) return e - 1;
+  }
+}
+
+/** The id of the ASCII value of `n` bytes at `from` of `b` (key word `key`, prefix words p0, p1) in table `s` probed from entry `i`, -1 if none. */
+function findAscii(s: Int32Array, mask: number, i: number, key: number, p0: number, p1: number, b: Uint8Array, from: number, n: number, values: Array<Interned | undefined>): number {
+  for (; ; i = (i + 1) & mask) {
+    const e = s[W * i + 1];
+    if (e === 0) return -1;
+    if (s[W * i] !== key || s[W * i + 2] !== p0 || s[W * i + 3] !== p1) continue;
+    // Same length, same first PREFIX_UNITS units: compare the rest.
+    const v = values[e - 1];
+    if (typeof v === 'string' && sameAscii(v, b, from, n, PREFIX_UNITS)) return e - 1;
+  }
+}
+
+/** The id of the value of at most PREFIX_UNITS units whose key word and prefix words these are, in table `s` probed from entry `i`, -1 if none. */
+function findShort(s: Int32Array, mask: number, i: number, key: number, p0: number, p1: number): number {
+  for (; ; i = (i + 1) & mask) {
+    const e = s[W * i + 1];
+    if (e === 0) return -1;
+    // Same length, same units: the same value.
+    if (s[W * i] === key && s[W * i + 2] === p0 && s[W * i + 3] === p1) return e - 1;
+  }
+}
+
 export class InternTable {
   /** Value per id (undefined for a free id). */
   values: Array<Interned | undefined> = [];
@@ -141,8 +173,7 @@ export class InternTable {
   /** keyWord per id: its slot is found (removal) without hashing the value again. */
   #keys = new Int32Array(INTERN_SLOTS_MIN);
   /** Slots of W words: [W i] keyWord, [W i + 1] id + 1 (0: empty), [W i + 2, W i + 3] the prefix. */
-  #slots: Int32Array = new Int32Array(W * INTERN_SLOTS_MIN);
-  #mask = INTERN_SLOTS_MIN - 1;
+  readonly #t = new ProbeTable(W, INTERN_SLOTS_MIN);
   #size = 0;
   #free: number[] = [];
   /** The last value looked up and its id (ref's fast path); undefined when none. */
@@ -155,6 +186,11 @@ export class InternTable {
 
   get size(): number {
     return this.#size;
+  }
+
+  /** Whether an incremental resize of the lookup table is under way (tests). */
+  get resizing(): boolean {
+    return this.#t.old !== null;
   }
 
   /** The id of `v`, with one more reference. */
@@ -172,14 +208,10 @@ export class InternTable {
   /** The id of `v`, added (without a reference) when new. */
   #idOf(v: Interned): number {
     const key = keyOfValue(v);
-    const s = this.#slots;
-    const mask = this.#mask;
-    for (let i = key & mask; ; i = (i + 1) & mask) {
-      const e = s[W * i + 1];
-      if (e === 0) break;
-      if (s[W * i] === key && this.values[e - 1] === v) return this.#hit(v, e - 1);
-    }
-    return this.#add(v, key);
+    const t = this.#t;
+    let id = findValue(t.tab, t.mask, key & t.mask, key, v, this.values);
+    if (id < 0 && t.old !== null) id = findValue(t.old, t.oldMask, t.oldHome(key), key, v, this.values);
+    return id >= 0 ? this.#hit(v, id) : this.#add(v, key);
   }
 
   /**
@@ -198,17 +230,10 @@ export class InternTable {
     const key = keyWord(h, n);
     const p0 = prefixOfBytes(b, from, to, 0);
     const p1 = prefixOfBytes(b, from, to, 1);
-    const s = this.#slots;
-    const mask = this.#mask;
-    for (let i = key & mask; ; i = (i + 1) & mask) {
-      const e = s[W * i + 1];
-      if (e === 0) break;
-      if (s[W * i] !== key || s[W * i + 2] !== p0 || s[W * i + 3] !== p1) continue;
-      // Same length, same first PREFIX_UNITS units: compare the rest.
-      const v = this.values[e - 1];
-      if (typeof v === 'string' && sameAscii(v, b, from, n, PREFIX_UNITS)) return this.#hit(v, e - 1);
-    }
-    return this.#add(stringOfAscii(b, from, to, h), key);
+    const t = this.#t;
+    let id = findAscii(t.tab, t.mask, key & t.mask, key, p0, p1, b, from, n, this.values);
+    if (id < 0 && t.old !== null) id = findAscii(t.old, t.oldMask, t.oldHome(key), key, p0, p1, b, from, n, this.values);
+    return id >= 0 ? this.#hit(this.values[id] as string, id) : this.#add(stringOfAscii(b, from, to, h), key);
   }
 
   /**
@@ -225,18 +250,9 @@ export class InternTable {
     if (n === this.#lastN && p0 === this.#lastP0 && p1 === this.#lastP1) return this.#lastId;
     const h = hashOfPrefix(p0, p1, n);
     const key = keyWord(h, n);
-    const s = this.#slots;
-    const mask = this.#mask;
-    let id = -1;
-    for (let i = key & mask; ; i = (i + 1) & mask) {
-      const e = s[W * i + 1];
-      if (e === 0) break;
-      // Same length, same units: the same value.
-      if (s[W * i] === key && s[W * i + 2] === p0 && s[W * i + 3] === p1) {
-        id = e - 1;
-        break;
-      }
-    }
+    const t = this.#t;
+    let id = findShort(t.tab, t.mask, key & t.mask, key, p0, p1);
+    if (id < 0 && t.old !== null) id = findShort(t.old, t.oldMask, t.oldHome(key), key, p0, p1);
     if (id >= 0) {
       this.#lastV = undefined;
       this.#lastId = id;
@@ -266,44 +282,26 @@ export class InternTable {
     this.#keys[id] = key;
     this.refs[id] = 0;
     this.#size++;
-    if (this.#size > (this.#mask + 1) * INTERN_LOAD_MAX) this.#rehash((this.#mask + 1) * 2);
+    const t = this.#t;
+    if (this.#size > t.entries * INTERN_LOAD_MAX) this.#rehash(t.entries * 2);
+    if (t.old !== null) t.moveSome(PROBE_TABLE_MOVE_STEP);
     this.#place(id, key, v);
     return this.#hit(v, id);
   }
 
   #place(id: number, key: number, v: Interned): void {
-    const s = this.#slots;
-    const mask = this.#mask;
-    let i = key & mask;
-    while (s[W * i + 1] !== 0) i = (i + 1) & mask;
+    const s = this.#t.tab;
+    const i = this.#t.emptyFor(key);
     s[W * i] = key;
     s[W * i + 1] = id + 1;
     s[W * i + 2] = prefixOf(v, 0);
     s[W * i + 3] = prefixOf(v, 1);
   }
 
-  /**
-   * Moves every slot into a table of `slots` slots: its key word gives its new
-   * home, no value is read or hashed. Word by word: a `subarray` per slot was an
-   * object per value, ~30% of the shard's allocation under the fraud load (a
-   * doubling of a 10^5-value table was a burst of scavenges).
-   */
+  /** Moves to a table of `slots` slots (incrementally once large: shard/probe_table.ts); a slot's key word gives its new home, no value is read or hashed. */
   #rehash(slots: number): void {
     const t0 = tlNow();
-    const old = this.#slots;
-    // Not charged to the isolate's external memory: a rehash must not start a mark-compact (util/unaccounted.ts).
-    const s = (this.#slots = unaccountedInt32(W * slots));
-    const mask = (this.#mask = slots - 1);
-    for (let o = 0; o < old.length; o += W) {
-      if (old[o + 1] === 0) continue;
-      let i = old[o] & mask;
-      while (s[W * i + 1] !== 0) i = (i + 1) & mask;
-      const d = W * i;
-      s[d] = old[o];
-      s[d + 1] = old[o + 1];
-      s[d + 2] = old[o + 2];
-      s[d + 3] = old[o + 3];
-    }
+    this.#t.resize(slots, false);
     tlSpan(TL.INTERN_REHASH, t0, slots, this.#size);
   }
 
@@ -315,19 +313,10 @@ export class InternTable {
   }
 
   #remove(id: number): void {
-    const s = this.#slots;
-    const mask = this.#mask;
-    let i = this.#keys[id] & mask;
-    while (s[W * i + 1] !== id + 1) i = (i + 1) & mask;
-    // Backward-shift deletion: every later entry of the run whose home is not in (i, j] moves into the hole.
-    for (let j = (i + 1) & mask; s[W * j + 1] !== 0; j = (j + 1) & mask) {
-      const home = s[W * j] & mask;
-      if (((j - home) & mask) >= ((j - i) & mask)) {
-        s.copyWithin(W * i, W * j, W * j + W);
-        i = j;
-      }
-    }
-    s.fill(0, W * i, W * i + W);
+    const t = this.#t;
+    const at = t.entryOf(this.#keys[id], id + 1);
+    assert(at >= 0, 'intern id without a slot');
+    t.deleteAt(at);
     this.values[id] = undefined;
     this.#free.push(id);
     this.#size--;
@@ -336,7 +325,8 @@ export class InternTable {
       this.#lastId = -1;
       this.#lastN = -1;
     }
-    if (this.#mask + 1 > INTERN_SLOTS_MIN && this.#size < (this.#mask + 1) * SHRINK_BELOW) this.#rehash((this.#mask + 1) / 2);
+    if (t.old !== null) t.moveSome(PROBE_TABLE_MOVE_STEP);
+    else if (t.entries > INTERN_SLOTS_MIN && this.#size < t.entries * SHRINK_BELOW) this.#rehash(t.entries / 2);
   }
 
   value(id: number): Interned {
@@ -375,8 +365,7 @@ export class InternTable {
     this.#keys = new Int32Array(cap);
     let slots = INTERN_SLOTS_MIN;
     while (saved.values.length > slots * INTERN_LOAD_MAX) slots *= 2;
-    this.#slots = new Int32Array(W * slots);
-    this.#mask = slots - 1;
+    this.#t.reset(slots);
     for (let id = 0; id < saved.values.length; id++) {
       const v = saved.values[id];
       if (v === null || saved.refs[id] <= 0) {

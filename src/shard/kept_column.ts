@@ -16,7 +16,8 @@ import { PointOut, type PointAgg } from '../ops/point';
 import { jsonVal } from '../ops/values';
 import type { JsonValue, Value } from '../types';
 import { decodeCell, encodeCell, releaseCell } from './cells';
-import { grown, zeroRange } from './entity_index';
+import { zeroRange } from './entity_index';
+import { grown, wordsOf } from '../util/unaccounted';
 import type { InternTable } from './intern';
 import type { SoloColumn } from './solo_column';
 
@@ -32,7 +33,7 @@ export class KeptColumn implements SoloColumn {
     this.cap = agg.cap;
     this.width = 2 + agg.cap;
     this.data = new Float64Array(capacity * this.width);
-    this.u32 = new Uint32Array(this.data.buffer);
+    this.u32 = wordsOf(this.data);
   }
 
   create(slot: number): void {
@@ -112,7 +113,7 @@ export class KeptColumn implements SoloColumn {
 
   grow(capacity: number): void {
     this.data = grown(this.data, capacity * this.width);
-    this.u32 = new Uint32Array(this.data.buffer);
+    this.u32 = wordsOf(this.data);
   }
 
   /** Lifetime states remember: never empty once they exist. */

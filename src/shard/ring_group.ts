@@ -78,7 +78,7 @@ import {
 import { InternTable, type Interned } from './intern';
 import { decodeCell, decodeExported, encodeCell, HI_ID, isNullCell, releaseCell } from './cells';
 import { ClassPool, RING_CLASS_MAX, RING_CLASS_PENDING } from './ring_pool';
-import { grown } from './entity_index';
+import { grown } from '../util/unaccounted';
 import { hashedCfg, isScalar, prehashed, readsHashes, type Prehashed } from '../ops/sketch_ops';
 import type { SharedWindow } from '../ops/factory';
 import { hashValue } from '../ops/sketch/hash';
@@ -150,8 +150,10 @@ export class RingGroup {
    * window, reaching its cutoff); a push before it skips the walk, whose reads of
    * the ring's oldest entries were most of a push's expiry cost. Only ever at or
    * below the true time: the walk sets it exactly, a push or an eviction can
-   * only lower it, and a slot never used or cleared holds -Infinity (walk),
-   * which a load or import into it keeps.
+   * only lower it, and a slot without a ring (cls 0) holds no due time: its
+   * first block sets -Infinity (walk), as do a load or import into it and a
+   * clear. So a growth leaves the new slots' times unwritten (filling them with
+   * -Infinity was most of a doubling's cost at 1M entities).
    */
   #due: Float64Array;
   /** Per field: 1 when its cells hold hashValue of the value (a hashed field, above). */
@@ -207,7 +209,7 @@ export class RingGroup {
     this.len = new Uint8Array(capacity);
     this.rec = new Int32Array(capacity);
     this.pend = new Uint8Array(capacity);
-    this.#due = new Float64Array(capacity).fill(-Infinity);
+    this.#due = new Float64Array(capacity);
     this.colOf = new Int32Array(fields.length).fill(-1);
     this.#cells = new Array<Value | undefined>(fields.length + 1).fill(undefined);
     this.#valCol = new Uint8Array(fields.length);
@@ -314,7 +316,7 @@ export class RingGroup {
     this.blk = grown(this.blk, capacity);
     this.rec = grown(this.rec, capacity);
     this.pend = grown(this.pend, capacity);
-    this.#due = grown(this.#due, capacity, -Infinity);
+    this.#due = grown(this.#due, capacity);
     if (this.sw > 0) this.skip = grown(this.skip, capacity * this.sw);
   }
 
@@ -390,6 +392,8 @@ export class RingGroup {
     const nb = to.alloc();
     const len = this.len[slot];
     assert(cls === 0 ? len === 0 : len === 1 << cls, 'a ring moves up when full');
+    // A slot's first block: no due time yet, its first walk sets one.
+    if (cls === 0) this.#due[slot] = -Infinity;
     if (cls > 0) {
       // The ring is full (push moves it up only then): its block holds the entries
       // from head to the block's end, then from its start; two runs of words.
@@ -787,7 +791,7 @@ export class RingGroup {
   /** Inverse of save, into an empty slot. */
   load(slot: number, saved: GroupSave): void {
     assert(this.cls[slot] === 0 && this.rec[slot] === 0, 'ring load into a slot in use');
-    assert(this.#due[slot] === -Infinity, 'ring load into a slot that was not cleared');
+    this.#due[slot] = -Infinity;
     const [ring, buckets] = saved;
     const skips = skipsOf(saved);
     const len = ring.length / this.stride;
@@ -882,7 +886,7 @@ export class RingGroup {
   importSlot(slot: number, src: Uint32Array, at: number, len: number, ids: Array<Map<number, Interned>>): void {
     assert(this.cls[slot] === 0 && this.rec[slot] === 0, 'ring import into a slot in use');
     assert(len <= RING_ENTRIES_MAX);
-    assert(this.#due[slot] === -Infinity, 'ring import into a slot that was not cleared');
+    this.#due[slot] = -Infinity;
     if (len === 0) return;
     const cls = classFor(len);
     const pool = this.pools[cls];

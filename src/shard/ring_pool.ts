@@ -18,7 +18,7 @@
  */
 import { strict as assert } from 'node:assert';
 import { TL, tlNow, tlSpan } from '../timeline';
-import { unaccountedFloat64 } from '../util/unaccounted';
+import { grown, unaccountedFloat64, wordsOf } from '../util/unaccounted';
 
 /** Largest size class of a ring's live entries: 2^6 = 64, the rings' RING_ENTRIES_MAX. */
 export const RING_CLASS_MAX = 6;
@@ -47,7 +47,7 @@ export class BlockPool {
 
   constructor(readonly blockDoubles: number, blocks = 0) {
     this.data = unaccountedFloat64(blocks * this.blockDoubles);
-    this.u32 = new Uint32Array(this.data.buffer);
+    this.u32 = wordsOf(this.data);
   }
 
   get liveBlocks(): number {
@@ -67,11 +67,9 @@ export class BlockPool {
 
   #grow(blocks: number): void {
     const t0 = tlNow();
-    // Not charged to the isolate's external memory: a doubling must not start a mark-compact (util/unaccounted.ts).
-    const d = unaccountedFloat64(blocks * this.blockDoubles);
-    d.set(this.data.subarray(0, this.used * this.blockDoubles));
-    this.data = d;
-    this.u32 = new Uint32Array(d.buffer);
+    // Not charged to the isolate's external memory (a doubling must not start a mark-compact), and in place once large (util/unaccounted.ts).
+    this.data = grown(this.data, blocks * this.blockDoubles);
+    this.u32 = wordsOf(this.data);
     tlSpan(TL.POOL_GROW, t0, blocks, this.blockDoubles);
   }
 
@@ -88,8 +86,8 @@ export class BlockPool {
     let blocks = POOL_BLOCKS_MIN;
     while (blocks < saved.used) blocks *= 2;
     this.data = unaccountedFloat64(blocks * this.blockDoubles);
-    this.u32 = new Uint32Array(this.data.buffer);
-    new Uint8Array(this.data.buffer).set(saved.bytes);
+    this.u32 = wordsOf(this.data);
+    new Uint8Array(this.data.buffer, 0, saved.bytes.length).set(saved.bytes);
     this.used = saved.used;
     this.#free = saved.free.slice();
   }

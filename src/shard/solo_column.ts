@@ -19,7 +19,8 @@
 import type { FixedOp } from '../ops/fixed';
 import type { OpFactory, OpState } from '../ops/op';
 import type { JsonValue, Row, Value } from '../types';
-import { grown, zeroRange } from './entity_index';
+import { zeroRange } from './entity_index';
+import { grown } from '../util/unaccounted';
 import type { InternTable } from './intern';
 import { BloomColumn, bloomPooled } from './bloom_column';
 import { KeptColumn } from './kept_column';

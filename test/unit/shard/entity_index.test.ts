@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EntityIndex, keyHash } from '../../../src/shard/entity_index';
 import { PushFrameWriter, PushRecordReader, TAG_STR_ASCII, TAG_STR_UTF16, TAG_STR_UTF8 } from '../../../src/wal/push_record';
-import { ENTITY_INDEX_LOAD_MAX, ENTITY_SLOTS_MIN } from '../../../src/limits';
+import { ENTITY_INDEX_LOAD_MAX, PROBE_TABLE_MOVE_MIN_ENTRIES, ENTITY_SLOTS_MIN } from '../../../src/limits';
 import { prng } from '../../harness/prng';
 
 /** The feed key of a PUSH record the front's writer encodes: where its bytes are, and their tag. */
@@ -248,3 +248,116 @@ test('entity index: addReplacing finds a key filed at table entry 0 or at the la
     assert.deepEqual(ix.keyList(), [key], want);
   }
 });
+
+test('entity index: an incremental resize serves finds, adds, replacements and removals from both tables (forced collisions, arena compactions) as a Map does', () => {
+  const rnd = prng(99);
+  const ix = new EntityIndex();
+  const model = new Map<string, number>();
+  const keys: string[] = [];
+  // Long keys, so the removals compact the arena while a resize is under way.
+  const keyOf = (i: number): string => `entity-with-a-long-key-${i}`;
+  // Every 500th key shares one hash: a long run that crosses the walk's position in the old table.
+  const collides = (k: string): boolean => Number(k.slice(23)) % 500 === 0;
+  const hashOf = (k: string, r: ReturnType<typeof recordKey>): number => (collides(k) ? 12345 : keyHash(r.buf, r.at, r.len, r.tag));
+  let next = 0;
+  let resizingSteps = 0;
+  const replaced = new Int32Array(1);
+  const check = (k: string, step: number): void => {
+    const r = recordKey(k);
+    assert.equal(ix.findBytes(r.buf, r.at, r.len, r.tag, hashOf(k, r)), model.has(k) ? model.get(k) : -1, `step ${step}: ${k}`);
+  };
+  for (let step = 0; step < 120_000; step++) {
+    if (ix.resizing) resizingSteps++;
+    const op = rnd();
+    if (op < 0.5 || keys.length === 0) {
+      const k = keyOf(next++);
+      const r = recordKey(k);
+      model.set(k, ix.addBytes(r.buf, r.at, r.len, r.tag, hashOf(k, r), step, step));
+      keys.push(k);
+    } else if (op < 0.75) {
+      const at = Math.floor(rnd() * keys.length);
+      const k = keys[at];
+      keys[at] = keys[keys.length - 1];
+      keys.pop();
+      const r = recordKey(k);
+      const slot = model.get(k) as number;
+      // Half the time a find of another key (maybe in the other table) comes between.
+      if (rnd() < 0.5) check(keys[Math.floor(rnd() * keys.length)] ?? k, step);
+      else assert.equal(ix.findBytes(r.buf, r.at, r.len, r.tag, hashOf(k, r)), slot, `step ${step}: ${k}`);
+      if (rnd() < 0.5) ix.removeSlot(slot);
+      else if (!collides(k)) assert.equal(ix.remove(k), slot);
+      else ix.removeSlot(slot);
+      model.delete(k);
+    } else if (op < 0.8 && keys.length > 0) {
+      // Replacing goes through the string API (the real hash): only keys filed under it.
+      const k = keys[Math.floor(rnd() * keys.length)];
+      if (collides(k)) continue;
+      const slot = ix.addReplacing(k, step, step, replaced);
+      assert.equal(replaced[0], model.get(k));
+      ix.releaseSlot(replaced[0]);
+      model.set(k, slot);
+    } else {
+      check(keys[Math.floor(rnd() * keys.length)], step);
+      check(keyOf(next + 1), step);
+    }
+    assert.equal(ix.size, model.size);
+    if (step % 20_000 === 19_999) for (const k of model.keys()) check(k, step);
+  }
+  assert.ok(ix.tableEntries >= 4 * PROBE_TABLE_MOVE_MIN_ENTRIES, `the table grew past incremental resizes (${ix.tableEntries} entries)`);
+  assert.ok(resizingSteps > 1000, `operations ran while a resize was under way (${resizingSteps})`);
+  for (const k of model.keys()) check(k, -1);
+  assert.equal(ix.liveSlots().length, model.size);
+  // Drops down to a few keys: the table shrinks again once no resize is under way, and keeps them.
+  const left = [...model.keys()].slice(0, 10);
+  for (const k of [...model.keys()].slice(10)) {
+    const r = recordKey(k);
+    ix.removeSlot(ix.findBytes(r.buf, r.at, r.len, r.tag, hashOf(k, r)));
+    model.delete(k);
+  }
+  for (let k = 0; k < 4 * PROBE_TABLE_MOVE_MIN_ENTRIES && ix.resizing; k++) {
+    const extra = `shrink-${k}`;
+    ix.remove(ix.keyOf(ix.add(extra, 0, 0)));
+  }
+  assert.equal(ix.resizing, false);
+  assert.ok(ix.tableEntries <= PROBE_TABLE_MOVE_MIN_ENTRIES, `the table shrank (${ix.tableEntries} entries)`);
+  for (const k of left) check(k, -2);
+  assert.equal(ix.size, left.length);
+});
+
+test('entity index: while a resize walks through a probe run of the old table (one that wraps past its last entry, too), every key of the run is found, and removals inside it shift the rest back', () => {
+  // 0x3fffffff: the run starts at the table's last entry and wraps to its first.
+  for (const hash of [777, 0x3fffffff]) runThroughResize(hash);
+});
+
+function runThroughResize(hash: number): void {
+  const ix = new EntityIndex();
+  const bytes = (k: string): Buffer => ascii(k);
+  const run: string[] = [];
+  // 300 keys with one hash: a run of 300 entries in the old table, which the walk passes in several adds.
+  for (let i = 0; i < 300; i++) {
+    const k = `run-${i}`;
+    run.push(k);
+    ix.addBytes(bytes(k), 0, k.length, TAG_STR_ASCII, hash, 0, 0);
+  }
+  const find = (k: string): number => ix.findBytes(bytes(k), 0, k.length, TAG_STR_ASCII, hash);
+  let filler = 0;
+  while (!ix.resizing || ix.tableEntries < 2 * PROBE_TABLE_MOVE_MIN_ENTRIES) ix.add(`filler-${filler++}`, 0, 0);
+  const live = new Set(run);
+  let adds = 0;
+  for (; ix.resizing; adds++) {
+    ix.add(`filler-${filler++}`, 0, 0);
+    for (const k of run) assert.equal(find(k) >= 0, live.has(k), `hash ${hash}: ${k} after ${adds} adds into the resize`);
+    // Every third add, drop one key of the run (from its middle, where the walk may be).
+    if (adds % 3 === 0) {
+      const k = run[150 + adds];
+      if (k !== undefined && live.has(k)) {
+        ix.removeSlot(find(k));
+        live.delete(k);
+      }
+    }
+  }
+  assert.ok(adds > 10, `the resize took several adds (${adds})`);
+  for (const k of run) assert.equal(find(k) >= 0, live.has(k), k);
+  for (let i = 0; i < filler; i++) assert.ok(ix.slotOf(`filler-${i}`) >= 0);
+  assert.equal(ix.size, live.size + filler);
+}

@@ -126,7 +126,9 @@ test('intern: a random run of lookups, references and releases agrees with a Map
     model.get(v)!.refs++;
     held.push(v);
   };
+  let resizing = 0;
   for (let step = 0; step < 60_000; step++) {
+    if (t.resizing) resizing++;
     // Phases that fill the table, then empty it (the table shrinks back), then mix.
     const phase = Math.floor(step / 10_000) % 3;
     const addP = phase === 0 ? 0.8 : phase === 1 ? 0.15 : 0.5;
@@ -141,17 +143,21 @@ test('intern: a random run of lookups, references and releases agrees with a Map
       held.pop();
       release(v);
     }
-    if (step % 5000 === 4999) {
+    // While a resize walks the old table, every value is looked up (runs that straddle the walk's position).
+    if (step % 5000 === 4999 || (t.resizing && step % 2 === 0)) {
       assert.equal(t.size, model.size, `size at step ${step}`);
       for (const [v, m] of model) {
         assert.equal(t.value(m.id), v);
         // A lookup that finds it changes nothing once its reference is dropped again.
-        const id = ascii(v) ? byBytes(t, v, 2, 2, 0x55) : t.ref(v);
+        // By bytes and by string in turn (their probe loops differ).
+        const id = ascii(v) && step % 4 === 0 ? byBytes(t, v, 2, 2, 0x55) : t.ref(v);
         assert.equal(id, m.id, `${JSON.stringify(v)} found at step ${step}`);
         t.unref(id);
       }
     }
   }
+  // The table of 8,192 slots and up resizes incrementally (shard/probe_table.ts): lookups and releases ran meanwhile.
+  assert.ok(resizing > 100, `steps while a resize was under way: ${resizing}`);
   // Everything released: the table is empty and takes values again.
   for (const v of held) release(v);
   assert.equal(model.size, 0);

@@ -3,13 +3,15 @@
  * out of V8's external-memory figure (so a doubling does not start a
  * mark-compact) but counted by unaccountedBytes() until they are collected; the
  * ring pools, intern tables and entity key tables that use them keep their
- * content across growth.
+ * content across growth. Large arrays grow in place (no copy) on a growable
+ * buffer, through fixed-length views.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { unaccountedBytes, unaccountedFloat64, unaccountedInt32 } from '../../../src/util/unaccounted';
+import { grown, int32sOf, unaccountedBytes, unaccountedFloat64, unaccountedInt32, wordsOf } from '../../../src/util/unaccounted';
+import { GROW_IN_PLACE_BYTES_MIN } from '../../../src/limits';
 import { BlockPool } from '../../../src/shard/ring_pool';
 import { InternTable } from '../../../src/shard/intern';
 import { EntityIndex } from '../../../src/shard/entity_index';
@@ -66,4 +68,67 @@ test('a ring pool, an intern table and an entity key table keep their content as
   const slots = Array.from({ length: 1000 }, (_, k) => index.add(`key-${k}`, k, k));
   for (let k = 0; k < 1000; k++) assert.equal(index.slotOf(`key-${k}`), slots[k]);
   assert.equal(index.slotOf('key-1000'), -1);
+});
+
+test('grown: small arrays are copied and stay ordinary (or shared), large ones move once to a growable buffer and then grow in place', () => {
+  const small = new Float64Array(16).map((_, k) => k + 0.5);
+  const s2 = grown(small, 32);
+  assert.ok(s2.buffer instanceof ArrayBuffer && s2.buffer !== small.buffer, 'a small ordinary array stays an ordinary copy');
+  assert.deepEqual(Array.from(s2.subarray(0, 16)), Array.from(small));
+  assert.ok(s2.subarray(16).every((x) => x === 0), 'zeros after');
+  const sh = grown(unaccountedInt32(16), 32, -1);
+  assert.ok(sh.buffer instanceof SharedArrayBuffer, 'a small shared array stays shared');
+  assert.ok(sh.subarray(16).every((x) => x === -1) && sh.subarray(0, 16).every((x) => x === 0), 'fillNew only after the old length');
+
+  const before = unaccountedBytes();
+  const n = GROW_IN_PLACE_BYTES_MIN / 8;
+  let a = new Float64Array(n / 2).map((_, k) => k);
+  a = grown(a, n);
+  const buf = a.buffer as unknown as SharedArrayBuffer & { growable?: boolean };
+  assert.ok(buf instanceof SharedArrayBuffer && buf.growable === true, 'moved to a growable buffer at GROW_IN_PLACE_BYTES_MIN');
+  assert.equal(unaccountedBytes() - before, 8 * n);
+  for (let k = 0; k < n / 2; k++) assert.equal(a[k], k);
+  const prev = a;
+  a = grown(a, 4 * n, 7);
+  assert.equal(a.buffer, buf, 'grown in place: the same buffer');
+  assert.equal(a.length, 4 * n);
+  assert.equal(unaccountedBytes() - before, 32 * n, 'the accounting follows the buffer');
+  assert.equal(a[n / 2 - 1], n / 2 - 1, 'values kept');
+  assert.equal(a[n], 7, 'fillNew after the old length');
+  assert.equal(a[n - 1], 0);
+  assert.equal(prev.length, n, 'the replaced array keeps its fixed length');
+  prev[3] = 42;
+  assert.equal(a[3], 42, 'and aliases the first bytes');
+  // Views of a growable buffer are fixed-length: a later growth does not move them.
+  const w = wordsOf(a);
+  const i32 = int32sOf(a);
+  assert.equal(w.length, 8 * n);
+  assert.equal(i32.length, 8 * n);
+  a = grown(a, 8 * n);
+  assert.equal(w.length, 8 * n, 'a view does not track the buffer\'s length');
+  assert.equal(a.buffer, buf);
+  // A stale array (not the buffer's whole length) is copied, not grown over the live one.
+  const stale = grown(prev, 2 * n);
+  assert.notEqual(stale.buffer, buf);
+  assert.equal(stale[3], 42);
+  assert.equal(a.length, 8 * n);
+});
+
+test('a large ring pool grows in place and its u32 view follows it', () => {
+  const pool = new BlockPool(64);
+  const blocks = (4 * GROW_IN_PLACE_BYTES_MIN) / (64 * 8);
+  let large: ArrayBufferLike | null = null;
+  for (let b = 0; b < blocks; b++) {
+    const at = pool.alloc();
+    pool.data[at * 64] = b;
+    pool.u32[at * 128 + 3] = b;
+    if (large === null && pool.data.byteLength >= GROW_IN_PLACE_BYTES_MIN) large = pool.data.buffer;
+    if (large !== null) assert.equal(pool.data.buffer, large, `block ${b}: grown in place once large`);
+  }
+  assert.equal(pool.data.byteLength, 4 * GROW_IN_PLACE_BYTES_MIN);
+  assert.equal(pool.u32.length, 2 * pool.data.length);
+  for (let b = 0; b < blocks; b++) {
+    assert.equal(pool.data[b * 64], b);
+    assert.equal(pool.u32[b * 128 + 3], b);
+  }
 });
