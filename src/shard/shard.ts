@@ -37,7 +37,7 @@ import type { ColdFiles } from './cold_files';
 import { exportPartition, importPartition } from './partition_io';
 import type { ThreadSampler } from '../admin/thread_stats';
 import { TL, tlNow, tlSpan } from '../timeline';
-import { unaccountedBytes } from '../util/unaccounted';
+import { reservationsRefused, unaccountedBytes } from '../util/unaccounted';
 
 
 export interface ShardDeps {
@@ -83,6 +83,8 @@ export class Shard {
   #measuredAtMs = 0;
   /** Sweep counters at the last shard.cold_evicted line; atMs: when the first eviction not yet logged happened (0: none). */
   #logged = { frozen: 0, dropped: 0, evicted: 0, atMs: 0 };
+  /** Refused address-space reservations already logged (util/unaccounted.ts). */
+  #refusedLogged = 0;
 
   constructor(deps: ShardDeps) {
     this.#init = deps.init;
@@ -135,6 +137,7 @@ export class Shard {
     if (check) {
       this.#measuredBytes = measureMemory();
       this.#measuredAtMs = now;
+      this.#logRefusedReservations();
     }
     const measured = this.#measuredBytes;
     const over = limit > 0 && measured > limit;
@@ -162,6 +165,14 @@ export class Shard {
       this.#logged = { frozen: c.frozen, dropped: c.dropped, evicted: c.evicted, atMs: 0 };
       this.#log.info({ kind: 'shard.cold_evicted', shard: this.#init.shardId, frozen, dropped, evicted, cold: state.coldCount(), measured_bytes: measured, limit_bytes: limit });
     }
+  }
+
+  /** One warning per second with new refusals: large arrays grow by copying again (a limit on address space, docs/operations.md). */
+  #logRefusedReservations(): void {
+    const refused = reservationsRefused();
+    if (refused === this.#refusedLogged) return;
+    this.#log.warn({ kind: 'shard.reservation_refused', shard: this.#init.shardId, refused: refused - this.#refusedLogged, total: refused });
+    this.#refusedLogged = refused;
   }
 
   /**

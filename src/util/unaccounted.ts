@@ -53,6 +53,8 @@ const GrowableShared = SharedArrayBuffer as unknown as new (bytes: number, optio
 interface Held { bytes: number; growable: boolean }
 
 let held = 0;
+/** Reservations of address space refused (their arrays were made ordinary: they copy on doubling). */
+let refused = 0;
 /** Of `held`, the bytes of growable buffers (Node's arrayBuffers figure leaves them out; it counts the others). */
 let heldGrowable = 0;
 const collected = new FinalizationRegistry<Held>((h) => {
@@ -65,8 +67,13 @@ const growable = new WeakMap<ArrayBufferLike, Held>();
 function shared(bytes: number, grows: boolean): SharedArrayBuffer {
   let buf: SharedArrayBuffer | null = null;
   if (grows && bytes <= GROWABLE_RESERVE_BYTES) {
-    // Out of address space (or a reservation refused) is not out of memory: copy on doubling instead.
-    try { buf = new GrowableShared(bytes, { maxByteLength: GROWABLE_RESERVE_BYTES }); } catch { buf = null; }
+    // Out of address space (a limit on it, RLIMIT_AS) is not out of memory: copy on doubling instead (the shard logs it).
+    try {
+      buf = new GrowableShared(bytes, { maxByteLength: GROWABLE_RESERVE_BYTES });
+    } catch {
+      buf = null;
+      refused++;
+    }
   }
   const h = { bytes, growable: buf !== null };
   if (buf === null) buf = new SharedArrayBuffer(bytes);
@@ -133,6 +140,11 @@ export function int32sOf(a: Float64Array): Int32Array {
 /** Bytes of this thread's arrays from here that are not collected yet. */
 export function unaccountedBytes(): number {
   return held;
+}
+
+/** Reservations of address space this thread was refused so far. */
+export function reservationsRefused(): number {
+  return refused;
 }
 
 /** Of those, the bytes on growable buffers: what process.memoryUsage().arrayBuffers leaves out (it counts the rest). */

@@ -325,8 +325,21 @@ test('entity index: an incremental resize serves finds, adds, replacements and r
 });
 
 test('entity index: while a resize walks through a probe run of the old table (one that wraps past its last entry, too), every key of the run is found, and removals inside it shift the rest back', () => {
-  // 0x3fffffff: the run starts at the table's last entry and wraps to its first.
-  for (const hash of [777, 0x3fffffff]) runThroughResize(hash);
+  // 0x3fffffff: the run starts at the table's last entry and wraps to its first; 0: hash words that are 0, as an empty entry's.
+  for (const hash of [777, 0x3fffffff, 0]) runThroughResize(hash);
+});
+
+test('entity index: a reserve (restore) while a resize is under way finishes it first and keeps every key', () => {
+  const ix = new EntityIndex();
+  let n = 0;
+  while (!ix.resizing || ix.tableEntries < 2 * PROBE_TABLE_MOVE_MIN_ENTRIES) ix.add(`key-${n++}`, 0, n);
+  ix.add(`key-${n++}`, 0, n);
+  assert.ok(ix.resizing, 'still resizing');
+  ix.reserve(4 * n);
+  assert.equal(ix.resizing, false, 'a reserve resizes at once');
+  assert.ok(ix.tableEntries >= 4 * n / ENTITY_INDEX_LOAD_MAX);
+  for (let i = 0; i < n; i++) assert.equal(ix.lastLsn[ix.slotOf(`key-${i}`)], i + 1, `key-${i}`);
+  assert.equal(ix.size, n);
 });
 
 function runThroughResize(hash: number): void {

@@ -10,7 +10,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { grown, int32sOf, unaccountedBytes, unaccountedFloat64, unaccountedInt32, wordsOf } from '../../../src/util/unaccounted';
+import { spawnSync } from 'node:child_process';
+import { growableBytes, grown, int32sOf, unaccountedBytes, unaccountedFloat64, unaccountedInt32, wordsOf } from '../../../src/util/unaccounted';
 import { GROW_IN_PLACE_BYTES_MIN } from '../../../src/limits';
 import { BlockPool } from '../../../src/shard/ring_pool';
 import { InternTable } from '../../../src/shard/intern';
@@ -21,6 +22,7 @@ const gc = runInNewContext('gc') as () => void;
 
 test('arrays outside V8\'s external figure, counted by unaccountedBytes() until collected', async () => {
   const before = unaccountedBytes();
+  const growable0 = growableBytes();
   const ext0 = getHeapStatistics().external_memory;
   let f: Float64Array | null = unaccountedFloat64(1 << 20);
   let i: Int32Array | null = unaccountedInt32(1 << 20);
@@ -28,6 +30,7 @@ test('arrays outside V8\'s external figure, counted by unaccountedBytes() until 
   assert.equal(f.length, 1 << 20);
   assert.ok(f.every((x) => x === 0) && i.every((x) => x === 0), 'zeroed');
   assert.equal(unaccountedBytes() - before, 12 << 20);
+  assert.equal(growableBytes() - growable0, 12 << 20, 'large: on growable buffers');
   assert.ok(getHeapStatistics().external_memory - ext0 < 1 << 20, 'not in V8\'s external memory');
   f[5] = 1.5;
   i[7] = -3;
@@ -40,6 +43,7 @@ test('arrays outside V8\'s external figure, counted by unaccountedBytes() until 
     await new Promise((r) => setTimeout(r, 10));
   }
   assert.equal(unaccountedBytes(), before);
+  assert.equal(growableBytes(), growable0);
 });
 
 test('a ring pool, an intern table and an entity key table keep their content as they grow on shared memory', () => {
@@ -78,6 +82,7 @@ test('grown: small arrays are copied and stay ordinary (or shared), large ones m
   assert.ok(s2.subarray(16).every((x) => x === 0), 'zeros after');
   const sh = grown(unaccountedInt32(16), 32, -1);
   assert.ok(sh.buffer instanceof SharedArrayBuffer, 'a small shared array stays shared');
+  assert.notEqual((sh.buffer as unknown as { growable?: boolean }).growable, true, 'and reserves nothing');
   assert.ok(sh.subarray(16).every((x) => x === -1) && sh.subarray(0, 16).every((x) => x === 0), 'fillNew only after the old length');
 
   const before = unaccountedBytes();
@@ -131,4 +136,18 @@ test('a large ring pool grows in place and its u32 view follows it', () => {
     assert.equal(pool.data[b * 64], b);
     assert.equal(pool.u32[b * 128 + 3], b);
   }
+});
+
+test('under a limit on address space (ulimit -v) the reservations are refused and counted, and arrays grow by copying', () => {
+  const mod = require.resolve('../../../src/util/unaccounted');
+  const script = `
+    const u = require(${JSON.stringify(mod)});
+    let a = new Float64Array(1 << 16).fill(1);
+    for (let n = 1 << 17; n <= 1 << 22; n *= 2) { a = u.grown(a, n); a[n - 1] = n; }
+    console.log(JSON.stringify({ length: a.length, first: a[0], last: a[a.length - 1], growable: a.buffer.growable === true, refused: u.reservationsRefused() }));`;
+  // 3 GB of address space: node runs, a 4 GiB reservation cannot.
+  const r = spawnSync('bash', ['-c', `ulimit -v 3000000; exec "${process.execPath}" -e '${script.replace(/'/g, "'\\''")}'`], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const out = JSON.parse(r.stdout) as { length: number; first: number; last: number; growable: boolean; refused: number };
+  assert.deepEqual(out, { length: 1 << 22, first: 1, last: 1 << 22, growable: false, refused: 6 });
 });
