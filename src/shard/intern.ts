@@ -11,8 +11,8 @@
  *
  * The lookup is an open-addressing table (shard/probe_table.ts: linear probing,
  * backward-shift deletion, no tombstones, resized incrementally once large) of
- * (hash, id + 1) pairs in one Int32Array, so a probe
- * reads one cache line before it touches a value; the hash is over UTF-16 code
+ * (hash, id + 1) pairs in one Int32Array, so a probe reads one cache line
+ * before it touches a value; the hash is over UTF-16 code
  * units (a value of at most 8 ASCII units: over its two prefix words, below), so
  * an ASCII string in a PUSH record can be looked up from its bytes
  * (idOfAscii) without making a string: a value seen before costs no allocation,

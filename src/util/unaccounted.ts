@@ -1,7 +1,7 @@
 /**
  * Typed arrays for the shard's large structures that grow by doubling (ring
- * pools, entity columns, intern and entity key tables), allocated on
- * SharedArrayBuffers, and grown in place once they are large.
+ * pools; per slot, the entity columns and ring state; intern refs; the key
+ * arena), grown in place on SharedArrayBuffers once they are large.
  *
  * Why shared: V8 counts every ArrayBuffer an isolate allocates as external
  * memory and charges what was allocated since the last mark-compact against the
@@ -28,9 +28,11 @@
  * this thread's arrays from here hold (a FinalizationRegistry takes an array's
  * bytes off once it is collected), added to the shard's measured memory
  * (--memory-limit) and to the thread's external bytes (admin). The price: an
- * array replaced by a copying doubling is freed at the next mark-compact rather
- * than prompting one, so up to the sum of the arrays replaced since then stays
- * resident a while longer.
+ * array that is replaced is freed at the next mark-compact rather than prompting
+ * one, so garbage on shared memory stays resident until some other cause starts
+ * one. Hence only arrays that grow in place belong here; tables that are rebuilt
+ * (the key and intern tables' resizes, shard/probe_table.ts) stay ordinary
+ * ArrayBuffers, which V8 counts and collects in time.
  *
  * These arrays never leave their thread and are never structured-cloned
  * (snapshots and saves copy out of them, e.g. TypedArray#slice, which makes an
@@ -89,11 +91,6 @@ function shared(bytes: number, grows: boolean): SharedArrayBuffer {
 /** A zeroed Float64Array of `n` elements that V8 does not count as external memory. */
 export function unaccountedFloat64(n: number): Float64Array {
   return new Float64Array(shared(8 * n, 8 * n >= GROW_IN_PLACE_BYTES_MIN), 0, n);
-}
-
-/** A zeroed Int32Array of `n` elements that V8 does not count as external memory. */
-export function unaccountedInt32(n: number): Int32Array {
-  return new Int32Array(shared(4 * n, 4 * n >= GROW_IN_PLACE_BYTES_MIN), 0, n);
 }
 
 /**

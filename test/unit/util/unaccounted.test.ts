@@ -2,16 +2,16 @@
  * util/unaccounted.ts: the shard's doubling tables on SharedArrayBuffers are left
  * out of V8's external-memory figure (so a doubling does not start a
  * mark-compact) but counted by unaccountedBytes() until they are collected; the
- * ring pools, intern tables and entity key tables that use them keep their
- * content across growth. Large arrays grow in place (no copy) on a growable
- * buffer, through fixed-length views.
+ * ring pools, intern tables and entity indexes whose arrays grow with grown()
+ * keep their content across growth. Large arrays grow in place (no copy) on a
+ * growable buffer, through fixed-length views.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { spawnSync } from 'node:child_process';
-import { growableBytes, grown, int32sOf, unaccountedBytes, unaccountedFloat64, unaccountedInt32, wordsOf } from '../../../src/util/unaccounted';
+import { growableBytes, grown, int32sOf, unaccountedBytes, unaccountedFloat64, wordsOf } from '../../../src/util/unaccounted';
 import { GROW_IN_PLACE_BYTES_MIN } from '../../../src/limits';
 import { BlockPool } from '../../../src/shard/ring_pool';
 import { InternTable } from '../../../src/shard/intern';
@@ -25,7 +25,7 @@ test('arrays outside V8\'s external figure, counted by unaccountedBytes() until 
   const growable0 = growableBytes();
   const ext0 = getHeapStatistics().external_memory;
   let f: Float64Array | null = unaccountedFloat64(1 << 20);
-  let i: Int32Array | null = unaccountedInt32(1 << 20);
+  let i: Float64Array | null = unaccountedFloat64(1 << 19);
   assert.ok(f.buffer instanceof SharedArrayBuffer && i.buffer instanceof SharedArrayBuffer);
   assert.equal(f.length, 1 << 20);
   assert.ok(f.every((x) => x === 0) && i.every((x) => x === 0), 'zeroed');
@@ -46,7 +46,7 @@ test('arrays outside V8\'s external figure, counted by unaccountedBytes() until 
   assert.equal(growableBytes(), growable0);
 });
 
-test('a ring pool, an intern table and an entity key table keep their content as they grow on shared memory', () => {
+test('a ring pool, an intern table and an entity index keep their content as they grow', () => {
   const pool = new BlockPool(4);
   const blocks: number[] = [];
   for (let b = 0; b < 100; b++) {
@@ -80,7 +80,7 @@ test('grown: small arrays are copied and stay ordinary (or shared), large ones m
   assert.ok(s2.buffer instanceof ArrayBuffer && s2.buffer !== small.buffer, 'a small ordinary array stays an ordinary copy');
   assert.deepEqual(Array.from(s2.subarray(0, 16)), Array.from(small));
   assert.ok(s2.subarray(16).every((x) => x === 0), 'zeros after');
-  const sh = grown(unaccountedInt32(16), 32, -1);
+  const sh = grown(unaccountedFloat64(16), 32, -1);
   assert.ok(sh.buffer instanceof SharedArrayBuffer, 'a small shared array stays shared');
   assert.notEqual((sh.buffer as unknown as { growable?: boolean }).growable, true, 'and reserves nothing');
   assert.ok(sh.subarray(16).every((x) => x === -1) && sh.subarray(0, 16).every((x) => x === 0), 'fillNew only after the old length');
