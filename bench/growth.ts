@@ -12,12 +12,15 @@
  * Prints the push time percentiles after a warm-up (the median is the baseline a
  * growth step stands out from), the slowest pushes with the entity count each happened at
  * (a doubling happens at a power of two), and, when the debug timeline is on
- * (STREAMFEAT_DEBUG_TIMELINE=<dir>), the longest growth steps it recorded.
+ * (STREAMFEAT_DEBUG_TIMELINE=<dir>), the longest growth steps it recorded. Then the
+ * same for the cold store's index (key_index.ts): N keys inserted one by one, as a
+ * cold sweep freezing that many entities inserts them.
  *
  *   node dist/bench/growth.js [entities]    (default 2,100,000: past the doubling at 2^21)
  */
 import { readFileSync } from 'node:fs';
 import { ShardState } from '../src/shard/state';
+import { hashKey, KeyIndex } from '../src/shard/key_index';
 import type { RegistryState } from '../src/registry/model';
 import { flushTimeline, startTimeline, TIMELINE_ON, timelineFile } from '../src/timeline';
 
@@ -72,6 +75,7 @@ function main(): void {
   console.log(`node ${process.version}, ${n.toLocaleString('en-US')} pushes, each a new entity of one 12-feature table, through ShardState.apply (${totalS.toFixed(1)} s)`);
   console.log(`push µs after the first ${WARMUP.toLocaleString('en-US')}: p50 ${at(0.5)}  p99 ${at(0.99)}  p99.99 ${at(0.9999)}  max ${sorted[m - 1].toFixed(0)}`);
   console.log(`slowest ${SLOWEST} (ms @ entities before the push): ${order.slice(0, SLOWEST).map((i) => `${(us[i] / 1000).toFixed(1)} @ ${i}`).join(', ')}`);
+  coldIndex(n);
   if (!TIMELINE_ON) {
     console.log('(growth steps: run with STREAMFEAT_DEBUG_TIMELINE=<dir> to list them)');
     return;
@@ -87,6 +91,20 @@ function main(): void {
     steps.set(kind, s);
   }
   console.log('growth steps (timeline): ' + [...steps].map(([k, s]) => `${k} ${s.count}x, longest ${s.maxMs.toFixed(2)} ms (to ${s.at})`).join('; '));
+}
+
+/** The slowest of `n` inserts into a cold store's index (the disk locations are made up: nothing is read). */
+function coldIndex(n: number): void {
+  const idx = new KeyIndex();
+  const us = new Float64Array(n);
+  for (let e = 0; e < n; e++) {
+    hashKey(`u${e}`);
+    const t0 = performance.now();
+    idx.insert(1 + (e >>> 16), e & 0xffff, 100);
+    us[e] = (performance.now() - t0) * 1000;
+  }
+  const order = Array.from({ length: n - WARMUP }, (_, i) => i + WARMUP).sort((a, b) => us[b] - us[a]);
+  console.log(`cold index, ${n.toLocaleString('en-US')} inserts: slowest ${SLOWEST} (ms @ keys before the insert): ${order.slice(0, SLOWEST).map((i) => `${(us[i] / 1000).toFixed(1)} @ ${i}`).join(', ')}`);
 }
 
 main();

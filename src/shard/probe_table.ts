@@ -1,6 +1,7 @@
 /**
  * The open-addressing tables under the entity index (key -> slot,
- * entity_index.ts) and the intern tables (value -> id, intern.ts): entries of
+ * entity_index.ts), the intern tables (value -> id, intern.ts) and the cold
+ * store's index (key -> record on disk, key_index.ts): entries of
  * `width` Int32 words, word 0 a hash whose low bits give the entry's home, word 1
  * what it maps to + 1 (0: an empty entry); linear probing, backward-shift
  * deletion (no tombstones, so churn never fills a table with dead entries). The
@@ -125,7 +126,7 @@ export class ProbeTable {
     // the next mark-compact (RSS sawtooth 136-304 MB in bench/churn.js, against a flat 126-141 MB).
     this.tab = new Int32Array(w * entries);
     this.mask = entries - 1;
-    // The walk starts at an empty entry (there is one: a table is at most half full), so no run wraps past its start.
+    // The walk starts at an empty entry (there is one: no owner lets a table fill), so no run wraps past its start.
     let from = 0;
     while (tab[w * from + 1] !== 0) from++;
     this.#from = from;

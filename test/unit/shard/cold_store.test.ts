@@ -11,7 +11,7 @@ import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ColdFiles } from '../../../src/shard/cold_files';
-import { hashKey, KeyIndex } from '../../../src/shard/key_index';
+import { H1, hashKey, KeyIndex, OLD_SLOT } from '../../../src/shard/key_index';
 import { ShardState } from '../../../src/shard/state';
 import { restoreSnapshot, SnapshotJob } from '../../../src/shard/snapshot_job';
 import { DedupeLog } from '../../../src/shard/dedupe_log';
@@ -44,6 +44,105 @@ test('key index: inserts, lookups and backward-shift deletes agree with a Map th
   for (const [key] of [...model]) { hashKey(key); idx.removeAt(idx.find(confirmOf(key))); model.delete(key); }
   assert.equal(idx.count, 0);
   assert.ok(idx.bytes < big / 8, `shrunk from ${big} to ${idx.bytes} bytes`);
+});
+
+test('key index: while a resize is under way, lookups, moves and removals reach entries in both tables, and forEach sees each once', () => {
+  const idx = new KeyIndex();
+  const model = new Map<string, { off: number; len: number }>();
+  const confirmOf = (key: string) => (seg: number, off: number) => seg === 2 && off === model.get(key)?.off;
+  const keys: string[] = [];
+  let resizing = 0;
+  let next = 0;
+  const rnd = prng(3);
+  for (let step = 0; step < 60_000; step++) {
+    if (idx.resizing) resizing++;
+    const r = rnd();
+    if (r < 0.6 || model.size === 0) {
+      const key = `key-${next++}`;
+      keys.push(key);
+      model.set(key, { off: 2 ** 31 + step, len: step % 1000 });
+      hashKey(key);
+      idx.insert(2, 2 ** 31 + step, step % 1000);
+    } else {
+      const at = Math.floor(rnd() * keys.length);
+      const key = keys[at];
+      hashKey(key);
+      const slot = idx.find(confirmOf(key));
+      assert.ok(slot >= 0, `step ${step}: ${key}`);
+      const m = model.get(key)!;
+      assert.equal(idx.len(slot), m.len);
+      assert.equal(idx.off(slot), m.off, 'offsets past 2^31 come back unsigned');
+      if (r < 0.8) {
+        // Compaction moved the record.
+        m.off = 2 ** 31 + 1_000_000 + step;
+        idx.move(slot, 2, m.off, m.len + 1);
+        m.len++;
+      } else {
+        idx.removeAt(slot);
+        model.delete(key);
+        keys[at] = keys[keys.length - 1];
+        keys.pop();
+      }
+    }
+    assert.equal(idx.count, model.size);
+    // While a resize walks the old table, every key is found (by a disk read and by its location).
+    if (idx.resizing && step % 3 === 0) {
+      for (const [key, m] of model) {
+        hashKey(key);
+        assert.ok(idx.find(confirmOf(key)) >= 0, `step ${step}: ${key} by find`);
+        assert.ok(idx.slotAt(2, m.off) >= 0, `step ${step}: ${key} by slotAt`);
+      }
+      let seen = 0;
+      idx.forEach((seg, off) => { assert.equal(seg, 2); seen++; assert.ok(off >= 2 ** 31); });
+      assert.equal(seen, model.size, 'forEach: each entry once');
+    }
+  }
+  assert.ok(resizing > 100, `steps while a resize was under way: ${resizing}`);
+});
+
+test('key index: entries at position 0 of the new table and of the old one during a resize are found, read, moved and removed; bytes count both tables', () => {
+  // hashKey's seeds are fixed: keys are picked by their home entry.
+  const homeZero = (mask: number, prefix: string): string => {
+    for (let i = 0; ; i++) {
+      const k = `${prefix}${i}`;
+      hashKey(k);
+      if ((H1 & mask) === 0) return k;
+    }
+  };
+  const idx = new KeyIndex();
+  const inOld = homeZero(4095, 'old-');
+  hashKey(inOld);
+  idx.insert(7, 1234, 99);
+  const before = idx.bytes;
+  let n = 0;
+  for (; !idx.resizing; n++) { hashKey(`filler-${n}`); idx.insert(1, n, 1); }
+  assert.equal(before, 1024 * 20);
+  assert.equal(idx.bytes, (8192 + 4096) * 20, 'both tables while the resize is under way');
+  // The walk starts past an occupied entry 0, so the old table's entry 0 is moved last.
+  hashKey(inOld);
+  const slot = idx.find((seg, off) => seg === 7 && off === 1234);
+  assert.equal(slot, OLD_SLOT, 'the old table\'s entry 0');
+  assert.deepEqual([idx.seg(slot), idx.off(slot), idx.len(slot)], [7, 1234, 99]);
+  idx.move(slot, 8, 4321, 98);
+  assert.equal(idx.slotAt(8, 4321), OLD_SLOT);
+  assert.deepEqual([idx.seg(OLD_SLOT), idx.off(OLD_SLOT), idx.len(OLD_SLOT)], [8, 4321, 98]);
+  // A new key whose home in the new table is entry 0.
+  const inNew = homeZero(8191, 'new-');
+  hashKey(inNew);
+  idx.insert(9, 5, 6);
+  hashKey(inNew);
+  const at0 = idx.find((seg) => seg === 9);
+  assert.equal(at0, 0, 'the new table\'s entry 0');
+  assert.equal(idx.off(at0), 5);
+  hashKey(inOld);
+  idx.removeAt(idx.slotAt(8, 4321));
+  hashKey(inOld);
+  assert.equal(idx.slotAt(8, 4321), -1);
+  hashKey(inNew);
+  assert.equal(idx.slotAt(9, 5), 0, 'still there');
+  assert.equal(idx.count, n + 1);
+  while (idx.resizing) { hashKey(`filler-${n}`); idx.insert(1, n++, 1); }
+  assert.equal(idx.bytes, 8192 * 20);
 });
 
 test('disk cold store: set, flush, get, take, overwrite and scan agree with a Map; compaction keeps every live entity', () => {
