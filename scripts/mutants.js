@@ -42,10 +42,13 @@ function flags(argv) {
   return out;
 }
 
+/** What `npm pack` takes besides dist: copied, not linked (it skips a linked directory, and the packaging test checks the list). */
+const PACKED = ['docs', 'package.json', 'README.md', 'LICENSE'];
+
 /**
- * A fresh copy of dist to mutate, beside links to the rest of the checkout (package.json,
- * examples, scripts: what the black-box tests and the server read); node_modules is
- * found in the checkout above it.
+ * A fresh copy of dist to mutate, beside links to the rest of the checkout (examples,
+ * scripts: what the black-box tests and the server read) and copies of what the
+ * package holds; node_modules is found in the checkout above it.
  */
 function copyDist() {
   fs.rmSync(COPY, { recursive: true, force: true });
@@ -53,7 +56,8 @@ function copyDist() {
   fs.cpSync(path.join(ROOT, 'dist'), path.join(COPY, 'dist'), { recursive: true });
   for (const name of fs.readdirSync(ROOT)) {
     if (['dist', 'node_modules', 'data', '.git', '.mutants'].includes(name)) continue;
-    fs.symlinkSync(path.join(ROOT, name), path.join(COPY, name));
+    if (PACKED.includes(name)) fs.cpSync(path.join(ROOT, name), path.join(COPY, name), { recursive: true });
+    else fs.symlinkSync(path.join(ROOT, name), path.join(COPY, name));
   }
 }
 

@@ -1260,3 +1260,51 @@ test('a snapshot imported into a live shard (a partition import) fills freed rin
   }
   for (const k of theirs) assert.equal(live.read('T', k, null, 2_000_100), src.read('T', k, null, 2_000_100));
 });
+
+test('absent values survive a cold freeze and a snapshot as absent (not NaN): counts of a field and its other readers answer as before', () => {
+  const reg = registry(['x', 'c'], SHARED_AGG);
+  const mk = (): ShardState => {
+    const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+    s.install(reg);
+    return s;
+  };
+  const t0 = 2_000_000;
+  // Every third event lacks x, every fourth lacks c: the ring holds absent cells beside values.
+  const feed = (s: ShardState): void => {
+    for (let i = 0; i < 12; i++) {
+      const row: Record<string, unknown> = { k: 'h' };
+      if (i % 3 !== 0) row.x = i * 1.5;
+      if (i % 4 !== 0) row.c = `c${i % 5}`;
+      s.apply('E', row as Row, t0 + i * 100, i + 1);
+    }
+  };
+  const now = t0 + 1_500;
+  const ref = mk();
+  feed(ref);
+  const want = ref.read('T', 'h', null, now);
+  assert.equal((JSON.parse(want) as { nx: number }).nx, 8, 'the 4 events without x are not counted');
+
+  const c = mk();
+  feed(c);
+  const tc = c.tableByName('T')!;
+  assert.equal(tc.evict(tc.cols.index.slotOf('h'), now), false, 'frozen, not dropped');
+  assert.equal(c.read('T', 'h', null, now), want, 'thawed from the cold store');
+
+  const s = mk();
+  feed(s);
+  const job = new SnapshotJob(s);
+  job.step(Number.POSITIVE_INFINITY);
+  const restored = mk();
+  const body = job.finish(new DedupeLog()).body;
+  restoreSnapshot(restored, body, () => reg);
+  assert.equal(restored.read('T', 'h', null, now), want, 'restored from a snapshot');
+  // Into a registry with one more feature: the snapshot's cells are decoded and mapped entity by entity (slab_chunk.ts slabSaves).
+  const reg2 = { ...registry(['x', 'c'], { ...SHARED_AGG, extra: { op: 'count', params: { window: '1h' } } }), version: 2 };
+  const mapped = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  mapped.install(reg2);
+  // No registry for the snapshot's version: the installed one stays.
+  restoreSnapshot(mapped, body, () => undefined);
+  const got = JSON.parse(mapped.read('T', 'h', null, now)) as Record<string, unknown>;
+  delete got.extra;
+  assert.deepEqual(got, JSON.parse(want), 'mapped into another layout');
+});
