@@ -167,7 +167,7 @@ export class BloomColumn implements SoloColumn {
   #toBits(slot: number): void {
     const pool = this.#bits;
     const b = pool.alloc();
-    // A pool that grew in place keeps its buffer: compare lengths, not buffers.
+    // A pool that grew in place keeps its buffer: compare lengths as well as buffers.
     if (this.#i32.buffer !== pool.data.buffer || this.#i32.length !== 2 * pool.data.length) this.#i32 = int32sOf(pool.data);
     const base = b * pool.blockDoubles * 2;
     this.#i32.fill(0, base, base + pool.blockDoubles * 2);
