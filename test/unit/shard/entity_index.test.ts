@@ -118,6 +118,12 @@ test('entity index: slots and table grow by doubling, free slots are reused last
   for (let i = 0; i < n; i++) assert.equal(ix.slotOf(`key-${i}`), i);
   // Every slot taken (high === capacity): the walks of live slots stop at the last one.
   assert.equal(ix.capacity, n);
+  // Slots at and past `high` are not live, though their meta was never written (a growth leaves it unset).
+  ix.add(`key-${n}`, n, n + 1);
+  assert.equal(ix.capacity, 2 * n);
+  assert.equal(ix.live(ix.high), false);
+  assert.equal(ix.live(ix.capacity - 1), false);
+  assert.equal(ix.remove(`key-${n}`), n);
   assert.deepEqual(ix.liveSlots(), Array.from({ length: n }, (_, i) => i));
   assert.deepEqual(ix.keyList(), Array.from({ length: n }, (_, i) => `key-${i}`));
   assert.equal(ix.remove('key-7'), 7);
