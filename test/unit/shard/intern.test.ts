@@ -157,7 +157,7 @@ test('intern: a random run of lookups, references and releases agrees with a Map
     }
   }
   // The table of 8,192 slots and up resizes incrementally (shard/probe_table.ts): lookups and releases ran meanwhile.
-  assert.ok(resizing > 100, `steps while a resize was under way: ${resizing}`);
+  assert.ok(resizing > 100 && resizing < 6_000, `steps while a resize was under way: ${resizing}`);
   // Everything released: the table is empty and takes values again.
   for (const v of held) release(v);
   assert.equal(model.size, 0);
@@ -165,4 +165,26 @@ test('intern: a random run of lookups, references and releases agrees with a Map
   const id = byBytes(t, 'merchant7');
   assert.equal(t.value(id), 'merchant7');
   assert.equal(t.ref('merchant7'), id);
+});
+
+test('intern: a value removed right after its lookup is not answered from the last-lookup cache (short path, long path, by string)', () => {
+  const t = new InternTable();
+  for (const v of ['abc', 'a-value-past-eight-units']) {
+    const id = byBytes(t, v);
+    // Its last reference goes: the value is removed, and it was the last lookup.
+    t.unref(id);
+    assert.equal(t.size, 0);
+    const again = byBytes(t, v);
+    assert.equal(t.value(again), v, `${v} looked up again is interned again`);
+    assert.equal(t.size, 1);
+    const other = t.ref('zzz');
+    assert.notEqual(other, again, 'and its id is not handed to another value');
+    t.unref(again);
+    t.unref(other);
+  }
+  const id = t.ref('by-string');
+  t.unref(id);
+  const again = t.ref('by-string');
+  assert.equal(t.value(again), 'by-string');
+  assert.notEqual(t.ref('other'), again);
 });
