@@ -5,9 +5,9 @@
  * "Growth in place"). Pushes go through ShardState.apply as a shard applies them
  * (WAL and transport aside), one at a time, each timed.
  *
- * Table (12 features over one event): count, sum, mean, min, max, std, n_unique,
- * quantile, top_k over 5 minutes, last_n 5, a 1-hour count and a lifetime sum;
- * merchant takes 5,000 values, country 50.
+ * Table (12 features over one event): bench/memory.ts's ten (count, sum, mean,
+ * min, max, std, n_unique, quantile, top_k over 5 minutes, last_n 5), a 1-hour
+ * count and a lifetime sum; merchant takes 5,000 values, country 50.
  *
  * Prints the push time percentiles after a warm-up (the median is the baseline a
  * growth step stands out from), the slowest pushes with the entity count each happened at
@@ -21,7 +21,7 @@
 import { readFileSync } from 'node:fs';
 import { ShardState } from '../src/shard/state';
 import { hashKey, KeyIndex } from '../src/shard/key_index';
-import type { RegistryState } from '../src/registry/model';
+import { FEATURES, registry } from './memory';
 import { flushTimeline, startTimeline, TIMELINE_ON, timelineFile } from '../src/timeline';
 
 const ENTITIES_DEFAULT = 2_100_000;
@@ -29,30 +29,13 @@ const SLOWEST = 12;
 /** Pushes left out of the ranking and percentiles: the first ones run while V8 still compiles the path. */
 const WARMUP = 16_384;
 const BASE_T = 1_700_000_000_000;
-const W = '5m';
 
-const REGISTRY: RegistryState = {
-  version: 1,
-  nodes: [
-    { kind: 'event', name: 'Tx', schema: { fields: { user: 'str', amount: 'f64', merchant: 'str', country: 'str' }, optional_fields: [] } },
-    {
-      kind: 'table', name: 'Users', upstreams: ['Tx'], key: ['user'], agg: {
-        count: { op: 'count', params: { window: W } },
-        sum: { op: 'sum', params: { field: 'amount', window: W } },
-        mean: { op: 'mean', params: { field: 'amount', window: W } },
-        min: { op: 'min', params: { field: 'amount', window: W } },
-        max: { op: 'max', params: { field: 'amount', window: W } },
-        std: { op: 'std', params: { field: 'amount', window: W } },
-        n_unique: { op: 'n_unique', params: { field: 'merchant', window: W } },
-        quantile: { op: 'quantile', params: { field: 'amount', q: 0.9, window: W } },
-        top_k: { op: 'top_k', params: { field: 'country', k: 3, window: W } },
-        last_n: { op: 'last_n', params: { field: 'merchant', n: 5 } },
-        c1h: { op: 'count', params: { window: '1h' } },
-        total: { op: 'sum', params: { field: 'amount', window: 'forever' } },
-      },
-    },
-  ],
-} as unknown as RegistryState;
+/** bench/memory.ts's table (the same event and 10 windowed features) plus an hour's count and a lifetime sum. */
+const REGISTRY = registry([
+  ...FEATURES,
+  ['c1h', { op: 'count', params: { window: '1h' } }],
+  ['total', { op: 'sum', params: { field: 'amount', window: 'forever' } }],
+]);
 
 function main(): void {
   const n = Math.max(2 * WARMUP, Number(process.argv[2] ?? ENTITIES_DEFAULT));

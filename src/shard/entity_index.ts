@@ -305,26 +305,23 @@ export class EntityIndex {
   /** Position of the key's entry, -1 if none; the table it is in is left in the ProbeTable's `hit`. */
   #probe(b: Uint8Array, from: number, len: number, tag: number, h: number): number {
     const t = this.#t;
-    const mask = t.mask;
-    const tab = t.tab;
-    for (let i = h & mask; ; i = (i + 1) & mask) {
-      const e = ENTRY * i;
-      if (tab[e + 1] === 0) break;
-      if (tab[e] === h && this.#same(tab[e + 2], b, from, len, tag)) {
-        t.hit = tab;
-        return i;
-      }
+    const at = this.#probeIn(t.tab, t.mask, h & t.mask, b, from, len, tag, h);
+    if (at >= 0) {
+      t.hit = t.tab;
+      return at;
     }
-    const old = t.old;
-    if (old === null) return -1;
-    const oldMask = t.oldMask;
-    for (let i = t.oldHome(h); ; i = (i + 1) & oldMask) {
+    if (t.old === null) return -1;
+    const old = this.#probeIn(t.old, t.oldMask, t.oldHome(h), b, from, len, tag, h);
+    if (old >= 0) t.hit = t.old;
+    return old;
+  }
+
+  /** Position of the key's entry in table `tab` probed from entry `i`, -1 if none. */
+  #probeIn(tab: Int32Array, mask: number, i: number, b: Uint8Array, from: number, len: number, tag: number, h: number): number {
+    for (; ; i = (i + 1) & mask) {
       const e = ENTRY * i;
-      if (old[e + 1] === 0) return -1;
-      if (old[e] === h && this.#same(old[e + 2], b, from, len, tag)) {
-        t.hit = old;
-        return i;
-      }
+      if (tab[e + 1] === 0) return -1;
+      if (tab[e] === h && this.#same(tab[e + 2], b, from, len, tag)) return i;
     }
   }
 

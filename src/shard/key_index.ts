@@ -96,15 +96,18 @@ export class KeyIndex {
   }
 
   #word(slot: number, k: number): number {
-    const t = this.#t;
-    return slot >= OLD_SLOT ? (t.old as Int32Array)[W * (slot - OLD_SLOT) + k] >>> 0 : t.tab[W * slot + k] >>> 0;
+    return this.#tableOf(slot)[W * positionOf(slot) + k] >>> 0;
+  }
+
+  /** The table `slot` names an entry of (the old one when OLD_SLOT is set). */
+  #tableOf(slot: number): Int32Array {
+    return slot >= OLD_SLOT ? (this.#t.old as Int32Array) : this.#t.tab;
   }
 
   /** Points an existing slot at a new location (compaction moved the record). */
   move(slot: number, seg: number, off: number, len: number): void {
-    const t = this.#t;
-    const tab = slot >= OLD_SLOT ? (t.old as Int32Array) : t.tab;
-    const e = W * (slot >= OLD_SLOT ? slot - OLD_SLOT : slot);
+    const tab = this.#tableOf(slot);
+    const e = W * positionOf(slot);
     tab[e + 1] = seg;
     tab[e + 3] = off;
     tab[e + 4] = len;
@@ -129,8 +132,8 @@ export class KeyIndex {
   /** Removes the entry in `slot`, shifting the rest of its probe run back. */
   removeAt(slot: number): void {
     const t = this.#t;
-    t.hit = slot >= OLD_SLOT ? (t.old as Int32Array) : t.tab;
-    t.deleteAt(slot >= OLD_SLOT ? slot - OLD_SLOT : slot);
+    t.hit = this.#tableOf(slot);
+    t.deleteAt(positionOf(slot));
     this.count--;
     if (t.old !== null) t.moveSome(PROBE_TABLE_MOVE_STEP);
     // Mostly empty after a wave of thaws or drops: give the memory back.
@@ -151,6 +154,11 @@ export class KeyIndex {
     this.#t.resize(slots, false);
     tlSpan(TL.COLD_INDEX_RESIZE, t0, slots, this.count);
   }
+}
+
+/** The table position `slot` names (in either table: positions stay below OLD_SLOT). */
+function positionOf(slot: number): number {
+  return slot >= OLD_SLOT ? slot - OLD_SLOT : slot;
 }
 
 /** Position of the entry of hashes (h1, h2) that `confirm` accepts, in table `tab` probed from entry `i`; -1 if none. */

@@ -94,12 +94,15 @@ export function unaccountedFloat64(n: number): Float64Array {
 }
 
 /**
- * `a` at `length` elements (more than it has), its values first and zeros after:
- * in place when `a` is a whole growable buffer with room, else a copy, on a
- * growable buffer once `length` reaches GROW_IN_PLACE_BYTES_MIN. Small arrays
- * stay ordinary (accounted) when `a` is one, unaccounted when `a` is shared.
+ * `a` grown to `length` elements (more than it has) for storage growth by
+ * doubling, its values first and zeros after: in place when `a` is a whole
+ * growable buffer with room, else a copy, on a growable buffer once `length`
+ * reaches GROW_IN_PLACE_BYTES_MIN. Small arrays stay ordinary (accounted) when
+ * `a` is one, unaccounted when `a` is shared. (No fill value: the growing
+ * structures read zero as their empty state, and a fill would touch every new
+ * page at once.)
  */
-function grownTo<T extends GrowingArray>(a: T, length: number): T {
+export function grown<T extends GrowingArray>(a: T, length: number): T {
   const Ctor = a.constructor as ArrayOn<T>;
   const bytes = length * a.BYTES_PER_ELEMENT;
   const buf = a.buffer;
@@ -114,13 +117,6 @@ function grownTo<T extends GrowingArray>(a: T, length: number): T {
   const large = bytes >= GROW_IN_PLACE_BYTES_MIN;
   const b = large || buf instanceof SharedArrayBuffer ? new Ctor(shared(bytes, large), 0, length) : new Ctor(new ArrayBuffer(bytes), 0, length);
   b.set(a);
-  return b;
-}
-
-/** `a` grown to `length` elements for storage growth by doubling (see grownTo); the new part holds `fillNew` (default 0). */
-export function grown<T extends GrowingArray>(a: T, length: number, fillNew?: number): T {
-  const b = grownTo(a, length);
-  if (fillNew !== undefined && fillNew !== 0) b.fill(fillNew, a.length);
   return b;
 }
 

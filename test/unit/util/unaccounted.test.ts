@@ -80,10 +80,10 @@ test('grown: small arrays are copied and stay ordinary (or shared), large ones m
   assert.ok(s2.buffer instanceof ArrayBuffer && s2.buffer !== small.buffer, 'a small ordinary array stays an ordinary copy');
   assert.deepEqual(Array.from(s2.subarray(0, 16)), Array.from(small));
   assert.ok(s2.subarray(16).every((x) => x === 0), 'zeros after');
-  const sh = grown(unaccountedFloat64(16), 32, -1);
+  const sh = grown(unaccountedFloat64(16).fill(-1), 32);
   assert.ok(sh.buffer instanceof SharedArrayBuffer, 'a small shared array stays shared');
   assert.notEqual((sh.buffer as unknown as { growable?: boolean }).growable, true, 'and reserves nothing');
-  assert.ok(sh.subarray(16).every((x) => x === -1) && sh.subarray(0, 16).every((x) => x === 0), 'fillNew only after the old length');
+  assert.ok(sh.subarray(0, 16).every((x) => x === -1) && sh.subarray(16).every((x) => x === 0), 'values kept, zeros after');
 
   const before = unaccountedBytes();
   const n = GROW_IN_PLACE_BYTES_MIN / 8;
@@ -94,12 +94,12 @@ test('grown: small arrays are copied and stay ordinary (or shared), large ones m
   assert.equal(unaccountedBytes() - before, 8 * n);
   for (let k = 0; k < n / 2; k++) assert.equal(a[k], k);
   const prev = a;
-  a = grown(a, 4 * n, 7);
+  a = grown(a, 4 * n);
   assert.equal(a.buffer, buf, 'grown in place: the same buffer');
   assert.equal(a.length, 4 * n);
   assert.equal(unaccountedBytes() - before, 32 * n, 'the accounting follows the buffer');
   assert.equal(a[n / 2 - 1], n / 2 - 1, 'values kept');
-  assert.equal(a[n], 7, 'fillNew after the old length');
+  assert.equal(a[n], 0, 'zeros after the old length (committed in place)');
   assert.equal(a[n - 1], 0);
   assert.equal(prev.length, n, 'the replaced array keeps its fixed length');
   prev[3] = 42;
