@@ -11,7 +11,9 @@
 //       sweep N sites (seeded shuffle; default all; --skip K leaves out the first K, to continue
 //       an earlier partial sweep with the same seed: of the same compiled file, since any change
 //       to its operators reorders the sites) against the test files under the
-//       given dirs (or files) of dist/test (default unit/ops,unit/shard); prints each survivor
+//       given dirs (or files) of dist/test (default unit/ops,unit/shard); prints each survivor.
+//       --later: only the second and later occurrences of an operator on a line (the sweeps
+//       before this tool counted the first occurrence per line only; this sweeps the rest)
 //   node scripts/mutants.js <file under dist> --line L --from TEXT --to TEXT [--whole]
 //       one mutant (the first TEXT on line L) against the same tests, or with --whole
 //       against the whole suite (scripts/run_tests.js)
@@ -32,10 +34,10 @@ const OPS = [[/ <= /, ' < '], [/ < /, ' <= '], [/ >= /, ' > '], [/ > /, ' >= '],
   [/ \+ 1\b/, ' + 0'], [/ - 1\b/, ' - 0'], [/ && /, ' || '], [/ \|\| /, ' && ']];
 
 function flags(argv) {
-  const out = { file: argv[0], sites: Infinity, skip: 0, seed: 1, tests: 'unit/ops,unit/shard', line: 0, from: '', to: '', whole: false };
+  const out = { file: argv[0], sites: Infinity, skip: 0, seed: 1, tests: 'unit/ops,unit/shard', line: 0, from: '', to: '', whole: false, later: false };
   for (let i = 1; i < argv.length; i++) {
     const k = argv[i].replace(/^--/, '');
-    if (k === 'whole') out.whole = true;
+    if (k === 'whole' || k === 'later') out[k] = true;
     else out[k] = k === 'sites' || k === 'skip' || k === 'seed' || k === 'line' ? Number(argv[++i]) : argv[++i];
   }
   if (!out.file) throw new Error('usage: node scripts/mutants.js <file under dist> [--sites N] [--skip K] [--seed S] [--tests dirs] | --line L --from X --to Y [--whole]');
@@ -127,12 +129,16 @@ function sweep(o) {
     console.log(`${o.file}:${o.line} ${o.from} -> ${o.to}: ${k ? 'killed' : 'SURVIVED'} (${o.whole ? 'whole suite' : o.tests})`);
     return;
   }
-  // A site is one occurrence of an operator: a line with two `<` has two sites.
+  // A site is one occurrence of an operator: a line with two `<` has two sites (with
+  // --later, only the second one).
   const sites = [];
   lines.forEach((l, i) => {
     const t = l.trim();
     if (t.startsWith('//') || t.startsWith('*') || t.startsWith('/*') || /assert/.test(t) || /require\(/.test(t)) return;
-    OPS.forEach(([re, to]) => { for (const m of l.matchAll(new RegExp(re.source, 'g'))) sites.push([i, m.index, m[0].length, to]); });
+    OPS.forEach(([re, to]) => {
+      let k = 0;
+      for (const m of l.matchAll(new RegExp(re.source, 'g'))) if (k++ > 0 || !o.later) sites.push([i, m.index, m[0].length, to]);
+    });
   });
   // Seeded shuffle (a 31-bit LCG), so a partial sweep can be repeated or continued with another seed.
   let s = o.seed;
@@ -140,7 +146,7 @@ function sweep(o) {
   for (let i = sites.length - 1; i > 0; i--) { const j = Math.floor(rnd() * (i + 1)); [sites[i], sites[j]] = [sites[j], sites[i]]; }
   const chosen = sites.slice(o.skip, o.skip + o.sites);
   const n = chosen.length;
-  console.log(`${o.file}: ${sites.length} sites, testing ${n}${o.skip > 0 ? ` (after the first ${o.skip} of seed ${o.seed}'s order)` : ''} against ${o.whole ? 'the whole suite' : o.tests}`);
+  console.log(`${o.file}: ${sites.length} ${o.later ? 'later-occurrence ' : ''}sites, testing ${n}${o.skip > 0 ? ` (after the first ${o.skip} of seed ${o.seed}'s order)` : ''} against ${o.whole ? 'the whole suite' : o.tests}`);
   let survived = 0;
   let done = 0;
   for (const [i, at, len, to] of chosen) {

@@ -1308,3 +1308,27 @@ test('absent values survive a cold freeze and a snapshot as absent (not NaN): co
   delete got.extra;
   assert.deepEqual(got, JSON.parse(want), 'mapped into another layout');
 });
+
+test('an entity that leaves (removed, frozen) hands back its bucket record without touching the record after it, which another entity holds', () => {
+  const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  s.install(registry([], ONE_RING_AGG));
+  const cols = s.tableByName('T')!.cols;
+  const keys = ['a', 'b', 'c'];
+  // 200 events each, 1 ms apart in a 1h window: past the ring, so each entity holds buckets.
+  keys.forEach((k, j) => fillRing(s, k, 200, 1_000_000 + 1_000 * j));
+  const now = 1_010_000;
+  const before = keys.map((k) => s.read('T', k, null, now));
+  const g = cols.groups[0];
+  const recs = keys.map((k) => g.rec[cols.index.slotOf(k)]);
+  assert.deepEqual(recs, [1, 2, 3], 'the case under test: adjacent bucket records, in key order');
+  assert.ok(cols.remove('a'));
+  assert.deepEqual(['b', 'c'].map((k) => s.read('T', k, null, now)), before.slice(1), 'after a left');
+  // The freed record goes to the next entity that needs one; its neighbours still answer as before.
+  fillRing(s, 'd', 200, 1_005_000);
+  assert.equal(g.rec[cols.index.slotOf('d')], 1);
+  const d = s.read('T', 'd', null, now);
+  const ts = s.tableByName('T')!;
+  assert.equal(ts.evict(cols.index.slotOf('b'), now), false, 'b frozen, not dropped');
+  assert.deepEqual(['c', 'd'].map((k) => s.read('T', k, null, now)), [before[2], d], 'after b left');
+  assert.equal(s.read('T', 'b', null, now), before[1], 'b thawed');
+});
