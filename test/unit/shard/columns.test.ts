@@ -261,6 +261,12 @@ test('shared rings answer exactly as separate states: every field present, bucke
   for (const seed of [1, 2]) compareWithSeparate(seed, registry([]), 3, 6000, 10, 0);
 });
 
+test('shared rings answer exactly as separate states when a full ring\'s oldest entry sits exactly at the window\'s cutoff: it expires, it is not evicted into a bucket', () => {
+  // One key, a push every window / RING_ENTRIES_MAX (64) ms: once the ring is full, each push finds its
+  // oldest entry at exactly t - window (outside: a window holds now - t < window). 156.25 and 937.5 are exact in binary.
+  for (const gapMs of [10_000 / 64, 60_000 / 64]) compareWithSeparate(13, registry([]), 1, 400, 0, 0, 0, () => gapMs, () => true);
+});
+
 test('shared rings answer exactly as separate states: absent values, exact regime, slab growth', () => {
   // 3000 keys (index and pools grow many times), a few events per key and window.
   compareWithSeparate(3, registry(['x', 'c']), 3000, 12_000, 4, 0.3);
@@ -1331,4 +1337,21 @@ test('an entity that leaves (removed, frozen) hands back its bucket record witho
   assert.equal(ts.evict(cols.index.slotOf('b'), now), false, 'b frozen, not dropped');
   assert.deepEqual(['c', 'd'].map((k) => s.read('T', k, null, now)), [before[2], d], 'after b left');
   assert.equal(s.read('T', 'b', null, now), before[1], 'b thawed');
+});
+
+test('an entity thawed from the cold store takes a ring block only for the rings that hold entries (a `where` that never passed leaves its ring empty)', () => {
+  const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  s.install(registry([]));
+  const ts = s.tableByName('T')!;
+  const cols = ts.cols;
+  // x <= 50 only: the `x > 50` features' ring never takes an entry; the others hold three.
+  for (let i = 0; i < 3; i++) s.apply('E', { k: 'a', x: 10 + i, c: 'c' }, 1_000_000 + i, s.appliedLsn + 1);
+  const classes = (): number[] => cols.groups.map((g) => g.cls[cols.index.slotOf('a')]);
+  const before = classes();
+  assert.ok(before.includes(0) && before.some((c) => c > 0), 'the case under test: an empty ring beside filled ones');
+  const now = 1_000_010;
+  const row = s.read('T', 'a', null, now);
+  assert.equal(ts.evict(cols.index.slotOf('a'), now), false, 'frozen, not dropped');
+  assert.equal(s.read('T', 'a', null, now), row, 'thawed by the read');
+  assert.deepEqual(classes(), before);
 });
