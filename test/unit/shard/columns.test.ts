@@ -1355,3 +1355,18 @@ test('an entity thawed from the cold store takes a ring block only for the rings
   assert.equal(s.read('T', 'a', null, now), row, 'thawed by the read');
   assert.deepEqual(classes(), before);
 });
+
+test('a ring exported into a slab chunk lists the interned values its string cells hold, and nothing for its number cells', () => {
+  const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  s.install(registry([]));
+  const cols = s.tableByName('T')!.cols;
+  // Numbers of many low words (x / 7), three strings.
+  for (let i = 0; i < 40; i++) s.apply('E', { k: 'a', x: (i * 13) / 7, c: `v${i % 3}` }, 1_000_000 + i, s.appliedLsn + 1);
+  const slot = cols.index.slotOf('a');
+  const g = cols.groups.find((grp) => grp.fields.includes('x') && grp.fields.includes('c'))!;
+  const ids = g.fields.map(() => new Map<number, unknown>());
+  const out = new Uint32Array(g.len[slot] * g.stride * 2);
+  assert.equal(g.exportSlot(slot, out, 0, ids as Parameters<typeof g.exportSlot>[3]), 40);
+  assert.equal(ids[g.fields.indexOf('x')].size, 0, 'number cells hold no ids');
+  assert.deepEqual([...ids[g.fields.indexOf('c')].values()].sort(), ['v0', 'v1', 'v2']);
+});
