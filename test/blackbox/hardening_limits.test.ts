@@ -297,6 +297,13 @@ test('finding 5: string values, keys and the dedupe store are bounded with coded
   assert.equal(longKey.json.error.code, 'invalid_event');
   assert.match(longKey.json.error.message, /KEY_BYTES_MAX/);
   assert.equal((await post(srv.base, '/get', { table: 'ST', key })).json.error.code, 'key_parse_failure');
+  // Exactly KEY_BYTES_MAX bytes fits, two-byte characters too (their length alone says less than their bytes).
+  for (const k of ['k'.repeat(KEY_BYTES_MAX), 'é'.repeat(KEY_BYTES_MAX / 2)]) {
+    const pushed = await post(srv.base, '/push', { event: 'S', data: { user: k, s: 'a' } });
+    assert.equal(pushed.status, 200, pushed.text.slice(0, 200));
+    assert.deepEqual((await post(srv.base, '/get', { table: 'ST', key: k, features: ['n'] })).json, { n: 1 });
+  }
+  assert.equal((await post(srv.base, '/push', { event: 'S', data: { user: 'é'.repeat(KEY_BYTES_MAX / 2) + 'k', s: 'a' } })).json.error.code, 'invalid_event');
 
   // Dedupe store of 3 entries (SERVICE_DEDUPE_ENTRIES_MAX=3): the 4th distinct value is refused, never silently undeduplicated.
   for (const id of ['a', 'b', 'c']) assert.equal((await post(srv.base, '/push', { event: 'S', data: { user: 'u', s: 'd', id } })).status, 200);
