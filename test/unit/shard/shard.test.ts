@@ -655,3 +655,15 @@ test('PUSH records while new entities are refused (--memory-only over --memory-l
   assertSameRows(live, naive, ['ByU', 'ByC'], t + 1);
   assert.equal(JSON.parse(live.read('ByU', 'u2', null, t + 1)).n, 2, 'the refused record did not reach its held entity either');
 });
+
+test('an old-format EVENT record (envelope text, replayed from an old data dir) is applied and records its dedupe value; one without a value records none', () => {
+  const state = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  state.install(V1);
+  const dedupe = new DedupeLog();
+  const tx = (note?: string): string => JSON.stringify({ event: 'Tx', data: { user: 'u1', card: 'c1', amount: 60, ok: true, lat: 1, lon: 2, ...(note === undefined ? {} : { note }) } });
+  assert.ok(state.applyText('Tx', tx('n-1'), T0, 7, 1, dedupe));
+  assert.ok(state.applyText('Tx', tx(), T0 + 1, 8, 1, dedupe));
+  assert.deepEqual(dedupe.entries(T0 + 2), [['Tx', 'n-1', 7, 1, T0]]);
+  assert.deepEqual(JSON.parse(state.read('Users', 'u1', ['n', 'lastNote'], T0 + 2)), { n: 2, lastNote: 'n-1' });
+  assert.equal(state.applyText('Nope', tx(), T0 + 2, 9, 1, dedupe), false, 'an event this registry lacks is not applied');
+});
