@@ -1370,3 +1370,51 @@ test('a ring exported into a slab chunk lists the interned values its string cel
   assert.equal(ids[g.fields.indexOf('x')].size, 0, 'number cells hold no ids');
   assert.deepEqual([...ids[g.fields.indexOf('c')].values()].sort(), ['v0', 'v1', 'v2']);
 });
+
+test('bloom_member bit arrays past GROW_IN_PLACE_BYTES_MIN: blocks taken after the pool grew in place are written and read through a view of the grown length', async () => {
+  const { BloomColumn } = await import('../../../src/shard/bloom_column');
+  const { BloomMemberState } = await import('../../../src/ops/sketch_ops');
+  const { bloomGeometry } = await import('../../../src/ops/sketch/bloom');
+  const { GROW_IN_PLACE_BYTES_MIN } = await import('../../../src/limits');
+  // 1,024 values at 1%: 153 exact hashes, then ~1.2 KB of bits per entity. The bits pool passes 1 MiB
+  // at ~850 entities, moves onto a growable buffer, then doubles in place.
+  const g = bloomGeometry(1024, 0.01);
+  const col = new BloomColumn(g, 4);
+  const SLOTS = 2000;
+  col.grow(SLOTS);
+  const objs = Array.from({ length: SLOTS }, () => new BloomMemberState(g));
+  for (let s = 0; s < SLOTS; s++) {
+    col.create(s);
+    // Past the exact list: each entity switches to bits, taking the pool's next block.
+    for (let i = 0; i <= g.exactMax; i++) {
+      col.update(s, `v${s}-${i}`);
+      objs[s].update(`v${s}-${i}`, i, {});
+    }
+  }
+  assert.ok(col.poolBytes > 2 * GROW_IN_PLACE_BYTES_MIN, `the case under test: ${col.poolBytes} B of pooled bits`);
+  for (let s = 0; s < SLOTS; s++) {
+    assert.equal(col.read(s), objs[s].read(0), `slot ${s}`);
+    assert.deepEqual(col.save(s), objs[s].save(), `save of slot ${s}`);
+  }
+});
+
+test('lifetime ops get the typed column of their form: fixed doubles, pooled bloom bits, kept cells; only ops without one are objects', async () => {
+  const { FixedColumn, ObjectColumn } = await import('../../../src/shard/solo_column');
+  const { BloomColumn } = await import('../../../src/shard/bloom_column');
+  const { KeptColumn } = await import('../../../src/shard/kept_column');
+  const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  s.install(registry([], {
+    n: { op: 'count', params: {} },
+    life: { op: 'sum', params: { field: 'x', window: 'forever' } },
+    seen: { op: 'bloom_member', params: { field: 'c', fpr: 0.01 } },
+    firstc: { op: 'first', params: { field: 'c' } },
+    w: { op: 'count', params: { window: W } },
+  }));
+  const cols = s.tableByName('T')!.cols;
+  const kinds = Object.fromEntries(s.tableByName('T')!.plan.features.map((f, i) => {
+    const col = cols.objs[i];
+    const kind = col === null ? 'ring' : col instanceof FixedColumn ? 'fixed' : col instanceof BloomColumn ? 'bloom' : col instanceof KeptColumn ? 'kept' : col instanceof ObjectColumn ? 'object' : 'other';
+    return [f.name, kind];
+  }));
+  assert.deepEqual(kinds, { n: 'fixed', life: 'fixed', seen: 'bloom', firstc: 'kept', w: 'ring' });
+});
