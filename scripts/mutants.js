@@ -12,8 +12,8 @@
 //       an earlier partial sweep with the same seed: of the same compiled file, since any change
 //       to its operators reorders the sites) against the test files under the
 //       given dirs (or files) of dist/test (default unit/ops,unit/shard); prints each survivor.
-//       --later: only the second and later occurrences of an operator on a line (the sweeps
-//       before this tool counted the first occurrence per line only; this sweeps the rest)
+//       --later: only the second and later occurrences of an operator on a line (sweeps made
+//       before the tool counted every occurrence mutated only the first one on each line)
 //   node scripts/mutants.js <file under dist> --line L --from TEXT --to TEXT [--whole]
 //       one mutant (the first TEXT on line L) against the same tests, or with --whole
 //       against the whole suite (scripts/run_tests.js)
