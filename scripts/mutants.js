@@ -7,7 +7,7 @@
 // never left mutated, even when the sweep is killed, and sweeps can run side by side.
 // Needs `npx tsc` first.
 //
-//   node scripts/mutants.js <file under dist> [--sites N] [--skip K] [--seed S] [--tests dir,dir,...]
+//   node scripts/mutants.js <file under dist> [--sites N] [--skip K] [--seed S] [--tests dir,dir,...] [--later]
 //       sweep N sites (seeded shuffle; default all; --skip K leaves out the first K, to continue
 //       an earlier partial sweep with the same seed: of the same compiled file, since any change
 //       to its operators reorders the sites) against the test files under the
@@ -40,7 +40,7 @@ function flags(argv) {
     if (k === 'whole' || k === 'later') out[k] = true;
     else out[k] = k === 'sites' || k === 'skip' || k === 'seed' || k === 'line' ? Number(argv[++i]) : argv[++i];
   }
-  if (!out.file) throw new Error('usage: node scripts/mutants.js <file under dist> [--sites N] [--skip K] [--seed S] [--tests dirs] | --line L --from X --to Y [--whole]');
+  if (!out.file) throw new Error('usage: node scripts/mutants.js <file under dist> [--sites N] [--skip K] [--seed S] [--tests dirs] [--later] | --line L --from X --to Y [--whole]');
   return out;
 }
 
