@@ -17,8 +17,10 @@
  * entities (heap only; RSS is too coarse at that size) and subtracts a table
  * whose one feature is a lifetime count (the entity index and key).
  *
- * Run:  node --expose-gc dist/bench/memory.js [entities] [events]
- * Defaults: 200,000 entities, 3 events each.
+ * Run:  node --expose-gc dist/bench/memory.js [entities] [events] [--lifetime]
+ * Defaults: 200,000 entities, 3 events each. --lifetime: the same ten ops without
+ * a window ("forever"): lifetime slab rows, kept values, and the sketches as
+ * exact values (shard/exact_column.ts) where the windowed table has rings.
  */
 import { ShardState } from '../src/shard/state';
 import type { RegistryState } from '../src/registry/model';
@@ -48,6 +50,14 @@ export const FEATURES: Array<[string, unknown]> = [
   ['top_k', { op: 'top_k', params: { field: 'country', k: 3, window: WINDOW } }],
   ['last_n', { op: 'last_n', params: { field: 'merchant', n: 5 } }],
 ];
+/** `features` with every window made "forever" (the lifetime forms of the same ops). */
+export function lifetimeOf(features: Array<[string, unknown]>): Array<[string, unknown]> {
+  return features.map(([name, spec]) => {
+    const { op, params } = spec as { op: string; params: Record<string, unknown> };
+    return [name, { op, params: 'window' in params ? { ...params, window: 'forever' } : params }];
+  });
+}
+
 /** The per-feature baseline table: the entity index and key with one small lifetime feature. */
 const BARE: Array<[string, unknown]> = [['n', { op: 'count', params: {} }]];
 
@@ -102,15 +112,18 @@ function load(features: Array<[string, unknown]>, entities: number, events: numb
 }
 
 function main(): void {
-  const entities = Number(process.argv[2] ?? ENTITIES_DEFAULT);
-  const events = Number(process.argv[3] ?? EVENTS_PER_ENTITY_DEFAULT);
-  console.log(`node ${process.version}, ${entities} entities x ${FEATURES.length} features, ${events} events per entity, window ${WINDOW}, through ShardState.apply`);
-  const all = load(FEATURES, entities, events);
+  const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+  const lifetime = process.argv.includes('--lifetime');
+  const entities = Number(args[0] ?? ENTITIES_DEFAULT);
+  const events = Number(args[1] ?? EVENTS_PER_ENTITY_DEFAULT);
+  const features = lifetime ? lifetimeOf(FEATURES) : FEATURES;
+  console.log(`node ${process.version}, ${entities} entities x ${features.length} features, ${events} events per entity, ${lifetime ? 'lifetime (no window)' : `window ${WINDOW}`}, through ShardState.apply`);
+  const all = load(features, entities, events);
   console.log(`table: rss +${(all.rss / 2 ** 20).toFixed(1)} MiB = ${(all.rss / entities).toFixed(0)} B per entity; heap +${(all.heap / 2 ** 20).toFixed(1)} MiB = ${(all.heap / entities).toFixed(0)} B per entity; load ${(all.ms / 1000).toFixed(1)} s; checksum ${all.checksum}`);
   gc();
   const bare = load(BARE, PER_FEATURE_ENTITIES, events).heap / PER_FEATURE_ENTITIES;
   console.log(`per feature (heap, ${PER_FEATURE_ENTITIES} entities each, minus a one-feature table [lifetime count: index + key] = ${bare.toFixed(0)} B/entity):`);
-  for (const feature of FEATURES) {
+  for (const feature of features) {
     const one = load([feature], PER_FEATURE_ENTITIES, events);
     console.log(`  ${feature[0].padEnd(10)} ${(one.heap / PER_FEATURE_ENTITIES - bare).toFixed(0).padStart(5)} B per entity`);
   }

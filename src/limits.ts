@@ -378,6 +378,16 @@ export const COLD_INDEX_LOAD_MAX = 0.75;
  */
 export const RING_GROUP_WINDOWS_MAX = 8;
 
+/**
+ * Lifetime sketch ops (n_unique, quantile, top_k, entropy without a window;
+ * shard/exact_column.ts): an entity keeps up to this many accepted values as cells
+ * of a slab row (8 B each, one row of 1 + this many doubles per entity), and the
+ * answer is the op's own state rebuilt from them. The next value turns the entity's
+ * state into the op's object (~400-800 B). 8 covers the few events most entities of
+ * a large table see (bench/memory.ts --lifetime) for 72 B a feature.
+ */
+export const LIFE_EXACT_VALUES_MAX = 8;
+
 /** Entity index (shard/entity_index.ts): slots and key-table entries of a new table (a power of two); both double from there. */
 export const ENTITY_SLOTS_MIN = 64;
 /** Entity index: key-table entries used at most before the table doubles (linear probing: short runs at half full). */

@@ -113,7 +113,11 @@ function numWindow(name: string, kind: NumKind, input: Input, field: string | nu
 }
 
 function valOp<A>(name: string, field: string | null, agg: WindowAgg<A>, c: BuildCtx, buckets: number, numeric: boolean): Factory {
-  if (c.windowMs === 0) return f(name, field, () => new ValLifeState(agg));
+  if (c.windowMs === 0) {
+    // A timeless agg is its values in order: the shard keeps a few of them as cells before it needs the object.
+    const exact = agg.timeless === true && field !== null ? (agg as WindowAgg<unknown>) : null;
+    return new Factory(name, field, false, () => new ValLifeState(agg), null, null, null, null, exact);
+  }
   const cfg = new ValWindowCfg(agg, c.windowMs, buckets, numeric);
   return new Factory(name, field, false, () => new ValWindowState(cfg), { num: null, val: cfg as ValWindowCfg<unknown> });
 }

@@ -5,7 +5,7 @@
  */
 import type { OpFactory, OpState } from './op';
 import type { NumWindowCfg } from './num_window';
-import type { ValWindowCfg } from './val_window';
+import type { ValWindowCfg, WindowAgg } from './val_window';
 import type { FixedOp } from './fixed';
 import type { PointAgg } from './point';
 import type { BloomGeometry } from './sketch/bloom';
@@ -35,9 +35,11 @@ export class Factory implements OpFactory {
   readonly kept: PointAgg | null;
   /** bloom_member: its filter geometry (pooled filters per table, shard/bloom_column.ts); null otherwise. */
   readonly bloom: BloomGeometry | null;
+  /** A lifetime value op over a timeless agg (n_unique, quantile, top_k, entropy): its agg, for a slot's values kept exactly while few (shard/exact_column.ts); null otherwise. */
+  readonly exact: WindowAgg<unknown> | null;
   private readonly make: () => StoredState;
 
-  constructor(op: string, field: string | null, wantsMiss: boolean, make: () => StoredState, shared: SharedWindow | null = null, fixed: FixedOp | null = null, kept: PointAgg | null = null, bloom: BloomGeometry | null = null) {
+  constructor(op: string, field: string | null, wantsMiss: boolean, make: () => StoredState, shared: SharedWindow | null = null, fixed: FixedOp | null = null, kept: PointAgg | null = null, bloom: BloomGeometry | null = null, exact: WindowAgg<unknown> | null = null) {
     this.op = op;
     this.field = field;
     this.wantsMiss = wantsMiss;
@@ -46,6 +48,7 @@ export class Factory implements OpFactory {
     this.fixed = fixed;
     this.kept = kept;
     this.bloom = bloom;
+    this.exact = exact;
   }
 
   create(): OpState {

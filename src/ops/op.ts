@@ -16,6 +16,7 @@ import type { SharedWindow } from './factory';
 import type { FixedOp } from './fixed';
 import type { PointAgg } from './point';
 import type { BloomGeometry } from './sketch/bloom';
+import type { WindowAgg } from './val_window';
 
 export interface OpState {
   /** A matching event. `x` is row[field] (undefined when the op has no field). */
@@ -51,6 +52,8 @@ export interface OpFactory {
   readonly kept?: PointAgg | null;
   /** Set for bloom_member: its filter geometry (shard/bloom_column.ts); null otherwise. */
   readonly bloom?: BloomGeometry | null;
+  /** Set for a lifetime value op over a timeless agg (shard/exact_column.ts): the agg; null otherwise. */
+  readonly exact?: WindowAgg<unknown> | null;
   create(): OpState;
   /** Inverse of OpState.save(). */
   load(saved: unknown): OpState;

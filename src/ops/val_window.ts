@@ -457,6 +457,26 @@ export class ValLifeState<A> implements StoredState {
     return this.acc === null ? null : this.agg.save(this.acc);
   }
   restore(saved: unknown): void {
+    if (isExactSave(saved)) {
+      // The values a slab column kept (shard/exact_column.ts), in arrival order.
+      let acc: A | null = null;
+      for (const v of saved.exactValues) acc = this.agg.add(acc === null ? this.agg.empty() : acc, v, 0, 0);
+      this.acc = acc;
+      return;
+    }
     this.acc = saved === null ? null : this.agg.load(saved);
   }
+}
+
+/**
+ * The save of a lifetime value op held as its accepted values (shard/exact_column.ts):
+ * replayed through the agg, they give the state back exactly (timeless aggs only).
+ * No agg's own save is an object with this key.
+ */
+export interface ExactSave {
+  exactValues: Array<string | number | boolean>;
+}
+
+export function isExactSave(saved: unknown): saved is ExactSave {
+  return typeof saved === 'object' && saved !== null && Array.isArray((saved as ExactSave).exactValues);
 }

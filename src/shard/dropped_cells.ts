@@ -13,6 +13,7 @@
  * (an entity leaving empties every column it had then).
  */
 import type { KeptColumn } from './kept_column';
+import type { ExactColumn } from './exact_column';
 import type { RingGroup } from './ring_group';
 
 /** A slice looks at the clock once per this many slots + 1 (a mask). */
@@ -23,7 +24,7 @@ export class DroppedCells {
 
   constructor(
     readonly groups: readonly RingGroup[],
-    readonly kept: readonly KeptColumn[],
+    readonly kept: ReadonlyArray<KeptColumn | ExactColumn>,
     /** Slots the parts had state for (the index's high mark at the drop). */
     readonly end: number,
   ) {}

@@ -205,7 +205,7 @@ export function writeSlab(cols: TableColumns, t: number, slots: ArrayLike<number
       d += n * w;
       continue;
     }
-    // Object states and kept values (lifetime point ops, whose cells hold interned ids) as their saves.
+    // Object states, kept values and exact sketch values (cells holding interned ids) as their saves.
     const out: unknown[] = new Array(n);
     for (let e = 0; e < n; e++) out[e] = col.save(slots[e]);
     objs[i] = out;

@@ -43,6 +43,10 @@ import { TableColumns, type EntitySave, type LayoutMeta } from './table_columns'
 import { isRawSlab, loadSlab, readSlab, slabSaves, writeSlab, type SlabChunk } from './slab_chunk';
 
 /**
+ * 8: a lifetime n_unique, quantile, top_k or entropy may save an entity as its
+ *    values, `{ exactValues: [...] }` (exact_column.ts), in object saves and
+ *    frozen buffers alike; an older build would hand that to the sketch's loader,
+ *    so it refuses 8 by number. Everything else as in 7.
  * 7: a ring group's layout may list `hashed` fields, whose cells hold 53-bit
  *    hashes of the values (ring_group.ts "hashed fields"); an older build would
  *    read them as numbers, so it refuses 7 by number. Everything else as in 6.
@@ -58,8 +62,8 @@ import { isRawSlab, loadSlab, readSlab, slabSaves, writeSlab, type SlabChunk } f
  * 2 (before issue 12): per entity one save per feature; it still loads, every
  *    windowed feature as an object column, exactly as it was saved.
  */
-export const SNAPSHOT_FORMAT = 7;
-const SNAPSHOT_FORMATS_READ = [2, 3, 4, 5, 6, 7];
+export const SNAPSHOT_FORMAT = 8;
+const SNAPSHOT_FORMATS_READ = [2, 3, 4, 5, 6, 7, 8];
 /** Cold entities per chunk (one v8.serialize call): small enough that a chunk stays within a few ms. */
 const CHUNK_ENTITIES = 256;
 

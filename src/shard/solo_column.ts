@@ -10,6 +10,8 @@
  *   BloomColumn   bloom_member: filters in pooled blocks (bloom_column.ts)
  *   KeptColumn    the lifetime point ops (first, last, first_n, last_n,
  *                 most_recent_n, lag): kept values as cells (kept_column.ts)
+ *   ExactColumn   the lifetime sketch ops (n_unique, quantile, top_k, entropy):
+ *                 a few values as cells, the op's object past them (exact_column.ts)
  *   ObjectColumn  any other op: one OpState per slot (the hybrid that keeps every
  *                 op working; convert an op to a FixedOp or a shared ring to drop it)
  *
@@ -24,6 +26,7 @@ import { grown } from '../util/unaccounted';
 import type { InternTable } from './intern';
 import { BloomColumn, bloomPooled } from './bloom_column';
 import { KeptColumn } from './kept_column';
+import { ExactColumn } from './exact_column';
 
 export interface SoloColumn {
   /** A fresh (empty) state at `slot`. */
@@ -118,5 +121,7 @@ export function soloColumn(factory: OpFactory, capacity: number, internOf: (fiel
   if (bloom !== null && bloom !== undefined && bloomPooled(bloom)) return new BloomColumn(bloom, capacity);
   const kept = factory.kept;
   if (kept !== null && kept !== undefined && factory.field !== null) return new KeptColumn(kept, internOf(factory.field), capacity);
+  const exact = factory.exact;
+  if (exact !== null && exact !== undefined && factory.field !== null) return new ExactColumn(factory, exact, internOf(factory.field), capacity);
   return new ObjectColumn(factory);
 }

@@ -9,8 +9,10 @@
  *                             the longest window, pooled in typed arrays,
  *                             buckets per feature
  *   objs (solo_column.ts)     every other op: lifetime ops of K doubles as a
- *                             slab row per slot; the rest one OpState per slot
- *                             (a hybrid: every op keeps working, converted or not)
+ *                             slab row per slot, kept values and lifetime
+ *                             sketches' first values as cells of a slab row; the
+ *                             rest one OpState per slot (a hybrid: every op keeps
+ *                             working, converted or not)
  *
  * Grouping: the windowed features of a fresh table without `where` share one
  * group whatever their windows (up to RING_GROUP_WINDOWS_MAX windows a group:
@@ -28,6 +30,7 @@ import { InternTable } from './intern';
 import { hashedFieldsOf, hashOrNull, memberView, RingGroup, RingMember, skipsOf, type GroupSave } from './ring_group';
 import { ObjectColumn, soloColumn, type SoloColumn } from './solo_column';
 import { KeptColumn } from './kept_column';
+import { ExactColumn } from './exact_column';
 import { DroppedCells } from './dropped_cells';
 import { RING_GROUP_WINDOWS_MAX } from '../limits';
 
@@ -371,7 +374,7 @@ export class TableColumns {
     for (const g of this.groups) g.fields.forEach((f, c) => { const j = cols.indexOf(f); if (j >= 0 && g.hashed[c] === 1) hashed[j] = 1; });
     for (const g of this.groups) g.fields.forEach((f, c) => { const j = cols.indexOf(f); if (j >= 0 && g.hashed[c] === 0) { out[j] = g.interns[c]; hashed[j] = 0; } });
     this.objs.forEach((col, i) => {
-      if (!(col instanceof KeptColumn)) return;
+      if (!(col instanceof KeptColumn || col instanceof ExactColumn)) return;
       const j = cols.indexOf(this.plan.features[i].factory.field as string);
       if (j >= 0) {
         out[j] = col.intern;
@@ -599,9 +602,9 @@ function windowOf(sh: NonNullable<FeaturePlan['factory']['shared']>): number {
   return sh.num !== null ? sh.num.windowMs : sh.val.windowMs;
 }
 
-/** The kept-value columns among `objs` (the solo columns whose cells hold interned ids). */
-function keptColumns(objs: ReadonlyArray<SoloColumn | null>): KeptColumn[] {
-  return objs.filter((col): col is KeptColumn => col instanceof KeptColumn);
+/** The solo columns among `objs` whose cells hold interned ids (kept values, exact sketch values). */
+function keptColumns(objs: ReadonlyArray<SoloColumn | null>): Array<KeptColumn | ExactColumn> {
+  return objs.filter((col): col is KeptColumn | ExactColumn => col instanceof KeptColumn || col instanceof ExactColumn);
 }
 
 function memberOf(f: FeaturePlan, i: number, fields: readonly string[]): RingMember {

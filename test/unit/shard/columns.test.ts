@@ -687,7 +687,7 @@ test('snapshot format 2 (one save per feature) still loads, as object columns; u
   assert.equal(rts.cols.groups.length, 0, 'format 2 restores every windowed feature as an object column');
   // Format 1 predates per-entity LSNs: refused, naming the version.
   assert.throws(() => restoreSnapshot(new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true }), Buffer.concat([frame({ ...meta, format: 1 }), frame(end)]), () => reg),
-    /snapshot format 1 is not readable by this version \(reads formats 2, 3, 4, 5, 6, 7\)/);
+    /snapshot format 1 is not readable by this version \(reads formats 2, 3, 4, 5, 6, 7, 8\)/);
 });
 
 test('a snapshot restores the layout it was taken with (rings split by a registry change), or maps into a populated table', () => {
