@@ -18,7 +18,7 @@ import { type CommandSpec, type OptionSpec, parseCommand, UsageError } from './c
 import {
   BATCH_GET_ENTRIES_MAX_DEFAULT, CLUSTER_CHECKPOINT_INTERVAL_MS_DEFAULT, CLUSTER_PARTITIONS_DEFAULT, CLUSTER_PARTITIONS_MAX, DEDUPE_ENTRIES_MAX, SHARDS_MAX,
   SHUTDOWN_DEADLINE_MS, TCP_CONNECTIONS_MAX_DEFAULT, TCP_FRAME_BYTES_MAX_DEFAULT, TCP_FRAME_TIMEOUT_MS_DEFAULT, TCP_IDLE_TIMEOUT_MS_DEFAULT,
-  WAL_SEGMENT_BYTES_MIN,
+  WAL_SEGMENT_BYTES_MAX_DEFAULT, WAL_SEGMENT_BYTES_MIN, WAL_SYNC_INTERVAL_MS_DEFAULT, WAL_SYNC_TIMEOUT_MS_DEFAULT,
 } from './limits';
 
 export type WalSyncMode = 'batch' | 'always';
@@ -161,9 +161,9 @@ export const DEFAULTS = {
   httpAddr: '127.0.0.1:8080',
   tcpAddr: '127.0.0.1:8081',
   dataDir: './data',
-  walSyncTimeoutMs: 1000,
-  walSyncIntervalMs: 5,
-  walSegmentBytesMax: 64 * 1024 * 1024,
+  walSyncTimeoutMs: WAL_SYNC_TIMEOUT_MS_DEFAULT,
+  walSyncIntervalMs: WAL_SYNC_INTERVAL_MS_DEFAULT,
+  walSegmentBytesMax: WAL_SEGMENT_BYTES_MAX_DEFAULT,
   snapshotInterval: '60s',
   checkpointInterval: `${CLUSTER_CHECKPOINT_INTERVAL_MS_DEFAULT / 1000}s`,
 };

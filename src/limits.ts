@@ -215,6 +215,8 @@ export const RECOVERY_PROGRESS_INTERVAL_MS = 1_000;
 export const RECOVERY_PROGRESS_RECORDS_STRIDE = 1_024;
 /** After a shard's WAL append fails, /ready says wal_unavailable this long unless a later append succeeds (lifecycle.ts). */
 export const WAL_UNAVAILABLE_READY_HOLD_MS = 5_000;
+/** Test hook (SERVICE_FAULT_WAL_FILE): how often a shard reads the fault file, so a test's fault is armed within a batch or two. */
+export const WAL_FAULT_FILE_POLL_MS = 20;
 /**
  * Floor of --wal-segment-bytes. The writer needs room for more than a frame header
  * (it asserts so, which at startup was a stack trace instead of a one-line setting
@@ -222,6 +224,43 @@ export const WAL_UNAVAILABLE_READY_HOLD_MS = 5_000;
  * no deployment wants. 512 still lets tests force frequent rolls.
  */
 export const WAL_SEGMENT_BYTES_MIN = 512;
+/**
+ * Default of --wal-segment-bytes (SERVICE_WAL_SEGMENT_BYTES): a WAL segment rolls to the next
+ * past this. A maximal record (WAL_RECORD_BYTES_MAX) fits an empty one with room, and a roll
+ * (a new file) every 64 MiB is rare at any push rate.
+ */
+export const WAL_SEGMENT_BYTES_MAX_DEFAULT = 64 * 1024 * 1024;
+/**
+ * Default of --wal-sync-interval-ms (SERVICE_WAL_SYNC_INTERVAL_MS): in batch mode fdatasync runs
+ * this often when anything is unsynced (shard_main.ts), so a power loss costs at most the last
+ * few ms of acknowledged pushes while a sync stays off every push's path.
+ */
+export const WAL_SYNC_INTERVAL_MS_DEFAULT = 5;
+/**
+ * Default of --wal-sync-timeout-ms (SERVICE_WAL_SYNC_TIMEOUT_MS): in always mode a push whose
+ * fdatasync takes longer answers wal_sync_timeout (504). A healthy disk syncs in milliseconds;
+ * a second means it is stalled, and the client learns so instead of waiting on.
+ */
+export const WAL_SYNC_TIMEOUT_MS_DEFAULT = 1_000;
+/**
+ * Largest WAL frame `length` field accepted (type + payload): 16 MiB - 1, the largest value
+ * whose top byte is 0x00. JSON text never holds a raw NUL, so a row can never smuggle a
+ * valid-looking frame header into the log; this is what makes resynchronisation after
+ * corruption safe (wal/recover.ts). A derived row can be larger than the pushed body
+ * (with_columns copies values): we allow three bodies of headroom.
+ */
+export const WAL_RECORD_BYTES_MAX = 2 ** 24 - 1;
+/** First capacity of a RecordEncoder staging buffer (wal/record.ts): a batch of small pushes fits; it doubles on demand. */
+export const WAL_STAGING_BYTES_INITIAL = 64 * 1024;
+/** Verified snapshots writeSnapshot keeps by default (wal/snapshot.ts): the newest, and one to fall back on if it turns out unreadable. */
+export const SNAPSHOT_KEEP_DEFAULT = 2;
+
+assert(WAL_SEGMENT_BYTES_MAX_DEFAULT >= WAL_SEGMENT_BYTES_MIN);
+assert(WAL_RECORD_BYTES_MAX < 2 ** 24, 'a valid length must have a zero top byte (see WAL_RECORD_BYTES_MAX)');
+assert(WAL_RECORD_BYTES_MAX >= 3 * HTTP_BODY_BYTES_MAX, 'a derived row of a maximal push must fit one record');
+assert(WAL_RECORD_BYTES_MAX >= 3 * TCP_FRAME_BYTES_MAX_DEFAULT, 'a derived row of a maximal frame must fit one record');
+assert(WAL_SEGMENT_BYTES_MAX_DEFAULT >= WAL_RECORD_BYTES_MAX, 'a maximal record fits an empty default segment');
+assert(SNAPSHOT_KEEP_DEFAULT >= 1);
 
 /**
  * Dedupe entries held by the front (all events). When full, a push that needs a
@@ -366,6 +405,14 @@ export const SNAPSHOT_BLOCK_BYTES = 256 * 1024;
  * to land.
  */
 export const SNAPSHOT_BLOCKS_IN_FLIGHT = 8;
+/**
+ * Snapshot blocks a thread keeps for reuse by later snapshots (wal/snapshot_stream.ts): a
+ * stream holds one while it fills it, and 2 keep at most 512 KiB per thread; more at once
+ * (never in practice) are plain allocations, dropped when released.
+ */
+export const SNAPSHOT_BLOCKS_KEPT = 2;
+/** Cold entities per snapshot chunk (snapshot_job.ts; one v8.serialize call): small enough that a chunk stays within a few ms. */
+export const SNAPSHOT_COLD_CHUNK_ENTITIES = 256;
 /** Cold index (shard/key_index.ts): initial slots (a power of two). */
 export const COLD_INDEX_SLOTS_MIN = 1024;
 /** Cold index: slots used at most before it doubles. */

@@ -12,7 +12,7 @@ import { createLogger } from '../log';
 import type { MessagePort } from 'node:worker_threads';
 import { ITEM_PUSH, type ShardBatchAnswer, type ShardBatchWire, type ShardBatchFailed, type ShardHello, type ShardInit, type ShardItem, type ShardTask } from '../protocol/messages';
 import { ShardBatchDecoder, shardInit } from '../protocol/shard_calls';
-import { COLD_SWEEP_INTERVAL_MS } from '../limits';
+import { COLD_SWEEP_INTERVAL_MS, WAL_FAULT_FILE_POLL_MS } from '../limits';
 import { ColdFiles } from './cold_files';
 import { DedupeLog } from './dedupe_log';
 import { Shard } from './shard';
@@ -55,7 +55,7 @@ if (store !== null && init.walSync === 'batch') {
 if (store !== null && init.faultFile !== null) {
   // Test hook only: arm or clear injected WAL faults from the control file.
   const s = store;
-  setInterval(() => { const io = s.pollFaultFile(); coldFaults?.failWrites(io); }, 20).unref();
+  setInterval(() => { const io = s.pollFaultFile(); coldFaults?.failWrites(io); }, WAL_FAULT_FILE_POLL_MS).unref();
 }
 setInterval(() => shard.memoryTick(Date.now()), COLD_SWEEP_INTERVAL_MS).unref();
 

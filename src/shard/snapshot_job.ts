@@ -35,7 +35,7 @@
 import { deserialize, serialize } from 'node:v8';
 import type { RegistryState } from '../registry/model';
 import type { WalPosition } from '../wal';
-import { SNAPSHOT_CHUNK_ENTITIES_MAX, SNAPSHOT_CHUNK_ENTITIES_MIN, SNAPSHOT_DEDUPE_CHUNK_ENTRIES } from '../limits';
+import { SNAPSHOT_CHUNK_ENTITIES_MAX, SNAPSHOT_CHUNK_ENTITIES_MIN, SNAPSHOT_COLD_CHUNK_ENTITIES, SNAPSHOT_DEDUPE_CHUNK_ENTRIES } from '../limits';
 import { frozenParts } from './cold';
 import type { DedupeEntry, DedupeLog } from './dedupe_log';
 import type { ShardState, TableState } from './state';
@@ -64,8 +64,6 @@ import { isRawSlab, loadSlab, readSlab, slabSaves, writeSlab, type SlabChunk } f
  */
 export const SNAPSHOT_FORMAT = 8;
 const SNAPSHOT_FORMATS_READ = [2, 3, 4, 5, 6, 7, 8];
-/** Cold entities per chunk (one v8.serialize call): small enough that a chunk stays within a few ms. */
-const CHUNK_ENTITIES = 256;
 
 /** Where a job's body bytes go (copied: the job reuses what it passes). */
 export interface BodySink {
@@ -261,7 +259,7 @@ export class SnapshotJob {
 
   #coldChunk(ts: TableState, keys: string[], lastTs: number[], lastLsns: number[], frozen: Buffer[]): void {
     if (this.#it === null) this.#it = ts.cold.entries();
-    while (keys.length < CHUNK_ENTITIES) {
+    while (keys.length < SNAPSHOT_COLD_CHUNK_ENTITIES) {
       const next = this.#it.next();
       if (next.done) { this.#it = null; this.#table++; break; }
       const [key, buf] = next.value;

@@ -24,7 +24,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { compressSync } from 'lz4-napi';
-import { SNAPSHOT_BLOCK_BYTES, SNAPSHOT_BLOCKS_IN_FLIGHT } from '../limits';
+import { SNAPSHOT_BLOCK_BYTES, SNAPSHOT_BLOCKS_IN_FLIGHT, SNAPSHOT_BLOCKS_KEPT } from '../limits';
 import { SNAPSHOT_HEADER_BYTES, SNAPSHOT_KEEP_DEFAULT, TMP_SUFFIX } from './constants';
 import { lsnFileName, retireFile, unlinkQuietly } from './file_ops';
 import { realFs } from './fs_like';
@@ -35,8 +35,6 @@ import { BlockChain, pruneSnapshots, type SnapshotWriteResult } from './snapshot
  * snapshot (a stream holds one while it fills it). More than SNAPSHOT_BLOCKS_KEPT
  * at once (never in practice) are plain allocations, dropped when released.
  */
-const SNAPSHOT_BLOCKS_KEPT = 2;
-
 class BlockPool {
   readonly #free: Buffer[] = [];
 
