@@ -155,6 +155,32 @@ export const BLOOM_BITS_MAX = 1 << 26;
  */
 export const BLOOM_FPR_MIN = 1e-9;
 
+/**
+ * Longest accepted duration (spec 2.4 grammar: windows, cold_after, ...; ops/duration.ts): 100
+ * years keeps every product with epoch ms far inside 2^53. Over it: aggregation_invalid_window
+ * (or the code of the parameter that holds it).
+ */
+export const DURATION_MS_MAX = 100 * 365 * 86_400_000;
+/**
+ * Numeric window ops (ops/num_window.ts, shard/ring_group.ts): raw events kept per ring
+ * before bucketing starts (a power of two). An entity with at most this many events in its
+ * window is answered exactly (docs/ops.md "Windows"); a full ring is 64 (t, x) pairs, 1 KiB.
+ */
+export const RING_ENTRIES_MAX = 64;
+/**
+ * Numeric window ops: buckets per window once the ring overflows, so the error bound is
+ * window / 128 (the peer's is window / 64) at up to 129 bucket slots per entity and window.
+ */
+export const NUM_BUCKETS_PER_WINDOW = 128;
+/** quantile: values kept exactly (2 KiB) before the DDSketch takes over (ops/sketch/quantile.ts), so small windows answer exactly. */
+export const QUANTILE_EXACT_MAX_DEFAULT = 256;
+/**
+ * quantile: buckets of each sign's sketch store, at most (8 KiB of counts; at alpha 1 % a ratio
+ * of ~7.8e8 between the largest and smallest magnitude). Past it the lowest buckets merge, so a
+ * sketch's memory is bounded whatever the value range and high quantiles keep their accuracy.
+ */
+export const QUANTILE_STORE_BUCKETS_MAX_DEFAULT = 1024;
+
 /** Op bounds of spec 2.3. */
 export const TOP_K_K_MAX = 1024;
 export const TOP_K_K_DEFAULT = 10;
@@ -424,6 +450,16 @@ export const COLD_INDEX_LOAD_MAX = 0.75;
  * A skip count is a byte per slot and window.
  */
 export const RING_GROUP_WINDOWS_MAX = 8;
+/** Ring group: first allocation of bucket records (busy slots); doubles from there, so a table with few busy entities stays small. */
+export const RING_GROUP_RECORDS_MIN = 16;
+/** Ring pools (shard/ring_pool.ts): first allocation of a size class, in blocks; doubles from there, so an unused class costs little. */
+export const RING_POOL_BLOCKS_MIN = 16;
+/**
+ * Cells of a dropped table or feature are released in slices between batches (shard/dropped_cells.ts);
+ * a slice reads the clock once per this many slots + 1 (a mask): a slot costs well under a us, so 256
+ * slots overrun the deadline by little and the clock read stays off the per-slot cost.
+ */
+export const DROPPED_CELLS_CLOCK_MASK = 255;
 
 /**
  * Lifetime sketch ops (n_unique, quantile, top_k, entropy without a window;
@@ -469,6 +505,8 @@ export const MEMORY_EVICT_FRACTION_MAX = 0.5;
 export const MEMORY_EVICT_TARGET_RATIO = 0.9;
 
 assert((COLD_INDEX_SLOTS_MIN & (COLD_INDEX_SLOTS_MIN - 1)) === 0, 'cold index slots are a power of two');
+assert((DROPPED_CELLS_CLOCK_MASK & (DROPPED_CELLS_CLOCK_MASK + 1)) === 0, 'dropped cells: the clock mask is a power of two minus one');
+assert((RING_ENTRIES_MAX & (RING_ENTRIES_MAX - 1)) === 0, 'a ring\'s entries are a power of two');
 assert((ENTITY_SLOTS_MIN & (ENTITY_SLOTS_MIN - 1)) === 0, 'entity slots are a power of two');
 assert(KEY_BYTES_MAX * 2 < 65_536, 'the entity index stores a key\'s byte length (UTF-16 at worst) in 16 bits');
 assert(KEY_BYTES_MAX < 65_536, 'a cold record stores the key length in 16 bits');

@@ -2,13 +2,11 @@
  * The duration grammar of spec 2.4: `\d+(ms|s|m|h|d)`, strictly positive. The
  * literal `forever` is not a duration: callers that accept it test for it first.
  */
+import { DURATION_MS_MAX } from '../limits';
 
 const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 const DURATION_PATTERN = /^(\d+)(ms|s|m|h|d)$/;
-
-/** Longest accepted duration: 100 years keeps every product with epoch ms far inside 2^53. */
-export const DURATION_MS_MAX = 100 * 365 * 86_400_000;
 
 /** `"90s"` -> 90000. Returns null for anything else (including `"0s"`, `"forever"`, numbers). */
 export function parseDuration(s: unknown): number | null {

@@ -6,13 +6,13 @@
  *   ring (newest RING_ENTRIES_MAX events, raw)          buckets (events pushed out of the ring)
  *   buf: [t0 x0 | t1 x1 | ... ]  head -> oldest          bk: [e n sum | e n sum | ... ]  bHead -> oldest
  *        ^ power-of-two capacity, grows 2,4,..,64             ^ one slot per bucket epoch e = floor(t / bucketMs),
- *                                                               at most BUCKETS_PER_WINDOW + 1 live ones
+ *                                                               at most NUM_BUCKETS_PER_WINDOW + 1 live ones
  *
  * Why this shape: the peer folds every event into 64 fixed buckets, so a 5-minute
  * window moves in ~4.7 s steps even for an entity with three events. Here an
  * entity whose window holds at most RING_ENTRIES_MAX events is answered exactly
  * from raw (t, x) pairs. Only when more live events arrive does the oldest raw
- * event move into a bucket of width bucketMs = ceil(window / BUCKETS_PER_WINDOW).
+ * event move into a bucket of width bucketMs = ceil(window / NUM_BUCKETS_PER_WINDOW).
  * A read then uses the ring (exact) plus the buckets that overlap the window, so
  * the answer is the exact aggregate of a suffix of the event sequence that holds
  * every event of the window plus, possibly, the latest events before it that are
@@ -30,14 +30,11 @@
 import type { JsonValue, Row, Value } from '../types';
 import type { StoredState } from './factory';
 import { isNum, jsonNum, newDoubles } from './values';
+import { NUM_BUCKETS_PER_WINDOW, RING_ENTRIES_MAX } from '../limits';
 
-/** Raw events kept per state before bucketing starts (a power of two). */
-export const RING_ENTRIES_MAX = 64;
 /** First ring allocation (entries); doubles up to RING_ENTRIES_MAX. */
 const RING_ENTRIES_MIN = 2;
-/** Buckets per window once the ring overflows: error bound = window / 128 (peer: window / 64). */
-export const BUCKETS_PER_WINDOW = 128;
-/** First bucket allocation (slots); grows by doubling to BUCKETS_PER_WINDOW + 1. */
+/** First bucket allocation (slots); grows by doubling to NUM_BUCKETS_PER_WINDOW + 1. */
 const BUCKET_SLOTS_MIN = 4;
 
 export const enum NumKind {
@@ -82,12 +79,12 @@ export class NumWindowCfg {
     this.kind = kind;
     this.input = input;
     this.windowMs = windowMs;
-    this.bucketMs = Math.max(1, Math.ceil(windowMs / BUCKETS_PER_WINDOW));
+    this.bucketMs = Math.max(1, Math.ceil(windowMs / NUM_BUCKETS_PER_WINDOW));
     this.stride = kind === NumKind.Count || kind === NumKind.Rate ? 1 : 2;
     this.bStride = bucketStride(kind);
     // Live buckets satisfy (e + 1) * bucketMs > now - window, so at most window / bucketMs + 1
-    // epochs, which is <= BUCKETS_PER_WINDOW + 1.
-    this.bSlotsMax = BUCKETS_PER_WINDOW + 1;
+    // epochs, which is <= NUM_BUCKETS_PER_WINDOW + 1.
+    this.bSlotsMax = NUM_BUCKETS_PER_WINDOW + 1;
   }
 }
 

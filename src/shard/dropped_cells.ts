@@ -12,12 +12,10 @@
  * parts' cells of the entity it had), and a slot free at the drop holds none
  * (an entity leaving empties every column it had then).
  */
+import { DROPPED_CELLS_CLOCK_MASK } from '../limits';
 import type { KeptColumn } from './kept_column';
 import type { ExactColumn } from './exact_column';
 import type { RingGroup } from './ring_group';
-
-/** A slice looks at the clock once per this many slots + 1 (a mask). */
-const CHECK_EVERY = 255;
 
 export class DroppedCells {
   #next = 0;
@@ -39,7 +37,7 @@ export class DroppedCells {
     for (let s = this.#next; s < end; s++) {
       for (let i = 0; i < groups.length; i++) groups[i].releaseRefs(s);
       for (let i = 0; i < kept.length; i++) kept[i].clear(s);
-      if ((s & CHECK_EVERY) === CHECK_EVERY && performance.now() >= deadline) {
+      if ((s & DROPPED_CELLS_CLOCK_MASK) === DROPPED_CELLS_CLOCK_MASK && performance.now() >= deadline) {
         this.#next = s + 1;
         return false;
       }

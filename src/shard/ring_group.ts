@@ -69,12 +69,13 @@ import { strict as assert } from 'node:assert';
 import type { JsonValue, Row, Value } from '../types';
 import {
   FOLDS, foldValue, Input, numBucketsGoneAt, numExpireBuckets, numFoldBuckets, numFoldCell, numJoinCell, numLoadBuckets, numResult,
-  numOldestEnd, numSaveBuckets, resetFold, RING_ENTRIES_MAX, type NumBuckets, type NumWindowCfg,
+  numOldestEnd, numSaveBuckets, resetFold, type NumBuckets, type NumWindowCfg,
 } from '../ops/num_window';
 import {
   valBucketsGoneAt, valExpireBuckets, valFoldAt, valJoinAt, valKeepScratch, valLoadBuckets, valMergeBuckets, valOldestEnd, valSaveBuckets, valScratch,
   type ValBuckets, type ValWindowCfg,
 } from '../ops/val_window';
+import { RING_ENTRIES_MAX, RING_GROUP_RECORDS_MIN } from '../limits';
 import { InternTable, type Interned } from './intern';
 import { decodeCell, decodeExported, encodeCell, HI_ID, isNullCell, releaseCell } from './cells';
 import { ClassPool, RING_CLASS_MAX, RING_CLASS_PENDING } from './ring_pool';
@@ -96,9 +97,6 @@ const CELL_SKIP = -2;
 
 /** #foldEntry's `win` for an entry evicted from a full ring (not expiring from one window). */
 const EVICT = -1;
-
-/** First allocation of bucket records (busy slots); doubles from there. */
-const REC_MIN = 16;
 
 /** One feature reading a group's ring. */
 export class RingMember {
@@ -163,14 +161,14 @@ export class RingGroup {
   /** Bucket records: member i's buckets for record r at r * members.length + i (null: none). */
   #bk: Array<Buckets | null> = [];
   /** Per record: members holding buckets (the record is freed at 0). */
-  #recBusy = new Uint16Array(REC_MIN);
+  #recBusy = new Uint16Array(RING_GROUP_RECORDS_MIN);
   /**
    * Per record: the earliest time any member's oldest bucket stops counting, so a
    * push whose cutoff is below it skips the per-member expiry walk. -Infinity: not
    * known, walk. Only ever at or below the true earliest end (a new bucket list or
    * a load resets it), so skipping never keeps a bucket that should go.
    */
-  #recNext = new Float64Array(REC_MIN);
+  #recNext = new Float64Array(RING_GROUP_RECORDS_MIN);
   /** #settle: the offsets of the slot's deferred entries, oldest first (computed once, read per member). */
   readonly #pendAt = new Int32Array(PENDING_MAX);
   #recFree: number[] = [];

@@ -18,6 +18,7 @@
  */
 import { strict as assert } from 'node:assert';
 import { TL, tlNow, tlSpan } from '../timeline';
+import { RING_POOL_BLOCKS_MIN } from '../limits';
 import { grown, unaccountedFloat64, wordsOf } from '../util/unaccounted';
 
 /** Largest size class of a ring's live entries: 2^6 = 64, the rings' RING_ENTRIES_MAX. */
@@ -27,8 +28,6 @@ export const RING_CLASS_MAX = 6;
  * evictions"): 64 live entries plus up to 64 evicted ones not yet folded.
  */
 export const RING_CLASS_PENDING = RING_CLASS_MAX + 1;
-/** First allocation of a class (blocks); doubles from there. */
-const POOL_BLOCKS_MIN = 16;
 
 /**
  * One Float64Array cut into equal blocks of `blockDoubles`, handed out by number
@@ -56,7 +55,7 @@ export class BlockPool {
 
   alloc(): number {
     if (this.#free.length > 0) return this.#free.pop() as number;
-    if ((this.used + 1) * this.blockDoubles > this.data.length) this.#grow(Math.max(POOL_BLOCKS_MIN, (this.data.length / this.blockDoubles) * 2));
+    if ((this.used + 1) * this.blockDoubles > this.data.length) this.#grow(Math.max(RING_POOL_BLOCKS_MIN, (this.data.length / this.blockDoubles) * 2));
     return this.used++;
   }
 
@@ -83,7 +82,7 @@ export class BlockPool {
   load(saved: { bytes: Uint8Array; used: number; free: number[] }): void {
     assert(this.used === 0, 'slab restore into a pool in use');
     assert(saved.bytes.length === saved.used * this.blockDoubles * 8, 'slab size does not match its block count');
-    let blocks = POOL_BLOCKS_MIN;
+    let blocks = RING_POOL_BLOCKS_MIN;
     while (blocks < saved.used) blocks *= 2;
     this.data = unaccountedFloat64(blocks * this.blockDoubles);
     this.u32 = wordsOf(this.data);

@@ -37,10 +37,11 @@
 import { strict as assert } from 'node:assert';
 import { BucketStore } from './bucket_store';
 import { TYPED_ARRAY_OVERHEAD_BYTES, objectBytes } from './hash_list';
+import { QUANTILE_EXACT_MAX_DEFAULT, QUANTILE_STORE_BUCKETS_MAX_DEFAULT } from '../../limits';
 
 export const QUANTILE_ALPHA_DEFAULT = 0.01;
-export const QUANTILE_EXACT_MAX_DEFAULT = 256;
-export const QUANTILE_STORE_BUCKETS_MAX_DEFAULT = 1024;
+/** Limits: in src/limits.ts, re-exported for the sketch library (sketch/index.ts). */
+export { QUANTILE_EXACT_MAX_DEFAULT, QUANTILE_STORE_BUCKETS_MAX_DEFAULT };
 const VALUES_CAPACITY_MIN = 8;
 /** Exact-mode sorts up to this many values by insertion (no NaN here: add() drops them). */
 const INSERTION_SORT_MAX = 64;
