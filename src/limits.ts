@@ -101,6 +101,8 @@ export const REGISTRY_NODES_MAX = 10_000;
 export const REGISTRY_COMPILE_SLICE_MS = 4;
 /** How often the front asks a shard whether its sliced compile of the next version is done. */
 export const REGISTRY_PREPARE_POLL_MS = 2;
+/** How often a graceful stop's drain (front/control.ts) checks that every shard channel is idle: short, since the stop waits on it. */
+export const CHANNEL_DRAIN_POLL_MS = 2;
 /**
  * Bytes of the registry's JSON (every node's text, registry_too_large). Every thread
  * holds the registry, and the registry log appends the whole state per version; a
@@ -294,6 +296,8 @@ assert(SNAPSHOT_KEEP_DEFAULT >= 1);
  * never silently undeduplicated.
  */
 export const DEDUPE_ENTRIES_MAX = 10_000_000;
+/** Expired dedupe entries are swept this often (server.ts); a full store also sweeps once more before it refuses. */
+export const DEDUPE_SWEEP_INTERVAL_MS = 1_000;
 
 // ---- cluster mode (src/cluster/, docs/cluster.md) ------------------------------------
 
@@ -389,6 +393,8 @@ export const COLD_READ_CHUNK_BYTES = 1024 * 1024;
 export const COLD_COMPACT_LIVE_RATIO = 0.5;
 /** Cold store: segment bytes compaction reads per sweep tick (bounds the stall it adds between batches). */
 export const COLD_COMPACT_BYTES_PER_TICK = 2 * 1024 * 1024;
+/** Cold store: a failing segment write is logged (shard.cold_store_write_failed) at most this often, since every flush retries it. */
+export const COLD_WRITE_ERROR_LOG_INTERVAL_MS = 1_000;
 /**
  * Periodic snapshots (shard/snapshot_job.ts): encoding work per event-loop turn of
  * a job, between batches. With the chunk being encoded when it runs out (~0.5 ms

@@ -64,6 +64,7 @@ import { checkDataDir } from './data_dir';
 import { lockDataDir, type DataDirLock } from './data_dir_lock';
 import { StartupError } from './startup_error';
 import { createLogger, type Logger } from './log';
+import { DEDUPE_SWEEP_INTERVAL_MS } from './limits';
 import type { ClusterNode } from './cluster/node';
 import { Lifecycle } from './lifecycle';
 import type { AdminContext } from './admin/context';
@@ -219,7 +220,7 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
     }
   }
 
-  const sweep = setInterval(() => front.dedupe.sweep(Date.now()), 1000);
+  const sweep = setInterval(() => front.dedupe.sweep(Date.now()), DEDUPE_SWEEP_INTERVAL_MS);
   sweep.unref();
   let snapTimer: NodeJS.Timeout | null = null;
   if (!config.memoryOnly && config.snapshotIntervalMs > 0) {

@@ -18,7 +18,7 @@ import type { ClusterHooks } from './cluster_hooks';
 import type { DedupeStore } from './dedupe';
 import { CountdownSink } from './sinks';
 import type { Reply } from './reply';
-import { REGISTRY_COMPILE_SLICE_MS, REGISTRY_PREPARE_POLL_MS } from '../limits';
+import { CHANNEL_DRAIN_POLL_MS, REGISTRY_COMPILE_SLICE_MS, REGISTRY_PREPARE_POLL_MS } from '../limits';
 
 /** What the control side needs of the front (Front implements it). */
 export interface ControlHost {
@@ -246,6 +246,6 @@ export class FrontControl {
   /** Resolves when every channel has nothing queued or in flight. */
   async drain(): Promise<void> {
     this.host.flush();
-    while (!this.host.channels.every((c) => c.idle)) await new Promise((r) => setTimeout(r, 2));
+    while (!this.host.channels.every((c) => c.idle)) await new Promise((r) => setTimeout(r, CHANNEL_DRAIN_POLL_MS));
   }
 }

@@ -27,7 +27,7 @@
 import { closeSync, mkdirSync, readdirSync, readSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../log';
-import { COLD_COMPACT_LIVE_RATIO, COLD_FLUSH_BYTES, COLD_READ_CHUNK_BYTES, COLD_SEGMENT_BYTES } from '../limits';
+import { COLD_COMPACT_LIVE_RATIO, COLD_FLUSH_BYTES, COLD_READ_CHUNK_BYTES, COLD_SEGMENT_BYTES, COLD_WRITE_ERROR_LOG_INTERVAL_MS } from '../limits';
 import { crc32c } from '../wal/crc32c';
 import { realFs, type FsLike } from '../wal/fs_like';
 import { readAt } from '../wal/file_ops';
@@ -155,7 +155,7 @@ export class ColdFiles {
       // New entities that did not land stay in memory and are tried again; failed moves stay where they are.
       for (let i = from; i < pending.length; i++) if (pending[i].fromSeg === 0) this.#retry.push(pending[i]);
       const now = Date.now();
-      if (now - this.#errorLoggedMs >= 1000) {
+      if (now - this.#errorLoggedMs >= COLD_WRITE_ERROR_LOG_INTERVAL_MS) {
         this.#errorLoggedMs = now;
         this.log?.error({ kind: 'shard.cold_store_write_failed', dir: this.dir, err: String(err), records: pending.length - from }, 'cold store write failed; these entities stay in memory');
       }
