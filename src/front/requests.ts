@@ -62,11 +62,12 @@ function tooDeep(front: Front, text: string, kind: BodyKind, reply: Reply): bool
  * A throw out of a request's handling becomes internal_error for this request only
  * (a Reply answers once: an answered request keeps its answer). Each entry point
  * catches inline rather than through a wrapper taking a closure: that was a closure
- * per request on the path every push takes.
+ * per request on the path every push takes. The envelope follows the rule of every
+ * other error of `kind` (errorCarriesVersion): registry_version except on get and batch_get.
  */
-function internalError(front: Front, reply: Reply, err: unknown): void {
+function internalError(front: Front, reply: Reply, err: unknown, kind: RequestKind): void {
   front.log.error({ kind: 'server.internal_error', err });
-  reply.error('internal_error', { reason: String(err) });
+  front.fail(reply, { code: 'internal_error', detail: { reason: String(err) } }, errorCarriesVersion(kind));
 }
 
 /** Answers one request of `kind` with body `text` (ignored by ping and reset) into `reply`. */
@@ -86,7 +87,7 @@ export function handleRequest(front: Front, kind: RequestKind, text: string, rep
     else if (kind === 'get') front.get(body, reply);
     else front.batchGet(body, reply);
   } catch (err) {
-    internalError(front, reply, err);
+    internalError(front, reply, err, kind);
   }
 }
 
@@ -100,7 +101,7 @@ export function handlePushBytes(front: Front, b: Uint8Array, start: number, end:
   try {
     return front.pushBytes(b, start, end, reply);
   } catch (err) {
-    internalError(front, reply, err);
+    internalError(front, reply, err, 'push');
     return true;
   }
 }
@@ -112,6 +113,6 @@ export function handlePushTo(front: Front, event: string, text: string, reply: R
     // The envelope is rebuilt as text (cluster mode logs it); `text` is valid JSON already.
     if (data !== undefined) front.push({ event, data }, `{"event":${JSON.stringify(event)},"data":${text}}`, reply);
   } catch (err) {
-    internalError(front, reply, err);
+    internalError(front, reply, err, 'push');
   }
 }
