@@ -204,7 +204,7 @@ export class RecordEncoder {
   #finish(start: number, type: number, end: number, lsn: number): void {
     const buf = this.#buf;
     const length = end - start - FRAME_HEADER_BYTES;
-    // Callers keep rows below the body limits; RECORD_BYTES_MAX has 3x headroom (constants.ts).
+    // Callers keep rows below the body limits; RECORD_BYTES_MAX has 3x headroom (src/limits.ts WAL_RECORD_BYTES_MAX).
     assert(length <= RECORD_BYTES_MAX, 'record larger than RECORD_BYTES_MAX');
     buf[start + FRAME_HEADER_BYTES] = type;
     buf.writeUInt32LE(length, start);

@@ -38,8 +38,8 @@
  * every later acknowledged event to protect nothing.
  *
  * Resynchronisation is safe because a valid length always has a 0x00 top byte and
- * JSON text never contains a raw NUL (constants.ts), and a candidate must also pass
- * the type, structure, crc and lsn-floor checks.
+ * JSON text never contains a raw NUL (src/limits.ts WAL_RECORD_BYTES_MAX), and a
+ * candidate must also pass the type, structure, crc and lsn-floor checks.
  */
 import { strict as assert } from 'node:assert';
 import { join } from 'node:path';
