@@ -174,6 +174,22 @@ export const RING_ENTRIES_MAX = 64;
  * window / 128 (the peer's is window / 64) at up to 129 bucket slots per entity and window.
  */
 export const NUM_BUCKETS_PER_WINDOW = 128;
+/**
+ * Value window ops (ops/val_window.ts): raw values kept per state before bucketing
+ * starts, as the numeric ops' ring (a power of two).
+ */
+export const VAL_RING_ENTRIES_MAX = RING_ENTRIES_MAX;
+/** Buckets per window for the sketch ops: each bucket may hold a sketch, so fewer than
+ * the numeric ops' 128 (worst case 65 sketches per hot entity). */
+export const SKETCH_BUCKETS_PER_WINDOW = 64;
+/** Buckets per window for string min/max (a string per bucket). */
+export const STR_BUCKETS_PER_WINDOW = 128;
+/** Buckets per window for the change-over-time summaries (trend, twa, inter_arrival_stats,
+ * value_change_count) and the geo paths: a few numbers per bucket, so the numeric ops' 128. */
+export const MOTION_BUCKETS_PER_WINDOW = 128;
+/** Buckets per window for the point-list ops (up to n values per bucket) and the count
+ * tables (a cell map per bucket): the sketch ops' 64, for the same reason. */
+export const LIST_BUCKETS_PER_WINDOW = 64;
 /** quantile: values kept exactly (2 KiB) before the DDSketch takes over (ops/sketch/quantile.ts), so small windows answer exactly. */
 export const QUANTILE_EXACT_MAX_DEFAULT = 256;
 /**

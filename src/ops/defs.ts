@@ -5,7 +5,7 @@
  * The semantics of each op live in its family file; docs/ops.md has the table.
  */
 import { SfError } from '../errors';
-import { BUFFER_N_MAX, CATEGORIES_MAX, HISTOGRAM_EDGES_MAX, SAMPLES_MAX, TOP_K_K_DEFAULT, TOP_K_K_MAX } from '../limits';
+import { BUFFER_N_MAX, CATEGORIES_MAX, HISTOGRAM_EDGES_MAX, LIST_BUCKETS_PER_WINDOW, MOTION_BUCKETS_PER_WINDOW, SAMPLES_MAX, SKETCH_BUCKETS_PER_WINDOW, STR_BUCKETS_PER_WINDOW, TOP_K_K_DEFAULT, TOP_K_K_MAX } from '../limits';
 import type { FieldType } from '../types';
 import { HistogramCfg, HistogramState, MixCfg, MixState, ReservoirState, SeasonalState, TimeHistogramState } from './buffer';
 import { DecayedFixed, EwOut, EwFixed, TwaAgg } from './decay';
@@ -61,17 +61,6 @@ export interface OpDef {
   build(c: BuildCtx): Factory;
 }
 
-/** Buckets per window for the sketch ops: each bucket may hold a sketch, so fewer than
- * the numeric ops' 128 (worst case 65 sketches per hot entity). */
-export const SKETCH_BUCKETS_PER_WINDOW = 64;
-/** Buckets per window for string min/max (a string per bucket). */
-const STR_BUCKETS_PER_WINDOW = 128;
-/** Buckets per window for the change-over-time summaries (trend, twa, inter_arrival_stats,
- * value_change_count) and the geo paths: a few numbers per bucket, so the numeric ops' 128. */
-const MOTION_BUCKETS_PER_WINDOW = 128;
-/** Buckets per window for the point-list ops (up to n values per bucket) and the count
- * tables (a cell map per bucket): the sketch ops' 64, for the same reason. */
-const LIST_BUCKETS_PER_WINDOW = 64;
 export { CATEGORIES_MAX, HISTOGRAM_EDGES_MAX, SAMPLES_MAX };
 const ENTROPY_CATEGORIES_DEFAULT = 1024;
 const MIX_CATEGORIES_DEFAULT = 256;

@@ -19,8 +19,8 @@ import type { JsonValue, Row, Value } from '../types';
 import type { StoredState } from './factory';
 import { newDoubles } from './values';
 
-/** Raw values kept per state before bucketing starts (a power of two). */
-export const VAL_RING_ENTRIES_MAX = 64;
+import { VAL_RING_ENTRIES_MAX } from '../limits';
+export { VAL_RING_ENTRIES_MAX };
 const RING_ENTRIES_MIN = 2;
 const BUCKET_SLOTS_MIN = 2;
 
