@@ -7,6 +7,8 @@
  *                               |
  *   front thread   front/front.ts      push (validate: registry/push_validator.ts,
  *                                      dedupe: front/dedupe.ts), get, batch_get, ping
+ *                  front/lsn.ts        the LSN sequence of pushes and registry items,
+ *                                      seeded above what the shards recovered
  *                  front/control.ts    register/install/reset, snapshot, drain,
  *                                      shard recovery (coordinator via protocol/coordinator_calls.ts)
  *                  front/push_text.ts  common push bodies read from their bytes straight
@@ -58,6 +60,7 @@ import type { ServerConfig } from './config';
 import { buildHttpApp } from './front/http';
 import { buildNetHttpServer } from './front/http_net';
 import { Front } from './front/front';
+import { lastRecoveredLsn } from './front/lsn';
 import { buildTcpServer } from './front/tcp';
 import { isLoopback, loadAuth, type Auth } from './front/auth';
 import { checkDataDir } from './data_dir';
@@ -181,7 +184,7 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
     shardPools.push(startShardPool(init));
   }
   const hellos = await Promise.all(shardPools.map((p) => runShardHello(p)));
-  const lastLsn = Math.max(0, ...hellos.map((h) => h.lastLsn));
+  const lastLsn = lastRecoveredLsn(hellos);
   const metrics = new Metrics();
   const front = new Front(
     { testMode: config.testMode, auth, memoryGovEnforce: config.memoryGovEnforce, batchGetEntriesMax: config.batchGetEntriesMax, dedupeEntriesMax: config.dedupeEntriesMax },

@@ -16,6 +16,7 @@ import { runCoordinator } from '../protocol/coordinator_calls';
 import type { ShardChannel, Sink } from './channel';
 import type { ClusterHooks } from './cluster_hooks';
 import type { DedupeStore } from './dedupe';
+import type { LsnCounter } from './lsn';
 import { CountdownSink } from './sinks';
 import type { Reply } from './reply';
 import { CHANNEL_DRAIN_POLL_MS, REGISTRY_COMPILE_SLICE_MS, REGISTRY_PREPARE_POLL_MS } from '../limits';
@@ -25,8 +26,8 @@ export interface ControlHost {
   readonly registry: CompiledRegistry;
   /** Makes `reg` the registry pushes are validated under from now on. */
   adoptRegistry(reg: CompiledRegistry): void;
-  /** The next LSN (pushes and registry records share the sequence). */
-  takeLsn(): number;
+  /** The LSN sequence (pushes and registry records share it). */
+  readonly lsn: LsnCounter;
   readonly channels: readonly ShardChannel[];
   readonly dedupe: DedupeStore;
   readonly cluster: ClusterHooks | null;
@@ -61,7 +62,7 @@ export class FrontControl {
     const h = this.host;
     h.log.error({ kind: 'shard.task_failed', shard, err });
     const ignore: Sink = { done: () => {} };
-    h.channels[shard].enqueueInstallFirst({ k: ITEM_INSTALL, lsn: h.takeLsn(), wire: wireOf(h.registry), renames: [] }, ignore);
+    h.channels[shard].enqueueInstallFirst({ k: ITEM_INSTALL, lsn: h.lsn.take(), wire: wireOf(h.registry), renames: [] }, ignore);
     h.schedule();
   }
 
@@ -115,7 +116,7 @@ export class FrontControl {
         try {
           h.adoptRegistry(job.finish());
           const ignore: Sink = { done: (out) => { if (out !== null && typeof out === 'object') h.log.error({ kind: 'shard.install_failed', out }); } };
-          const item = { k: ITEM_INSTALL, lsn: h.takeLsn(), wire, renames } as const;
+          const item = { k: ITEM_INSTALL, lsn: h.lsn.take(), wire, renames } as const;
           for (const ch of h.channels) ch.enqueue(item, ignore, 0);
           h.schedule();
           h.log.info({ kind: 'registry.installed', registry_version: wire.version });
@@ -219,7 +220,7 @@ export class FrontControl {
         if (err === null) h.dedupe.clear();
         done(err);
       });
-      const item = { k: ITEM_RESET, lsn: h.takeLsn(), state } as const;
+      const item = { k: ITEM_RESET, lsn: h.lsn.take(), state } as const;
       for (const ch of h.channels) ch.enqueue(item, sink, 0);
       h.schedule();
       next();

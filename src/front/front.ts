@@ -1,8 +1,8 @@
 /**
  * The front thread's request logic, transport-agnostic (requests.ts calls these
  * methods with a Reply for HTTP and TCP): push (with dedupe replay), get,
- * batch_get, ping. Owns the compiled registry of the front, the LSN counter,
- * dedupe, and one channel per shard; flushes channels once per event-loop turn.
+ * batch_get, ping. Owns the compiled registry of the front, the LSN counter
+ * (lsn.ts), dedupe, and one channel per shard; flushes channels once per event-loop turn.
  * Registry changes, snapshots, drain and shard recovery are the control side
  * (control.ts, `front.control`); routing and PUSH records are routing.ts.
  *
@@ -23,6 +23,7 @@ import { ShardChannel, type Sink } from './channel';
 import { PushRoute, shardOfKey, targetCount, targetsOf } from './routing';
 import { PushText } from './push_text';
 import { FrontControl, type ControlHost } from './control';
+import { LsnCounter } from './lsn';
 import { rowFromEnvelope } from '../registry/row_text';
 import type { ClusterHooks, ResolvedGet } from './cluster_hooks';
 import { BatchCtx, GetCtx } from './sinks';
@@ -57,7 +58,8 @@ export class Front implements PushDone, ControlHost {
   readonly dedupe: DedupeStore;
   /** Registry changes, snapshots, drain, shard recovery (control.ts). */
   readonly control: FrontControl;
-  #nextLsn: number;
+  /** Pushes and registry items take their LSNs here (lsn.ts). */
+  readonly lsn: LsnCounter;
   /** Cluster mode's log sink, read router and registry path (src/cluster/); null on a single node. */
   #cluster: ClusterHooks | null = null;
   #lastT = 0;
@@ -89,7 +91,7 @@ export class Front implements PushDone, ControlHost {
     this.#registry = compileRegistry(initial, { memoryGovEnforce: opts.memoryGovEnforce, pushValidators: true, features: false });
     this.control = new FrontControl(this);
     this.channels = shardPools.map((p, i) => new ShardChannel(i, p, (err) => this.control.shardFailed(i, err), (sink, err) => this.completionFailed(sink, err)));
-    this.#nextLsn = lastLsn + 1;
+    this.lsn = new LsnCounter(lastLsn);
   }
 
   /** The registry pushes are validated under now (read-only: control.ts swaps it through adoptRegistry). */
@@ -99,10 +101,6 @@ export class Front implements PushDone, ControlHost {
 
   adoptRegistry(reg: CompiledRegistry): void {
     this.#registry = reg;
-  }
-
-  takeLsn(): number {
-    return this.#nextLsn++;
   }
 
   get cluster(): ClusterHooks | null {
@@ -244,7 +242,7 @@ export class Front implements PushDone, ControlHost {
       this.#cluster.append({ plan, row, text, t, version: reg.version, reply, startMs, dedupe, dedupeValue });
       return;
     }
-    const lsn = this.#nextLsn++;
+    const lsn = this.lsn.take();
     const mask = targetsOf(route.mask, lsn, n);
     const ctx = this.#ctxPool.take(lsn, reg.version, reply, targetCount(mask), startMs, dedupe, plan.name, dedupeValue);
     route.dispatch(this.channels, mask, plan, lsn, t, reg.version, recorded, ctx);
@@ -268,7 +266,7 @@ export class Front implements PushDone, ControlHost {
     const keyed = reader.route(ev, b, n);
     if (keyed < 0) return false;
     const t = this.#stamp(Date.now());
-    const lsn = this.#nextLsn++;
+    const lsn = this.lsn.take();
     const mask = targetsOf(keyed, lsn, n);
     const ctx = this.#ctxPool.take(lsn, reg.version, reply, targetCount(mask), startMs, null, ev.plan.name, '');
     for (let s = 0; s < n; s++) {
