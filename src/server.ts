@@ -5,8 +5,10 @@
  *             \ front/http_routes.ts /                      /
  *              +---------- front/requests.ts --------------+   parse JSON, envelope rule
  *                               |
- *   front thread   front/front.ts      push (validate: registry/push_validator.ts,
- *                                      dedupe: front/dedupe.ts), get, batch_get, ping
+ *   front thread   front/front.ts      push (validate: registry/push_validator.ts), get,
+ *                                      batch_get, ping
+ *                  front/dedupe.ts     dedupe of pushes: replay answers, full-store
+ *                                      refusal, reseed from the shards at boot
  *                  front/lsn.ts        the LSN sequence of pushes and registry items,
  *                                      seeded above what the shards recovered
  *                  front/control.ts    register/install/reset, snapshot, drain,
@@ -190,7 +192,7 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
     { testMode: config.testMode, auth, memoryGovEnforce: config.memoryGovEnforce, batchGetEntriesMax: config.batchGetEntriesMax, dedupeEntriesMax: config.dedupeEntriesMax },
     coordinator, shardPools, first.state, lastLsn, metrics, log,
   );
-  for (const h of hellos) front.loadDedupe(h.dedupe);
+  for (const h of hellos) front.dedupe.reseed(h.dedupe);
   log.info({ kind: 'server.recovered', registry_version: first.state.version, last_lsn: lastLsn, records: hellos.reduce((a, h) => a + h.recoveredRecords, 0), shards: config.shards });
   let cluster: ClusterNode | null = null;
   if (config.cluster !== null) {
@@ -223,7 +225,7 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
     }
   }
 
-  const sweep = setInterval(() => front.dedupe.sweep(Date.now()), DEDUPE_SWEEP_INTERVAL_MS);
+  const sweep = setInterval(() => front.dedupe.store.sweep(Date.now()), DEDUPE_SWEEP_INTERVAL_MS);
   sweep.unref();
   let snapTimer: NodeJS.Timeout | null = null;
   if (!config.memoryOnly && config.snapshotIntervalMs > 0) {

@@ -90,7 +90,7 @@ export function statsView(ctx: AdminContext): Record<string, unknown> {
     wal_sync: ctx.memoryOnly ? null : ctx.walSync,
     data_dir: ctx.memoryOnly ? null : ctx.dataDir,
     shard_count: front.channels.length,
-    dedupe_entries: front.dedupe.size,
+    dedupe_entries: front.dedupe.store.size,
     tcp_connections: m.tcpConnections,
     counters: {
       push_total: m.pushTotal, push_replay_total: m.pushReplayTotal, get_total: m.getTotal, batch_get_total: m.batchGetTotal,

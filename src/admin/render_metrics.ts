@@ -68,7 +68,7 @@ export function renderMetrics(ctx: AdminContext): string {
   p.single('streamfeat_uptime_seconds', 'gauge', 'Seconds since the server started.', (now - m.startedMs) / 1000);
   p.single('streamfeat_registry_version', 'gauge', 'Registry version served.', front.version);
   p.single('streamfeat_registry_nodes', 'gauge', 'Nodes (events, derived events, tables) in the registry.', front.registry.state.nodes.length);
-  p.single('streamfeat_dedupe_entries', 'gauge', 'Dedupe values remembered by the front.', front.dedupe.size);
+  p.single('streamfeat_dedupe_entries', 'gauge', 'Dedupe values remembered by the front.', front.dedupe.store.size);
   p.single('streamfeat_shards', 'gauge', 'Shard threads.', front.channels.length);
 
   // ---- shards: hand-off, entities, WAL, snapshots --------------------------------------------

@@ -94,15 +94,8 @@ export class Ingest {
   }
 
   #replay(a: AcceptedPush, body: string): void {
-    const m = this.front.metrics;
-    m.pushTotal++;
-    m.pushReplayTotal++;
-    if (a.dedupe !== null) {
-      a.dedupe.replayBody = body;
-      for (const w of a.dedupe.waiters ?? []) w(body);
-      a.dedupe.waiters = null;
-    }
-    a.reply.ok(body, true);
+    if (a.dedupe !== null) a.dedupe.settle(body);
+    this.front.dedupe.replayed(a.reply, body);
   }
 
   #fail(a: AcceptedPush, message: string): void {

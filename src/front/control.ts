@@ -15,7 +15,7 @@ import { ITEM_INSTALL, ITEM_PREPARE, ITEM_RESET, ITEM_SNAPSHOT, PREPARE_PENDING,
 import { runCoordinator } from '../protocol/coordinator_calls';
 import type { ShardChannel, Sink } from './channel';
 import type { ClusterHooks } from './cluster_hooks';
-import type { DedupeStore } from './dedupe';
+import type { PushDedupe } from './dedupe';
 import type { LsnCounter } from './lsn';
 import { CountdownSink } from './sinks';
 import type { Reply } from './reply';
@@ -29,7 +29,7 @@ export interface ControlHost {
   /** The LSN sequence (pushes and registry records share it). */
   readonly lsn: LsnCounter;
   readonly channels: readonly ShardChannel[];
-  readonly dedupe: DedupeStore;
+  readonly dedupe: PushDedupe;
   readonly cluster: ClusterHooks | null;
   readonly coordinator: Piscina;
   readonly opts: { readonly testMode: boolean; readonly memoryGovEnforce: boolean };
@@ -217,7 +217,7 @@ export class FrontControl {
       }
       h.adoptRegistry(reg);
       const sink = new CountdownSink(h.channels.length, (err) => {
-        if (err === null) h.dedupe.clear();
+        if (err === null) h.dedupe.store.clear();
         done(err);
       });
       const item = { k: ITEM_RESET, lsn: h.lsn.take(), state } as const;

@@ -4,7 +4,17 @@
  * `idempotent_replay: true`; a replay that arrives while the original is still
  * in flight waits for it. Entries expire with their event's window; a failed
  * original is forgotten so that a retry can succeed.
+ *
+ * DedupeStore is the table; PushDedupe is what the front's push path does with it
+ * (claim a value or answer the replay, settle the entry when the push is answered,
+ * refuse when full) and the reseed from the shards' recovered entries at boot.
  */
+import type { Logger } from '../log';
+import type { Metrics } from '../admin/metrics';
+import type { CompiledRegistry, EventPlan } from '../registry/compile';
+import type { ErrorPayload, ShardHello } from '../protocol/messages';
+import { ackBody } from './push';
+import type { Reply } from './reply';
 import { DEDUPE_ENTRIES_MAX } from '../limits';
 
 export class DedupeEntry {
@@ -12,6 +22,18 @@ export class DedupeEntry {
   replayBody: string | null = null;
   waiters: Array<(body: string | null) => void> | null = null;
   constructor(readonly expiresMs: number) {}
+
+  /**
+   * The original push is answered: `body` is its replay answer (its ack with
+   * idempotent_replay true), or null when it failed (each waiter answers
+   * wal_unavailable). Every replay waiting for it is answered now.
+   */
+  settle(body: string | null): void {
+    this.replayBody = body;
+    const waiters = this.waiters;
+    this.waiters = null;
+    if (waiters !== null) for (const w of waiters) w(body);
+  }
 }
 
 export class DedupeStore {
@@ -62,5 +84,100 @@ export class DedupeStore {
 
   get size(): number {
     return this.#size;
+  }
+}
+
+/** What PushDedupe needs of the front (Front implements it). */
+export interface DedupeHost {
+  /** The registry pushes are validated under now: replay errors carry its version, reseeds read its windows. */
+  readonly registry: CompiledRegistry;
+  readonly metrics: Metrics;
+  readonly log: Logger;
+  fail(reply: Reply, e: ErrorPayload): void;
+}
+
+/** The front's dedupe: the store and what pushes do with it. */
+export class PushDedupe {
+  readonly store: DedupeStore;
+  #fullLoggedMs = 0;
+
+  constructor(readonly host: DedupeHost, capacity: number = DEDUPE_ENTRIES_MAX) {
+    this.store = new DedupeStore(capacity);
+  }
+
+  /**
+   * A push of `plan` with dedupe value `value`, arrived at `now`: its new entry, to
+   * settle when the push is answered; or null when `reply` is answered here already
+   * (a replay of a live entry, or the store is full).
+   */
+  claim(plan: EventPlan, value: string, now: number, reply: Reply): DedupeEntry | null {
+    const store = this.store;
+    const prior = store.lookup(plan.name, value, now);
+    if (prior !== null) { this.#replay(prior, reply); return null; }
+    let entry = store.insert(plan.name, value, now + plan.dedupeWindowMs);
+    if (entry === null) {
+      store.sweep(now); // expired entries leave once a second; make room now if any did
+      entry = store.insert(plan.name, value, now + plan.dedupeWindowMs);
+      if (entry === null) this.#full(reply, now);
+    }
+    return entry;
+  }
+
+  /** The push that claimed `entry` is acknowledged with (lsn, version): replays get that ack. */
+  acked(entry: DedupeEntry, lsn: number, version: number): void {
+    entry.settle(ackBody(lsn, version, true));
+  }
+
+  /** The push that claimed `entry` for (event, value) failed: a retry may use the value again. */
+  failed(entry: DedupeEntry, event: string, value: string): void {
+    this.store.forget(event, value);
+    entry.settle(null);
+  }
+
+  /** Answers a replay with `body`, the original push's replay answer, and counts it as a push. */
+  replayed(reply: Reply, body: string): void {
+    const m = this.host.metrics;
+    m.pushTotal++;
+    m.pushReplayTotal++;
+    reply.ok(body, true);
+  }
+
+  #replay(entry: DedupeEntry, reply: Reply): void {
+    const answer = (body: string | null): void => {
+      if (body === null) { this.host.fail(reply, { code: 'wal_unavailable', detail: { message: 'the original push with this dedupe value failed; retry' } }); return; }
+      this.replayed(reply, body);
+    };
+    if (entry.replayBody !== null) answer(entry.replayBody);
+    else (entry.waiters ??= []).push(answer);
+  }
+
+  /**
+   * The dedupe store is full (DEDUPE_ENTRIES_MAX live entries): accepting the push
+   * would store it without the protection its event asked for, so it is refused
+   * with a retryable code. Logged at most once a second; counted always.
+   */
+  #full(reply: Reply, now: number): void {
+    const h = this.host;
+    const store = this.store;
+    h.metrics.dedupeFullTotal++;
+    if (now - this.#fullLoggedMs >= 1000) {
+      this.#fullLoggedMs = now;
+      h.log.warn({ kind: 'front.dedupe_full', msg: 'dedupe store full; pushes that need a dedupe entry are refused until entries expire', entries: store.size, limit: store.capacity });
+    }
+    h.fail(reply, { code: 'dedupe_capacity_exceeded', detail: { message: `the dedupe store holds ${store.size} entries (DEDUPE_ENTRIES_MAX); retry once older entries expire`, path: 'data' } });
+  }
+
+  /** Re-seeds the entries a shard recovered (ShardHello.dedupe) that are still inside their windows. */
+  reseed(entries: ShardHello['dedupe']): void {
+    const now = Date.now();
+    const store = this.store;
+    for (const [event, value, lsn, version, t] of entries) {
+      const plan = this.host.registry.events.get(event);
+      if (plan === undefined || plan.dedupeField === null) continue;
+      const expires = t + plan.dedupeWindowMs;
+      if (expires <= now || store.lookup(event, value, now) !== null) continue;
+      const e = store.insert(event, value, expires);
+      if (e !== null) e.replayBody = ackBody(lsn, version, true);
+    }
   }
 }

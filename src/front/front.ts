@@ -2,7 +2,8 @@
  * The front thread's request logic, transport-agnostic (requests.ts calls these
  * methods with a Reply for HTTP and TCP): push (with dedupe replay), get,
  * batch_get, ping. Owns the compiled registry of the front, the LSN counter
- * (lsn.ts), dedupe, and one channel per shard; flushes channels once per event-loop turn.
+ * (lsn.ts), dedupe (dedupe.ts: claim or replay, settle, reseed at boot), and one
+ * channel per shard; flushes channels once per event-loop turn.
  * Registry changes, snapshots, drain and shard recovery are the control side
  * (control.ts, `front.control`); routing and PUSH records are routing.ts.
  *
@@ -27,8 +28,8 @@ import { LsnCounter } from './lsn';
 import { rowFromEnvelope } from '../registry/row_text';
 import type { ClusterHooks, ResolvedGet } from './cluster_hooks';
 import { BatchCtx, GetCtx } from './sinks';
-import { DedupeStore, type DedupeEntry } from './dedupe';
-import { ackBody, PushCtx, PushCtxPool, type PushDone } from './push';
+import { PushDedupe } from './dedupe';
+import { PushCtx, PushCtxPool, type PushDone } from './push';
 import type { Reply } from './reply';
 import type { Auth } from './auth';
 import { DEDUPE_ENTRIES_MAX, KEY_BYTES_MAX } from '../limits';
@@ -55,7 +56,8 @@ export interface FrontOptions {
 export class Front implements PushDone, ControlHost {
   #registry: CompiledRegistry;
   readonly channels: readonly ShardChannel[];
-  readonly dedupe: DedupeStore;
+  /** Dedupe: claim or replay, settle, reseed (dedupe.ts). */
+  readonly dedupe: PushDedupe;
   /** Registry changes, snapshots, drain, shard recovery (control.ts). */
   readonly control: FrontControl;
   /** Pushes and registry items take their LSNs here (lsn.ts). */
@@ -65,7 +67,6 @@ export class Front implements PushDone, ControlHost {
   #lastT = 0;
   /** batch_get response budget groups (GetItem.g). */
   #batchSeq = 0;
-  #dedupeFullLoggedMs = 0;
   #flushScheduled = false;
   /** Scratch of push routing and record writing, reused by every push. */
   readonly #route = new PushRoute();
@@ -87,7 +88,7 @@ export class Front implements PushDone, ControlHost {
     readonly metrics: Metrics,
     readonly log: Logger,
   ) {
-    this.dedupe = new DedupeStore(opts.dedupeEntriesMax ?? DEDUPE_ENTRIES_MAX);
+    this.dedupe = new PushDedupe(this, opts.dedupeEntriesMax ?? DEDUPE_ENTRIES_MAX);
     this.#registry = compileRegistry(initial, { memoryGovEnforce: opts.memoryGovEnforce, pushValidators: true, features: false });
     this.control = new FrontControl(this);
     this.channels = shardPools.map((p, i) => new ShardChannel(i, p, (err) => this.control.shardFailed(i, err), (sink, err) => this.completionFailed(sink, err)));
@@ -227,14 +228,8 @@ export class Front implements PushDone, ControlHost {
       if (v !== null && v !== undefined) {
         dedupeValue = String(v);
         recorded = dedupeValue;
-        const prior = this.dedupe.lookup(plan.name, dedupeValue, now);
-        if (prior !== null) { this.#replay(prior, reply); return; }
-        dedupe = this.dedupe.insert(plan.name, dedupeValue, now + plan.dedupeWindowMs);
-        if (dedupe === null) {
-          this.dedupe.sweep(now); // expired entries leave once a second; make room now if any did
-          dedupe = this.dedupe.insert(plan.name, dedupeValue, now + plan.dedupeWindowMs);
-          if (dedupe === null) { this.#dedupeFull(reply, now); return; }
-        }
+        dedupe = this.dedupe.claim(plan, dedupeValue, now, reply);
+        if (dedupe === null) return; // answered: a replay, or the store is full
       }
     }
     const t = this.#stamp(now);
@@ -307,61 +302,16 @@ export class Front implements PushDone, ControlHost {
 
   pushDone(ctx: PushCtx, error: ErrorPayload | null): void {
     if (error !== null) {
-      if (ctx.dedupe !== null) {
-        this.dedupe.forget(ctx.dedupeEvent, ctx.dedupeValue);
-        for (const w of ctx.dedupe.waiters ?? []) w(null);
-      }
+      if (ctx.dedupe !== null) this.dedupe.failed(ctx.dedupe, ctx.dedupeEvent, ctx.dedupeValue);
       this.fail(ctx.reply, error);
       this.#ctxPool.give(ctx);
       return;
     }
     this.metrics.pushTotal++;
     this.metrics.pushLatency[ctx.reply.transport].observe((performance.now() - ctx.startMs) / 1000);
-    if (ctx.dedupe !== null) {
-      ctx.dedupe.replayBody = ackBody(ctx.lsn, ctx.version, true);
-      for (const w of ctx.dedupe.waiters ?? []) w(ctx.dedupe.replayBody);
-      ctx.dedupe.waiters = null;
-    }
+    if (ctx.dedupe !== null) this.dedupe.acked(ctx.dedupe, ctx.lsn, ctx.version);
     ctx.reply.ack(ctx.lsn, ctx.version);
     this.#ctxPool.give(ctx);
-  }
-
-  /**
-   * The dedupe store is full (DEDUPE_ENTRIES_MAX live entries): accepting the push
-   * would store it without the protection its event asked for, so it is refused
-   * with a retryable code. Logged at most once a second; counted always.
-   */
-  #dedupeFull(reply: Reply, now: number): void {
-    this.metrics.dedupeFullTotal++;
-    if (now - this.#dedupeFullLoggedMs >= 1000) {
-      this.#dedupeFullLoggedMs = now;
-      this.log.warn({ kind: 'front.dedupe_full', msg: 'dedupe store full; pushes that need a dedupe entry are refused until entries expire', entries: this.dedupe.size, limit: this.dedupe.capacity });
-    }
-    this.#failWith(reply, 'dedupe_capacity_exceeded', { message: `the dedupe store holds ${this.dedupe.size} entries (DEDUPE_ENTRIES_MAX); retry once older entries expire`, path: 'data' });
-  }
-
-  #replay(entry: DedupeEntry, reply: Reply): void {
-    const answer = (body: string | null): void => {
-      if (body === null) { this.#failWith(reply, 'wal_unavailable', { message: 'the original push with this dedupe value failed; retry' }); return; }
-      this.metrics.pushTotal++;
-      this.metrics.pushReplayTotal++;
-      reply.ok(body, true);
-    };
-    if (entry.replayBody !== null) answer(entry.replayBody);
-    else (entry.waiters ??= []).push(answer);
-  }
-
-  /** Re-seeds dedupe entries recovered by the shards. */
-  loadDedupe(entries: ReadonlyArray<[string, string, number, number, number]>): void {
-    const now = Date.now();
-    for (const [event, value, lsn, version, t] of entries) {
-      const plan = this.#registry.events.get(event);
-      if (plan === undefined || plan.dedupeField === null) continue;
-      const expires = t + plan.dedupeWindowMs;
-      if (expires <= now || this.dedupe.lookup(event, value, now) !== null) continue;
-      const e = this.dedupe.insert(event, value, expires);
-      if (e !== null) e.replayBody = ackBody(lsn, version, true);
-    }
   }
 
   // ---- get / batch_get --------------------------------------------------------------
