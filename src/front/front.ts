@@ -264,6 +264,11 @@ export class Front implements PushDone, ControlHost {
     const lsn = this.lsn.take();
     const mask = targetsOf(keyed, lsn, n);
     const ctx = this.#ctxPool.take(lsn, reg.version, reply, targetCount(mask), startMs, null, ev.plan.name, '');
+    // Sends as PushRoute.dispatch (routing.ts) does, with the reader's write. Not
+    // folded into it on purpose: a dispatch shared through an interface both routers
+    // implement needs no closure or allocation, but its write call turns polymorphic
+    // once the server has run both kinds of push, which measured 15-35 ns more per
+    // push here (~3% of parse + route + write, CPU time) to save six lines.
     for (let s = 0; s < n; s++) {
       if ((mask & (1 << s)) === 0) continue;
       const ch = this.channels[s];

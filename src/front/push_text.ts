@@ -164,6 +164,11 @@ export class PushText {
    * The shards of the last parse()'s feeds (a mask, bit s: shard s of `shards`; 0 when no
    * feed has a key), or -1 when a key is over KEY_BYTES_MAX (the JSON.parse path answers it).
    * `b` is the body parse() read.
+   *
+   * This and write() are PushRoute.route() and write() (front/routing.ts) over byte
+   * ranges of the body instead of a row, kept apart on purpose: one loop for both would
+   * get each feed's key, hash and values through a per-feed call (or build a key string
+   * per feed), on every push, which is what this reader exists to avoid.
    */
   route(ev: EventText, b: Uint8Array, shards: number): number {
     const feeds = ev.feeds;
