@@ -411,6 +411,8 @@ export const COLD_COMPACT_LIVE_RATIO = 0.5;
 export const COLD_COMPACT_BYTES_PER_TICK = 2 * 1024 * 1024;
 /** Cold store: a failing segment write is logged (shard.cold_store_write_failed) at most this often, since every flush retries it. */
 export const COLD_WRITE_ERROR_LOG_INTERVAL_MS = 1_000;
+/** The front logs a full dedupe store (front.dedupe_full) at most once per this interval; every refusal is counted. */
+export const DEDUPE_FULL_LOG_INTERVAL_MS = 1_000;
 /**
  * Periodic snapshots (shard/snapshot_job.ts): encoding work per event-loop turn of
  * a job, between batches. With the chunk being encoded when it runs out (~0.5 ms

@@ -15,7 +15,7 @@ import type { CompiledRegistry, EventPlan } from '../registry/compile';
 import type { ErrorPayload, ShardHello } from '../protocol/messages';
 import { ackBody } from './push';
 import type { Reply } from './reply';
-import { DEDUPE_ENTRIES_MAX } from '../limits';
+import { DEDUPE_ENTRIES_MAX, DEDUPE_FULL_LOG_INTERVAL_MS } from '../limits';
 
 export class DedupeEntry {
   /** The replay body once the original push is acknowledged; null while in flight. */
@@ -160,7 +160,7 @@ export class PushDedupe {
     const h = this.host;
     const store = this.store;
     h.metrics.dedupeFullTotal++;
-    if (now - this.#fullLoggedMs >= 1000) {
+    if (now - this.#fullLoggedMs >= DEDUPE_FULL_LOG_INTERVAL_MS) {
       this.#fullLoggedMs = now;
       h.log.warn({ kind: 'front.dedupe_full', msg: 'dedupe store full; pushes that need a dedupe entry are refused until entries expire', entries: store.size, limit: store.capacity });
     }

@@ -122,7 +122,9 @@ export class Front implements PushDone, ControlHost {
     this.metrics.completionErrorsTotal++;
     this.log.error({ kind: 'front.completion_failed', msg: 'a request failed while its answer was completed', err: String((err as Error)?.stack ?? err) });
     if (sink.reply !== undefined) {
-      this.fail(sink.reply, { code: 'internal_error', detail: { message: 'internal error while completing this request', reason: String((err as Error)?.message ?? err) } });
+      // The envelope rule of every other error (requests.ts errorCarriesVersion): no registry_version for the get family.
+      const getFamily = sink instanceof GetCtx || sink instanceof BatchCtx;
+      this.fail(sink.reply, { code: 'internal_error', detail: { message: 'internal error while completing this request', reason: String((err as Error)?.message ?? err) } }, !getFamily);
     }
   }
 

@@ -85,3 +85,23 @@ test('internal_error of a push read from its bytes or sent to /push/{event} carr
   assert.equal(to.only().error.code, 'internal_error');
   assert.equal(to.only().registry_version, VERSION);
 });
+
+test('a completion that throws answers internal_error with the envelope of its request kind (Front.completionFailed)', async () => {
+  const { Front } = await import('../../../src/front/front');
+  const { GetCtx, BatchCtx, CountdownSink } = await import('../../../src/front/sinks');
+  const { front } = throwingFront();
+  const stand = Object.assign(front, { metrics: { completionErrorsTotal: 0 } });
+  const cases: Array<[string, (r: Reply) => { reply?: Reply }, boolean]> = [
+    ['get', (r) => new GetCtx(r, stand as never, 0), false],
+    ['batch_get', (r) => new BatchCtx(r, [], stand as never, 1, 0), false],
+    ['register', (r) => new CountdownSink(1, () => {}, r), true],
+  ];
+  for (const [name, sinkOf, withVersion] of cases) {
+    const reply = new RecordingReply();
+    Front.prototype.completionFailed.call(stand, sinkOf(reply) as never, new Error('late boom'));
+    const env = reply.only();
+    assert.equal(env.error.code, 'internal_error', name);
+    assert.equal('registry_version' in env, withVersion, `${name}: ${reply.answers[0]}`);
+  }
+  assert.equal(stand.metrics.completionErrorsTotal, cases.length);
+});
