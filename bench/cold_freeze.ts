@@ -1,0 +1,93 @@
+/**
+ * Cold freeze/thaw cost per entity (issue 12, "cold entities copy slab ranges,
+ * not objects"): the 10-feature table of bench/memory.ts (FEATURES) loaded into a
+ * ShardState, then every entity frozen (src/shard/cold.ts freeze) and removed,
+ * then thawed back, round after round. Prints per round µs per entity of freeze
+ * and of thaw, and bytes per frozen entity; the reads after each thaw are checked
+ * against those before the first freeze (exact values kept).
+ *
+ *   node --expose-gc dist/bench/cold_freeze.js [--entities 50000] [--events 3] [--rounds 5]
+ *
+ * `--events 3` gives short rings (the common cold entity); `--events 40` spreads
+ * 40 events over 10 minutes, so the 5-minute rings hold older entries in buckets
+ * (the bucketed regime). Compare builds by running each build's copy of this file.
+ */
+import { freeze, thaw } from '../src/shard/cold';
+import { ShardState } from '../src/shard/state';
+import type { Row } from '../src/types';
+import { flagPairs } from './flags';
+import { FEATURES, registry } from './memory';
+
+const args = flagPairs();
+const ENTITIES = Number(args.get('entities') ?? 50_000);
+const EVENTS = Number(args.get('events') ?? 3);
+const ROUNDS = Number(args.get('rounds') ?? 5);
+const BASE_T = 1_700_000_000_000;
+/** Events of one entity are this far apart: 3 events within a minute, 40 over ~10 minutes. */
+const STEP_MS = EVENTS <= 3 ? 20_000 : 15_000;
+
+function rowFor(e: number, j: number): Row {
+  return {
+    user: `u${e}`,
+    amount: ((e * 7919 + j * 104729) % 100_000) / 100,
+    merchant: `m${(e * 31 + j * 17) % 5000}`,
+    country: j % 2 === 0 ? 'US' : `C${e % 50}`,
+  };
+}
+
+function gc(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[s.length >> 1];
+}
+
+function main(): void {
+  const state = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  state.install(registry(FEATURES));
+  let lsn = 0;
+  for (let j = 0; j < EVENTS; j++) {
+    for (let e = 0; e < ENTITIES; e++) state.apply('Tx', rowFor(e, j), BASE_T + j * STEP_MS + Math.floor(e / 1000), ++lsn);
+  }
+  const now = BASE_T + EVENTS * STEP_MS + ENTITIES;
+  const ts = state.tableByName('Users')!;
+  const cols = ts.cols;
+  const keys: string[] = [];
+  for (let e = 0; e < ENTITIES; e++) keys.push(`u${e}`);
+  const probe = keys.filter((_, e) => e % 97 === 0);
+  const want = probe.map((k) => state.read('Users', k, null, now));
+  console.log(`node ${process.version}, ${ENTITIES} entities x ${FEATURES.length} features, ${EVENTS} events each ${STEP_MS / 1000} s apart, ${ROUNDS} rounds`);
+  const freezeUs: number[] = [];
+  const thawUs: number[] = [];
+  let bytesPer = 0;
+  const bufs: Buffer[] = new Array(ENTITIES);
+  for (let r = 0; r < ROUNDS; r++) {
+    gc();
+    let t0 = process.hrtime.bigint();
+    for (let e = 0; e < ENTITIES; e++) {
+      const slot = cols.index.slotOf(keys[e]);
+      bufs[e] = freeze(cols, slot);
+      cols.removeSlot(slot);
+    }
+    const fUs = Number(process.hrtime.bigint() - t0) / 1e3 / ENTITIES;
+    let bytes = 0;
+    for (const b of bufs) bytes += b.length;
+    bytesPer = bytes / ENTITIES;
+    gc();
+    t0 = process.hrtime.bigint();
+    for (let e = 0; e < ENTITIES; e++) thaw(bufs[e], cols, keys[e]);
+    const tUs = Number(process.hrtime.bigint() - t0) / 1e3 / ENTITIES;
+    probe.forEach((k, i) => {
+      const got = state.read('Users', k, null, now);
+      if (got !== want[i]) throw new Error(`round ${r}: ${k} reads ${got}, before the freeze ${want[i]}`);
+    });
+    freezeUs.push(fUs);
+    thawUs.push(tUs);
+    console.log(`round ${r + 1}: freeze ${fUs.toFixed(2)} µs/entity (freeze + removeSlot), thaw ${tUs.toFixed(2)} µs/entity, ${bytesPer.toFixed(1)} B/entity frozen`);
+  }
+  console.log(`median: freeze ${median(freezeUs).toFixed(2)} µs, thaw ${median(thawUs).toFixed(2)} µs, freeze+thaw ${(median(freezeUs) + median(thawUs)).toFixed(2)} µs per entity; ${bytesPer.toFixed(1)} B per frozen entity; reads checked on ${probe.length} entities`);
+}
+
+main();
