@@ -6,11 +6,12 @@
  * and of thaw, and bytes per frozen entity; the reads after each thaw are checked
  * against those before the first freeze (exact values kept).
  *
- *   node --expose-gc dist/bench/cold_freeze.js [--entities 50000] [--events 3] [--rounds 5]
+ *   node --expose-gc dist/bench/cold_freeze.js [--entities 50000] [--events 3] [--step 20] [--rounds 5]
  *
- * `--events 3` gives short rings (the common cold entity); `--events 40` spreads
- * 40 events over 10 minutes, so the 5-minute rings hold older entries in buckets
- * (the bucketed regime). Compare builds by running each build's copy of this file.
+ * `--events 3` (20 s apart) gives short rings (the common cold entity);
+ * `--events 100 --step 2` puts 100 events in the 5-minute window, more than a
+ * ring keeps exact (RING_ENTRIES_MAX, 64): the bucketed regime. Compare builds by
+ * running each build's copy of this file.
  */
 import { freeze, thaw } from '../src/shard/cold';
 import { ShardState } from '../src/shard/state';
@@ -23,8 +24,8 @@ const ENTITIES = Number(args.get('entities') ?? 50_000);
 const EVENTS = Number(args.get('events') ?? 3);
 const ROUNDS = Number(args.get('rounds') ?? 5);
 const BASE_T = 1_700_000_000_000;
-/** Events of one entity are this far apart: 3 events within a minute, 40 over ~10 minutes. */
-const STEP_MS = EVENTS <= 3 ? 20_000 : 15_000;
+/** Events of one entity are this far apart. */
+const STEP_MS = 1000 * Number(args.get('step') ?? 20);
 
 function rowFor(e: number, j: number): Row {
   return {
