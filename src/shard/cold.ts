@@ -3,8 +3,11 @@
  * threshold": an entity that has not received the event for this long is cold
  * and may leave hot memory).
  *
- * A cold entity leaves hot memory without losing anything: its slot's state is
- * saved and serialized into one compact Buffer (no per-object overhead), handed
+ * A cold entity leaves hot memory without losing anything: its slot's bytes are
+ * copied out of the columns into one compact Buffer (a frozen slab, slab_chunk.ts
+ * writeFrozen: lastT, lastLsn, ring cells, lengths and skip counts, slab rows of the
+ * fixed columns, and a small v8-serialized rest for what is genuinely an object:
+ * buckets, object-column saves, the values of interned ids), handed
  * to the table's cold store (cold_store.ts: on disk in the data dir, in memory in
  * memory-only mode), and thawed back into live states by the next push or read of
  * that key. An entity whose every state is back to empty is dropped instead
@@ -16,32 +19,55 @@
  * (COLD_SWEEP_ENTITIES_PER_TICK) within a time budget (COLD_SWEEP_SLICE_MS),
  * resuming where the previous tick stopped, so a shard never stalls on a large table.
  */
-import { deserialize, serialize } from 'node:v8';
+import { deserialize } from 'node:v8';
 import type { EntityIndex } from './entity_index';
 import { COLD_SWEEP_CLOCK_STRIDE } from '../limits';
+import type { FixedOp } from '../ops/fixed';
+import { FROZEN_SLAB_TAG, frozenSlabClock, frozenSlabSave, thawFrozen, writeFrozen } from './slab_chunk';
 import type { EntitySave, TableColumns } from './table_columns';
 
 
 /**
- * The frozen encoding of the entity at `slot`: [lastT, lastLsn, EntitySave]
- * (table_columns.ts: per ring group its entries and buckets, per other feature
- * its OpState.save()), v8-serialized. Valid for the table layout it was frozen
+ * The frozen encoding of the entity at `slot`: a frozen slab (slab_chunk.ts
+ * writeFrozen; first byte FROZEN_SLAB_TAG), thawed by copying its bytes back
+ * (thawFrozen). Until issue 12's slab freeze it was [lastT, lastLsn, EntitySave]
+ * (table_columns.ts: per ring group its entries and buckets, per other feature its
+ * OpState.save()), v8-serialized (first byte 0xFF): such buffers, in a cold store
+ * or a snapshot, still thaw. Either is valid for the table layout it was frozen
  * under: a layout change thaws every cold entity first (state.ts carryOver).
  */
 export function freeze(cols: TableColumns, slot: number): Buffer {
-  const index = cols.index;
-  return serialize([index.lastT[slot], index.lastLsn[slot], cols.save(slot)]);
+  return writeFrozen(cols, slot);
 }
 
-/** The parts of a frozen entity, without loading its states. */
-export function frozenParts(buf: Buffer): { lastT: number; lastLsn: number; saved: EntitySave } {
+/** Whether a frozen buffer is of the first encoding (v8-serialized [lastT, lastLsn, EntitySave]). */
+function isV8(buf: Uint8Array): boolean {
+  return buf[0] !== FROZEN_SLAB_TAG;
+}
+
+/** lastT and lastLsn of a frozen entity, without reading its states. */
+export function frozenClock(buf: Buffer): { lastT: number; lastLsn: number } {
+  if (!isV8(buf)) return frozenSlabClock(buf);
+  const [lastT, lastLsn] = deserialize(buf) as [number, number, EntitySave];
+  return { lastT, lastLsn };
+}
+
+/**
+ * The parts of a frozen entity, without loading its states: its save in the layout
+ * it was frozen under (for TableColumns.addMapped). A frozen slab's fixed rows
+ * become saves through `fixedOf(i)`: the live op taking saved feature i (same
+ * signature), null when none does.
+ */
+export function frozenParts(buf: Buffer, fixedOf: (i: number) => FixedOp | null): { lastT: number; lastLsn: number; saved: EntitySave } {
+  if (!isV8(buf)) return frozenSlabSave(buf, fixedOf);
   const [lastT, lastLsn, saved] = deserialize(buf) as [number, number, EntitySave];
   return { lastT, lastLsn, saved };
 }
 
 /** Makes a frozen entity hot again under `key`; returns its slot. */
 export function thaw(buf: Buffer, cols: TableColumns, key: string): number {
-  const { lastT, lastLsn, saved } = frozenParts(buf);
+  if (!isV8(buf)) return thawFrozen(buf, cols, key);
+  const [lastT, lastLsn, saved] = deserialize(buf) as [number, number, EntitySave];
   return cols.addSaved(key, lastT, lastLsn, saved);
 }
 

@@ -26,9 +26,9 @@
  *
  * Body: a sequence of [u32 LE length][chunk], each chunk v8-serialized except raw slab chunks:
  *   chunk 0            SnapshotMeta  (format, registry version, start LSN, tables: feature signatures, layout)
- *   chunks 1..n        EntityChunk   (one table, frozen buffers; format 3: per-entity saves)
+ *   chunks 1..n        EntityChunk   (one table, frozen buffers as the cold store holds them, cold.ts; format 3: per-entity saves)
  *                      SlabChunk     (one table, hot entities as slab bytes, slab_chunk.ts;
- *                                     formats 5, 6 raw bytes by writeSlab, format 4 v8-serialized)
+ *                                     formats 5-8 raw bytes by writeSlab, format 4 v8-serialized)
  *                      DedupeChunk   (periodic snapshots: the dedupe entries, written across slices)
  *   last chunk         EndChunk      (dedupe entries when not written before, max LSN and time applied at the end)
  */
@@ -36,7 +36,8 @@ import { deserialize, serialize } from 'node:v8';
 import type { RegistryState } from '../registry/model';
 import type { WalPosition } from '../wal';
 import { SNAPSHOT_CHUNK_ENTITIES_MAX, SNAPSHOT_CHUNK_ENTITIES_MIN, SNAPSHOT_COLD_CHUNK_ENTITIES, SNAPSHOT_DEDUPE_CHUNK_ENTRIES } from '../limits';
-import { frozenParts } from './cold';
+import { frozenClock, frozenParts } from './cold';
+import type { FixedOp } from '../ops/fixed';
 import type { DedupeEntry, DedupeLog } from './dedupe_log';
 import type { ShardState, TableState } from './state';
 import { TableColumns, type EntitySave, type LayoutMeta } from './table_columns';
@@ -45,8 +46,12 @@ import { isRawSlab, loadSlab, readSlab, slabSaves, writeSlab, type SlabChunk } f
 /**
  * 8: a lifetime n_unique, quantile, top_k or entropy may save an entity as its
  *    values, `{ exactValues: [...] }` (exact_column.ts), in object saves and
- *    frozen buffers alike; an older build would hand that to the sketch's loader,
- *    so it refuses 8 by number. Everything else as in 7.
+ *    frozen entities alike; and frozen (cold) entities may be frozen slabs
+ *    (slab_chunk.ts writeFrozen, first byte 'E': the entity's slab bytes) beside
+ *    frozen buffers of the first encoding (v8-serialized [lastT, lastLsn,
+ *    EntitySave], 0xFF). An older build would hand exact values to a sketch's
+ *    loader and take a slab for v8 data, so it refuses 8 by number. Everything
+ *    else as in 7.
  * 7: a ring group's layout may list `hashed` fields, whose cells hold 53-bit
  *    hashes of the values (ring_group.ts "hashed fields"); an older build would
  *    read them as numbers, so it refuses 7 by number. Everything else as in 6.
@@ -264,7 +269,7 @@ export class SnapshotJob {
       if (next.done) { this.#it = null; this.#table++; break; }
       const [key, buf] = next.value;
       if (this.keep !== null && !this.keep(key)) continue;
-      const parts = frozenParts(buf);
+      const parts = frozenClock(buf);
       keys.push(key);
       lastTs.push(parts.lastT);
       lastLsns.push(parts.lastLsn);
@@ -470,7 +475,9 @@ function restoreEntity(target: Target, key: string, ch: EntityChunk, e: number):
     ts.cold.set(key, ch.frozen[e]);
     return;
   }
-  const saved = (ch.frozen !== null ? frozenParts(ch.frozen[e]).saved : ch.states![e]) as EntitySave | unknown[];
+  const feats = ts.plan.features;
+  const fixedOf = (j: number): FixedOp | null => (target.liveOf[j] < 0 ? null : feats[target.liveOf[j]].factory.fixed ?? null);
+  const saved = (ch.frozen !== null ? frozenParts(ch.frozen[e], fixedOf).saved : ch.states![e]) as EntitySave | unknown[];
   ts.cold.delete(key);
   ts.cols.remove(key);
   // Format 2 saved one state per feature: as an EntitySave of a layout without groups.

@@ -13,6 +13,7 @@ import type { RegistryState } from '../registry/model';
 import type { RegistrySource } from '../registry/wire';
 import type { Row } from '../types';
 import { freeze, frozenParts, SweepCursor, thaw } from './cold';
+import type { FixedOp } from '../ops/fixed';
 import { TableColumns } from './table_columns';
 import type { InternTable } from './intern';
 import type { DroppedCells } from './dropped_cells';
@@ -645,8 +646,9 @@ function carryOver(old: TableState, plan: TablePlan, ref: TablePlan, newCold: ()
     const liveOf: number[] = new Array(old.plan.features.length).fill(-1);
     map.forEach((j, i) => { if (j >= 0) liveOf[j] = i; });
     const load = cols.planLoad(meta, liveOf);
+    const fixedOf = (j: number): FixedOp | null => (liveOf[j] < 0 ? null : plan.features[liveOf[j]].factory.fixed ?? null);
     for (const [key, buf] of old.cold.entries()) {
-      const { lastT, lastLsn, saved } = frozenParts(buf);
+      const { lastT, lastLsn, saved } = frozenParts(buf, fixedOf);
       const slot = cols.addMapped(key, lastT, lastLsn, saved, meta, load);
       cold.set(key, freeze(cols, slot));
       cols.remove(key);

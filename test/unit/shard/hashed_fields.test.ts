@@ -130,7 +130,8 @@ test('the hash of an ASCII value from its bytes is the hash of its string (push_
 });
 
 test('snapshot formats 7 and later restore hashed fields as hashed, and later pushes count on as if never restored', () => {
-  assert.equal(SNAPSHOT_FORMAT, 8);
+  // Format 8 changed frozen entities and lifetime sketches' saves: hashed fields are as in 7.
+  assert.ok(SNAPSHOT_FORMAT >= 7);
   const keys = ['a', 'b', 'c'];
   const evs = events(keys, 7);
   const live = shard();
