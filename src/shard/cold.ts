@@ -6,14 +6,17 @@
  * A cold entity leaves hot memory without losing anything: its slot's bytes are
  * copied out of the columns into one compact Buffer (a frozen slab, slab_chunk.ts
  * writeFrozen: lastT, lastLsn, ring cells, lengths and skip counts, slab rows of the
- * fixed columns, and a small v8-serialized rest for what is genuinely an object:
- * buckets, object-column saves, the values of interned ids), handed
+ * fixed columns, and a small rest for what is genuinely an object: buckets,
+ * kept and object-column saves, the values of interned ids; plain-encoded, or
+ * v8-serialized when it holds buckets or anything but JSON-like arrays), handed
  * to the table's cold store (cold_store.ts: on disk in the data dir, in memory in
  * memory-only mode), and thawed back into live states by the next push or read of
  * that key. An entity whose every state is back to empty is dropped instead
  * (OpState.emptyAt; state.ts). Lifetime aggregates therefore keep their exact values, and
  * windowed ones read exactly as if the entity had stayed hot. Snapshots carry
- * cold entities as their buffers.
+ * cold entities as their buffers. A buffer of the first encoding (v8-serialized
+ * [lastT, lastLsn, EntitySave], before issue 12's slab freeze; first byte 0xFF),
+ * from a cold store or a snapshot, still thaws: thaw tells them apart by that byte.
  *
  * The sweep is incremental: each tick looks at a bounded number of entities
  * (COLD_SWEEP_ENTITIES_PER_TICK) within a time budget (COLD_SWEEP_SLICE_MS),

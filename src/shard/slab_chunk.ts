@@ -431,7 +431,7 @@ export function slabSaves(ch: SlabChunk, strides: readonly number[], fixedOf: (i
  *
  *   0   u8      FROZEN_SLAB_TAG ('E'); a frozen entity of the first encoding is
  *               v8-serialized [lastT, lastLsn, EntitySave] and starts with 0xFF
- *   1   u8      0
+ *   1   u8      how the rest is encoded: REST_PLAIN (1) or REST_V8 (0)
  *   2   u16     G   ring groups
  *   4   u16     C   solo columns (cols.objs)
  *   6   u16     0
@@ -442,14 +442,160 @@ export function slabSaves(ch: SlabChunk, strides: readonly number[], fixedOf: (i
  *       per group its skip counts (skip width bytes)
  *       pad to 8
  *       f64 per group its cells (length * stride), per fixed column its row (width)
- *       the rest, to the end (none when it would be empty): v8.serialize of one flat
- *       array (FrozenRest) of what is genuinely objects:
+ *       the rest, to the end (none when it would be empty): one flat array (FrozenRest)
+ *       of what is genuinely objects, plain-encoded (putPlain) when it holds no
+ *       buckets and only null, undefined, booleans, numbers, strings and dense
+ *       arrays of them, else v8-serialized:
  *         I, then I times (group, field, id, value): the interned ids in the cells
  *         B, then B times (group, saved buckets): groups with buckets
  *         then (column, OpState save) for each object or kept column
  */
 export const FROZEN_SLAB_TAG = 0x45;
 const FROZEN_HEAD_BYTES = 24;
+const REST_V8 = 0;
+const REST_PLAIN = 1;
+
+/*
+ * The plain encoding of a rest (JSON-like values, exact): a tag byte, then
+ *   P_INT     varint of the zigzagged int32 (-0 is not an int: it goes as f64)
+ *   P_F64     8 bytes LE
+ *   P_STR1    varint length, then one byte per char (every char code < 256)
+ *   P_STR2    varint length in UTF-16 code units, then two bytes LE per unit (lone surrogates kept)
+ *   P_ARR     varint length, then the elements
+ * v8.serialize costs a serializer object and a few µs per call whatever the
+ * size: most of a small entity's freeze.
+ */
+const P_NULL = 0;
+const P_UNDEFINED = 1;
+const P_FALSE = 2;
+const P_TRUE = 3;
+const P_INT = 4;
+const P_F64 = 5;
+const P_STR1 = 6;
+const P_STR2 = 7;
+const P_ARR = 8;
+/** Deeper arrays go through v8 (no rest of ours nests that deep). */
+const PLAIN_DEPTH_MAX = 32;
+
+function putVarint(x: number, p: number): number {
+  const u8 = scratchU8;
+  while (x >= 0x80) {
+    u8[p++] = (x & 0x7f) | 0x80;
+    x >>>= 7;
+  }
+  u8[p++] = x;
+  return p;
+}
+
+/** Writes `v` plain-encoded at byte `p` of the scratch (growing it); the end, or -1 when `v` is not plain. */
+function putPlain(v: unknown, p: number, depth: number): number {
+  reserve(p + 16);
+  const u8 = scratchU8;
+  if (v === null) { u8[p] = P_NULL; return p + 1; }
+  switch (typeof v) {
+    case 'undefined': u8[p] = P_UNDEFINED; return p + 1;
+    case 'boolean': u8[p] = v ? P_TRUE : P_FALSE; return p + 1;
+    case 'number':
+      if ((v | 0) === v && !(v === 0 && 1 / v < 0)) {
+        u8[p] = P_INT;
+        return putVarint(((v << 1) ^ (v >> 31)) >>> 0, p + 1);
+      }
+      u8[p] = P_F64;
+      scratchView.setFloat64(p + 1, v, true);
+      return p + 9;
+    case 'string': {
+      const n = v.length;
+      let one = true;
+      for (let i = 0; i < n; i++) if (v.charCodeAt(i) > 0xff) { one = false; break; }
+      reserve(p + 6 + 2 * n);
+      const b = scratchU8;
+      b[p] = one ? P_STR1 : P_STR2;
+      p = putVarint(n, p + 1);
+      if (one) for (let i = 0; i < n; i++) b[p++] = v.charCodeAt(i);
+      else {
+        for (let i = 0; i < n; i++) {
+          const c = v.charCodeAt(i);
+          b[p++] = c & 0xff;
+          b[p++] = c >>> 8;
+        }
+      }
+      return p;
+    }
+    case 'object': {
+      if (!Array.isArray(v) || Object.getPrototypeOf(v) !== Array.prototype || depth >= PLAIN_DEPTH_MAX) return -1;
+      const n = v.length;
+      u8[p] = P_ARR;
+      p = putVarint(n, p + 1);
+      for (let i = 0; i < n; i++) {
+        if (!(i in v)) return -1;
+        p = putPlain(v[i], p, depth + 1);
+        if (p < 0) return -1;
+      }
+      return p;
+    }
+    default:
+      return -1;
+  }
+}
+
+/** Reading position of getPlain in its buffer. */
+let plainAt = 0;
+const plainF64 = new Float64Array(1);
+const plainF64U8 = new Uint8Array(plainF64.buffer);
+
+function getVarint(b: Uint8Array): number {
+  let x = 0;
+  let mul = 1;
+  for (;;) {
+    const c = b[plainAt++];
+    x += (c & 0x7f) * mul;
+    if (c < 0x80) return x;
+    mul *= 128;
+  }
+}
+
+/** The plain-encoded value at plainAt of `b` (`buf`: the same bytes as a Buffer, for strings). */
+function getPlain(b: Uint8Array, buf: Buffer): unknown {
+  const tag = b[plainAt++];
+  switch (tag) {
+    case P_NULL: return null;
+    case P_UNDEFINED: return undefined;
+    case P_FALSE: return false;
+    case P_TRUE: return true;
+    case P_INT: {
+      const z = getVarint(b);
+      return (z >>> 1) ^ -(z & 1);
+    }
+    case P_F64:
+      for (let i = 0; i < 8; i++) plainF64U8[i] = b[plainAt + i];
+      plainAt += 8;
+      return plainF64[0];
+    case P_STR1: case P_STR2: {
+      const n = getVarint(b);
+      const bytes = tag === P_STR1 ? n : 2 * n;
+      const str = buf.toString(tag === P_STR1 ? 'latin1' : 'utf16le', plainAt, plainAt + bytes);
+      plainAt += bytes;
+      return str;
+    }
+    case P_ARR: {
+      const n = getVarint(b);
+      const out: unknown[] = new Array(n);
+      for (let i = 0; i < n; i++) out[i] = getPlain(b, buf);
+      return out;
+    }
+    default:
+      throw new Error(`frozen slab: bad plain tag ${tag}`);
+  }
+}
+
+/** The rest of a frozen slab `b` from byte `at` to its end. */
+function readRest(b: Uint8Array, at: number): FrozenRest {
+  if (b[1] !== REST_PLAIN) return deserialize(b.subarray(at)) as FrozenRest;
+  plainAt = at;
+  const rest = getPlain(b, Buffer.from(b.buffer, b.byteOffset, b.length)) as FrozenRest;
+  assert(plainAt === b.length && Array.isArray(rest), 'frozen slab: rest length mismatch');
+  return rest;
+}
 
 type FrozenRest = unknown[];
 
@@ -538,9 +684,16 @@ export function writeFrozen(cols: TableColumns, slot: number): Buffer {
   }
   assert(d * 8 === arraysEnd);
   if (rest.length === 2) return Buffer.from(u8.subarray(0, arraysEnd));
+  // Saved buckets are large and mostly not plain (sketches): straight to v8, not walked twice.
+  const end = rest[bkAt] === 0 ? putPlain(rest, arraysEnd, 0) : -1;
+  if (end >= 0) {
+    scratchU8[1] = REST_PLAIN;
+    return Buffer.from(scratchU8.subarray(0, end));
+  }
   const restBytes = serialize(rest);
   const out = Buffer.allocUnsafe(arraysEnd + restBytes.length);
-  out.set(u8.subarray(0, arraysEnd), 0);
+  out.set(scratchU8.subarray(0, arraysEnd), 0);
+  out[1] = REST_V8;
   out.set(restBytes, arraysEnd);
   return out;
 }
@@ -587,7 +740,7 @@ function viewFrozen(buf: Uint8Array): FrozenView {
   const buckets: FrozenView['buckets'] = new Array(G).fill(null);
   const saves: unknown[] = new Array(C).fill(NO_SAVE);
   if (arraysEnd < b.length) {
-    const rest = deserialize(b.subarray(arraysEnd)) as FrozenRest;
+    const rest = readRest(b, arraysEnd);
     let p = 1;
     for (let k = rest[0] as number; k > 0; k--, p += 4) {
       const gi = rest[p] as number;
