@@ -58,6 +58,7 @@ import { decodeCells, type GroupSave, type RingGroup } from './ring_group';
 import type { FixedOp } from '../ops/fixed';
 import { FixedColumn } from './solo_column';
 import { strOf } from '../wal/push_record';
+import { isExactSave } from '../ops/val_window';
 import type { EntitySave, TableColumns } from './table_columns';
 
 export interface SlabChunk {
@@ -445,7 +446,7 @@ export function slabSaves(ch: SlabChunk, strides: readonly number[], fixedOf: (i
  *       the rest, to the end (none when it would be empty): one flat array (FrozenRest)
  *       of what is genuinely objects, plain-encoded (putPlain) when it holds no
  *       buckets and only null, undefined, booleans, numbers, strings and dense
- *       arrays of them, else v8-serialized:
+ *       arrays of them (and lifetime sketches' { exactValues }), else v8-serialized:
  *         I, then I times (group, field, id, value): the interned ids in the cells
  *         B, then B times (group, saved buckets): groups with buckets
  *         then (column, OpState save) for each object or kept column
@@ -462,6 +463,7 @@ const REST_PLAIN = 1;
  *   P_STR1    varint length, then one byte per char (every char code < 256)
  *   P_STR2    varint length in UTF-16 code units, then two bytes LE per unit (lone surrogates kept)
  *   P_ARR     varint length, then the elements
+ *   P_EXACT   a lifetime sketch's values (ExactSave, exact_column.ts): its array, as P_ARR
  * v8.serialize costs a serializer object and a few µs per call whatever the
  * size: most of a small entity's freeze.
  */
@@ -474,6 +476,7 @@ const P_F64 = 5;
 const P_STR1 = 6;
 const P_STR2 = 7;
 const P_ARR = 8;
+const P_EXACT = 9;
 /** Deeper arrays go through v8 (no rest of ours nests that deep). */
 const PLAIN_DEPTH_MAX = 32;
 
@@ -522,6 +525,10 @@ function putPlain(v: unknown, p: number, depth: number): number {
       return p;
     }
     case 'object': {
+      if (isExactSave(v) && Object.keys(v).length === 1) {
+        u8[p] = P_EXACT;
+        return putPlain(v.exactValues, p + 1, depth + 1);
+      }
       if (!Array.isArray(v) || Object.getPrototypeOf(v) !== Array.prototype || depth >= PLAIN_DEPTH_MAX) return -1;
       const n = v.length;
       u8[p] = P_ARR;
@@ -583,6 +590,8 @@ function getPlain(b: Uint8Array, buf: Buffer): unknown {
       for (let i = 0; i < n; i++) out[i] = getPlain(b, buf);
       return out;
     }
+    case P_EXACT:
+      return { exactValues: getPlain(b, buf) };
     default:
       throw new Error(`frozen slab: bad plain tag ${tag}`);
   }
