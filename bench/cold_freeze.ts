@@ -15,9 +15,8 @@
  */
 import { freeze, thaw } from '../src/shard/cold';
 import { ShardState } from '../src/shard/state';
-import type { Row } from '../src/types';
 import { flagPairs } from './flags';
-import { FEATURES, registry } from './memory';
+import { FEATURES, registry, rowFor } from './memory';
 
 const args = flagPairs();
 const ENTITIES = Number(args.get('entities') ?? 50_000);
@@ -26,15 +25,6 @@ const ROUNDS = Number(args.get('rounds') ?? 5);
 const BASE_T = 1_700_000_000_000;
 /** Events of one entity are this far apart. */
 const STEP_MS = 1000 * Number(args.get('step') ?? 20);
-
-function rowFor(e: number, j: number): Row {
-  return {
-    user: `u${e}`,
-    amount: ((e * 7919 + j * 104729) % 100_000) / 100,
-    merchant: `m${(e * 31 + j * 17) % 5000}`,
-    country: j % 2 === 0 ? 'US' : `C${e % 50}`,
-  };
-}
 
 function gc(): void {
   (globalThis as { gc?: () => void }).gc?.();

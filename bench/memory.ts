@@ -80,7 +80,7 @@ function usage(): { rss: number; heap: number } {
 }
 
 /** A deterministic row for entity e, event j (amounts vary, merchants repeat sometimes). */
-function rowFor(e: number, j: number): Row {
+export function rowFor(e: number, j: number): Row {
   return {
     user: `u${e}`,
     amount: ((e * 7919 + j * 104729) % 100_000) / 100,

@@ -14,7 +14,7 @@ import { FROZEN_SLAB_TAG } from '../../../src/shard/slab_chunk';
 import { FixedColumn, ObjectColumn } from '../../../src/shard/solo_column';
 import { ExactColumn } from '../../../src/shard/exact_column';
 import { KeptColumn } from '../../../src/shard/kept_column';
-import { ShardState } from '../../../src/shard/state';
+import { ShardState, type TableState } from '../../../src/shard/state';
 import { restoreSnapshot, SnapshotJob } from '../../../src/shard/snapshot_job';
 import { DedupeLog } from '../../../src/shard/dedupe_log';
 import type { RegistryState } from '../../../src/registry/model';
@@ -196,7 +196,8 @@ function viaSnapshot(s: ShardState, keys: string[], now: number, want: string[])
   assert.deepEqual(strip(reads(populated, keys, now)), strip(want), 'mapped into another layout');
 }
 
-test('snapshots carry frozen slabs and frozen buffers of the first encoding; both restore and map', () => {
+/** Four entities (a, b exact rings; c, d bucketed) frozen into the cold store: a, c in the first encoding, b, d as slabs. */
+function mixedCold(): { keys: string[]; s: ShardState; ts: TableState; now: number; want: string[] } {
   const keys = ['a', 'b', 'c', 'd'];
   const s = shard();
   let lsn = 0;
@@ -207,28 +208,20 @@ test('snapshots carry frozen slabs and frozen buffers of the first encoding; bot
   const old = v8Frozen(s);
   for (const k of keys) {
     const slot = ts.cols.index.slotOf(k);
-    // a, c: the first encoding; b, d: slabs.
     ts.cold.set(k, k === 'a' || k === 'c' ? old(slot) : freeze(ts.cols, slot));
     ts.cols.removeSlot(slot);
   }
+  return { keys, s, ts, now, want };
+}
+
+test('snapshots carry frozen slabs and frozen buffers of the first encoding; both restore and map', () => {
+  const { keys, s, now, want } = mixedCold();
   viaSnapshot(s, keys, now, want);
   assert.deepEqual(reads(s, keys, now), want);
 });
 
 test('a layout change remaps cold entities of both encodings (carryOver), and re-freezes them as slabs', () => {
-  const keys = ['a', 'b', 'c', 'd'];
-  const s = shard();
-  let lsn = 0;
-  for (const k of keys) lsn = feed(s, k, k < 'c' ? 30 : 150, 900, lsn);
-  const now = T0 + 150 * 900;
-  const want = reads(s, keys, now);
-  const ts = s.tableByName('T')!;
-  const old = v8Frozen(s);
-  for (const k of keys) {
-    const slot = ts.cols.index.slotOf(k);
-    ts.cold.set(k, k === 'a' || k === 'c' ? old(slot) : freeze(ts.cols, slot));
-    ts.cols.removeSlot(slot);
-  }
+  const { keys, s, now, want } = mixedCold();
   const { sx: _dropped, ...kept } = AGG;
   const v2: RegistryState = { version: 2, nodes: [EVENT, { kind: 'table', name: 'T', upstreams: ['E'], key: ['k'], agg: { ...kept, mx: { op: 'max', params: { field: 'x', window: '1h' } } } }] as RegistryState['nodes'] };
   s.install(v2);
