@@ -11,6 +11,7 @@ node dist/bench/run.js http-push --workload fraud --duration 5 --warmup 1 --roun
 node dist/bench/run.js push-latency --workload fraud --duration 5 --warmup 1 --rounds 3
 node dist/bench/run.js push-latency --workload medium --duration 5 --warmup 1 --rounds 3
 node --expose-gc dist/bench/memory.js
+node --expose-gc dist/bench/memory.js 200000 3 --lifetime
 for i in 1 2 3; do node dist/bench/recovery.js --events 1000000 --entities 100000; done
 node dist/bench/replay_cpu.js --events 1000000 --entities 100000 --rounds 3
 for i in 1 2 3; do node dist/bench/recovery.js --events 3000000 --entities 1000000 --load-rate 2000; done
