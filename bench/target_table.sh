@@ -4,6 +4,9 @@
 # Run from the repository root after `npm run build`; save the output and read each
 # row's median / ranges from it:  bash bench/target_table.sh > /tmp/table.txt 2>&1
 set -x
+# The HTTP rows are read under wrk (autocannon cannot drive the bare server on this machine):
+# a fresh machine has none, so install it first (apt, as root; the fallback would make those rows void).
+command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; } || { echo 'wrk is required for the HTTP rows' >&2; exit 1; }
 uptime
 node dist/bench/run.js http-push --workload medium --duration 5 --warmup 1 --rounds 5
 node dist/bench/run.js tcp-push --workload medium --connections 64 --duration 5 --warmup 1 --rounds 5
