@@ -21,8 +21,7 @@
  * `{ exactValues: [...] }` (ExactSave, ValLifeState.restore reads it too): a slot
  * restored from a snapshot or the cold store comes back as cells, not as an object.
  */
-import type { WindowAgg } from '../ops/val_window';
-import { isExactSave } from '../ops/val_window';
+import { isExactSave, type WindowAgg } from '../ops/val_window';
 import type { OpFactory, OpState } from '../ops/op';
 import type { JsonValue, Row, Value } from '../types';
 import { LIFE_EXACT_VALUES_MAX } from '../limits';
@@ -55,8 +54,8 @@ export class ExactColumn implements SoloColumn {
     return this.#promoted.size;
   }
 
+  /** A fresh slot: every caller hands over a slot that was never used or was cleared when its entity left. */
   create(slot: number): void {
-    if (this.data[slot * WIDTH] === PROMOTED) this.#promoted.delete(slot);
     zeroRange(this.data, slot * WIDTH, (slot + 1) * WIDTH);
   }
 
