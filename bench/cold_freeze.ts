@@ -13,8 +13,8 @@
  * ring keeps exact (RING_ENTRIES_MAX, 64): the bucketed regime. Compare builds by
  * running each build's copy of this file.
  */
-import { freeze, thaw } from '../src/shard/cold';
-import { ShardState } from '../src/shard/state';
+import { freeze, thaw } from '../src/shard/cold/cold';
+import { ShardState } from '../src/shard/state/state';
 import { flagPairs } from './flags';
 import { FEATURES, registry, rowFor } from './memory';
 

@@ -19,8 +19,8 @@
  *   node dist/bench/growth.js [entities]    (default 2,100,000: past the doubling at 2^21)
  */
 import { readFileSync } from 'node:fs';
-import { ShardState } from '../src/shard/state';
-import { hashKey, KeyIndex } from '../src/shard/key_index';
+import { ShardState } from '../src/shard/state/state';
+import { hashKey, KeyIndex } from '../src/shard/cold/key_index';
 import { FEATURES, registry } from './memory';
 import { flushTimeline, startTimeline, TIMELINE_ON, timelineFile } from '../src/timeline';
 

@@ -166,7 +166,7 @@ function deepChain(): Nodes {
  */
 async function compileCost(): Promise<void> {
   const { compileRegistry, SlicedCompile } = await import('../src/registry/compile');
-  const { ShardState } = await import('../src/shard/state');
+  const { ShardState } = await import('../src/shard/state/state');
   const REGISTRY_COMPILE_SLICE_MS = (await import('../src/limits')).REGISTRY_COMPILE_SLICE_MS;
   // This thread's run time in ns (Linux schedstat): V8's helper threads (GC, compiler) are not counted.
   const cpu = (): number => Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6;

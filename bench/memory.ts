@@ -22,7 +22,7 @@
  * a window ("forever"): lifetime slab rows, kept values, and the sketches as
  * exact values (shard/exact_column.ts) where the windowed table has rings.
  */
-import { ShardState } from '../src/shard/state';
+import { ShardState } from '../src/shard/state/state';
 import type { RegistryState } from '../src/registry/model';
 import type { Row } from '../src/types';
 import { growableBytes } from '../src/util/unaccounted';

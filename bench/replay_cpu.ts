@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { buildRecoveryDataDir } from './recovery_wal';
 import { RECOVERY_NODES } from './recovery_registry';
 import { flagPairs } from './flags';
+import { requireBuild } from './build_require';
 
 const args = flagPairs();
 const EVENTS = Number(args.get('events') ?? 1_000_000);
@@ -34,18 +35,18 @@ const SAMPLE_KEYS = 1000;
 /* eslint-disable @typescript-eslint/no-require-imports */
 interface Build {
   dir: string;
-  ShardStore: typeof import('../src/shard/store').ShardStore;
-  ShardState: typeof import('../src/shard/state').ShardState;
-  DedupeLog: typeof import('../src/shard/dedupe_log').DedupeLog;
+  ShardStore: typeof import('../src/shard/persist/store').ShardStore;
+  ShardState: typeof import('../src/shard/state/state').ShardState;
+  DedupeLog: typeof import('../src/shard/state/dedupe_log').DedupeLog;
   createLogger: typeof import('../src/log').createLogger;
 }
 
 function load(dir: string): Build {
   return {
     dir,
-    ShardStore: (require(join(dir, 'src/shard/store')) as typeof import('../src/shard/store')).ShardStore,
-    ShardState: (require(join(dir, 'src/shard/state')) as typeof import('../src/shard/state')).ShardState,
-    DedupeLog: (require(join(dir, 'src/shard/dedupe_log')) as typeof import('../src/shard/dedupe_log')).DedupeLog,
+    ShardStore: requireBuild<typeof import('../src/shard/persist/store')>(dir, 'src/shard/persist/store').ShardStore,
+    ShardState: requireBuild<typeof import('../src/shard/state/state')>(dir, 'src/shard/state/state').ShardState,
+    DedupeLog: requireBuild<typeof import('../src/shard/state/dedupe_log')>(dir, 'src/shard/state/dedupe_log').DedupeLog,
     createLogger: (require(join(dir, 'src/log')) as typeof import('../src/log')).createLogger,
   };
 }

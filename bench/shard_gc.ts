@@ -21,6 +21,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { SHARD_YOUNG_GENERATION_MB } from '../src/limits';
 import { flagPairs } from './flags';
+import { requireBuild } from './build_require';
 
 const args = flagPairs();
 const WORKLOAD = args.get('workload') ?? 'fraud';
@@ -41,8 +42,8 @@ function child(dist: string): void {
   const { PushRoute } = req<typeof import('../src/front/routing')>('src/front/routing');
   const { PushFrameWriter, sealFrame, frameEnd } = req<typeof import('../src/wal/push_record')>('src/wal/push_record');
   const { FRAME_HEADER_BYTES } = req<typeof import('../src/wal/constants')>('src/wal/constants');
-  const { ShardState } = req<typeof import('../src/shard/state')>('src/shard/state');
-  const { PushApplier } = req<typeof import('../src/shard/push_apply')>('src/shard/push_apply');
+  const { ShardState } = requireBuild<typeof import('../src/shard/state/state')>(dist, 'src/shard/state/state');
+  const { PushApplier } = requireBuild<typeof import('../src/shard/state/push_apply')>(dist, 'src/shard/state/push_apply');
   const { BodyGen, workloadNamed } = req<typeof import('./workloads')>('bench/workloads');
   const wl = workloadNamed(WORKLOAD);
   const state = { version: 1, nodes: wl.register.nodes } as import('../src/registry/model').RegistryState;

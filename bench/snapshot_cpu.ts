@@ -21,6 +21,7 @@
 import { join } from 'node:path';
 import { RECOVERY_NODES } from './recovery_registry';
 import { flagPairs } from './flags';
+import { requireBuild } from './build_require';
 
 const args = flagPairs();
 const ENTITIES = Number(args.get('entities') ?? 1_000_000);
@@ -34,9 +35,9 @@ const PUSHES_BETWEEN_SLICES = 500;
 const REGISTRY = { version: 1, nodes: RECOVERY_NODES };
 
 /* eslint-disable @typescript-eslint/no-require-imports */
-const { ShardState } = require(join(BUILD, 'src/shard/state')) as typeof import('../src/shard/state');
-const { SnapshotJob, restoreSnapshot } = require(join(BUILD, 'src/shard/snapshot_job')) as typeof import('../src/shard/snapshot_job');
-const { DedupeLog } = require(join(BUILD, 'src/shard/dedupe_log')) as typeof import('../src/shard/dedupe_log');
+const { ShardState } = requireBuild<typeof import('../src/shard/state/state')>(BUILD, 'src/shard/state/state');
+const { SnapshotJob, restoreSnapshot } = requireBuild<typeof import('../src/shard/persist/snapshot_job')>(BUILD, 'src/shard/persist/snapshot_job');
+const { DedupeLog } = requireBuild<typeof import('../src/shard/state/dedupe_log')>(BUILD, 'src/shard/state/dedupe_log');
 
 function cpuMs(since: NodeJS.CpuUsage): number {
   const d = process.cpuUsage(since);

@@ -28,6 +28,7 @@ import { monitorEventLoopDelay, PerformanceObserver, performance } from 'node:pe
 import { RECOVERY_NODES } from './recovery_registry';
 import { SNAPSHOT_SLICE_MS } from '../src/limits';
 import { flagPairs } from './flags';
+import { requireBuild } from './build_require';
 
 const args = flagPairs();
 const ENTITIES = Number(args.get('entities') ?? 1_000_000);
@@ -40,10 +41,10 @@ const SLICE_MS = SNAPSHOT_SLICE_MS;
 
 const REGISTRY = { version: 1, nodes: RECOVERY_NODES };
 /* eslint-disable @typescript-eslint/no-require-imports */
-const { ShardState } = require(join(BUILD, 'src/shard/state')) as typeof import('../src/shard/state');
-const { ShardStore } = require(join(BUILD, 'src/shard/store')) as typeof import('../src/shard/store');
-const { DedupeLog } = require(join(BUILD, 'src/shard/dedupe_log')) as typeof import('../src/shard/dedupe_log');
-type Store = import('../src/shard/store').ShardStore;
+const { ShardState } = requireBuild<typeof import('../src/shard/state/state')>(BUILD, 'src/shard/state/state');
+const { ShardStore } = requireBuild<typeof import('../src/shard/persist/store')>(BUILD, 'src/shard/persist/store');
+const { DedupeLog } = requireBuild<typeof import('../src/shard/state/dedupe_log')>(BUILD, 'src/shard/state/dedupe_log');
+type Store = import('../src/shard/persist/store').ShardStore;
 type Job = NonNullable<ReturnType<Store['beginSnapshot']>>;
 
 const GC_KINDS: Record<number, string> = { 1: 'scavenge', 2: 'minor-mc', 4: 'mark-compact', 8: 'incremental', 16: 'weakcb' };

@@ -13,11 +13,11 @@ import type { MessagePort } from 'node:worker_threads';
 import { ITEM_PUSH, type ShardBatchAnswer, type ShardBatchWire, type ShardBatchFailed, type ShardHello, type ShardInit, type ShardItem, type ShardTask } from '../protocol/messages';
 import { ShardBatchDecoder, shardInit } from '../protocol/shard_calls';
 import { COLD_SWEEP_INTERVAL_MS, WAL_FAULT_FILE_POLL_MS } from '../limits';
-import { ColdFiles } from './cold_files';
-import { DedupeLog } from './dedupe_log';
+import { ColdFiles } from './cold/cold_files';
+import { DedupeLog } from './state/dedupe_log';
 import { Shard } from './shard';
-import { ShardState } from './state';
-import { ShardStore } from './store';
+import { ShardState } from './state/state';
+import { ShardStore } from './persist/store';
 import { ThreadSampler } from '../admin/thread_stats';
 import { flushTimeline, RunQueueProbe, startTimeline, TIMELINE_ON, TL, tlNow, tlSpan } from '../timeline';
 

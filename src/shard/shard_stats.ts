@@ -8,8 +8,8 @@ import { serialize } from 'node:v8';
 import { Histogram, type HistogramData } from '../admin/histogram';
 import type { ThreadStats } from '../admin/thread_stats';
 import { TABLE_MEMORY_SAMPLE_ENTITIES, TABLE_MEMORY_SAMPLES_PER_CALL } from '../limits';
-import type { ShardState, TableState } from './state';
-import type { ColdFiles } from './cold_files';
+import type { ShardState, TableState } from './state/state';
+import type { ColdFiles } from './cold/cold_files';
 
 export class WalStats {
   appends = 0;

@@ -8,8 +8,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ShardState } from '../../../src/shard/state';
-import { exportPartition, importPartition } from '../../../src/shard/partition_io';
+import { ShardState } from '../../../src/shard/state/state';
+import { exportPartition, importPartition } from '../../../src/shard/persist/partition_io';
 import { frameParts, unframeParts } from '../../../src/cluster/checkpoint';
 import { partitionOf, shardOf } from '../../../src/registry/key';
 import type { RegistryState } from '../../../src/registry/model';

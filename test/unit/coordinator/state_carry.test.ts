@@ -25,9 +25,9 @@ import { register } from '../../../src/coordinator/register';
 import { compileRegistry } from '../../../src/registry/compile';
 import { shardOf } from '../../../src/registry/key';
 import type { RegistryState } from '../../../src/registry/model';
-import { ShardState } from '../../../src/shard/state';
-import { restoreSnapshot, SnapshotJob } from '../../../src/shard/snapshot_job';
-import { DedupeLog } from '../../../src/shard/dedupe_log';
+import { ShardState } from '../../../src/shard/state/state';
+import { restoreSnapshot, SnapshotJob } from '../../../src/shard/persist/snapshot_job';
+import { DedupeLog } from '../../../src/shard/state/dedupe_log';
 
 function snapshotBody(s: ShardState): Buffer {
   const job = new SnapshotJob(s);

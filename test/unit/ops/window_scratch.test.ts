@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ShardState } from '../../../src/shard/state';
+import { ShardState } from '../../../src/shard/state/state';
 import type { RegistryState } from '../../../src/registry/model';
 import { prng } from '../../harness/prng';
 

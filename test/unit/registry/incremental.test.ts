@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { compileRegistry, SlicedCompile, type CompileOptions, type CompiledRegistry } from '../../../src/registry/compile';
-import { ShardState } from '../../../src/shard/state';
+import { ShardState } from '../../../src/shard/state/state';
 import { register } from '../../../src/coordinator/register';
 import { EMPTY_REGISTRY } from '../../../src/registry/model';
 

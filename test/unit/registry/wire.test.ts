@@ -10,7 +10,7 @@ import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import { compileRegistry, SlicedCompile, wireOf, type CompileOptions } from '../../../src/registry/compile';
 import { decodeWire, encodeWire, wireNodeText, type RegistryWire } from '../../../src/registry/wire';
 import { register } from '../../../src/coordinator/register';
-import { ShardState } from '../../../src/shard/state';
+import { ShardState } from '../../../src/shard/state/state';
 import { EXPRESSION_LENGTH_MAX, REGISTRY_BYTES_MAX, REGISTRY_NODE_BYTES_MAX } from '../../../src/limits';
 import type { SfError } from '../../../src/errors';
 

@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { serialize } from 'node:v8';
-import { ShardState } from '../../../src/shard/state';
+import { ShardState } from '../../../src/shard/state/state';
 import { estimateTableBytes, tableStats } from '../../../src/shard/shard_stats';
 import type { RegistryState } from '../../../src/registry/model';
 import { TABLE_MEMORY_SAMPLE_ENTITIES, TABLE_MEMORY_SAMPLES_PER_CALL } from '../../../src/limits';

@@ -41,8 +41,8 @@ test('on in a thread started with STREAMFEAT_DEBUG_TIMELINE: spans, GCs and grow
     const code = `
       const { parentPort } = require('node:worker_threads');
       const tl = require(${JSON.stringify(join(SRC, 'timeline.js'))});
-      const { EntityIndex } = require(${JSON.stringify(join(SRC, 'shard', 'entity_index.js'))});
-      const { InternTable } = require(${JSON.stringify(join(SRC, 'shard', 'intern.js'))});
+      const { EntityIndex } = require(${JSON.stringify(join(SRC, 'shard', 'state', 'entity_index.js'))});
+      const { InternTable } = require(${JSON.stringify(join(SRC, 'shard', 'state', 'intern.js'))});
       tl.tlSpan(tl.TL.BATCH, tl.tlNow(), 99, 99); // before start: dropped
       tl.startTimeline('unit');
       tl.startTimeline('again'); // a no-op: one file per thread

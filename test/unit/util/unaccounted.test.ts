@@ -13,9 +13,9 @@ import { runInNewContext } from 'node:vm';
 import { spawnSync } from 'node:child_process';
 import { growableBytes, grown, int32sOf, unaccountedBytes, unaccountedFloat64, wordsOf } from '../../../src/util/unaccounted';
 import { GROW_IN_PLACE_BYTES_MIN } from '../../../src/limits';
-import { BlockPool } from '../../../src/shard/ring_pool';
-import { InternTable } from '../../../src/shard/intern';
-import { EntityIndex } from '../../../src/shard/entity_index';
+import { BlockPool } from '../../../src/shard/columns/ring_pool';
+import { InternTable } from '../../../src/shard/state/intern';
+import { EntityIndex } from '../../../src/shard/state/entity_index';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
