@@ -1,6 +1,6 @@
 /**
  * Memory per entity of the aggregation state, measured through the real shard
- * state (src/shard/state.ts ShardState): a registry with one event and one table
+ * state (src/shard/state/state.ts ShardState): a registry with one event and one table
  * keyed by user, pushes applied with ShardState.apply exactly as a shard applies
  * them (WAL and transport aside).
  *
@@ -20,7 +20,7 @@
  * Run:  node --expose-gc dist/bench/memory.js [entities] [events] [--lifetime]
  * Defaults: 200,000 entities, 3 events each. --lifetime: the same ten ops without
  * a window ("forever"): lifetime slab rows, kept values, and the sketches as
- * exact values (shard/exact_column.ts) where the windowed table has rings.
+ * exact values (shard/columns/exact_column.ts) where the windowed table has rings.
  */
 import { ShardState } from '../src/shard/state/state';
 import type { RegistryState } from '../src/registry/model';

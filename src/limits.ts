@@ -164,7 +164,7 @@ export const BLOOM_FPR_MIN = 1e-9;
  */
 export const DURATION_MS_MAX = 100 * 365 * 86_400_000;
 /**
- * Numeric window ops (ops/num_window.ts, shard/ring_group.ts): raw events kept per ring
+ * Numeric window ops (ops/num_window.ts, shard/columns/ring_group.ts): raw events kept per ring
  * before bucketing starts (a power of two). An entity with at most this many events in its
  * window is answered exactly (docs/ops.md "Windows"); a full ring is 64 (t, x) pairs, 1 KiB.
  */
@@ -386,7 +386,7 @@ export const ADMIN_INSPECT_TIMEOUT_MS = 5_000;
 /** Admin: per-second rates kept for the dashboard's throughput chart (two minutes). */
 export const STATS_HISTORY_INTERVALS = 120;
 
-/** Cold sweep (shard/cold.ts): entities examined per sweep tick, per shard (at most; COLD_SWEEP_SLICE_MS bounds the time). */
+/** Cold sweep (shard/cold/cold.ts): entities examined per sweep tick, per shard (at most; COLD_SWEEP_SLICE_MS bounds the time). */
 export const COLD_SWEEP_ENTITIES_PER_TICK = 100_000;
 /**
  * Cold sweep cadence. Often and short: 150k new keys every 6 s (the churn bench) need
@@ -399,7 +399,7 @@ export const COLD_SWEEP_INTERVAL_MS = 100;
 export const COLD_SWEEP_SLICE_MS = 5;
 /** Cold sweep: entities examined between two clock reads. */
 export const COLD_SWEEP_CLOCK_STRIDE = 256;
-/** Cold store (shard/cold_files.ts): bytes per segment file before the next one starts. */
+/** Cold store (shard/cold/cold_files.ts): bytes per segment file before the next one starts. */
 export const COLD_SEGMENT_BYTES = 8 * 1024 * 1024;
 /** Cold store: queued frozen entities are written once this many bytes wait (and at the end of every sweep). */
 export const COLD_FLUSH_BYTES = 1024 * 1024;
@@ -414,7 +414,7 @@ export const COLD_WRITE_ERROR_LOG_INTERVAL_MS = 1_000;
 /** The front logs a full dedupe store (front.dedupe_full) at most once per this interval; every refusal is counted. */
 export const DEDUPE_FULL_LOG_INTERVAL_MS = 1_000;
 /**
- * Periodic snapshots (shard/snapshot_job.ts): encoding work per event-loop turn of
+ * Periodic snapshots (shard/persist/snapshot_job.ts): encoding work per event-loop turn of
  * a job, between batches. With the chunk being encoded when it runs out (~0.5 ms
  * for 1,024 entities) this is about the longest a batch waits behind a snapshot.
  */
@@ -425,7 +425,7 @@ export const SNAPSHOT_SLICE_MS = 4;
  */
 export const SNAPSHOT_LOOP_DELAY_RESOLUTION_MS = 1;
 /**
- * Hot entities per snapshot chunk (shard/slab_chunk.ts), at most and at least: a
+ * Hot entities per snapshot chunk (shard/persist/slab_chunk.ts), at most and at least: a
  * job sizes each chunk to the time left in its slice from the cost per entity it
  * measured on the chunk before (~0.25 us warm; ~10x more on a thread's first
  * snapshot, before the JIT has optimized the encoder), so a slice overshoots
@@ -463,12 +463,12 @@ export const SNAPSHOT_BLOCKS_IN_FLIGHT = 8;
 export const SNAPSHOT_BLOCKS_KEPT = 2;
 /** Cold entities per snapshot chunk (snapshot_job.ts; one v8.serialize call): small enough that a chunk stays within a few ms. */
 export const SNAPSHOT_COLD_CHUNK_ENTITIES = 256;
-/** Cold index (shard/key_index.ts): initial slots (a power of two). */
+/** Cold index (shard/cold/key_index.ts): initial slots (a power of two). */
 export const COLD_INDEX_SLOTS_MIN = 1024;
 /** Cold index: slots used at most before it doubles. */
 export const COLD_INDEX_LOAD_MAX = 0.75;
 /**
- * Windows one shared ring group spans (shard/ring_group.ts): a push walks each
+ * Windows one shared ring group spans (shard/columns/ring_group.ts): a push walks each
  * window's skip count, and a ring is kept for its longest window, so a table
  * with more distinct windows gets groups of this many consecutive windows each.
  * A skip count is a byte per slot and window.
@@ -476,10 +476,10 @@ export const COLD_INDEX_LOAD_MAX = 0.75;
 export const RING_GROUP_WINDOWS_MAX = 8;
 /** Ring group: first allocation of bucket records (busy slots); doubles from there, so a table with few busy entities stays small. */
 export const RING_GROUP_RECORDS_MIN = 16;
-/** Ring pools (shard/ring_pool.ts): first allocation of a size class, in blocks; doubles from there, so an unused class costs little. */
+/** Ring pools (shard/columns/ring_pool.ts): first allocation of a size class, in blocks; doubles from there, so an unused class costs little. */
 export const RING_POOL_BLOCKS_MIN = 16;
 /**
- * Cells of a dropped table or feature are released in slices between batches (shard/dropped_cells.ts);
+ * Cells of a dropped table or feature are released in slices between batches (shard/columns/dropped_cells.ts);
  * a slice reads the clock once per this many slots + 1 (a mask): a slot costs well under a us, so 256
  * slots overrun the deadline by little and the clock read stays off the per-slot cost.
  */
@@ -487,7 +487,7 @@ export const DROPPED_CELLS_CLOCK_MASK = 255;
 
 /**
  * Lifetime sketch ops (n_unique, quantile, top_k, entropy without a window;
- * shard/exact_column.ts): an entity keeps up to this many accepted values as cells
+ * shard/columns/exact_column.ts): an entity keeps up to this many accepted values as cells
  * of a slab row (8 B each, one row of 1 + this many doubles per entity), and the
  * answer is the op's own state rebuilt from them. The next value turns the entity's
  * state into the op's object (~400-800 B). 8 covers the few events most entities of
@@ -495,12 +495,12 @@ export const DROPPED_CELLS_CLOCK_MASK = 255;
  */
 export const LIFE_EXACT_VALUES_MAX = 8;
 
-/** Entity index (shard/entity_index.ts): slots and key-table entries of a new table (a power of two); both double from there. */
+/** Entity index (shard/state/entity_index.ts): slots and key-table entries of a new table (a power of two); both double from there. */
 export const ENTITY_SLOTS_MIN = 64;
 /** Entity index: key-table entries used at most before the table doubles (linear probing: short runs at half full). */
 export const ENTITY_INDEX_LOAD_MAX = 0.5;
 /**
- * Entity index and intern tables (shard/probe_table.ts): a table of at least this many entries resizes
+ * Entity index and intern tables (shard/state/probe_table.ts): a table of at least this many entries resizes
  * incrementally; a smaller one is rehashed at once (under 0.2 ms).
  */
 export const PROBE_TABLE_MOVE_MIN_ENTRIES = 4096;
@@ -535,7 +535,7 @@ assert((ENTITY_SLOTS_MIN & (ENTITY_SLOTS_MIN - 1)) === 0, 'entity slots are a po
 assert(KEY_BYTES_MAX * 2 < 65_536, 'the entity index stores a key\'s byte length (UTF-16 at worst) in 16 bits');
 assert(KEY_BYTES_MAX < 65_536, 'a cold record stores the key length in 16 bits');
 
-/** Intern tables (shard/intern.ts): initial slots per column name of a shard (a power of two); also the floor it shrinks to. */
+/** Intern tables (shard/state/intern.ts): initial slots per column name of a shard (a power of two); also the floor it shrinks to. */
 export const INTERN_SLOTS_MIN = 16;
 /** Intern tables: values held at most per slot before the table doubles (linear probing stays short below 1/2). */
 export const INTERN_LOAD_MAX = 0.5;
@@ -547,7 +547,7 @@ export const INTERN_LOAD_MAX = 0.5;
 export const INTERN_RECENT_STRINGS = 1024;
 /**
  * bloom_member filters of at most this many 32-bit words (2,048 = 8 KiB: capacity
- * ~6,800 at fpr 1 %) are kept in pooled blocks per table (shard/bloom_column.ts);
+ * ~6,800 at fpr 1 %) are kept in pooled blocks per table (shard/columns/bloom_column.ts);
  * larger ones stay one object per entity (a pool grows by doubling its blocks).
  */
 export const BLOOM_POOLED_WORDS_MAX = 2048;

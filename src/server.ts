@@ -21,9 +21,11 @@
  *                  front/sinks.ts, front/push.ts   who waits for shard answers
  *                               | ShardBatchWire (PUSH records as latin1 text + items) | answers, in order
  *   shard threads  shard/shard_main.ts (entry: recover, timers) -> shard/shard.ts (batches)
- *   (one each)     shard/push_apply.ts (PUSH records -> state), shard/state.ts (columnar
- *                  entity state: entity_index, ring_group, kept/solo columns), shard/cold*.ts
- *                  (cold store), shard/store.ts + wal/* (WAL segments, snapshots, recovery)
+ *   (one each)     shard/state/    push_apply.ts (PUSH records -> state), state.ts (entity
+ *                                  index, reads, installs)
+ *                  shard/columns/  columnar feature state: shared rings, kept/solo columns
+ *                  shard/cold/     cold store (idle entities frozen, on disk or in memory)
+ *                  shard/persist/  store.ts + wal/* (WAL segments, snapshots, recovery)
  *
  *   coordinator    coordinator/coordinator_main.ts (entry) -> coordinator/register.ts:
  *   thread         the only writer of the registry; wal/registry_log.ts

@@ -101,7 +101,7 @@ export function renderMetrics(ctx: AdminContext): string {
   perTable('streamfeat_cold_entities', 'Entities in the cold store (idle past cold_after or evicted by --memory-limit; included in streamfeat_entities), by shard and table.', (t) => t.cold);
   perTable('streamfeat_table_state_bytes', 'Estimated bytes of entity state (sampled serialized size x entities), by shard and table.', (t) => t.bytes);
 
-  // Cold store and --memory-limit (shard/cold_files.ts, shard_main.ts); disk figures are 0 in memory-only mode.
+  // Cold store and --memory-limit (shard/cold/cold_files.ts, shard_main.ts); disk figures are 0 in memory-only mode.
   const cold = bySeries(known.map(([i, s]): [number, ShardStats['cold']] => [i, s.cold]));
   cold('streamfeat_cold_frozen_total', 'counter', 'Idle entities (past cold_after) frozen into the cold store.', (c) => c.frozen);
   cold('streamfeat_cold_dropped_total', 'counter', 'Idle or evicted entities dropped instead of stored because every feature was empty.', (c) => c.dropped);

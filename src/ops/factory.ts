@@ -12,7 +12,7 @@ import type { BloomGeometry } from './sketch/bloom';
 
 /**
  * A sliding-window op whose raw events the shard may keep in a ring shared with
- * the table's other windowed features (shard/ring_group.ts): the op is then its
+ * the table's other windowed features (shard/columns/ring_group.ts): the op is then its
  * per-feature config (bucket part, fold, result), not a state object per entity.
  * `num` for the numeric ops (num_window.ts), `val` for the accumulator ops
  * (val_window.ts); null for every other op (one OpState per entity).
@@ -31,11 +31,11 @@ export class Factory implements OpFactory {
   readonly shared: SharedWindow | null;
   /** A lifetime op of a fixed number of doubles (fixed.ts): a slab row per entity in the shard; null otherwise. */
   readonly fixed: FixedOp | null;
-  /** A lifetime point op (first, last, first_n, last_n, most_recent_n, lag): kept values per entity in a slab (shard/kept_column.ts); null otherwise. */
+  /** A lifetime point op (first, last, first_n, last_n, most_recent_n, lag): kept values per entity in a slab (shard/columns/kept_column.ts); null otherwise. */
   readonly kept: PointAgg | null;
-  /** bloom_member: its filter geometry (pooled filters per table, shard/bloom_column.ts); null otherwise. */
+  /** bloom_member: its filter geometry (pooled filters per table, shard/columns/bloom_column.ts); null otherwise. */
   readonly bloom: BloomGeometry | null;
-  /** A lifetime value op over a timeless agg (n_unique, quantile, top_k, entropy): its agg, for a slot's values kept exactly while few (shard/exact_column.ts); null otherwise. */
+  /** A lifetime value op over a timeless agg (n_unique, quantile, top_k, entropy): its agg, for a slot's values kept exactly while few (shard/columns/exact_column.ts); null otherwise. */
   readonly exact: WindowAgg<unknown> | null;
   private readonly make: () => StoredState;
 

@@ -1,7 +1,7 @@
 /**
  * Ops whose state is a fixed number of doubles (the lifetime core ops,
  * num_life.ts): the shard keeps them as rows of one Float64Array per feature
- * (shard/table_columns.ts), indexed by entity slot; FixedState gives such an op
+ * (shard/columns/table_columns.ts), indexed by entity slot; FixedState gives such an op
  * a row of its own where an OpState is wanted (op unit tests, object columns).
  * A row of zeros is the empty state.
  */

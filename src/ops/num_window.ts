@@ -335,7 +335,7 @@ export function numResult(c: NumWindowCfg, f: Fold): JsonValue {
 
 /**
  * The bucket part of a window, shared by NumWindowState (its own ring) and the
- * shard's shared rings (shard/ring_group.ts, one ring read by several features):
+ * shard's shared rings (shard/columns/ring_group.ts, one ring read by several features):
  * the functions below take the buckets (null: none) and return them, since they
  * are dropped once every bucket has expired.
  */

@@ -31,7 +31,7 @@ export interface OpState {
    * True when, from time `t` on, this state is indistinguishable from a fresh one
    * (every read at now >= t and every later update gives what a fresh state would):
    * e.g. a sliding window whose events and buckets have all left it. An idle entity
-   * whose every state says so is dropped instead of stored cold (shard/state.ts).
+   * whose every state says so is dropped instead of stored cold (shard/state/state.ts).
    * Absent = never (lifetime states, states that remember a previous value).
    */
   emptyAt?(t: number): boolean;
@@ -50,9 +50,9 @@ export interface OpFactory {
   readonly fixed?: FixedOp | null;
   /** Set for a lifetime point op (first, last, *_n, lag): its parameters (ops/point.ts PointAgg); null otherwise. */
   readonly kept?: PointAgg | null;
-  /** Set for bloom_member: its filter geometry (shard/bloom_column.ts); null otherwise. */
+  /** Set for bloom_member: its filter geometry (shard/columns/bloom_column.ts); null otherwise. */
   readonly bloom?: BloomGeometry | null;
-  /** Set for a lifetime value op over a timeless agg (shard/exact_column.ts): the agg; null otherwise. */
+  /** Set for a lifetime value op over a timeless agg (shard/columns/exact_column.ts): the agg; null otherwise. */
   readonly exact?: WindowAgg<unknown> | null;
   create(): OpState;
   /** Inverse of OpState.save(). */

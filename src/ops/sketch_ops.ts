@@ -38,7 +38,7 @@ function isFiniteNum(x: Value | undefined): x is number {
 
 /**
  * A value n_unique knows only by its hashValue: what a hashed ring field
- * (shard/ring_group.ts) holds, when a feature leaves its ring for a standalone
+ * (shard/columns/ring_group.ts) holds, when a feature leaves its ring for a standalone
  * state (memberView). That state's ring keeps it among plain values; DistinctAgg
  * adds its hash as is. A plain object, so it survives v8 serialization (saves).
  */
@@ -88,7 +88,7 @@ export class DistinctAgg implements WindowAgg<DistinctSketch> {
 
 /**
  * n_unique over a ring column whose cells hold each value's hashValue instead of
- * the value (shard/ring_group.ts "hashed fields": a column only n_unique reads
+ * the value (shard/columns/ring_group.ts "hashed fields": a column only n_unique reads
  * needs no intern table). The sketch is the one DistinctAgg builds from the values:
  * it adds the hash it would have computed.
  */

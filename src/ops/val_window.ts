@@ -40,7 +40,7 @@ export interface WindowAgg<A> {
   /**
    * `add` ignores t (the sketches, counts, string extremes): the shared rings then
    * pass 0 rather than the entry's time, which as a double would be a new heap
-   * number at each call (shard/ring_group.ts).
+   * number at each call (shard/columns/ring_group.ts).
    */
   readonly timeless?: boolean;
   /**
@@ -296,7 +296,7 @@ export class ValWindowState<A> implements StoredState {
 
 /*
  * The bucket part of a value window, shared by ValWindowState (its own ring) and
- * the shard's shared rings (shard/ring_group.ts): the functions take the buckets
+ * the shard's shared rings (shard/columns/ring_group.ts): the functions take the buckets
  * (null: none) and return them, since they are dropped once all have expired.
  */
 
@@ -458,7 +458,7 @@ export class ValLifeState<A> implements StoredState {
   }
   restore(saved: unknown): void {
     if (isExactSave(saved)) {
-      // The values a slab column kept (shard/exact_column.ts), in arrival order.
+      // The values a slab column kept (shard/columns/exact_column.ts), in arrival order.
       let acc: A | null = null;
       for (const v of saved.exactValues) acc = this.agg.add(acc === null ? this.agg.empty() : acc, v, 0, 0);
       this.acc = acc;
@@ -469,7 +469,7 @@ export class ValLifeState<A> implements StoredState {
 }
 
 /**
- * The save of a lifetime value op held as its accepted values (shard/exact_column.ts):
+ * The save of a lifetime value op held as its accepted values (shard/columns/exact_column.ts):
  * replayed through the agg, they give the state back exactly (timeless aggs only).
  * No agg's own save is an object with this key.
  */

@@ -211,7 +211,7 @@ export interface InspectResult {
 
 /**
  * Cluster checkpoint (cluster/checkpoint.ts): this shard's entities of partition `p`,
- * encoded as a snapshot body (shard/snapshot_job.ts) restricted to the partition's
+ * encoded as a snapshot body (shard/persist/snapshot_job.ts) restricted to the partition's
  * keys and lz4-compressed; answered as a Uint8Array. Runs in its place in the batch,
  * so it reflects exactly the pushes enqueued before it.
  */

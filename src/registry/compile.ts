@@ -97,14 +97,14 @@ export interface ValueSink {
 /** Writes a row's values of TablePlan.columns, in order (generated per table: front/routing.ts). */
 export type ColumnWriter = (r: Row, sink: ValueSink) => void;
 
-/** Sets column `j` of TablePlan.columns in a row (generated per table: shard/push_apply.ts). */
+/** Sets column `j` of TablePlan.columns in a row (generated per table: shard/state/push_apply.ts). */
 export type ColumnSetter = (r: Row, j: number, v: Value | undefined) => void;
 
 export class TablePlan {
   readonly featureIndex: Map<string, number>;
   /** Built on first use by the front (front/routing.ts), then reused for every push. */
   columnWriter: ColumnWriter | null = null;
-  /** Built on first use by the shard (shard/push_apply.ts), then reused for every record. */
+  /** Built on first use by the shard (shard/state/push_apply.ts), then reused for every record. */
   columnSetter: ColumnSetter | null = null;
   /** The same plan at another position (a reused table whose index moved). */
   at(index: number): TablePlan {

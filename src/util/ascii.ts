@@ -1,6 +1,6 @@
 /**
  * Strings against the bytes they came from, without decoding: the shard's intern
- * tables (shard/intern.ts) and the front's push reader (front/push_text.ts) match
+ * tables (shard/state/intern.ts) and the front's push reader (front/push_text.ts) match
  * and make strings straight from record or request bytes they have checked to be
  * ASCII (one byte per UTF-16 code unit).
  */

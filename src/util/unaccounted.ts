@@ -31,7 +31,7 @@
  * array that is replaced is freed at the next mark-compact rather than prompting
  * one, so garbage on shared memory stays resident until some other cause starts
  * one. Hence only arrays that grow in place belong here; tables that are rebuilt
- * (the key and intern tables' resizes, shard/probe_table.ts) stay ordinary
+ * (the key and intern tables' resizes, shard/state/probe_table.ts) stay ordinary
  * ArrayBuffers, which V8 counts and collects in time.
  *
  * These arrays never leave their thread and are never structured-cloned

@@ -523,7 +523,7 @@ export class PushRecordReader {
 
   /**
    * When the next value is an ASCII string: steps over it as strBytes() does and
-   * answers true (the shard looks it up by its bytes, shard/intern.ts); otherwise
+   * answers true (the shard looks it up by its bytes, shard/state/intern.ts); otherwise
    * answers false and stays put.
    */
   asciiBytes(): boolean {

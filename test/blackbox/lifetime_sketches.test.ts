@@ -1,7 +1,7 @@
 /**
  * Lifetime sketches (n_unique, quantile, top_k, entropy without a window) through
  * the real server: entities below, at and past the 8 values kept as slab cells
- * (src/shard/exact_column.ts) read the same after a WAL replay (kill -9), after a
+ * (src/shard/columns/exact_column.ts) read the same after a WAL replay (kill -9), after a
  * clean shutdown's snapshot, and after a cold freeze and thaw, over 2 shards.
  */
 import { test } from 'node:test';

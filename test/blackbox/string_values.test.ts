@@ -3,8 +3,8 @@
  * naive recomputation from the raw events: the front writes them into PUSH
  * records, the shard looks them up in its intern tables by their bytes (short
  * values by their prefix words, long ones by hash and tail), ring cells hold
- * their ids and reads turn the ids back into strings (shard/intern.ts,
- * shard/push_apply.ts). The values are chosen to stress exactly that: ids of
+ * their ids and reads turn the ids back into strings (shard/state/intern.ts,
+ * shard/state/push_apply.ts). The values are chosen to stress exactly that: ids of
  * values 1-8 and over 8 bytes long, values that share their first 8 bytes and
  * their length, values that differ only by trailing NUL characters, non-ASCII
  * values (looked up by string), interleaved so that no lookup is the same as the

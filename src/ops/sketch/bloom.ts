@@ -91,7 +91,7 @@ export interface BloomSaved {
   words: Int32Array | null;
 }
 
-/** A filter's save (BloomFilter.save; shard/bloom_column.ts saves its pooled filters the same way). */
+/** A filter's save (BloomFilter.save; shard/columns/bloom_column.ts saves its pooled filters the same way). */
 export function bloomSaved(g: BloomGeometry, inserted: number, list: Float64Array | null, words: Int32Array | null): BloomSaved {
   return { kind: 'bloom_member', v: SAVE_VERSION, capacity: g.capacity, fpr: g.fpr, bits: g.bits, hashes: g.hashes, inserted, list, words };
 }
@@ -235,7 +235,7 @@ export class BloomFilter {
 /**
  * Sets the k bits of hash h in the bit array of geometry `g` that starts at word
  * `base` of `words` (a filter's own array, or a block of a pooled one:
- * shard/bloom_column.ts); returns true if they were all set already.
+ * shard/columns/bloom_column.ts); returns true if they were all set already.
  */
 export function bloomBitsAdd(words: Int32Array, base: number, g: BloomGeometry, h: number): boolean {
   const m = g.bits;

@@ -83,7 +83,7 @@ export function hashString32(s: string, seed = 0): number {
  * MurmurHash3 x86_32 over `len` bytes of `b` from `from` (4 bytes per block,
  * little-endian). Unsigned 32-bit result; `hashString32(s, seed)` equals it over
  * `Buffer.from(s, 'utf16le')`. The entity index hashes keys with it straight from
- * the WAL record's bytes (shard/entity_index.ts), keeping the low 30 bits (`mask`):
+ * the WAL record's bytes (shard/state/entity_index.ts), keeping the low 30 bits (`mask`):
  * a result below 2^30 is a small integer, never a heap number per call.
  */
 export function hashBytes32(b: Uint8Array, from: number, len: number, seed: number, mask = 0xffffffff): number {

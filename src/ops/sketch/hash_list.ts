@@ -120,7 +120,7 @@ export class HashList {
 /**
  * Binary search of `h` among the `len` ascending doubles of `a` from `from`:
  * its index relative to `from` if present, else -(insertion point) - 1 (a
- * HashList's array, or a block of a pooled one: shard/bloom_column.ts).
+ * HashList's array, or a block of a pooled one: shard/columns/bloom_column.ts).
  */
 export function sortedFind(a: Float64Array, from: number, len: number, h: number): number {
   let lo = 0;

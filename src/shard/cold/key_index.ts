@@ -3,7 +3,7 @@
  * (cold_files.ts): entity key -> (segment, offset, length) of its record.
  *
  * It must not become the new unbounded growth, so it holds no key strings and no
- * per-entry objects: an open-addressing table (linear probing, shard/probe_table.ts)
+ * per-entry objects: an open-addressing table (linear probing, shard/state/probe_table.ts)
  * of five Int32 words an entry, 20 bytes, at most COLD_INDEX_LOAD_MAX full (so
  * >= 26.7 B and, just after a doubling, ~53 B per entry). The key is identified by two
  * independent 32-bit hashes; the key itself lives in the record on disk, and a

@@ -31,7 +31,7 @@ export const RING_CLASS_PENDING = RING_CLASS_MAX + 1;
 
 /**
  * One Float64Array cut into equal blocks of `blockDoubles`, handed out by number
- * (ring classes below; the pooled bloom filters of shard/bloom_column.ts).
+ * (ring classes below; the pooled bloom filters of shard/columns/bloom_column.ts).
  *
  * Empty until the first block is taken: a table with many windows allocates
  * pools for six size classes per group, most of which a given workload never

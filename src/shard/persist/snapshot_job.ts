@@ -179,7 +179,7 @@ export class SnapshotJob {
   done = false;
 
   /**
-   * `keep`: only these keys (a cluster partition's, shard/partition_io.ts); default every key.
+   * `keep`: only these keys (a cluster partition's, shard/persist/partition_io.ts); default every key.
    * `sink`: where the body goes; default a BodyBuffer, read by finish().
    * `walResume`: the WAL writer's position now (recorded when its batch is in the snapshot).
    */

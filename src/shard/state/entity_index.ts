@@ -2,7 +2,7 @@
  * The entities of one table on one shard: key -> slot, and per slot what the
  * shard tracks for every entity (its key, the server time and LSN of the last
  * push that reached it). Feature state lives in columns indexed by the same slot
- * (shard/table_columns.ts), so an entity is a slot number, not an object.
+ * (shard/columns/table_columns.ts), so an entity is a slot number, not an object.
  *
  * Keys are bytes, not JS strings (issue 12: a `Map<string, slot>` cost a key
  * string decoded per WAL record plus its hashing, 33% of replay, and ~80 B per
@@ -16,7 +16,7 @@
  *            (finds its table entry without hashing again); unset at and past
  *            `high`, where nothing reads it
  *   lastT, lastLsn  per slot f64
- *   table    open addressing, linear probing (shard/probe_table.ts): per entry 3 i32,
+ *   table    open addressing, linear probing (shard/state/probe_table.ts): per entry 3 i32,
  *            the key's hash, slot + 1 (0 = empty) and arena offset; at most
  *            ENTITY_INDEX_LOAD_MAX full
  *   free     Int32Array stack of released slots, reused before `high` grows
@@ -35,7 +35,7 @@
  * Keys come back as strings only where an answer or another store needs one
  * (keyOf: inspect, snapshots, the cold store), decoded then.
  *
- * The table resizes incrementally once large (shard/probe_table.ts): an add or
+ * The table resizes incrementally once large (shard/state/probe_table.ts): an add or
  * removal moves a few entries of the old table along, and a key missing from
  * the new table is looked for in the old one.
  */

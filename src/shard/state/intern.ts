@@ -9,7 +9,7 @@
  * still holds and cannot grow without bound under churn. Buckets and sketches
  * keep the values themselves, not ids (they outlive the cells).
  *
- * The lookup is an open-addressing table (shard/probe_table.ts: linear probing,
+ * The lookup is an open-addressing table (shard/state/probe_table.ts: linear probing,
  * backward-shift deletion, no tombstones, resized incrementally once large) of
  * (hash, id + 1) pairs in one Int32Array, so a probe reads one cache line
  * before it touches a value; the hash is over UTF-16 code
@@ -298,7 +298,7 @@ export class InternTable {
     s[W * i + 3] = prefixOf(v, 1);
   }
 
-  /** Moves to a table of `slots` slots (incrementally once large: shard/probe_table.ts); a slot's key word gives its new home, no value is read or hashed. */
+  /** Moves to a table of `slots` slots (incrementally once large: shard/state/probe_table.ts); a slot's key word gives its new home, no value is read or hashed. */
   #rehash(slots: number): void {
     const t0 = tlNow();
     this.#t.resize(slots, false);

@@ -1,6 +1,6 @@
 /**
  * Cluster checkpoints without NATS: a partition exported from shards of one node
- * (shard/partition_io.ts) and imported into a node with another shard count holds
+ * (shard/persist/partition_io.ts) and imported into a node with another shard count holds
  * exactly the partition's entities as of the export, nothing of the pushes after
  * it, drops the importer's stale entities of that partition, leaves the other
  * partitions alone, and a replay of the tail on top gives the live values; the

@@ -1,5 +1,5 @@
 /**
- * State kept vs reset across registry versions (shard/state.ts install), as a
+ * State kept vs reset across registry versions (shard/state/state.ts install), as a
  * seeded property test against a naive reference:
  *
  *   A random walk of registry changes (each registered with coordinator/register.ts
@@ -296,7 +296,7 @@ class World {
   }
 }
 
-/** Replays the WAL records with lsn > `after` into `shards`, the way shard/store.ts does after a restart. */
+/** Replays the WAL records with lsn > `after` into `shards`, the way shard/persist/store.ts does after a restart. */
 function replay(shards: ShardState[], w: World, after: number): void {
   for (const r of w.wal) {
     if (r.lsn <= after) continue;

@@ -1,5 +1,5 @@
 /**
- * OpState.emptyAt (shard/state.ts drops an idle entity whose every state says it):
+ * OpState.emptyAt (shard/state/state.ts drops an idle entity whose every state says it):
  * for every op whose states implement it, a state that says "empty at t" must be
  * indistinguishable from a fresh state from t on: every later read, and every
  * later update followed by reads, gives the same values. Also: a state with an

@@ -1,5 +1,5 @@
 /**
- * The on-disk cold store (shard/cold_files.ts, key_index.ts) against a Map model,
+ * The on-disk cold store (shard/cold/cold_files.ts, key_index.ts) against a Map model,
  * and the shard state on top of it: idle entities leave memory for disk and read
  * back exactly, empty ones are dropped, compaction reclaims dead space without
  * losing a live entity, snapshots carry entities read back from disk, and the

@@ -1,5 +1,5 @@
 /**
- * Lifetime sketch ops kept as exact values (shard/exact_column.ts): every answer
+ * Lifetime sketch ops kept as exact values (shard/columns/exact_column.ts): every answer
  * equals the op's own state (factory.create(), which the sketch unit tests check
  * against naive recomputation) fed the same events, before, at and past
  * LIFE_EXACT_VALUES_MAX values; saves round-trip through snapshots and the cold

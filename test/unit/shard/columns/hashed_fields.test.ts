@@ -1,5 +1,5 @@
 /**
- * Hashed fields (shard/ring_group.ts): a ring field that only n_unique members
+ * Hashed fields (shard/columns/ring_group.ts): a ring field that only n_unique members
  * read holds each value's 53-bit hash instead of an interned id. These tests pin
  * what that changes (no intern entries, the layout records it, snapshot format 7)
  * and what it must not (every count equals a naive distinct count, in the exact

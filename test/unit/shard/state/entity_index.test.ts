@@ -1,5 +1,5 @@
 /**
- * The entity index (shard/entity_index.ts): keys as bytes in an arena, an
+ * The entity index (shard/state/entity_index.ts): keys as bytes in an arena, an
  * open-addressing table over them. Collisions are forced by passing the same
  * hash for different keys (findBytes/addBytes take the hash from the caller);
  * a random run is checked against a Map as the model.

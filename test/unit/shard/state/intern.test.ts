@@ -1,5 +1,5 @@
 /**
- * A table column's intern table (shard/intern.ts): values looked up from record
+ * A table column's intern table (shard/state/intern.ts): values looked up from record
  * bytes (idOfAscii, the push path) and by string (ref, restores and kept
  * values) must find one id per value, whatever bytes surround the value in its
  * record, whichever of the two paths added it, across growth, backward-shift
@@ -156,7 +156,7 @@ test('intern: a random run of lookups, references and releases agrees with a Map
       }
     }
   }
-  // The table of 8,192 slots and up resizes incrementally (shard/probe_table.ts): lookups and releases ran meanwhile.
+  // The table of 8,192 slots and up resizes incrementally (shard/state/probe_table.ts): lookups and releases ran meanwhile.
   assert.ok(resizing > 100 && resizing < 6_000, `steps while a resize was under way: ${resizing}`);
   // Everything released: the table is empty and takes values again.
   for (const v of held) release(v);

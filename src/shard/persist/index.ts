@@ -1,0 +1,13 @@
+/**
+ * shard/persist/: a shard's durability and its state as bytes.
+ *
+ *   store.ts          ShardStore: WAL writes, recovery (newest snapshot + WAL replay),
+ *                     snapshot scheduling
+ *   snapshot_job.ts   fuzzy incremental snapshots and their restore
+ *   slab_chunk.ts     snapshot chunks and frozen entities as slab bytes
+ *   partition_io.ts   cluster checkpoints: one partition's entities as a snapshot body
+ *
+ * The file formats (WAL segments, snapshot files) are in ../../wal/ and
+ * docs/durability.md.
+ */
+export {};
