@@ -12,6 +12,7 @@
  */
 import { linkSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fsError } from './data_dir';
 import { StartupError } from './startup_error';
 
 export const LOCK_FILE = 'streamfeat.lock';
@@ -87,13 +88,17 @@ export function lockDataDir(dataDir: string): DataDirLock {
   const path = join(dataDir, LOCK_FILE);
   const me: Holder = { pid: process.pid, start: startTimeOf(process.pid) };
   const mine = `${path}.${process.pid}`;
-  writeFileSync(mine, JSON.stringify(me));
+  try {
+    writeFileSync(mine, JSON.stringify(me));
+  } catch (err) {
+    throw fsError(err as NodeJS.ErrnoException, mine, dataDir);
+  }
   try {
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
         linkSync(mine, path);
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new StartupError(`cannot create the lock file ${path}: ${(err as Error).message}`);
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw fsError(err as NodeJS.ErrnoException, path, dataDir);
         const holder = readHolder(path);
         if (holder !== null && alive(holder)) {
           throw new StartupError(`data dir ${dataDir} is in use by another streamfeat server (pid ${holder.pid}, lock file ${path}); stop it first, or use another --data-dir`);

@@ -262,6 +262,14 @@ export const WAL_UNAVAILABLE_READY_HOLD_MS = 5_000;
 /** Test hook (SERVICE_FAULT_WAL_FILE): how often a shard reads the fault file, so a test's fault is armed within a batch or two. */
 export const WAL_FAULT_FILE_POLL_MS = 20;
 /**
+ * A data dir on a filesystem with less than this free (for unprivileged users, as
+ * `df` counts it) is refused at start with a one-line "full" message: the first
+ * WAL batch, snapshot or registry write would fail, so every push would get
+ * wal_unavailable. Deliberately small (a nearly full disk still starts, so its
+ * data can be read and snapshotted); it only catches a disk that is full.
+ */
+export const DATA_DIR_FREE_BYTES_MIN = 1024 * 1024;
+/**
  * Floor of --wal-segment-bytes. The writer needs room for more than a frame header
  * (it asserts so, which at startup was a stack trace instead of a one-line setting
  * error); below a few hundred bytes every record rolls its own segment file, which
