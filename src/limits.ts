@@ -72,10 +72,16 @@ export const EXPRESSION_LENGTH_MAX = 4_096;
 export const EXPRESSION_DEPTH_MAX = 256;
 /**
  * "Did you mean" hints: edit-distance cells per thread and second (about 20 ms of
- * CPU). Past it, unknown_field_reference goes out without a hint, so a register
- * full of unknown names against 1,000 similar long field names stays cheap.
+ * CPU). Past it, unknown-name errors go out without a hint, so a register full
+ * of unknown names against 1,000 similar long field names stays cheap.
  */
 export const HINT_CELLS_PER_SECOND = 4_000_000;
+/**
+ * An unknown-name error (event, table, feature, op, upstream) lists the names that
+ * exist when there are at most this many; past it only the "did you mean" remains,
+ * so an error message stays one readable line.
+ */
+export const HINT_NAMES_LISTED_MAX = 12;
 /** Compiled expressions kept per thread for re-registration (expr/compile.ts); least recently used leave first. */
 export const EXPRESSION_CACHE_ENTRIES = 20_000;
 /**

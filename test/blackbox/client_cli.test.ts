@@ -112,7 +112,7 @@ for (const transport of ['http', 'tcp'] as const) {
 
     r = await viaBinary(['batch-get', join(dir, 'batch.json'), ...common]);
     assert.equal(r.code, 1, 'one entry failed');
-    assert.equal(r.stdout, '[0] CardStats "c1": {"n":2,"spend":170}\n[1] Nope "c1": error: unknown_table (404): table "Nope" is not registered at requests[1].table\n[2] BigStats "c1": {"big":1}\n');
+    assert.equal(r.stdout, '[0] CardStats "c1": {"n":2,"spend":170}\n[1] Nope "c1": error: unknown_table (404): table "Nope" is not registered (registered tables: BigStats, CardStats) at requests[1].table\n[2] BigStats "c1": {"big":1}\n');
     assert.equal(r.stderr, 'error: 1 of 3 entries failed\n');
     r = await cli(['batch-get', join(dir, 'batch_ok.json'), ...common, '--json']);
     assert.equal(r.code, 0, r.stderr);
@@ -135,7 +135,7 @@ for (const transport of ['http', 'tcp'] as const) {
 
     r = await cli(['get', 'Nope', 'k', ...common]);
     assert.equal(r.code, 1);
-    assert.equal(r.stderr, 'error: unknown_table (404): table "Nope" is not registered at table\n');
+    assert.equal(r.stderr, 'error: unknown_table (404): table "Nope" is not registered (registered tables: BigStats, CardStats) at table\n');
     r = await viaBinary(['push', 'Txn', '{"id":"c"}', ...common, '--json']);
     assert.equal(r.code, 1);
     assert.equal(JSON.parse(r.stdout).error.code, 'invalid_event');
