@@ -37,7 +37,9 @@ test('push: an unknown event or field names the close one and what exists; codes
   r = await post(srv.base, '/push', { event: 'Txn', data: { user: 'u1', amout: 1 } });
   assert.equal(r.status, 400);
   assert.equal(r.json.error.code, 'unknown_field_v0');
-  assert.match(r.json.error.message, /^"amout" is not a declared field of this event in v0; did you mean "amount"\? \(declared fields: amount, user\)$/);
+  // A push's own fields get the hint only: the schema is the caller's, and the answer to a body must
+  // not depend on fields the body does not name.
+  assert.equal(r.json.error.message, '"amout" is not a declared field of this event in v0; did you mean "amount"?');
 });
 
 test('get and batch_get: an unknown table or feature names the close one and what exists', async () => {
