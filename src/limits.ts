@@ -72,10 +72,16 @@ export const EXPRESSION_LENGTH_MAX = 4_096;
 export const EXPRESSION_DEPTH_MAX = 256;
 /**
  * "Did you mean" hints: edit-distance cells per thread and second (about 20 ms of
- * CPU). Past it, unknown_field_reference goes out without a hint, so a register
- * full of unknown names against 1,000 similar long field names stays cheap.
+ * CPU). Past it, unknown-name errors go out without a hint, so a register full
+ * of unknown names against 1,000 similar long field names stays cheap.
  */
 export const HINT_CELLS_PER_SECOND = 4_000_000;
+/**
+ * An unknown-name error (event, table, feature, op, upstream) lists the names that
+ * exist when there are at most this many; past it only the "did you mean" remains,
+ * so an error message stays one readable line.
+ */
+export const HINT_NAMES_LISTED_MAX = 12;
 /** Compiled expressions kept per thread for re-registration (expr/compile.ts); least recently used leave first. */
 export const EXPRESSION_CACHE_ENTRIES = 20_000;
 /**
@@ -261,6 +267,14 @@ export const RECOVERY_PROGRESS_RECORDS_STRIDE = 1_024;
 export const WAL_UNAVAILABLE_READY_HOLD_MS = 5_000;
 /** Test hook (SERVICE_FAULT_WAL_FILE): how often a shard reads the fault file, so a test's fault is armed within a batch or two. */
 export const WAL_FAULT_FILE_POLL_MS = 20;
+/**
+ * A data dir on a filesystem with less than this free (for unprivileged users, as
+ * `df` counts it) is refused at start with a one-line "full" message: the first
+ * WAL batch, snapshot or registry write would fail, so every push would get
+ * wal_unavailable. Deliberately small (a nearly full disk still starts, so its
+ * data can be read and snapshotted); it only catches a disk that is full.
+ */
+export const DATA_DIR_FREE_BYTES_MIN = 1024 * 1024;
 /**
  * Floor of --wal-segment-bytes. The writer needs room for more than a frame header
  * (it asserts so, which at startup was a stack trace instead of a one-line setting

@@ -50,10 +50,11 @@
  * listener last.
  * The deadline on all of it is the caller's (serve_cli.ts).
  *
- * Before 1, a disk-mode server locks its data dir (data_dir_lock.ts); listeners are
- * exclusive. Either taken is a StartupError (exit code 2). Shutdown releases the lock.
+ * Before 1, a disk-mode server makes and checks its data dir (data_dir.ts: any
+ * problem is one line naming the path and the fix) and locks it (data_dir_lock.ts);
+ * listeners are exclusive. Any of these is a StartupError (exit code 2). Shutdown
+ * releases the lock.
  */
-import { mkdirSync } from 'node:fs';
 import type net from 'node:net';
 import Piscina from 'piscina';
 import uWS from 'uWebSockets.js';
@@ -67,7 +68,7 @@ import { Front } from './front/front';
 import { lastRecoveredLsn } from './front/lsn';
 import { buildTcpServer } from './front/tcp';
 import { isLoopback, loadAuth, type Auth } from './front/auth';
-import { checkDataDir } from './data_dir';
+import { checkDataDir, prepareDataDir } from './data_dir';
 import { lockDataDir, type DataDirLock } from './data_dir_lock';
 import { StartupError } from './startup_error';
 import { createLogger, type Logger } from './log';
@@ -149,7 +150,7 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
   const auth = loadAuth(config.authTokenFile);
   let lock: DataDirLock | null = null;
   if (!config.memoryOnly) {
-    mkdirSync(config.dataDir, { recursive: true });
+    prepareDataDir(config.dataDir);
     lock = lockDataDir(config.dataDir);
   }
   try {

@@ -9,6 +9,7 @@ import { ITEM_INSPECT, type ErrorPayload, type InspectResult } from '../protocol
 import { parseWireKey, shardOf } from '../registry/key';
 import type { NodeDef } from '../registry/model';
 import { VERSION } from '../version';
+import { unknownNameHint } from '../util/near_name';
 import type { AdminContext } from './context';
 import { diffHistograms, histogramQuantile, mergeHistograms, type HistogramData } from './histogram';
 import { processStats } from './process_stats';
@@ -162,7 +163,7 @@ export function inspectEntity(ctx: AdminContext, table: string, rawKey: string):
   try {
     const plan = front.registry.tables.get(table);
     def = front.registry.defs.get(table);
-    if (plan === undefined || def === undefined) throw new SfError('unknown_table', `table ${JSON.stringify(table)} is not registered`, { path: 'table' });
+    if (plan === undefined || def === undefined) throw new SfError('unknown_table', `table ${JSON.stringify(table)} is not registered${unknownNameHint(table, front.registry.tables.keys(), 'registered tables', 'no tables are registered')}`, { path: 'table' });
     // A composite key may be given as a JSON array; anything else is the key text itself.
     let wire: unknown = rawKey;
     if (rawKey.startsWith('[')) { try { wire = JSON.parse(rawKey); } catch { wire = rawKey; } }

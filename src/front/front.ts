@@ -34,6 +34,7 @@ import type { Reply } from './reply';
 import type { Auth } from './auth';
 import { DEDUPE_ENTRIES_MAX, KEY_BYTES_MAX } from '../limits';
 import { VERSION } from '../version';
+import { unknownNameHint } from '../util/near_name';
 
 /** `"server_version":"x.y.z"` of the ping answer, built once. */
 const SERVER_VERSION_JSON = `"server_version":${JSON.stringify(VERSION)}`;
@@ -181,7 +182,7 @@ export class Front implements PushDone, ControlHost {
     const reg = this.registry;
     const plan = reg.events.get(body.event);
     if (plan === undefined) {
-      this.#failWith(reply, 'event_not_found', { message: `event ${JSON.stringify(body.event)} is not registered`, path: 'event' });
+      this.#failWith(reply, 'event_not_found', { message: `event ${JSON.stringify(body.event)} is not registered${unknownNameHint(body.event, reg.events.keys(), 'registered events', 'no events are registered')}`, path: 'event' });
       return;
     }
     for (const k in body) {
@@ -330,7 +331,7 @@ export class Front implements PushDone, ControlHost {
   #resolve(tableName: string, featuresRaw: unknown, key: string, path: string): ResolvedGet {
     const at = `${path}${path ? '.' : ''}`;
     const table: TablePlan | undefined = this.#registry.tables.get(tableName);
-    if (table === undefined) throw new SfError('unknown_table', `table ${JSON.stringify(tableName)} is not registered`, { path: `${at}table` });
+    if (table === undefined) throw new SfError('unknown_table', `table ${JSON.stringify(tableName)} is not registered${unknownNameHint(tableName, this.#registry.tables.keys(), 'registered tables', 'no tables are registered')}`, { path: `${at}table` });
     let features: string[] | null = null;
     let f: number[] | null = null;
     if (featuresRaw !== undefined && featuresRaw !== null) {
@@ -345,7 +346,7 @@ export class Front implements PushDone, ControlHost {
         if (j !== undefined) { f[i] = j; continue; }
         const owners = this.#registry.featureTables.get(name);
         if (owners !== undefined) throw new SfError('feature_not_in_table', `feature ${JSON.stringify(name)} is not in table ${table.name} (it is in ${owners.join(', ')})`, { path: `${at}features` });
-        throw new SfError('feature_not_found', `feature ${JSON.stringify(name)} is not registered`, { path: `${at}features` });
+        throw new SfError('feature_not_found', `feature ${JSON.stringify(name)} is not registered${unknownNameHint(name, table.featureIndex.keys(), `features of ${table.name}`)}`, { path: `${at}features` });
       }
     }
     return {
