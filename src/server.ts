@@ -171,10 +171,10 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
       log.warn({ kind: 'server.admin_exposed', addr: addr(config.adminAddr.host, admin.port) }, 'the admin sidecar has no authentication and is bound to a non-loopback address (docs/security.md)');
     }
   }
-  const coordinatorInit: CoordinatorInit = { dataDir: config.dataDir, memoryOnly: config.memoryOnly, memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel };
+  const coordinatorInit: CoordinatorInit = { dataDir: config.dataDir, memoryOnly: config.memoryOnly, memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel, clockFaultFile: config.clockFaultFile };
   // Server time: owned by this thread, the only one that reads the wall clock; shards read the same clock.
-  const clockFault = config.clockFaultFile === null ? null : ClockFault.watch(config.clockFaultFile);
-  const clock = ServerClock.owner(clockFault === null ? {} : { wallMs: clockFault.wallMs });
+  const clockFault = ClockFault.install(config.clockFaultFile); // test hook only: null in production
+  const clock = ServerClock.owner();
   const coordinator = startCoordinatorPool(coordinatorInit);
   const first = await runCoordinator(coordinator, { kind: 'state' });
   if (!first.ok) throw new Error(`coordinator failed to start: ${first.error.code}`);
@@ -185,7 +185,7 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
       memoryLimitBytes: Math.floor(config.memoryLimitBytes / config.shards),
       memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel, walSync: config.walSync,
       walSyncTimeoutMs: config.walSyncTimeoutMs, walSyncIntervalMs: config.walSyncIntervalMs,
-      walSegmentBytesMax: config.walSegmentBytesMax, faultFile: config.faultFile, history: first.history, current: first.state,
+      walSegmentBytesMax: config.walSegmentBytesMax, faultFile: config.faultFile, clockFaultFile: config.clockFaultFile, history: first.history, current: first.state,
       partitions: config.cluster?.partitions ?? 0, clock: clock.shared,
     };
     shardPools.push(startShardPool(init));
@@ -255,7 +255,7 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
       await cluster?.close();
       clearInterval(sweep);
       clockWatch.stop();
-      clockFault?.stop();
+      clockFault?.uninstall();
       if (snapTimer !== null) clearInterval(snapTimer);
       http.close();
       tcpServer.close();

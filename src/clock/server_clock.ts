@@ -57,7 +57,7 @@ export interface ClockJump {
 }
 
 export interface ServerClockOptions {
-  /** The wall clock (unit tests and the clock fault hook inject one); Date.now() by default. */
+  /** The wall clock (unit tests inject one); Date.now() by default, read at each check. */
   wallMs?: () => number;
   /** A monotonic clock in the same units as the readings given to at() (tests inject one); performance.now() by default. */
   monoMs?: () => number;

@@ -21,6 +21,8 @@ export interface CoordinatorInit {
   memoryOnly: boolean;
   memoryGovEnforce: boolean;
   logLevel: string;
+  /** Test hook (SERVICE_FAULT_CLOCK_FILE, clock/clock_fault.ts); null in production. */
+  clockFaultFile?: string | null;
 }
 
 export type CoordinatorTask =
@@ -325,6 +327,8 @@ export interface ShardInit {
   walSyncIntervalMs: number;
   walSegmentBytesMax: number;
   faultFile: string | null;
+  /** Test hook (SERVICE_FAULT_CLOCK_FILE, clock/clock_fault.ts); null or absent in production. */
+  clockFaultFile?: string | null;
   /**
    * The server clock's shared buffer (clock/server_clock.ts): the shard reads
    * server time from it. Absent outside a server (unit tests, benches): the thread

@@ -20,9 +20,10 @@ import { ShardState } from './state';
 import { ShardStore } from './store';
 import { ThreadSampler } from '../admin/thread_stats';
 import { flushTimeline, RunQueueProbe, startTimeline, TIMELINE_ON, TL, tlNow, tlSpan } from '../timeline';
-import { ServerClock } from '../clock';
+import { ClockFault, ServerClock } from '../clock';
 
 const init = shardInit();
+ClockFault.install(init.clockFaultFile ?? null); // test hook only (SERVICE_FAULT_CLOCK_FILE)
 startTimeline(`shard-${init.shardId}`);
 // A shard thread replaced after a crash starts with the boot-time workerData: the
 // registry may have moved on since. In disk mode the registry log (fsynced before

@@ -1,8 +1,8 @@
 /**
  * The owner's watch (src/clock/clock_watch.ts): one server.clock_jump warn line
  * and one count per jump, none for quiet moves; and the test hook
- * (src/clock/clock_fault.ts): a shift read from a file, 0 when the file is
- * missing or not an integer.
+ * (src/clock/clock_fault.ts): Date.now() shifted by the ms read from a file, 0
+ * when the file is missing or not an integer, given back at uninstall.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -50,29 +50,30 @@ test('boot behind the data dir: one line with at=boot', () => {
   assert.match(String(w.lines[0].msg), /data dir/);
 });
 
-test('the clock fault file: an integer shift, re-read; anything else is 0', () => {
+test('the clock fault file: Date.now() shifted by an integer, re-read; anything else is 0; given back', () => {
+  assert.equal(ClockFault.install(null), null, 'unset: nothing installed');
   const dir = mkdtempSync(join(tmpdir(), 'clock-fault-'));
+  const realNow = Date.now;
   try {
     const file = join(dir, 'offset');
-    const f = new ClockFault(file);
-    f.poll();
-    assert.equal(f.skewMs, 0, 'no file');
     writeFileSync(file, '-3600000\n');
-    f.poll();
-    assert.equal(f.skewMs, -H);
-    const d = f.wallMs() - Date.now();
-    assert.ok(d <= -H + 1 && d >= -H - 1, 'wallMs is Date.now() shifted');
+    const f = ClockFault.install(file)!;
+    assert.equal(f.skewMs, -H, 'read at once, before any timer');
+    const d = Date.now() - realNow();
+    assert.ok(d <= -H + 1 && d >= -H - 1, `Date.now() is shifted (${d})`);
     writeFileSync(file, 'soon');
     f.poll();
     assert.equal(f.skewMs, 0, 'not an integer');
     writeFileSync(file, '42');
-    const watched = ClockFault.watch(file);
-    assert.equal(watched.skewMs, 42, 'read at once, before any timer');
+    f.poll();
+    assert.equal(f.skewMs, 42);
     unlinkSync(file);
-    watched.poll();
-    assert.equal(watched.skewMs, 0, 'file removed');
-    watched.stop();
+    f.poll();
+    assert.equal(f.skewMs, 0, 'file removed');
+    f.uninstall();
+    assert.equal(Date.now, realNow, 'Date.now given back');
   } finally {
+    Date.now = realNow;
     rmSync(dir, { recursive: true, force: true });
   }
 });
