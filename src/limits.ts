@@ -267,8 +267,8 @@ export const CLOCK_CHECK_INTERVAL_MS = 1_000;
 /**
  * A wall clock that moved this far against the monotonic clock between two checks has
  * jumped: one server.clock_jump warn line and streamfeat_clock_jumps_total. Below it
- * (NTP's small corrections at boot, chrony's usual makestep of 1 s) a forward move is
- * followed quietly and a backward one absorbed quietly.
+ * (NTP's small step corrections) a forward move is followed quietly and a backward
+ * one absorbed quietly.
  */
 export const CLOCK_JUMP_THRESHOLD_MS = 1_000;
 /** Test hook (SERVICE_FAULT_CLOCK_FILE): how often the front re-reads the clock shift, so a test's step lands within a check. */
