@@ -204,6 +204,8 @@ const SETTINGS = {
   checkpointIntervalMs: duration({ key: 'checkpoint-interval', env: 'SERVICE_CHECKPOINT_INTERVAL', help: 'cluster mode: partition checkpoints into the object store (0 disables)' }, DEFAULTS.checkpointInterval, 'disables'),
   /** Test hook: while this file exists, its content (ENOSPC, EIO, TRUNCATE, CRASH) is injected as a WAL fault. */
   faultFile: path({ key: 'fault-wal-file', env: 'SERVICE_FAULT_WAL_FILE', flag: false, help: 'test hook: WAL fault injected while this file exists' }, null),
+  /** Test hook: the server's wall clock is shifted by the ms written in this file (re-read every 100 ms; docs/time.md). */
+  clockFaultFile: path({ key: 'fault-clock-file', env: 'SERVICE_FAULT_CLOCK_FILE', flag: false, help: 'test hook: the wall clock shifted by the ms in this file' }, null),
 } satisfies Record<string, Setting<unknown>>;
 
 type Settings = typeof SETTINGS;

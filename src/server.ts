@@ -41,7 +41,8 @@
  *   1. coordinator thread: recover the registry log
  *   2. one piscina pool (one thread) per shard: each recovers its snapshot + WAL
  *      (logging shard.recovery_progress at least once a second)
- *   3. front: compile the registry, seed LSN and dedupe from the shards
+ *   3. front: compile the registry, seed LSN and dedupe from the shards; server time
+ *      not behind the newest time they recovered (clock/, docs/time.md)
  *   4. bind HTTP and TCP; /ready turns 200
  * Each listener logs one `server.*_bound` line.
  *
@@ -80,6 +81,7 @@ import type { CoordinatorInit, ShardInit } from './protocol/messages';
 import { runCoordinator, startCoordinatorPool } from './protocol/coordinator_calls';
 import { runShardHello, startShardPool } from './protocol/shard_calls';
 import { startTimeline } from './timeline';
+import { ClockFault, ClockWatch, ServerClock } from './clock';
 
 export { Lifecycle };
 
@@ -172,7 +174,10 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
       log.warn({ kind: 'server.admin_exposed', addr: addr(config.adminAddr.host, admin.port) }, 'the admin sidecar has no authentication and is bound to a non-loopback address (docs/security.md)');
     }
   }
-  const coordinatorInit: CoordinatorInit = { dataDir: config.dataDir, memoryOnly: config.memoryOnly, memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel };
+  const coordinatorInit: CoordinatorInit = { dataDir: config.dataDir, memoryOnly: config.memoryOnly, memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel, clockFaultFile: config.clockFaultFile };
+  // Server time: owned by this thread, the only one that reads the wall clock; shards read the same clock.
+  const clockFault = ClockFault.install(config.clockFaultFile); // test hook only: null in production
+  const clock = ServerClock.owner();
   const coordinator = startCoordinatorPool(coordinatorInit);
   const first = await runCoordinator(coordinator, { kind: 'state' });
   if (!first.ok) throw new Error(`coordinator failed to start: ${first.error.code}`);
@@ -183,19 +188,23 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
       memoryLimitBytes: Math.floor(config.memoryLimitBytes / config.shards),
       memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel, walSync: config.walSync,
       walSyncTimeoutMs: config.walSyncTimeoutMs, walSyncIntervalMs: config.walSyncIntervalMs,
-      walSegmentBytesMax: config.walSegmentBytesMax, faultFile: config.faultFile, history: first.history, current: first.state,
-      partitions: config.cluster?.partitions ?? 0,
+      walSegmentBytesMax: config.walSegmentBytesMax, faultFile: config.faultFile, clockFaultFile: config.clockFaultFile, history: first.history, current: first.state,
+      partitions: config.cluster?.partitions ?? 0, clock: clock.shared,
     };
     shardPools.push(startShardPool(init));
   }
   const hellos = await Promise.all(shardPools.map((p) => runShardHello(p)));
   const lastLsn = lastRecoveredLsn(hellos);
   const metrics = new Metrics();
+  const clockWatch = new ClockWatch(clock, metrics, log);
+  clockWatch.raiseTo(Math.max(0, ...hellos.map((h) => h.lastTimeMs)));
+  clockWatch.start();
   const front = new Front(
     { testMode: config.testMode, auth, memoryGovEnforce: config.memoryGovEnforce, batchGetEntriesMax: config.batchGetEntriesMax, dedupeEntriesMax: config.dedupeEntriesMax },
-    coordinator, shardPools, first.state, lastLsn, metrics, log,
+    coordinator, shardPools, first.state, lastLsn, metrics, log, clock,
   );
-  for (const h of hellos) front.dedupe.reseed(h.dedupe);
+  const bootMs = clock.nowMs();
+  for (const h of hellos) front.dedupe.reseed(h.dedupe, bootMs);
   log.info({ kind: 'server.recovered', registry_version: first.state.version, last_lsn: lastLsn, records: hellos.reduce((a, h) => a + h.recoveredRecords, 0), shards: config.shards });
   let cluster: ClusterNode | null = null;
   if (config.cluster !== null) {
@@ -228,7 +237,7 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
     }
   }
 
-  const sweep = setInterval(() => front.dedupe.store.sweep(Date.now()), DEDUPE_SWEEP_INTERVAL_MS);
+  const sweep = setInterval(() => front.dedupe.store.sweep(performance.now()), DEDUPE_SWEEP_INTERVAL_MS);
   sweep.unref();
   let snapTimer: NodeJS.Timeout | null = null;
   if (!config.memoryOnly && config.snapshotIntervalMs > 0) {
@@ -248,6 +257,8 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
       lifecycle.draining();
       await cluster?.close();
       clearInterval(sweep);
+      clockWatch.stop();
+      clockFault?.uninstall();
       if (snapTimer !== null) clearInterval(snapTimer);
       http.close();
       tcpServer.close();

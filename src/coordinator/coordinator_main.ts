@@ -18,8 +18,10 @@ import { register } from './register';
 import { parseJsonBody } from '../util/json_body';
 import { encodeRegistryValue, parseRegistryValue } from '../cluster/registry_value';
 import { ThreadSampler } from '../admin/thread_stats';
+import { ClockFault } from '../clock';
 
 const init = coordinatorInit();
+ClockFault.install(init.clockFaultFile ?? null); // test hook only (SERVICE_FAULT_CLOCK_FILE)
 const log = createLogger(init.logLevel, { thread: 'coordinator' });
 const sampler = new ThreadSampler('coordinator');
 

@@ -21,6 +21,8 @@ export interface CoordinatorInit {
   memoryOnly: boolean;
   memoryGovEnforce: boolean;
   logLevel: string;
+  /** Test hook (SERVICE_FAULT_CLOCK_FILE, clock/clock_fault.ts); null in production. */
+  clockFaultFile?: string | null;
 }
 
 export type CoordinatorTask =
@@ -325,6 +327,14 @@ export interface ShardInit {
   walSyncIntervalMs: number;
   walSegmentBytesMax: number;
   faultFile: string | null;
+  /** Test hook (SERVICE_FAULT_CLOCK_FILE, clock/clock_fault.ts); null or absent in production. */
+  clockFaultFile?: string | null;
+  /**
+   * The server clock's shared buffer (clock/server_clock.ts): the shard reads
+   * server time from it. Absent outside a server (unit tests, benches): the thread
+   * keeps a clock of its own, anchored at its wall clock.
+   */
+  clock?: SharedArrayBuffer;
   /** Cluster mode: the cluster's partition count (ShardState filters keys by partition); 0 = single node. */
   partitions: number;
   /** Every registry version still referenced by the WAL (for exact replay). */
@@ -340,4 +350,6 @@ export interface ShardHello {
   recoveredRecords: number;
   /** Dedupe entries still inside their windows: event, value, lsn, version, time. */
   dedupe: Array<[string, string, number, number, number]>;
+  /** The newest server time the shard recovered (pushes and its snapshot's time; 0: none): server time starts at or after it. */
+  lastTimeMs: number;
 }

@@ -21,6 +21,7 @@ import { restoreSnapshot, SnapshotJob } from './snapshot_job';
 import type { DedupeLog } from '../state/dedupe_log';
 import { SnapshotStats, WalStats, type ShardWalStats } from '../shard_stats';
 import { retireFile } from '../../wal/file_ops';
+import { ServerClock } from '../../clock';
 
 export interface RecoveryInfo {
   lastLsn: number;
@@ -58,15 +59,18 @@ export class ShardStore {
    */
   #pauses: IntervalHistogram | null = null;
 
-  private constructor(readonly init: ShardInit, walDir: string, snapDir: string, wal: WalWriter, readonly log: Logger) {
+  private constructor(readonly init: ShardInit, walDir: string, snapDir: string, wal: WalWriter, readonly log: Logger, readonly clock: ServerClock) {
     this.#walDir = walDir;
     this.#snapDir = snapDir;
     this.#wal = wal;
   }
 
-  /** Recovers `state` from disk, then opens the WAL for appends. */
-  static open(init: ShardInit, state: ShardState, dedupe: DedupeLog, log: Logger): { store: ShardStore; info: RecoveryInfo } {
-    const t0 = Date.now();
+  /**
+   * Recovers `state` from disk, then opens the WAL for appends. `clock`: the
+   * server's (snapshot times); a thread of its own outside a server.
+   */
+  static open(init: ShardInit, state: ShardState, dedupe: DedupeLog, log: Logger, clock = ServerClock.owner()): { store: ShardStore; info: RecoveryInfo } {
+    const t0 = performance.now();
     const base = join(init.dataDir, `shard-${init.shardId}`);
     const walDir = join(base, 'wal');
     const snapDir = join(base, 'snapshots');
@@ -90,16 +94,16 @@ export class ShardStore {
     // Progress at least every RECOVERY_PROGRESS_INTERVAL_MS: a long replay (48 s for
     // 10M events) must not look like a hang. The clock is read once per stride.
     const progress: RecoveryProgress = { bytesTotal: 0, bytesRead: 0 };
-    let nextReportMs = Date.now() + RECOVERY_PROGRESS_INTERVAL_MS;
+    let nextReportMs = performance.now() + RECOVERY_PROGRESS_INTERVAL_MS;
     const pushes = new PushApplier(state);
     const report = recoverWal(walDir, snapshotLsn, (r: WalRecord) => {
       records++;
       replay(state, pushes, dedupe, history, r, log, bad);
-      if (records % RECOVERY_PROGRESS_RECORDS_STRIDE === 0 && Date.now() >= nextReportMs) {
-        nextReportMs = Date.now() + RECOVERY_PROGRESS_INTERVAL_MS;
+      if (records % RECOVERY_PROGRESS_RECORDS_STRIDE === 0 && performance.now() >= nextReportMs) {
+        nextReportMs = performance.now() + RECOVERY_PROGRESS_INTERVAL_MS;
         log.info({
           kind: 'shard.recovery_progress', shard: init.shardId, records, bytes: progress.bytesRead, bytes_total: progress.bytesTotal,
-          percent: progress.bytesTotal === 0 ? 100 : Math.floor((progress.bytesRead / progress.bytesTotal) * 1000) / 10, elapsed_ms: Date.now() - t0,
+          percent: progress.bytesTotal === 0 ? 100 : Math.floor((progress.bytesRead / progress.bytesTotal) * 1000) / 10, elapsed_ms: Math.round(performance.now() - t0),
         });
       }
     }, { progress, resumeAt: walResume });
@@ -110,11 +114,11 @@ export class ShardStore {
     const lastLsn = Math.max(report.lastLsn, report.nextLsnMin - 1, snapshotLsn, state.appliedLsn);
     const faults = init.faultFile === null ? null : faultyFs(realFs);
     const wal = WalWriter.open(walDir, { segmentBytesMax: init.walSegmentBytesMax, nextLsnHint: lastLsn + 1, resumeFrom: report.lastRecordAt, ...(faults === null ? {} : { fs: faults }) });
-    const store = new ShardStore(init, walDir, snapDir, wal, log);
+    const store = new ShardStore(init, walDir, snapDir, wal, log, clock);
     store.#faults = faults;
     store.#lastSnapshotLsn = snapshotLsn;
     store.snapshotStats.lastSuccessMs = snapshotCreatedMs;
-    const info = { lastLsn, records, snapshotLsn, ms: Date.now() - t0, resumeSkippedBytes: report.resumeSkippedBytes };
+    const info = { lastLsn, records, snapshotLsn, ms: Math.round(performance.now() - t0), resumeSkippedBytes: report.resumeSkippedBytes };
     log.info({ kind: 'shard.recovered', shard: init.shardId, ...info, truncated_bytes: report.truncatedBytes, corrupt_segments: report.corruptSegments });
     return { store, info };
   }
@@ -190,12 +194,12 @@ export class ShardStore {
     this.#pauses = monitorEventLoopDelay({ resolution: SNAPSHOT_LOOP_DELAY_RESOLUTION_MS });
     this.#pauses.enable();
     // Batches are appended and applied in one turn: the WAL's position is inside what the job captures.
-    return new SnapshotJob(state, null, this.#faults === null ? new SnapshotStream(this.#snapDir, meta) : undefined, this.#wal.position());
+    return new SnapshotJob(state, null, this.#faults === null ? new SnapshotStream(this.#snapDir, meta, { nowMs: () => this.clock.nowMs() }) : undefined, this.#wal.position());
   }
 
   #snapshotDue(state: ShardState): boolean {
     if (state.appliedLsn <= Math.max(this.#lastSnapshotLsn, this.#pendingSnapshotLsn)) return false;
-    this.snapshotStats.startedMs = Date.now();
+    this.snapshotStats.startedMs = performance.now();
     return true;
   }
 
@@ -204,9 +208,9 @@ export class ShardStore {
     if (!this.#snapshotDue(state)) return;
     const job = new SnapshotJob(state, null, undefined, this.#wal.position());
     job.step(Number.POSITIVE_INFINITY);
-    const { body, rawBytes } = job.finish(dedupe);
+    const { body, rawBytes } = job.finish(dedupe, this.clock.nowMs());
     this.syncIfDirty();
-    const res = writeSnapshot(this.#snapDir, { lsn: job.startLsn, registryVersion: job.registryVersion }, body, this.#faults === null ? {} : { fs: this.#faults });
+    const res = writeSnapshot(this.#snapDir, { lsn: job.startLsn, registryVersion: job.registryVersion }, body, this.#writeOptions());
     this.#written(job, state, res, rawBytes);
   }
 
@@ -225,16 +229,16 @@ export class ShardStore {
     try {
       if (sink instanceof SnapshotStream) {
         // The dedupe entries in slices, then the end chunk and the last block's lz4 now, on this thread: a step like a slice.
-        while (!job.stepDedupe(dedupe, SNAPSHOT_SLICE_MS)) await new Promise<void>((resolve) => job.whenRoom(resolve));
+        while (!job.stepDedupe(dedupe, SNAPSHOT_SLICE_MS, this.clock.nowMs())) await new Promise<void>((resolve) => job.whenRoom(resolve));
         const t0 = performance.now();
-        rawBytes = job.end(dedupe);
+        rawBytes = job.end(dedupe, this.clock.nowMs());
         const written = sink.finish();
         job.maxSliceMs = Math.max(job.maxSliceMs, performance.now() - t0);
         res = await written;
       } else {
-        const out = job.finish(dedupe);
+        const out = job.finish(dedupe, this.clock.nowMs());
         rawBytes = out.rawBytes;
-        res = writeSnapshot(this.#snapDir, { lsn: job.startLsn, registryVersion: job.registryVersion }, out.body, this.#faults === null ? {} : { fs: this.#faults });
+        res = writeSnapshot(this.#snapDir, { lsn: job.startLsn, registryVersion: job.registryVersion }, out.body, this.#writeOptions());
       }
     } catch (err) {
       if (gen === this.#resetGeneration) throw err;
@@ -245,14 +249,18 @@ export class ShardStore {
     this.#written(job, state, res, rawBytes);
   }
 
+  /** A snapshot header's time is server time, like every time the data dir holds. */
+  #writeOptions(): { nowMs: number; fs?: FaultyFs } {
+    return this.#faults === null ? { nowMs: this.clock.nowMs() } : { nowMs: this.clock.nowMs(), fs: this.#faults };
+  }
+
   #written(job: SnapshotJob, state: ShardState, res: { bytes: number; compressMs: number; writeMs: number }, rawBytes: number): void {
     const ss = this.snapshotStats;
-    const now = Date.now();
-    const durationMs = ss.startedMs > 0 ? now - ss.startedMs : 0;
+    const durationMs = ss.startedMs > 0 ? Math.round(performance.now() - ss.startedMs) : 0;
     if (ss.startedMs > 0) ss.lastDurationS = durationMs / 1000;
     ss.startedMs = 0;
     if (job.startLsn <= this.#lastSnapshotLsn) return; // a newer one landed first (shutdown during an async write)
-    ss.lastSuccessMs = now;
+    ss.lastSuccessMs = this.clock.nowMs();
     ss.lastBytes = res.bytes;
     ss.lastEntities = job.entities;
     ss.written++;
