@@ -27,6 +27,7 @@ import type { RegistryWire } from '../registry/wire';
 import { FRAME_HEADER_BYTES, FRAME_TYPE_BYTES } from '../wal/constants';
 import { frameEnd, sealFrame } from '../wal/push_record';
 import { readU64 } from '../wal/record';
+import type { ShardAudit } from '../wal/loss';
 import type { DedupeLog } from './dedupe_log';
 import { PushApplier } from './push_apply';
 import type { SnapshotJob } from './snapshot_job';
@@ -49,7 +50,8 @@ export interface ShardDeps {
   /** The on-disk cold store (cold_files.ts); null in memory-only mode. */
   coldFiles: ColdFiles | null;
   log: Logger;
-  recovered: { lastLsn: number; records: number; ms: number };
+  /** `audit`: what recovery proved lost (disk mode), for the boot verdict (ShardHello.audit). */
+  recovered: { lastLsn: number; records: number; ms: number; audit?: ShardAudit };
   /** Thread figures for STATS (admin). */
   sampler: ThreadSampler;
 }
@@ -64,7 +66,7 @@ export class Shard {
   readonly #store: ShardStore | null;
   readonly #coldFiles: ColdFiles | null;
   readonly #log: Logger;
-  readonly #recovered: { lastLsn: number; records: number; ms: number };
+  readonly #recovered: { lastLsn: number; records: number; ms: number; audit?: ShardAudit };
   readonly #sampler: ThreadSampler;
   readonly #pushes: PushApplier;
   /** WAL outcome of the batch being handled (ShardBatchResult.walError); a failure sticks for the batch. */
@@ -99,7 +101,8 @@ export class Shard {
   }
 
   hello(): ShardHello {
-    return { shardId: this.#init.shardId, lastLsn: this.#recovered.lastLsn, recoveredRecords: this.#recovered.records, dedupe: this.#dedupe.entries(Date.now()) };
+    const r = this.#recovered;
+    return { shardId: this.#init.shardId, lastLsn: r.lastLsn, recoveredRecords: r.records, dedupe: this.#dedupe.entries(Date.now()), audit: r.audit ?? null };
   }
 
   runBatch(batch: ShardBatch): ShardBatchResult {
