@@ -219,7 +219,7 @@ export class Shard {
     try {
       store.writeFrames(buf.subarray(start, p), firstLsn, lastLsn);
     } catch (err) {
-      this.#log.error({ kind: 'wal.write_failed', shard: this.#init.shardId, err });
+      // Logged by the store (wal.write_failed, throttled: every batch fails while the disk is full).
       this.#walOutcome = `append failed: ${String((err as Error).message ?? err)}`;
       return { code: 'wal_unavailable', detail: { message: 'write-ahead log append failed; the event was not applied', reason: String((err as Error).message ?? err) } };
     }

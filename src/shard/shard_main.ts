@@ -49,7 +49,7 @@ if (store !== null && init.walSync === 'batch') {
   // Batch mode acks after write(); fdatasync follows within a few ms.
   const s = store;
   setInterval(() => {
-    try { s.syncInBackground(); } catch (err) { s.pendingSyncError = `fdatasync failed: ${String(err)}`; log.error({ kind: 'wal.sync_failed', err }); }
+    try { s.syncInBackground(); } catch (err) { s.syncFailed(err); }
   }, init.walSyncIntervalMs).unref();
 }
 if (store !== null && init.faultFile !== null) {

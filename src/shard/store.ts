@@ -17,7 +17,8 @@ import { deleteAllSnapshots, faultyFs, fsError, realFs, type FaultCode, RecordEn
 import { EVIDENCE_CASES, formatEvidence, registryKnownOf, type ShardAudit } from '../wal/loss';
 import { recoverShardFiles } from '../wal/audit';
 import { PushApplier } from './push_apply';
-import { RECOVERY_PROGRESS_INTERVAL_MS, RECOVERY_PROGRESS_RECORDS_STRIDE, SNAPSHOT_LOOP_DELAY_RESOLUTION_MS, SNAPSHOT_SLICE_MS } from '../limits';
+import { RECOVERY_PROGRESS_INTERVAL_MS, RECOVERY_PROGRESS_RECORDS_STRIDE, SNAPSHOT_LOOP_DELAY_RESOLUTION_MS, SNAPSHOT_SLICE_MS, WAL_ERROR_LOG_INTERVAL_MS } from '../limits';
+import { RepeatedLine } from '../log_throttle';
 import type { ShardState } from './state';
 import { restoreSnapshot, SnapshotJob } from './snapshot_job';
 import type { DedupeLog } from './dedupe_log';
@@ -62,10 +63,18 @@ export class ShardStore {
    */
   #pauses: IntervalHistogram | null = null;
 
+  readonly #writeFailures: RepeatedLine;
+  readonly #syncFailures: RepeatedLine;
+  /** Built once: a successful write passes it to RepeatedLine.ok without allocating. */
+  readonly #logFields: { shard: number };
+
   private constructor(readonly init: ShardInit, walDir: string, snapDir: string, wal: WalWriter, readonly log: Logger) {
     this.#walDir = walDir;
     this.#snapDir = snapDir;
     this.#wal = wal;
+    this.#logFields = { shard: init.shardId };
+    this.#writeFailures = new RepeatedLine(log, 'wal.write_failed', 'wal.write_recovered', WAL_ERROR_LOG_INTERVAL_MS);
+    this.#syncFailures = new RepeatedLine(log, 'wal.sync_failed', 'wal.sync_recovered', WAL_ERROR_LOG_INTERVAL_MS);
   }
 
   /** Recovers `state` from disk, then opens the WAL for appends. */
@@ -137,7 +146,11 @@ export class ShardStore {
     this.writeFrames(this.encoder.bytes(), firstLsn, lastLsn);
   }
 
-  /** Writes whole sealed frames (a batch's run, shard.ts) with one write. Throws the fs error on failure. */
+  /**
+   * Writes whole sealed frames (a batch's run, shard.ts) with one write. Throws the
+   * fs error on failure, logged here as wal.write_failed: in full once, then a count
+   * per WAL_ERROR_LOG_INTERVAL_MS while every batch fails (log_throttle.ts).
+   */
   writeFrames(bytes: Buffer, firstLsn: number, lastLsn: number): void {
     const st = this.walStats;
     const t0 = performance.now();
@@ -145,8 +158,10 @@ export class ShardStore {
       this.#wal.append(bytes, firstLsn, lastLsn);
     } catch (err) {
       st.appendErrors++;
+      this.#writeFailures.hit(this.#logFields, err);
       throw err;
     }
+    this.#writeFailures.ok(this.#logFields);
     st.appendLatency.observe((performance.now() - t0) / 1000);
     st.appends++;
     st.appendBytes += bytes.length;
@@ -180,13 +195,19 @@ export class ShardStore {
     this.#wal.syncAsync((err) => {
       if (err !== null) {
         this.walStats.syncErrors++;
-        this.pendingSyncError = `fdatasync failed: ${String(err)}`;
-        this.log.error({ kind: 'wal.sync_failed', shard: this.init.shardId, err });
+        this.syncFailed(err);
         return;
       }
+      this.#syncFailures.ok(this.#logFields);
       this.walStats.syncs++;
       this.walStats.syncLatency.observe((performance.now() - t0) / 1000);
     });
+  }
+
+  /** A background fdatasync failed: the next batch reports it (readiness); logged like a write failure. */
+  syncFailed(err: unknown): void {
+    this.pendingSyncError = `fdatasync failed: ${String(err)}`;
+    this.#syncFailures.hit(this.#logFields, err);
   }
 
   /**
