@@ -125,7 +125,8 @@ export class ShardStore {
     for (const entry of report.log) logFinding(log, init.shardId, entry);
     logAudit(log, init.shardId, audit);
     // nextLsnMin also covers LSNs of skipped (corrupt) records: new LSNs never reuse them.
-    const lastLsn = Math.max(report.lastLsn, report.nextLsnMin - 1, snapshotLsn, state.appliedLsn);
+    // And of unreadable snapshots: their lsns were used even when no record of them is left.
+    const lastLsn = Math.max(report.lastLsn, report.nextLsnMin - 1, snapshotLsn, state.appliedLsn, rec.skippedSnapshotLsnMax);
     const faults = init.faultFile === null ? null : faultyFs(realFs);
     const wal = WalWriter.open(walDir, {
       segmentBytesMax: init.walSegmentBytesMax, nextLsnHint: lastLsn + 1, lastRecordLsn: report.lastLsn, resumeFrom: report.lastRecordAt,

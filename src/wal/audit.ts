@@ -43,6 +43,8 @@ export interface ShardFilesRecovery {
   snapshot: SnapshotReadResult | null;
   /** Start lsn of the snapshot used, 0 without one. */
   snapshotLsn: number;
+  /** Highest lsn named by a snapshot file that failed verification (-1: none): new lsns stay above it. */
+  skippedSnapshotLsnMax: number;
   audit: ShardAudit;
 }
 
@@ -70,5 +72,8 @@ export function recoverShardFiles(o: ShardFilesOptions): ShardFilesRecovery {
     shard: o.shard, afterLsn: snapshotLsn, snapshotsSkipped: skipped, chain: report.chain, findings: report.log,
     snapshot: snap === null ? null : { name: snap.name, lsn: snap.meta.lsn, registryVersion: snap.meta.registryVersion },
   };
-  return { report, snapshot: snap, snapshotLsn, audit: { shard: o.shard, evidence: shardEvidence(facts), versions: versions.summary() } };
+  return {
+    report, snapshot: snap, snapshotLsn, skippedSnapshotLsnMax: Math.max(-1, ...skipped.map((k) => k.lsn)),
+    audit: { shard: o.shard, evidence: shardEvidence(facts), versions: versions.summary() },
+  };
 }
