@@ -19,7 +19,9 @@
  *                           used (S, 0 without one) holds
  *   D     corrupt_data      unreadable bytes between valid records (corrupt_record,      loss of the lsns between
  *                           corrupt_region, malformed_payload) above S
- *   E     corrupt_covered   the same, but every lsn it can hold is <= S                   covered by the snapshot
+ *   E     corrupt_covered   the same, but every lsn it can hold is <= S, or none can      covered by the snapshot, or
+ *                           (the valid records on both sides are consecutive: a          no record lost
+ *                           damaged SEGMENT frame)
  *   F     closed_tail       a bad tail in a closed segment that the next segment's        tolerated (logged as an error):
  *                           SEGMENT frame does not prove lost (a failed rollback)        row B proves it when it is
  *   G     snapshot_only     no WAL record at all, and an unreadable snapshot at lsn      loss of (S, L]
@@ -308,8 +310,11 @@ function findingEvidence(f: ShardFacts, out: Evidence[]): void {
       const after = typeof e.lsnAfter === 'number' && e.lsnAfter > 0 ? e.lsnAfter : -1;
       const to = after > 0 ? after - 1 : -1;
       const what = `${String(e.bytes)} unreadable bytes at offset ${String(e.offset)} (${e.kind})`;
+      const lostFrom = Math.max(from, s + 1);
       if (to >= 0 && to <= s) out.push(evidence(EV_CORRUPT_COVERED, file, `${what}: every lsn they can hold is in the snapshot (lsn <= ${s})`));
-      else out.push(evidence(EV_CORRUPT_DATA, file, `${range(Math.max(from, s + 1), to)} unreadable: ${what}`, { lsnFrom: Math.max(from, s + 1), lsnTo: to }));
+      // The records on both sides are consecutive (a damaged SEGMENT frame): no record was in them.
+      else if (to >= 0 && to < lostFrom) out.push(evidence(EV_CORRUPT_COVERED, file, `${what}: no lsn lies between the records around them`));
+      else out.push(evidence(EV_CORRUPT_DATA, file, `${range(lostFrom, to)} unreadable: ${what}`, { lsnFrom: lostFrom, lsnTo: to }));
     }
   }
 }

@@ -195,6 +195,17 @@ test('D corrupt_data and E corrupt_covered: a flipped byte in a middle record is
     labels([e]);
     assert.equal(e.loss, false);
   });
+  withShard((s) => {
+    // A flipped byte in a SEGMENT frame: no record is lost (only that segment's proof of what came before).
+    writeWal(s.wal, range(1, 40));
+    const names = segments(s);
+    const mid = join(s.wal, names[1]);
+    const buf = readFileSync(mid);
+    buf[12] ^= 0xff;
+    writeFileSync(mid, buf);
+    const e = only(audit(s).evidence, 'E');
+    assert.equal(e.why, '17 unreadable bytes at offset 0 (corrupt_record): no lsn lies between the records around them');
+  });
 });
 
 test('F closed_tail: garbage after the last record of a closed segment is tolerated when the next segment shows nothing missing', () => {
