@@ -442,6 +442,13 @@ export const COLD_WRITE_ERROR_LOG_INTERVAL_MS = 1_000;
 /** The front logs a full dedupe store (front.dedupe_full) at most once per this interval; every refusal is counted. */
 export const DEDUPE_FULL_LOG_INTERVAL_MS = 1_000;
 /**
+ * A WAL error that repeats per batch or per sync (wal.write_failed, wal.sync_failed:
+ * a full disk, EMFILE) is logged in full once, then as one summary line with the
+ * count per this interval (log_throttle.ts): 30,959 lines in 48 s under EMFILE
+ * before, at most one per shard and kind per 10 s now.
+ */
+export const WAL_ERROR_LOG_INTERVAL_MS = 10_000;
+/**
  * Periodic snapshots (shard/persist/snapshot_job.ts): encoding work per event-loop turn of
  * a job, between batches. With the chunk being encoded when it runs out (~0.5 ms
  * for 1,024 entities) this is about the longest a batch waits behind a snapshot.

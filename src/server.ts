@@ -41,8 +41,10 @@
  *   1. coordinator thread: recover the registry log
  *   2. one piscina pool (one thread) per shard: each recovers its snapshot + WAL
  *      (logging shard.recovery_progress at least once a second)
- *   3. front: compile the registry, seed LSN and dedupe from the shards; server time
- *      not behind the newest time they recovered (clock/, docs/time.md)
+ *   3. front: judge what recovery proved lost (coordinator/boot_losses.ts: refuse,
+ *      exit 2, unless --accept-data-loss), compile the registry, seed LSN and dedupe
+ *      from the shards; server time not behind the newest time they recovered
+ *      (clock/, docs/time.md)
  *   4. bind HTTP and TCP; /ready turns 200
  * Each listener logs one `server.*_bound` line.
  *
@@ -82,6 +84,8 @@ import { runCoordinator, startCoordinatorPool } from './protocol/coordinator_cal
 import { runShardHello, startShardPool } from './protocol/shard_calls';
 import { startTimeline } from './timeline';
 import { ClockFault, ClockWatch, ServerClock } from './clock';
+import { settleBootLosses, type BootLossOutcome } from './coordinator/boot_losses';
+import type { RegistryWire } from './registry/wire';
 
 export { Lifecycle };
 
@@ -134,6 +138,13 @@ async function listenHttp(front: Front, config: ServerConfig): Promise<{ port: n
   }
   const { token, port } = await listenUws(buildHttpApp(front), 'HTTP', config.httpAddr.host, config.httpAddr.port);
   return { port, close: () => uWS.us_listen_socket_close(token) };
+}
+
+/** The registry version boot made above lost ones (boot_losses.ts), installed on every shard before serving. */
+function installRaised(front: Front, wire: RegistryWire): Promise<void> {
+  return new Promise((resolve, reject) => {
+    front.control.install(wire, [], (err) => (err === null ? resolve() : reject(new Error(`registry install at boot failed: ${err.code}`))));
+  });
 }
 
 function addr(host: string, port: number): string {
@@ -194,6 +205,14 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
     shardPools.push(startShardPool(init));
   }
   const hellos = await Promise.all(shardPools.map((p) => runShardHello(p)));
+  // Proven losses stop the boot here (exit 2) unless accepted (coordinator/boot_losses.ts).
+  let settled: BootLossOutcome;
+  try {
+    settled = await settleBootLosses(coordinator, first, hellos, config.dataDir, config.acceptDataLoss, log);
+  } catch (err) {
+    await Promise.all([coordinator.destroy(), ...shardPools.map((p) => p.destroy())]);
+    throw err;
+  }
   const lastLsn = lastRecoveredLsn(hellos);
   const metrics = new Metrics();
   const clockWatch = new ClockWatch(clock, metrics, log);
@@ -205,7 +224,10 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
   );
   const bootMs = clock.nowMs();
   for (const h of hellos) front.dedupe.reseed(h.dedupe, bootMs);
-  log.info({ kind: 'server.recovered', registry_version: first.state.version, last_lsn: lastLsn, records: hellos.reduce((a, h) => a + h.recoveredRecords, 0), shards: config.shards });
+  if (settled.raised !== null) await installRaised(front, settled.raised);
+  // An accepted loss is made durable: every shard snapshots now, so the next boot starts past it.
+  if (settled.accepted.length > 0) await front.control.snapshot(true);
+  log.info({ kind: 'server.recovered', registry_version: front.registry.version, last_lsn: lastLsn, records: hellos.reduce((a, h) => a + h.recoveredRecords, 0), shards: config.shards });
   let cluster: ClusterNode | null = null;
   if (config.cluster !== null) {
     try {

@@ -27,6 +27,7 @@ import type { RegistryWire } from '../registry/wire';
 import { FRAME_HEADER_BYTES, FRAME_TYPE_BYTES } from '../wal/constants';
 import { frameEnd, sealFrame } from '../wal/push_record';
 import { readU64 } from '../wal/record';
+import type { ShardAudit } from '../wal/loss';
 import type { DedupeLog } from './state/dedupe_log';
 import { PushApplier } from './state/push_apply';
 import type { SnapshotJob } from './persist/snapshot_job';
@@ -50,7 +51,8 @@ export interface ShardDeps {
   /** The on-disk cold store (cold_files.ts); null in memory-only mode. */
   coldFiles: ColdFiles | null;
   log: Logger;
-  recovered: { lastLsn: number; records: number; ms: number };
+  /** `audit`: what recovery proved lost (disk mode), for the boot verdict (ShardHello.audit). */
+  recovered: { lastLsn: number; records: number; ms: number; audit?: ShardAudit };
   /** Thread figures for STATS (admin). */
   sampler: ThreadSampler;
   /** Server time (reads, cold sweeps, dedupe expiry): the server's (a view), or a clock of its own outside a server. */
@@ -67,7 +69,7 @@ export class Shard {
   readonly #store: ShardStore | null;
   readonly #coldFiles: ColdFiles | null;
   readonly #log: Logger;
-  readonly #recovered: { lastLsn: number; records: number; ms: number };
+  readonly #recovered: { lastLsn: number; records: number; ms: number; audit?: ShardAudit };
   readonly #sampler: ThreadSampler;
   readonly #clock: ServerClock;
   readonly #pushes: PushApplier;
@@ -104,8 +106,9 @@ export class Shard {
   }
 
   hello(): ShardHello {
+    const r = this.#recovered;
     const lastTimeMs = Math.max(this.#state.lastT, this.#store?.snapshotStats.lastSuccessMs ?? 0);
-    return { shardId: this.#init.shardId, lastLsn: this.#recovered.lastLsn, recoveredRecords: this.#recovered.records, dedupe: this.#dedupe.entries(this.#clock.nowMs()), lastTimeMs };
+    return { shardId: this.#init.shardId, lastLsn: r.lastLsn, recoveredRecords: r.records, dedupe: this.#dedupe.entries(this.#clock.nowMs()), audit: r.audit ?? null, lastTimeMs };
   }
 
   runBatch(batch: ShardBatch): ShardBatchResult {
@@ -223,7 +226,7 @@ export class Shard {
     try {
       store.writeFrames(buf.subarray(start, p), firstLsn, lastLsn);
     } catch (err) {
-      this.#log.error({ kind: 'wal.write_failed', shard: this.#init.shardId, err });
+      // Logged by the store (wal.write_failed, throttled: every batch fails while the disk is full).
       this.#walOutcome = `append failed: ${String((err as Error).message ?? err)}`;
       return { code: 'wal_unavailable', detail: { message: 'write-ahead log append failed; the event was not applied', reason: String((err as Error).message ?? err) } };
     }

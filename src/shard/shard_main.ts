@@ -6,7 +6,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { faultyFs, realFs, scanRegistryLog } from '../wal';
+import { faultyFs, realFs, scanRegistryLogLenient } from '../wal';
 import type { RegistryState } from '../registry/model';
 import { createLogger } from '../log';
 import type { MessagePort } from 'node:worker_threads';
@@ -53,7 +53,7 @@ if (store !== null && init.walSync === 'batch') {
   // Batch mode acks after write(); fdatasync follows within a few ms.
   const s = store;
   setInterval(() => {
-    try { s.syncInBackground(); } catch (err) { s.pendingSyncError = `fdatasync failed: ${String(err)}`; log.error({ kind: 'wal.sync_failed', err }); }
+    try { s.syncInBackground(); } catch (err) { s.syncFailed(err); }
   }, init.walSyncIntervalMs).unref();
 }
 if (store !== null && init.faultFile !== null) {
@@ -67,7 +67,8 @@ function refreshRegistry(i: ShardInit): void {
   if (i.memoryOnly) return;
   const path = join(i.dataDir, 'registry', 'registry.log');
   if (!existsSync(path)) return;
-  const entries = scanRegistryLog(readFileSync(path), path).entries as RegistryState[];
+  // Lenient: damage is the boot verdict's to judge (coordinator/boot_losses.ts), not a reason for this thread to die.
+  const entries = scanRegistryLogLenient(readFileSync(path)).entries as RegistryState[];
   const known = new Set(i.history.map((s) => s.version));
   for (const e of entries) {
     if (typeof e !== 'object' || e === null || !Array.isArray(e.nodes) || known.has(e.version)) continue;
