@@ -20,6 +20,7 @@ const COMMANDS: Record<string, () => Promise<CliCommand>> = {
   push: client('push'),
   get: client('get'),
   'batch-get': client('batch-get'),
+  forget: client('forget'),
   register: client('register'),
   ping: client('ping'),
   registry: client('registry'),

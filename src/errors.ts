@@ -38,6 +38,8 @@ export const ERRORS = {
   feature_not_found: e(400, 'feature is not registered'),
   batch_too_large: e(400, 'batch is over the batch_get limit'),
   response_too_large: e(400, 'the answer is over the response size limit; ask for fewer entries or features'),
+  // Forget (an extension of the spec).
+  forget_unavailable_in_cluster_mode: e(501, 'forget is not available in cluster mode yet'),
   // Register.
   invalid_registration: e(400, 'registration payload is structurally invalid'),
   schema_invalid: e(400, 'node violates its JSON schema'),

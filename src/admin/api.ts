@@ -98,7 +98,8 @@ export function statsView(ctx: AdminContext): Record<string, unknown> {
     tcp_connections: m.tcpConnections,
     counters: {
       push_total: m.pushTotal, push_replay_total: m.pushReplayTotal, get_total: m.getTotal, batch_get_total: m.batchGetTotal,
-      batch_get_entries_total: m.batchGetEntriesTotal, register_total: m.registerTotal, reset_total: m.resetTotal, errors_total: m.errorsTotal(),
+      batch_get_entries_total: m.batchGetEntriesTotal, register_total: m.registerTotal, reset_total: m.resetTotal,
+      forget_total: m.forgetTotal, forget_rows_total: m.forgetRowsTotal, errors_total: m.errorsTotal(),
     },
     rates: { window_s: span, push_per_s: rate((t) => t.push), get_per_s: rate((t) => t.get), batch_get_per_s: rate((t) => t.batchGet), errors_per_s: rate((t) => t.errors) },
     /** Per-second rates, oldest first (gets include batch gets). */

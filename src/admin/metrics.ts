@@ -18,6 +18,9 @@ export class Metrics {
   batchGetEntriesTotal = 0;
   registerTotal = 0;
   resetTotal = 0;
+  /** Forget requests answered, and the entities (rows) they removed. */
+  forgetTotal = 0;
+  forgetRowsTotal = 0;
   tcpConnections = 0;
   httpRequestsTotal = 0;
   /** Requests answered internal_error because completing them threw (front/channel.ts). */

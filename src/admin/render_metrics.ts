@@ -54,6 +54,8 @@ export function renderMetrics(ctx: AdminContext): string {
   p.single('streamfeat_batch_get_entries_total', 'counter', 'Entries inside answered batch gets.', m.batchGetEntriesTotal);
   p.single('streamfeat_register_total', 'counter', 'Successful registrations (including dry runs).', m.registerTotal);
   p.single('streamfeat_reset_total', 'counter', 'Successful resets.', m.resetTotal);
+  p.single('streamfeat_forget_total', 'counter', 'Forget requests answered.', m.forgetTotal);
+  p.single('streamfeat_forget_rows_total', 'counter', 'Entities (rows) removed by forget requests.', m.forgetRowsTotal);
   p.single('streamfeat_http_requests_total', 'counter', 'HTTP requests with a body received on the data plane.', m.httpRequestsTotal);
   p.single('streamfeat_completion_errors_total', 'counter', 'Requests answered internal_error because completing them threw.', m.completionErrorsTotal);
   p.single('streamfeat_dedupe_full_total', 'counter', 'Pushes refused with dedupe_capacity_exceeded (the dedupe store was full).', m.dedupeFullTotal);

@@ -1,6 +1,6 @@
 /**
  * Client subcommands of the `streamfeat` CLI (issue 7 item 5). src/cli.ts
- * dispatches `push get batch-get register ping registry reset` here; each has
+ * dispatches `push get batch-get forget register ping registry reset` here; each has
  * its own spec (and so its own --help) in CLIENT_SPECS.
  *
  * Exit codes: 0 ok; 1 the server (or the connection) reported an error, printed
@@ -10,9 +10,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { type CliCommand, type CliIo as BaseIo, type CommandSpec, type OptionSpec, type ParsedCommand, EXIT_ERROR, EXIT_OK, EXIT_USAGE, numberArg, processIo, runCli, stringValue, UsageError } from '../cli_args';
-import { Client } from './client';
+import { Client, EVERY_TABLE } from './client';
 import type { BatchGetEntry } from './client';
-import { formatError, formatPush, formatRegister, formatRegistry, formatRow } from './cli_format';
+import { formatError, formatForget, formatPush, formatRegister, formatRegistry, formatRow } from './cli_format';
 import { StreamfeatError } from './errors';
 import type { WireNode } from './wire';
 import type { KeyInput, NativeData } from './values';
@@ -52,6 +52,9 @@ export const CLIENT_SPECS: Record<string, CommandSpec> = {
     [{ name: 'features', type: 'string', value: 'A,B', help: 'only these features' }]),
   'batch-get': spec('batch-get', ['FILE'], 'Read many rows in one request.', [],
     [`FILE: a file holding a JSON array of {"table","key","features"?} or {"requests": [...]}, or that JSON itself; ${JSON_ARG_NOTE}. Exit 1 when any entry failed.`]),
+  forget: spec('forget', ['TABLE', 'KEY?'], 'Forget one entity: streamfeat forget TABLE KEY, or in every table its key fits: streamfeat forget --all-tables KEY.',
+    [{ name: 'all-tables', type: 'boolean', help: 'forget KEY in every table whose key it can be read as (the one argument is then KEY)' }],
+    ['KEY as for get: a JSON array or number as parsed, a JSON string unquoted, anything else as written; a composite key is a JSON array. Prints the rows removed per table. A key the server does not hold removes nothing and is not an error (exit 0): a forget can be run again safely. The entity is gone from memory, the cold store and later snapshots at once, and from the data dir within a snapshot interval (docs/durability.md "Forgetting an entity").']),
   register: spec('register', ['FILE'], 'Register events, derived events and tables.', [
     { name: 'force', type: 'boolean', help: 'allow breaking changes (drops state of changed tables)' },
     { name: 'dry-run', type: 'boolean', help: 'print the diff, change nothing; exit 3 if the change needs --force' },
@@ -148,6 +151,15 @@ async function runCommand(client: Client, command: string, args: string[], p: Pa
     }
     case 'batch-get':
       return batchGet(client, args[0], json, io);
+    case 'forget': {
+      const every = p.values['all-tables'] === true;
+      if (every && args.length !== 1) throw new UsageError('with --all-tables the one argument is KEY: streamfeat forget --all-tables KEY');
+      if (!every && args.length !== 2) throw new UsageError('expected: streamfeat forget TABLE KEY (or streamfeat forget --all-tables KEY)');
+      const keyText = every ? args[0] : args[1];
+      const r = await client.forget(every ? EVERY_TABLE : args[0], parseKey(keyText));
+      print(r, formatForget(r, keyText));
+      return EXIT_OK;
+    }
     case 'register': {
       const [file] = args;
       const nodes = readNodes(io, file);

@@ -3,7 +3,7 @@
  * reply instead). Pure functions returning lines, so tests compare text.
  */
 import type { StreamfeatError } from './errors';
-import type { DiffItem, FeatureRow, PushAck, RegisterDiff, RegisterResult, RegistryReply } from './wire';
+import type { DiffItem, FeatureRow, ForgetReply, PushAck, RegisterDiff, RegisterResult, RegistryReply } from './wire';
 
 export function formatError(err: StreamfeatError): string[] {
   const lines = [`error: ${err.describe()}`];
@@ -17,6 +17,14 @@ export function formatError(err: StreamfeatError): string[] {
 export function formatPush(ack: PushAck): string[] {
   const replay = ack.idempotent_replay ? ' idempotent_replay (duplicate of an earlier push; nothing changed)' : '';
   return [`ok ack_lsn=${ack.ack_lsn} registry_version=${ack.registry_version}${replay}`];
+}
+
+/** One line per table the forget reached, then the total. */
+export function formatForget(r: ForgetReply, keyText: string): string[] {
+  const names = Object.keys(r.tables);
+  const width = Math.max(0, ...names.map((n) => n.length));
+  const lines = names.map((n) => `  ${n.padEnd(width)}  ${r.tables[n] > 0 ? 'removed' : 'not held'}`);
+  return [`forgot ${keyText}: ${r.removed} row(s) removed, ack_lsn=${r.ack_lsn} registry_version=${r.registry_version}`, ...lines];
 }
 
 export function formatRow(row: FeatureRow, keyText: string): string[] {

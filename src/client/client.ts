@@ -1,7 +1,7 @@
 /**
  * The streamfeat client: `new Client('http://host:8080')` or
  * `new Client('tcp://host:8081')`, then register / push / get / batchGet /
- * ping / reset / registry / close.
+ * forget / ping / reset / registry / close.
  *
  * Retries (spec 7.1, retry.ts): a call is re-sent on 5xx and on the codes
  * wal_unavailable, wal_sync_timeout, internal_error; never on 4xx. Reads,
@@ -10,7 +10,9 @@
  * (learned from register() through this client or from registry()), or when
  * the caller passes {retry: true}: without a dedupe key a re-push may count
  * the event twice. register and reset are re-sent on retryable server answers
- * only (a lost connection leaves it unknown whether they ran).
+ * only (a lost connection leaves it unknown whether they ran). A forget is
+ * re-sent as a read is: forgetting again removes nothing more (the retry then
+ * answers 0 for what the first attempt removed).
  */
 import type { JsonValue } from '../types';
 import { EventSource, DerivedEvent, Table } from './builders';
@@ -27,6 +29,7 @@ import { toWireData, toWireKey } from './values';
 import type { KeyInput, NativeData } from './values';
 import type {
   FeatureRow,
+  ForgetReply,
   PingReply,
   PushAck,
   RegisterResult,
@@ -34,6 +37,9 @@ import type {
   ResetReply,
   WireNode,
 } from './wire';
+
+/** `forget(EVERY_TABLE, key)`: the entity in every table whose key `key` can be read as. */
+export const EVERY_TABLE = '*';
 
 /** Spec 8: client-side I/O timeout, per request. */
 export const REQUEST_TIMEOUT_MS_DEFAULT = 30_000;
@@ -182,6 +188,21 @@ export class Client {
     const results = Array.isArray(reply) ? reply : asObject(reply)?.results;
     if (!Array.isArray(results)) throw unparseable(JSON.stringify(reply), 200, 'batch_get reply has no results array');
     return results.map(batchEntry) as { -readonly [I in keyof E]: RowOfTable<E[I]['table']> | StreamfeatError };
+  }
+
+  /**
+   * Forgets one entity (docs/wire.md "Forgetting an entity"): its row in `table`, in
+   * each table of a list, or with EVERY_TABLE in every table whose key `key` can be
+   * read as. From a table builder the key is typed. Answers the rows removed per table.
+   */
+  forget<Key>(table: Table<object, Key>, key: Key, opts?: CallOptions): Promise<ForgetReply>;
+  forget(table: string | readonly (string | AnyTable)[], key: KeyInput, opts?: CallOptions): Promise<ForgetReply>;
+  async forget(table: string | AnyTable | readonly (string | AnyTable)[], key: KeyInput, opts: CallOptions = {}): Promise<ForgetReply> {
+    const body: Record<string, unknown> = { key: toWireKey(key) };
+    if (table === EVERY_TABLE) body.tables = EVERY_TABLE;
+    else if (Array.isArray(table)) body.tables = (table as ReadonlyArray<string | AnyTable>).map(tableName);
+    else body.table = tableName(table as string | AnyTable);
+    return (await this.#json('forget', JSON.stringify(body), Idempotence.Full, opts)) as ForgetReply;
   }
 
   async ping(opts: CallOptions = {}): Promise<PingReply> {

@@ -21,6 +21,7 @@ const ROUTES: Record<Operation, { method: 'GET' | 'POST'; path: string }> = {
   batch_get: { method: 'POST', path: '/batch_get' },
   reset: { method: 'POST', path: '/reset' },
   registry: { method: 'GET', path: '/registry' },
+  forget: { method: 'POST', path: '/forget' },
 };
 
 export interface HttpTransportOptions {

@@ -3,7 +3,7 @@
  * It depends only on the shared frame codec, value types and error-code table,
  * never on server code, so it can ship on its own. Guide: docs/client.md.
  */
-export { Client, REQUEST_TIMEOUT_MS_DEFAULT } from './client';
+export { Client, EVERY_TABLE, REQUEST_TIMEOUT_MS_DEFAULT } from './client';
 export type { BatchGetEntry, BatchGetResult, CallOptions, ClientOptions, PushOptions, RegisterOptions, RetryEvent } from './client';
 
 export { StreamfeatError, CLIENT_ERROR_CODES, CONNECTION_ERROR_CODES, RETRYABLE_SERVER_CODES } from './errors';
@@ -34,6 +34,7 @@ export type { KeyInput, NativeData, NativeValue } from './values';
 export type {
   DiffItem,
   FeatureRow,
+  ForgetReply,
   GetRequest,
   KeyValue,
   PingReply,

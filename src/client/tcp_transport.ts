@@ -22,6 +22,7 @@ import {
   OP_AUTH,
   OP_BATCH_GET,
   OP_ERROR_RESPONSE,
+  OP_FORGET,
   OP_GET,
   OP_PING,
   OP_PUSH,
@@ -51,6 +52,7 @@ const OPCODES: Record<Operation, number | null> = {
   batch_get: OP_BATCH_GET,
   reset: OP_RESET,
   registry: null,
+  forget: OP_FORGET,
 };
 
 export interface TcpTransportOptions {

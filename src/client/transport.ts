@@ -4,8 +4,8 @@
  * body, lost connection, timeout). HTTP and TCP implement it.
  */
 
-/** The calls of the data plane (spec 4). */
-export type Operation = 'ping' | 'register' | 'push' | 'get' | 'batch_get' | 'reset' | 'registry';
+/** The calls of the data plane (spec 4), and forget (an extension, docs/wire.md). */
+export type Operation = 'ping' | 'register' | 'push' | 'get' | 'batch_get' | 'reset' | 'registry' | 'forget';
 
 export interface Reply {
   /** The success body (JSON text). */

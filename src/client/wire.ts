@@ -123,6 +123,17 @@ export interface ResetReply {
   registry_version: number;
 }
 
+/** What a forget answers (docs/wire.md "Forgetting an entity"). */
+export interface ForgetReply {
+  /** Entities removed over every table. */
+  removed: number;
+  /** Per table reached: 1 when it held the entity, 0 when it did not. */
+  tables: Record<string, number>;
+  /** The forget's place in the log, as a push's ack_lsn. */
+  ack_lsn: number;
+  registry_version: number;
+}
+
 export interface RegistryReply {
   registry_version: number;
   nodes: WireNode[];

@@ -11,11 +11,11 @@
  * Pushes do not travel as objects: the front writes each push's PUSH record into
  * this channel's PushFrameWriter (pushWriter, then enqueuePush), consecutive
  * pushes share one PushRunItem, and the batch's bytes cross to the shard with the
- * items as a string (protocol/messages.ts ShardBatchWire). Installs put their WAL
- * frame in the same bytes, in their place.
+ * items as a string (protocol/messages.ts ShardBatchWire). Installs and forgets put
+ * their WAL frame in the same bytes, in their place.
  */
 import { SHARD_BATCH_SLOTS_KEPT_MAX, SHARD_BATCHES_IN_FLIGHT_MAX } from '../limits';
-import { ITEM_INSTALL, ITEM_PUSH, type ErrorPayload, type InstallItem, type ItemOut, type NonPushItem, type PushRunItem, type ShardBatchAnswer, type ShardBatchWire, type ShardBatchResult, type ShardItem } from '../protocol/messages';
+import { ITEM_FORGET, ITEM_INSTALL, ITEM_PUSH, type ErrorPayload, type ForgetItem, type InstallItem, type ItemOut, type NonPushItem, type PushRunItem, type ShardBatchAnswer, type ShardBatchWire, type ShardBatchResult, type ShardItem } from '../protocol/messages';
 import { PushFrameWriter } from '../wal/push_record';
 import { openShardPipe, type ShardPipe, type ShardPipeEvents, type ShardPool } from '../protocol/shard_calls';
 import type { Reply } from './reply';
@@ -34,6 +34,9 @@ export type SinkFailed = (sink: Sink, err: unknown) => void;
 const RUN_OUT_ON_ITEM: ErrorPayload = { code: 'internal_error', detail: { message: 'the shard answered a push run for an item that is not one' } };
 
 const NO_ITEMS: ShardItem[] = [];
+
+/** Every forget's item: its FORGET frame in the batch bytes says the rest. */
+const FORGET_ITEM: ForgetItem = { k: ITEM_FORGET };
 
 /**
  * A batch being filled, or sent and not answered yet. Answered batches are reused
@@ -114,6 +117,18 @@ export class ShardChannel {
     if (item.k === ITEM_INSTALL) this.#writer.install(item.lsn, item.wire.version);
     this.#run = null;
     this.#open.items.push(item);
+    this.#open.add(sink, tag);
+  }
+
+  /**
+   * A forget of the entities `keys[i]` of table index `tables[i]` (this shard's
+   * keys) under registry `version`: its FORGET frame goes into the bytes here, in
+   * its place among the pushes (wal/forget_record.ts). `sink` is told with `tag`.
+   */
+  enqueueForget(lsn: number, t: number, version: number, tables: readonly number[], keys: readonly string[], everyKey: string | null, sink: Sink, tag: number): void {
+    this.#writer.forget(lsn, t, version, tables, keys, everyKey);
+    this.#run = null;
+    this.#open.items.push(FORGET_ITEM);
     this.#open.add(sink, tag);
   }
 

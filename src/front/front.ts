@@ -1,7 +1,7 @@
 /**
  * The front thread's request logic, transport-agnostic (requests.ts calls these
  * methods with a Reply for HTTP and TCP): push (with dedupe replay), get,
- * batch_get, ping. Owns the compiled registry of the front, the LSN counter
+ * batch_get, forget, ping. Owns the compiled registry of the front, the LSN counter
  * (lsn.ts), dedupe (dedupe.ts: claim or replay, settle, reseed at boot), and one
  * channel per shard; flushes channels once per event-loop turn.
  * Registry changes, snapshots, drain and shard recovery are the control side
@@ -11,6 +11,8 @@
  *         -> one PUSH record per owning shard (at least one) -> ack when all logged
  *         (pushBytes: the same for a common body, read from its bytes without JSON.parse)
  *   get:  shape -> table -> features (to indexes) -> key -> enqueue on the owning shard
+ *   forget: shape -> tables and keys (forget.ts) -> LSN + time -> one FORGET record per
+ *         owning shard -> answered when all logged and applied
  */
 import type Piscina from 'piscina';
 import { asSfError, SfError, type ErrorCode, type ErrorDetail } from '../errors';
@@ -30,6 +32,7 @@ import type { ClusterHooks, ResolvedGet } from './cluster_hooks';
 import { BatchCtx, GetCtx } from './sinks';
 import { PushDedupe } from './dedupe';
 import { PushCtx, PushCtxPool, type PushDone } from './push';
+import { ForgetCtx, resolveForget, type ForgetHost } from './forget';
 import type { Reply } from './reply';
 import type { Auth } from './auth';
 import { DEDUPE_ENTRIES_MAX, KEY_BYTES_MAX } from '../limits';
@@ -55,7 +58,7 @@ export interface FrontOptions {
   dedupeEntriesMax?: number;
 }
 
-export class Front implements PushDone, ControlHost {
+export class Front implements PushDone, ControlHost, ForgetHost {
   #registry: CompiledRegistry;
   readonly channels: readonly ShardChannel[];
   /** Dedupe: claim or replay, settle, reseed (dedupe.ts). */
@@ -443,6 +446,43 @@ export class Front implements PushDone, ControlHost {
     }
     valid.forEach((v, i) => { if (v !== null) this.channels[v.shard].enqueue(v.item, ctx, i); });
     this.schedule();
+  }
+
+  // ---- forget -----------------------------------------------------------------------
+
+  /**
+   * Removes the entities a forget body names (forget.ts): one FORGET record per
+   * shard that owns one of their keys, in order with the pushes already enqueued
+   * there, under one LSN. Not in cluster mode yet (docs/cluster.md).
+   */
+  forget(body: unknown, reply: Reply): void {
+    const startMs = performance.now();
+    if (this.#cluster !== null) {
+      this.#failWith(reply, 'forget_unavailable_in_cluster_mode', { message: 'forget is not available in cluster mode yet: each node logs its own partitions, and an erase must reach every copy of them (docs/cluster.md)' });
+      return;
+    }
+    const reg = this.#registry;
+    let plan;
+    try {
+      plan = resolveForget(body, reg, this.channels.length);
+    } catch (err) {
+      this.failErr(reply, err);
+      return;
+    }
+    const t = this.#stamp(this.clock.at(startMs));
+    const lsn = this.lsn.take();
+    const ctx = new ForgetCtx(this, reply, plan, lsn, reg.version);
+    for (const s of plan.shards) {
+      const entries = plan.entriesOf.get(s)!;
+      this.channels[s].enqueueForget(lsn, t, reg.version, entries.map((i) => plan.tables[i].index), entries.map((i) => plan.keys[i]), plan.everyKey, ctx, s);
+    }
+    this.schedule();
+  }
+
+  /** A forget was answered having removed `rows` entities (metrics). */
+  forgotten(rows: number): void {
+    this.metrics.forgetTotal++;
+    this.metrics.forgetRowsTotal += rows;
   }
 
   // ---- control ----------------------------------------------------------------------

@@ -93,6 +93,8 @@ export const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
   ['/push', { ...requestRoute('push'), pushBytes: true }],
   ['/get', requestRoute('get')],
   ['/batch_get', requestRoute('batch_get')],
+  // An extension of the spec (docs/wire.md "Forgetting an entity").
+  ['/forget', requestRoute('forget')],
   ['/ping', requestRoute('ping')],
   ['/reset', requestRoute('reset', true)],
   ['/register', {

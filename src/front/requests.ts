@@ -14,7 +14,7 @@ import type { Front } from './front';
 import type { Reply } from './reply';
 
 /** Request kinds whose body is JSON (both transports). */
-export type BodyKind = 'push' | 'get' | 'batch_get' | 'register';
+export type BodyKind = 'push' | 'get' | 'batch_get' | 'register' | 'forget';
 /** Every request kind of the data plane's JSON requests. */
 export type RequestKind = BodyKind | 'ping' | 'reset';
 
@@ -27,6 +27,7 @@ export type RequestKind = BodyKind | 'ping' | 'reset';
  */
 const TOO_DEEP: Record<BodyKind, ErrorCode> = {
   push: 'invalid_event', register: 'invalid_registration', get: 'unsupported_request_shape', batch_get: 'unsupported_request_shape',
+  forget: 'unsupported_request_shape',
 };
 
 /** The envelope rule: errors of get and batch_get carry no registry_version (spec 2.7); the others do. */
@@ -85,6 +86,7 @@ export function handleRequest(front: Front, kind: RequestKind, text: string, rep
     if (body === undefined) return;
     if (kind === 'push') front.push(body, text, reply);
     else if (kind === 'get') front.get(body, reply);
+    else if (kind === 'forget') front.forget(body, reply);
     else front.batchGet(body, reply);
   } catch (err) {
     internalError(front, reply, err, kind);

@@ -10,7 +10,7 @@ import net from 'node:net';
 import { errorJson, type ErrorCode, type ErrorDetail } from '../errors';
 import { TCP_CLOSE_LINGER_MS, TCP_PIPELINE_DEPTH_MAX } from '../limits';
 import {
-  CT_JSON, CT_MSGPACK, DECODED_BAD_LENGTH, DECODED_NEED_MORE, DECODED_TOO_LARGE, encodeFrame, FrameDecoder, OP_AUTH, OP_BATCH_GET, OP_ERROR_RESPONSE, OP_GET, OP_PING, OP_PUSH, OP_PUSH_MANY,
+  CT_JSON, CT_MSGPACK, DECODED_BAD_LENGTH, DECODED_NEED_MORE, DECODED_TOO_LARGE, encodeFrame, FrameDecoder, OP_AUTH, OP_BATCH_GET, OP_ERROR_RESPONSE, OP_FORGET, OP_GET, OP_PING, OP_PUSH, OP_PUSH_MANY,
   OP_PUSH_SYNC, OP_REGISTER, OP_RESET, OP_SET_FIRST, OP_SET_LAST, successOpcode, type Frame,
 } from '../protocol/frame';
 import type { Front } from './front';
@@ -54,6 +54,7 @@ class Slot implements Reply {
 /** The request kind of each JSON opcode the adapter answers (requests.ts). */
 const OP_KINDS: ReadonlyMap<number, RequestKind> = new Map<number, RequestKind>([
   [OP_PUSH, 'push'], [OP_GET, 'get'], [OP_BATCH_GET, 'batch_get'], [OP_REGISTER, 'register'], [OP_PING, 'ping'], [OP_RESET, 'reset'],
+  [OP_FORGET, 'forget'],
 ]);
 
 export interface TcpOptions {

@@ -22,15 +22,18 @@ export const OP_BATCH_GET = 0x0024;
 export const OP_SET_FIRST = 0x0030;
 export const OP_SET_LAST = 0x003f;
 export const OP_RESET = 0x0040;
+/** An extension of the spec: forget an entity (docs/wire.md); answered with OP_GET_RESPONSE, as RESET is. */
+export const OP_FORGET = 0x0041;
 export const OP_ERROR_RESPONSE = 0xffff;
 
 /**
  * Opcode of the success reply to request `op` (DESIGN.md section 5): GET, BATCH_GET
- * and RESET answer with OP_GET_RESPONSE, as the peer's clients expect; every other
- * opcode is echoed (PING, REGISTER, PUSH, as the peer does).
+ * and RESET answer with OP_GET_RESPONSE, as the peer's clients expect, and so does
+ * FORGET (the generic JSON success frame, like RESET's); every other opcode is
+ * echoed (PING, REGISTER, PUSH, as the peer does).
  */
 export function successOpcode(op: number): number {
-  return op === OP_GET || op === OP_BATCH_GET || op === OP_RESET ? OP_GET_RESPONSE : op;
+  return op === OP_GET || op === OP_BATCH_GET || op === OP_RESET || op === OP_FORGET ? OP_GET_RESPONSE : op;
 }
 
 export const CT_JSON = 0x01;

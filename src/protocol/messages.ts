@@ -135,6 +135,7 @@ export const ITEM_INSPECT = 7;
 export const ITEM_EXPORT = 8;
 export const ITEM_IMPORT = 9;
 export const ITEM_PREPARE = 10;
+export const ITEM_FORGET = 11;
 
 /**
  * A run of consecutive pushes: their PUSH records are the next `n` frames of
@@ -195,6 +196,17 @@ export interface PrepareItem {
 
 export const PREPARE_PENDING = 'pending';
 
+/**
+ * A forget: its FORGET frame (wal/forget_record.ts: the lsn, the registry version,
+ * each table index and key this shard owns) is the next frame of ShardBatch.bytes,
+ * written by the channel in the item's place, so the item itself carries nothing.
+ * Answered with JSON text, an array of the entities removed per entry (0 or 1),
+ * or an ErrorPayload (the run's WAL write failed: nothing was removed).
+ */
+export interface ForgetItem {
+  k: typeof ITEM_FORGET;
+}
+
 export interface ResetItem {
   k: typeof ITEM_RESET;
   lsn: number;
@@ -252,15 +264,15 @@ export interface ImportItem {
   parts: Uint8Array[];
 }
 
-export type ShardItem = PushRunItem | GetItem | InstallItem | PrepareItem | ResetItem | SnapshotItem | StatsItem | InspectItem | ExportItem | ImportItem;
+export type ShardItem = PushRunItem | GetItem | InstallItem | PrepareItem | ForgetItem | ResetItem | SnapshotItem | StatsItem | InspectItem | ExportItem | ImportItem;
 
-/** Every item enqueued one by one (pushes go through the channel's push writer). */
-export type NonPushItem = Exclude<ShardItem, PushRunItem>;
+/** Every item enqueued one by one (pushes go through the channel's push writer, forgets through enqueueForget). */
+export type NonPushItem = Exclude<ShardItem, PushRunItem | ForgetItem>;
 
 export interface ShardBatch {
   items: ShardItem[];
   /**
-   * The WAL frames of the batch's push runs and installs, in item order, crc not yet
+   * The WAL frames of the batch's push runs, installs and forgets, in item order, crc not yet
    * filled in (the shard seals them).
    */
   bytes: Uint8Array;
@@ -318,7 +330,7 @@ export type ItemOut = string | ErrorPayload | Uint8Array | null;
 export type PushRunOut = ErrorPayload | null | Array<ErrorPayload | null>;
 
 /**
- * One entry per item, in order: a GET, STATS or INSPECT gets JSON text; an EXPORT a
+ * One entry per item, in order: a GET, STATS, INSPECT or FORGET gets JSON text; an EXPORT a
  * Uint8Array; a push run a PushRunOut; an INSTALL, RESET, SNAPSHOT or IMPORT null
  * on success or an ErrorPayload.
  */

@@ -3,10 +3,10 @@
  * that unit tests can drive it with a ShardState, a store (or none) and a batch.
  *
  *   for each run of items up to a RESET/SNAPSHOT marker:
- *     1. seal the run's WAL frames (pushes and installs, in item order, written by
- *        the front into ShardBatch.bytes) and write them: ONE write, no copy
- *     2. walk the run in order: apply pushes (only if the write succeeded),
- *        install registries, read rows for gets
+ *     1. seal the run's WAL frames (pushes, installs and forgets, in item order,
+ *        written by the front into ShardBatch.bytes) and write them: ONE write, no copy
+ *     2. walk the run in order: apply pushes and forgets (only if the write
+ *        succeeded), install registries, read rows for gets
  *   markers run in their place in the order.
  *
  * Ordering rule: a batch's records are on disk (written; fdatasync'ed too with
@@ -18,7 +18,7 @@ import { strict as assert } from 'node:assert';
 import { asSfError, SfError } from '../errors';
 import type { Logger } from '../log';
 import {
-  ITEM_EXPORT, ITEM_GET, ITEM_IMPORT, ITEM_INSPECT, ITEM_INSTALL, ITEM_PREPARE, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, ITEM_STATS, PREPARE_PENDING,
+  ITEM_EXPORT, ITEM_FORGET, ITEM_GET, ITEM_IMPORT, ITEM_INSPECT, ITEM_INSTALL, ITEM_PREPARE, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, ITEM_STATS, PREPARE_PENDING,
   type ErrorPayload, type GetItem, type InspectItem, type InspectResult, type PushRunOut, type ShardBatch, type ShardBatchResult, type ShardHello, type ShardInit, type ShardItem,
 } from '../protocol/messages';
 import { COLD_COMPACT_BYTES_PER_TICK, COLD_SWEEP_SLICE_MS, MEMORY_CHECK_INTERVAL_MS, MEMORY_EVICT_FRACTION_MAX, MEMORY_EVICT_TARGET_RATIO, REGISTRY_COMPILE_SLICE_MS, RESPONSE_BYTES_MAX, SNAPSHOT_SLICE_MS } from '../limits';
@@ -30,6 +30,7 @@ import { readU64 } from '../wal/record';
 import type { ShardAudit } from '../wal/loss';
 import type { DedupeLog } from './state/dedupe_log';
 import { PushApplier } from './state/push_apply';
+import { applyForget } from './state/forget_apply';
 import type { SnapshotJob } from './persist/snapshot_job';
 import type { ShardState } from './state/state';
 import type { ShardStore } from './persist/store';
@@ -217,7 +218,7 @@ export class Shard {
     let last = start;
     for (let i = from; i < to; i++) {
       const it = items[i];
-      const frames = it.k === ITEM_PUSH ? it.n : it.k === ITEM_INSTALL ? 1 : 0;
+      const frames = it.k === ITEM_PUSH ? it.n : it.k === ITEM_INSTALL || it.k === ITEM_FORGET ? 1 : 0;
       for (let j = 0; j < frames; j++) { last = p; p = sealFrame(buf, p); }
     }
     if (p === start) return null;
@@ -269,6 +270,9 @@ export class Shard {
           break;
         case ITEM_GET:
           outs[i] = this.#get(it, now, groupUnits);
+          break;
+        case ITEM_FORGET:
+          outs[i] = this.#forget(walErr);
           break;
         case ITEM_STATS:
           outs[i] = JSON.stringify(this.#stats());
@@ -328,6 +332,28 @@ export class Shard {
     }
     this.#cursor = p;
     return out;
+  }
+
+  /**
+   * Applies the next frame, a FORGET, unless the run's write failed (then nothing is
+   * removed and it answers `walErr`): the entities removed per entry, as JSON text.
+   */
+  #forget(walErr: ErrorPayload | null): string | ErrorPayload {
+    const buf = this.#bytes;
+    const p = this.#cursor;
+    this.#cursor = frameEnd(buf, p);
+    if (walErr !== null) return walErr;
+    const lsn = readU64(buf, p + LSN_AT);
+    try {
+      // Written by the front under the registry version installed here: a mismatch is a bug.
+      const removed = applyForget(this.#state, buf, p + FRAME_HEADER_BYTES);
+      if (removed === null) throw new Error(`forget at lsn ${lsn} was written under another registry version than v${this.#state.registryVersion}`);
+      this.#store?.forgotten(lsn);
+      return JSON.stringify(removed);
+    } catch (e) {
+      this.#log.error({ kind: 'shard.forget_failed', shard: this.#init.shardId, lsn, err: String((e as Error)?.stack ?? e) });
+      return errorPayload(e);
+    }
   }
 
   #get(it: GetItem, now: number, groupUnits: Map<number, number>): string | ErrorPayload {

@@ -14,7 +14,7 @@ export const FRAME_TYPE_BYTES = 1;
 /** Largest `length` field accepted (type + payload): 16 MiB - 1, top byte 0x00 (src/limits.ts says why). */
 export const RECORD_BYTES_MAX = WAL_RECORD_BYTES_MAX;
 
-/** Record types (u8). 6..15 are reserved for future WAL records; 16+ for other logs. */
+/** Record types (u8). 6 and 8..15 are reserved for future WAL records; 16+ for other logs. */
 export const RECORD_TYPE_EVENT = 1;
 export const RECORD_TYPE_INSTALL = 2;
 export const RECORD_TYPE_RESET = 3;
@@ -26,6 +26,13 @@ export const RECORD_TYPE_PUSH = 4;
  * sequence; recovery uses it to prove that nothing between two segments is missing.
  */
 export const RECORD_TYPE_SEGMENT = 5;
+/**
+ * Entity keys removed by a forget request: per table of the record's registry
+ * version, the canonical key; replay removes them where they are, hot or frozen
+ * (forget_record.ts). Not written before this build: an older one skips it as an
+ * unknown type (docs/durability.md "Forgetting an entity").
+ */
+export const RECORD_TYPE_FORGET = 7;
 /** Registry log entries: the payload is UTF-8 JSON and carries no lsn. */
 export const RECORD_TYPE_JSON = 16;
 
@@ -36,6 +43,10 @@ export const RECORD_TYPE_JSON = 16;
 export const EVENT_FIXED_BYTES = 8 + 8 + 4 + 2 + 4;
 /** INSTALL and RESET payload: u64 lsn + u32 registryVersion. */
 export const VERSION_PAYLOAD_BYTES = 8 + 4;
+/** FORGET payload fixed part: u64 lsn, u64 timeMs, u32 registryVersion, u8 flags, u16 entry count. */
+export const FORGET_FIXED_BYTES = 8 + 8 + 4 + 1 + 2;
+/** FORGET flags bit: the forget named every table; the caller's key (JSON text) follows the entries. */
+export const FORGET_EVERY_TABLE = 1;
 /** SEGMENT payload: u64 lsn the segment follows. */
 export const SEGMENT_PAYLOAD_BYTES = 8;
 /** A whole SEGMENT frame: a segment of this size or less holds no record. */

@@ -6,6 +6,7 @@
 export {
   RECORD_BYTES_MAX,
   RECORD_TYPE_EVENT,
+  RECORD_TYPE_FORGET,
   RECORD_TYPE_INSTALL,
   RECORD_TYPE_JSON,
   RECORD_TYPE_PUSH,
@@ -20,6 +21,7 @@ export {
   decodeWalRecord,
   encodeJsonFrame,
   type EventRecord,
+  type ForgetRecord,
   type InstallRecord,
   type PushRecord,
   type ResetRecord,
@@ -48,6 +50,7 @@ export {
   type VersionSummary,
 } from './loss';
 export { PushFrameWriter, PushRecordReader, frameEnd, sealFrame } from './push_record';
+export { decodeForget, type ForgetEntries } from './forget_record';
 export { WalWriter, type WalPosition, type WalWriterOptions } from './segment';
 export {
   RECOVERY_CASES,

@@ -25,7 +25,7 @@
  * the one every request passes through.
  */
 import { strict as assert } from 'node:assert';
-import { FRAME_HEADER_BYTES, FRAME_TYPE_BYTES, RECORD_BYTES_MAX, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, VERSION_PAYLOAD_BYTES } from './constants';
+import { FORGET_EVERY_TABLE, FORGET_FIXED_BYTES, FRAME_HEADER_BYTES, FRAME_TYPE_BYTES, RECORD_BYTES_MAX, RECORD_TYPE_FORGET, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, VERSION_PAYLOAD_BYTES } from './constants';
 import { crc32c } from './crc32c';
 import type { Value } from '../types';
 import { PUSH_BATCH_BYTES_INITIAL, PUSH_BATCH_BYTES_KEPT_MAX } from '../limits';
@@ -284,6 +284,39 @@ export class PushFrameWriter {
     this.#close();
   }
 
+  /**
+   * A FORGET frame (crc left 0; layout in forget_record.ts): entity `keys[i]` of
+   * table index `tables[i]` under `registryVersion`; `everyKey` is the key as the
+   * caller sent it (JSON text) when the forget named every table, else null.
+   */
+  forget(lsn: number, timeMs: number, registryVersion: number, tables: readonly number[], keys: readonly string[], everyKey: string | null): void {
+    if (this.#frameStart >= 0) fail('forget inside a frame');
+    if (tables.length !== keys.length || tables.length > PUSH_INDEX_MAX) fail('one key per table, at most PUSH_INDEX_MAX');
+    this.#ensure(PAYLOAD_OFFSET + FORGET_FIXED_BYTES);
+    const start = this.pos;
+    this.#frameStart = start;
+    const dv = this.#dv;
+    dv.setUint8(start + FRAME_HEADER_BYTES, RECORD_TYPE_FORGET);
+    const p = start + PAYLOAD_OFFSET;
+    dv.setUint32(p, lsn >>> 0, true);
+    dv.setUint32(p + 4, Math.floor(lsn / TWO_POW_32), true);
+    dv.setUint32(p + 8, timeMs >>> 0, true);
+    dv.setUint32(p + 12, Math.floor(timeMs / TWO_POW_32), true);
+    dv.setUint32(p + 16, registryVersion, true);
+    dv.setUint8(p + 20, everyKey === null ? 0 : FORGET_EVERY_TABLE);
+    dv.setUint16(p + 21, tables.length, true);
+    this.pos = p + FORGET_FIXED_BYTES;
+    for (let i = 0; i < tables.length; i++) {
+      if (!(tables[i] >= 0 && tables[i] <= PUSH_INDEX_MAX)) fail('table index out of range');
+      this.#ensure(2);
+      this.#dv.setUint16(this.pos, tables[i], true);
+      this.pos += 2;
+      this.str(keys[i]);
+    }
+    if (everyKey !== null) this.str(everyKey);
+    this.#close();
+  }
+
   /** An INSTALL frame ahead of every frame written so far (a registry re-installed on a replaced shard thread). */
   prependInstall(lsn: number, registryVersion: number): void {
     assert(this.#frameStart < 0, 'prependInstall inside a frame');
@@ -421,7 +454,8 @@ export function pushWellFormed(buf: Buffer, body: number, end: number): boolean 
   return p === end;
 }
 
-function skipStr(buf: Buffer, p: number, end: number): number {
+/** Offset after the str at `p` (tag, u32 length, bytes), or -1 when it is not one that ends by `end`. */
+export function skipStr(buf: Buffer, p: number, end: number): number {
   if (p + 5 > end) return -1;
   const tag = buf[p];
   if (tag !== TAG_STR_ASCII && tag !== TAG_STR_UTF8 && tag !== TAG_STR_UTF16) return -1;

@@ -9,6 +9,7 @@
  *   RESET   (3): [u64 lsn][u32 registryVersion]
  *   PUSH    (4): [u64 lsn][u64 timeMs][u32 registryVersion][u16 eventIndex]... (push_record.ts)
  *   SEGMENT (5): [u64 prevLsn]         (first frame of a segment; not in the lsn sequence)
+ *   FORGET  (7): [u64 lsn][u64 timeMs][u32 registryVersion][u8 flags][u16 entries]... (forget_record.ts)
  *   JSON   (16): [utf8 JSON]            (registry log only; no lsn)
  *
  * EVENT is the format before PUSH (the envelope text, parsed again by the shard):
@@ -27,6 +28,7 @@ import {
   FRAME_TYPE_BYTES,
   RECORD_BYTES_MAX,
   RECORD_TYPE_EVENT,
+  RECORD_TYPE_FORGET,
   RECORD_TYPE_INSTALL,
   RECORD_TYPE_JSON,
   RECORD_TYPE_PUSH,
@@ -39,6 +41,7 @@ import {
 } from './constants';
 import { crc32c } from './crc32c';
 import { pushWellFormed } from './push_record';
+import { forgetWellFormed } from './forget_record';
 
 export interface EventRecord {
   type: typeof RECORD_TYPE_EVENT;
@@ -71,7 +74,17 @@ export interface PushRecord {
   body: number;
   end: number;
 }
-export type WalRecord = EventRecord | InstallRecord | ResetRecord | PushRecord;
+/** A FORGET record, not decoded (forget_record.ts decodeForget reads `buf` from `body`). */
+export interface ForgetRecord {
+  type: typeof RECORD_TYPE_FORGET;
+  lsn: number;
+  timeMs: number;
+  registryVersion: number;
+  buf: Buffer;
+  body: number;
+  end: number;
+}
+export type WalRecord = EventRecord | InstallRecord | ResetRecord | PushRecord | ForgetRecord;
 
 const TWO_POW_32 = 2 ** 32;
 /** Largest high word of a u64 that is still a JS safe integer. */
@@ -313,13 +326,14 @@ function segmentWellFormed(buf: Buffer, body: number, end: number): boolean {
 
 export const WAL_CODEC: FrameCodec = {
   knows: (type) => type === RECORD_TYPE_PUSH || type === RECORD_TYPE_EVENT || type === RECORD_TYPE_INSTALL || type === RECORD_TYPE_RESET
-    || type === RECORD_TYPE_SEGMENT,
+    || type === RECORD_TYPE_SEGMENT || type === RECORD_TYPE_FORGET,
   wellFormed(buf, body, end) {
     const type = buf[body];
     if (type === RECORD_TYPE_PUSH) return pushWellFormed(buf, body, end);
     if (type === RECORD_TYPE_EVENT) return eventWellFormed(buf, body, end);
     if (type === RECORD_TYPE_INSTALL || type === RECORD_TYPE_RESET) return versionWellFormed(buf, body, end);
     if (type === RECORD_TYPE_SEGMENT) return segmentWellFormed(buf, body, end);
+    if (type === RECORD_TYPE_FORGET) return forgetWellFormed(buf, body, end);
     return false;
   },
   // A SEGMENT frame is outside the lsn sequence: "no lsn", like a registry entry.
@@ -340,6 +354,9 @@ export function decodeWalRecord(buf: Buffer, body: number, end: number): WalReco
   const lsn = readU64(buf, p);
   if (type === RECORD_TYPE_PUSH) {
     return { type: RECORD_TYPE_PUSH, lsn, timeMs: readU64(buf, p + 8), registryVersion: buf.readUInt32LE(p + 16), buf, body, end };
+  }
+  if (type === RECORD_TYPE_FORGET) {
+    return { type: RECORD_TYPE_FORGET, lsn, timeMs: readU64(buf, p + 8), registryVersion: buf.readUInt32LE(p + 16), buf, body, end };
   }
   if (type === RECORD_TYPE_EVENT) {
     const nameBytes = buf.readUInt16LE(p + 20);

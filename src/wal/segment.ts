@@ -286,6 +286,22 @@ export class WalWriter {
   }
 
   /**
+   * Closes the open segment (synced) and opens the next one at once, named after
+   * the next lsn, so every record appended so far is in closed segments that
+   * deleteSegmentsCoveredBy can remove once a snapshot covers them. A forget needs
+   * that (docs/durability.md "Forgetting an entity"): the segment holding an erased
+   * entity's pushes must not stay open for as long as traffic is light. A no-op
+   * when the open segment holds no record yet. Throws the fs error.
+   */
+  startSegment(): void {
+    assert(!this.#closed, 'startSegment after close');
+    if (this.#lastLsn < 0) return; // nothing was ever written
+    if (this.#tailDirty) this.#repairTail();
+    if (this.#fd === NO_FD) this.#createSegment(this.#lastLsn + 1);
+    else if (this.#segmentBytes > SEGMENT_HEADER_FRAME_BYTES) this.#rotate(this.#lastLsn + 1);
+  }
+
+  /**
    * For /reset: deletes every segment; the next append starts a fresh one. lsns may
    * start again from any value afterwards. Throws SfError wal_truncate_failed.
    */

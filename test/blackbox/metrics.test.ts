@@ -61,6 +61,7 @@ const FAMILIES: Record<string, string> = {
   nodejs_eventloop_lag_p99_seconds: 'gauge', nodejs_eventloop_lag_max_seconds: 'gauge',
   streamfeat_push_total: 'counter', streamfeat_push_replay_total: 'counter', streamfeat_get_total: 'counter', streamfeat_batch_get_total: 'counter',
   streamfeat_batch_get_entries_total: 'counter', streamfeat_register_total: 'counter', streamfeat_reset_total: 'counter',
+  streamfeat_forget_total: 'counter', streamfeat_forget_rows_total: 'counter',
   streamfeat_http_requests_total: 'counter', streamfeat_errors_total: 'counter',
   streamfeat_completion_errors_total: 'counter', streamfeat_dedupe_full_total: 'counter',
   streamfeat_push_latency_seconds: 'histogram', streamfeat_get_latency_seconds: 'histogram', streamfeat_batch_get_latency_seconds: 'histogram',

@@ -4,7 +4,7 @@
  * compile, tsc reports the unused directive and the suite fails. The rest must
  * compile. test/unit/client/types.test.ts checks the reasons one by one.
  */
-import { Client, agg, col, datetime, event, f64, i64, int, optional, ref, str, table } from '../../src/client';
+import { Client, EVERY_TABLE, agg, col, datetime, event, f64, i64, int, optional, ref, str, table } from '../../src/client';
 import type { KeyOfTable, PushData, RowOf } from '../../src/client';
 
 const Txn = event('Txn', { user: str, amount: f64, n: i64, at: optional(datetime), country: optional(String) });
@@ -36,6 +36,12 @@ export async function fixture(sf: Client): Promise<void> {
   const anyFeature = byName.whatever; // untyped row: any feature name
   const [a, b] = await sf.batchGet([{ table: UserSpend, key: 'u1' }, { table: 'Other', key: 1 }] as const);
   void [total, n, last, recent, onlyN, pair, anyFeature, a, b];
+  const gone = await sf.forget(UserSpend, 'u1');
+  const removed: number = gone.removed + (gone.tables.UserSpend ?? 0);
+  await sf.forget(Pair, ['u1', 'US']);
+  await sf.forget(EVERY_TABLE, 'u1');
+  await sf.forget([UserSpend, 'Other'], 'u1');
+  void removed;
 
   const data: PushData<typeof Txn> = { user: 'u', amount: 1, n: 1 };
   const r: RowOf<typeof UserSpend> = { n: 1, total: null, last_country: null, recent: [] };
@@ -69,6 +75,10 @@ export async function fixture(sf: Client): Promise<void> {
   await sf.get(UserSpend, 42);
   // @ts-expect-error -- Pair's key has two parts
   await sf.get(Pair, 'u1');
+  // @ts-expect-error -- forget takes the table's key type too
+  await sf.forget(UserSpend, 42);
+  // @ts-expect-error -- Pair's key has two parts, for forget as for get
+  await sf.forget(Pair, 'u1');
   // @ts-expect-error -- select names a column Txn lacks
   Txn.select('nope');
   // @ts-expect-error -- after rename, `user` is `who`

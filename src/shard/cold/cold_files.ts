@@ -35,6 +35,8 @@ import type { ColdStore } from './cold_store';
 import { hashKey, KeyIndex } from './key_index';
 
 const HEADER_BYTES = 14;
+/** Store id of a scrubbed record (scrub): no table's store has it, ids start at 1. */
+const SCRUBBED_STORE = 0;
 
 interface Segment {
   id: number;
@@ -74,6 +76,8 @@ export class ColdFileStats {
   corrupt = 0;
   compactedSegments = 0;
   compactedBytes = 0;
+  /** Records of forgotten entities overwritten in place (scrub). */
+  scrubbed = 0;
 }
 
 export class ColdFiles {
@@ -81,7 +85,7 @@ export class ColdFiles {
   readonly #segs = new Map<number, Segment>();
   #active: Segment | null = null;
   #nextSeg = 1;
-  #nextStore = 1;
+  #nextStore = SCRUBBED_STORE + 1;
   readonly #stores = new Map<number, DiskColdStore>();
   #pending: Pending[] = [];
   #pendingBytes = 0;
@@ -208,6 +212,33 @@ export class ColdFiles {
   release(segId: number, len: number): void {
     const seg = this.#segs.get(segId);
     if (seg !== undefined) seg.live -= len;
+  }
+
+  /**
+   * Overwrites the record at (seg, off, len) with one of the same length that
+   * holds nothing (no store, no key, zeros), so a forgotten entity's bytes do not
+   * wait in the file for compaction; scans and compaction step over it as over a
+   * record of a dropped table. The caller has taken the record out of its index. A
+   * failed write is logged and counted: the record is dead already (nothing reads
+   * it), and the directory is emptied at boot. Returns whether it was overwritten.
+   */
+  scrub(segId: number, off: number, len: number): boolean {
+    const seg = this.#segs.get(segId);
+    if (seg === undefined || len < HEADER_BYTES) return false;
+    const rec = Buffer.alloc(len);
+    rec.writeUInt32LE(len, 0);
+    rec.writeUInt32LE(SCRUBBED_STORE, 4);
+    rec.writeUInt32LE(crc32c(rec, 12, len), 8);
+    try {
+      let done = 0;
+      while (done < len) done += this.fs.writeSync(seg.fd, rec, done, len - done, off + done);
+    } catch (err) {
+      this.stats.writeErrors++;
+      this.log?.error({ kind: 'shard.cold_store_scrub_failed', dir: this.dir, segment: segId, offset: off, err: String(err) }, 'a forgotten entity\'s cold record could not be overwritten; it is unreadable and goes with compaction or the next boot');
+      return false;
+    }
+    this.stats.scrubbed++;
+    return true;
   }
 
   /** The record at (seg, off, len), checked; null when the bytes are not a valid record. */
@@ -443,6 +474,22 @@ export class DiskColdStore implements ColdStore {
 
   delete(key: string): boolean {
     return this.take(key) !== undefined;
+  }
+
+  erase(key: string): boolean {
+    // A queued entity is written first, so that its one record is the one overwritten
+    // below (a queued write is not cancelled: it would land after the erase).
+    if (this.#resident.has(key)) this.files.flush();
+    const resident = this.#dropResident(key);
+    const slot = this.#locate(key);
+    if (slot < 0) return resident !== undefined;
+    const seg = this.#index.seg(slot);
+    const off = this.#index.off(slot);
+    const len = this.#index.len(slot);
+    this.files.release(seg, len);
+    this.#index.removeAt(slot);
+    this.files.scrub(seg, off, len);
+    return true;
   }
 
   /**

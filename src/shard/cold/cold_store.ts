@@ -19,6 +19,11 @@ export interface ColdStore {
   take(key: string): Buffer | undefined;
   set(key: string, frozen: Buffer): void;
   delete(key: string): boolean;
+  /**
+   * delete() for a forget: the entity must not stay readable anywhere this store
+   * wrote it (the disk store overwrites its record). True when there was one.
+   */
+  erase(key: string): boolean;
   /** Every entity (disk: a sequential scan of the segments). Deleting while iterating is allowed. */
   entries(): IterableIterator<[string, Buffer]>;
   keys(): IterableIterator<string>;
@@ -62,6 +67,10 @@ export class MemColdStore implements ColdStore {
     if (old === undefined) return false;
     this.#bytes -= old.length + key.length * 2;
     return this.#map.delete(key);
+  }
+
+  erase(key: string): boolean {
+    return this.delete(key);
   }
 
   entries(): IterableIterator<[string, Buffer]> {

@@ -13,10 +13,11 @@ import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import type { Logger } from '../../log';
 import type { RegistryState } from '../../registry/model';
 import type { ShardInit } from '../../protocol/messages';
-import { deleteAllSnapshots, faultyFs, fsError, realFs, type FaultCode, RecordEncoder, RECORD_TYPE_EVENT, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, WalWriter, SnapshotStream, writeSnapshot, type FaultyFs, type RecoveryLogEntry, type RecoveryProgress, type SnapshotWriteResult, type WalRecord } from '../../wal';
+import { deleteAllSnapshots, faultyFs, fsError, realFs, type FaultCode, RecordEncoder, RECORD_TYPE_EVENT, RECORD_TYPE_FORGET, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, SNAPSHOT_KEEP_DEFAULT, WalWriter, SnapshotStream, writeSnapshot, type FaultyFs, type RecoveryLogEntry, type RecoveryProgress, type SnapshotWriteResult, type WalRecord } from '../../wal';
 import { EVIDENCE_CASES, formatEvidence, registryKnownOf, type ShardAudit } from '../../wal/loss';
 import { recoverShardFiles } from '../../wal/audit';
 import { PushApplier } from '../state/push_apply';
+import { applyForget } from '../state/forget_apply';
 import { RECOVERY_PROGRESS_INTERVAL_MS, RECOVERY_PROGRESS_RECORDS_STRIDE, SNAPSHOT_LOOP_DELAY_RESOLUTION_MS, SNAPSHOT_SLICE_MS, WAL_ERROR_LOG_INTERVAL_MS } from '../../limits';
 import { RepeatedLine } from '../../log_throttle';
 import type { ShardState } from '../state/state';
@@ -55,6 +56,16 @@ export class ShardStore {
   pendingSyncError: string | null = null;
   /** Bumped by truncateAll: a snapshot write that started before a reset must not survive it. */
   #resetGeneration = 0;
+  /**
+   * Highest lsn of a forget applied (live or replayed), and the highest whose
+   * entity no snapshot or WAL segment holds any more (#beginScrub): while the first
+   * is ahead, the next snapshot also removes what came before it.
+   */
+  #forgetLsn = 0;
+  #scrubbedLsn = 0;
+  /** The snapshot job that removes older files once written, and the forget lsn it covers. */
+  #scrubJob: SnapshotJob | null = null;
+  #scrubLsn = 0;
   /** Test hook only (SERVICE_FAULT_WAL_FILE); null in production. */
   #faults: FaultyFs | null = null;
   #failTruncate = false;
@@ -92,6 +103,7 @@ export class ShardStore {
     const history = new Map<number, RegistryState>(init.history.map((s) => [s.version, s]));
     log.info({ kind: 'shard.recovery_started', shard: init.shardId });
     let records = 0;
+    let forgetLsn = 0;
     const bad: BadRecords = { count: 0, firstLsn: 0, lastLsn: 0 };
     // Progress at least every RECOVERY_PROGRESS_INTERVAL_MS: a long replay (48 s for
     // 10M events) must not look like a hang. The clock is read once per stride.
@@ -112,6 +124,7 @@ export class ShardStore {
       },
       onRecord: (r: WalRecord) => {
         records++;
+        if (r.type === RECORD_TYPE_FORGET && r.lsn > forgetLsn) forgetLsn = r.lsn;
         replay(state, pushes, dedupe, history, r, bad);
         if (records % RECOVERY_PROGRESS_RECORDS_STRIDE === 0 && performance.now() >= nextReportMs) {
           nextReportMs = performance.now() + RECOVERY_PROGRESS_INTERVAL_MS;
@@ -138,6 +151,8 @@ export class ShardStore {
     });
     const store = new ShardStore(init, walDir, snapDir, wal, log, clock);
     store.#faults = faults;
+    // A forget replayed here is one whose files the next snapshot has yet to remove.
+    store.#forgetLsn = forgetLsn;
     store.#lastSnapshotLsn = snapshotLsn;
     store.snapshotStats.lastSuccessMs = snapshotCreatedMs;
     const info = { lastLsn, records, snapshotLsn, ms: Math.round(performance.now() - t0), resumeSkippedBytes: report.resumeSkippedBytes };
@@ -227,8 +242,38 @@ export class ShardStore {
     this.#pauses?.disable();
     this.#pauses = monitorEventLoopDelay({ resolution: SNAPSHOT_LOOP_DELAY_RESOLUTION_MS });
     this.#pauses.enable();
+    const scrub = this.#beginScrub();
+    const keep = scrub === 0 ? SNAPSHOT_KEEP_DEFAULT : 1;
     // Batches are appended and applied in one turn: the WAL's position is inside what the job captures.
-    return new SnapshotJob(state, null, this.#faults === null ? new SnapshotStream(this.#snapDir, meta, { nowMs: () => this.clock.nowMs() }) : undefined, this.#wal.position());
+    const job = new SnapshotJob(state, null, this.#faults === null ? new SnapshotStream(this.#snapDir, meta, { nowMs: () => this.clock.nowMs(), keep }) : undefined, this.#wal.position());
+    this.#scrubJob = scrub === 0 ? null : job;
+    this.#scrubLsn = scrub;
+    return job;
+  }
+
+  /** A forget was applied (or replayed) at `lsn`: the next snapshot removes the files that predate it (#beginScrub). */
+  forgotten(lsn: number): void {
+    if (lsn > this.#forgetLsn) this.#forgetLsn = lsn;
+  }
+
+  /**
+   * When a forget is newer than the last scrub: closes the WAL segment now (every
+   * record so far, the forgotten entities' pushes included, is then in closed
+   * segments) and answers the forget lsn the snapshot being begun covers (its start
+   * lsn is the applied lsn, at or past it); 0 when there is nothing to scrub, or
+   * the segment could not be closed (the next snapshot tries again). Once that
+   * snapshot is durable, #written removes every older snapshot and the segments it
+   * covers (docs/durability.md "Forgetting an entity").
+   */
+  #beginScrub(): number {
+    if (this.#forgetLsn <= this.#scrubbedLsn) return 0;
+    try {
+      this.#wal.startSegment();
+    } catch (err) {
+      this.log.warn({ kind: 'wal.forget_scrub_deferred', shard: this.init.shardId, err: String(err) }, 'the WAL segment could not be closed for a forget; the next snapshot tries again');
+      return 0;
+    }
+    return this.#forgetLsn;
   }
 
   #snapshotDue(state: ShardState): boolean {
@@ -240,11 +285,14 @@ export class ShardStore {
   /** Shutdown: the whole snapshot now, blocking the shard (nothing else is coming). */
   snapshotNow(state: ShardState, dedupe: DedupeLog): void {
     if (!this.#snapshotDue(state)) return;
+    const scrub = this.#beginScrub();
     const job = new SnapshotJob(state, null, undefined, this.#wal.position());
+    this.#scrubJob = scrub === 0 ? null : job;
+    this.#scrubLsn = scrub;
     job.step(Number.POSITIVE_INFINITY);
     const { body, rawBytes } = job.finish(dedupe, this.clock.nowMs());
     this.syncIfDirty();
-    const res = writeSnapshot(this.#snapDir, { lsn: job.startLsn, registryVersion: job.registryVersion }, body, this.#writeOptions());
+    const res = writeSnapshot(this.#snapDir, { lsn: job.startLsn, registryVersion: job.registryVersion }, body, this.#writeOptions(scrub === 0 ? SNAPSHOT_KEEP_DEFAULT : 1));
     this.#written(job, state, res, rawBytes);
   }
 
@@ -272,7 +320,7 @@ export class ShardStore {
       } else {
         const out = job.finish(dedupe, this.clock.nowMs());
         rawBytes = out.rawBytes;
-        res = writeSnapshot(this.#snapDir, { lsn: job.startLsn, registryVersion: job.registryVersion }, out.body, this.#writeOptions());
+        res = writeSnapshot(this.#snapDir, { lsn: job.startLsn, registryVersion: job.registryVersion }, out.body, this.#writeOptions(job === this.#scrubJob ? 1 : SNAPSHOT_KEEP_DEFAULT));
       }
     } catch (err) {
       if (gen === this.#resetGeneration) throw err;
@@ -283,9 +331,9 @@ export class ShardStore {
     this.#written(job, state, res, rawBytes);
   }
 
-  /** A snapshot header's time is server time, like every time the data dir holds. */
-  #writeOptions(): { nowMs: number; fs?: FaultyFs } {
-    return this.#faults === null ? { nowMs: this.clock.nowMs() } : { nowMs: this.clock.nowMs(), fs: this.#faults };
+  /** A snapshot header's time is server time, like every time the data dir holds. `keep`: snapshots left after it. */
+  #writeOptions(keep: number): { nowMs: number; keep: number; fs?: FaultyFs } {
+    return this.#faults === null ? { nowMs: this.clock.nowMs(), keep } : { nowMs: this.clock.nowMs(), keep, fs: this.#faults };
   }
 
   #written(job: SnapshotJob, state: ShardState, res: { bytes: number; compressMs: number; writeMs: number }, rawBytes: number): void {
@@ -298,9 +346,16 @@ export class ShardStore {
     ss.lastBytes = res.bytes;
     ss.lastEntities = job.entities;
     ss.written++;
-    this.#olderSnapshotLsn = this.#lastSnapshotLsn;
+    // After a forget the snapshot written was the only one kept (keep 1): older ones, and the
+    // segments before it, held the forgotten entities. Otherwise the WAL is kept back to the
+    // older of the two snapshots: a corrupt newest one falls back to it.
+    const scrubbed = job === this.#scrubJob;
+    this.#olderSnapshotLsn = scrubbed ? job.startLsn : this.#lastSnapshotLsn;
     this.#lastSnapshotLsn = job.startLsn;
-    // The WAL is kept back to the older of the two snapshots: a corrupt newest one falls back to it.
+    if (scrubbed) {
+      this.#scrubJob = null;
+      if (this.#scrubLsn > this.#scrubbedLsn) this.#scrubbedLsn = this.#scrubLsn;
+    }
     // Off the shard thread where it can be: unlinking a 64 MB segment blocks 8-13 ms (file_ops retireFile).
     const retire = this.#faults === null ? (name: string) => retireFile(this.#walDir, name) : null;
     const t0 = performance.now();
@@ -312,7 +367,7 @@ export class ShardStore {
       kind: 'shard.snapshot', shard: this.init.shardId, lsn: job.startLsn, entities: job.entities, cold: state.coldCount(),
       encodeMs: Math.round(job.encodeMs), maxSliceMs: Math.round(job.maxSliceMs * 10) / 10,
       ...(pauses === null ? {} : { loopDelayMaxMs: Math.round(pauses.max / 1e5) / 10, loopDelayP99Ms: Math.round(pauses.percentile(99) / 1e5) / 10 }), compressMs: Math.round(res.compressMs), writeMs: Math.round(res.writeMs),
-      bytes: res.bytes, raw_bytes: rawBytes, segments_deleted: deleted, durationMs,
+      bytes: res.bytes, raw_bytes: rawBytes, segments_deleted: deleted, durationMs, ...(scrubbed ? { forget_scrub_lsn: this.#scrubLsn } : {}),
     });
   }
 
@@ -339,6 +394,10 @@ export class ShardStore {
     this.#lastSnapshotLsn = 0;
     this.#olderSnapshotLsn = 0;
     this.#pendingSnapshotLsn = 0;
+    // Every file went: nothing of a forgotten entity is left to remove.
+    this.#forgetLsn = 0;
+    this.#scrubbedLsn = 0;
+    this.#scrubJob = null;
   }
 
   /** The event-loop delay histogram of the periodic snapshot that ends, if one ran. */
@@ -420,6 +479,17 @@ function replay(state: ShardState, pushes: PushApplier, dedupe: DedupeLog, histo
       ? pushes.apply(r.buf, r.body, dedupe)
       : state.applyText(r.event, r.rowJson, r.timeMs, r.lsn, r.registryVersion, dedupe);
     if (!ok) {
+      if (bad.count++ === 0) bad.firstLsn = r.lsn;
+      bad.lastLsn = r.lsn;
+    }
+    return;
+  }
+  if (r.type === RECORD_TYPE_FORGET) {
+    if (r.registryVersion !== state.registryVersion) {
+      const reg = history.get(r.registryVersion);
+      if (reg !== undefined) state.install(reg);
+    }
+    if (applyForget(state, r.buf, r.body) === null) {
       if (bad.count++ === 0) bad.firstLsn = r.lsn;
       bad.lastLsn = r.lsn;
     }

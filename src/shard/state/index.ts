@@ -4,6 +4,7 @@
  *   state.ts         ShardState: per table the columns and the entity index, the
  *                    registry plans, installs, reads, cold sweeps, memory limit
  *   push_apply.ts    PUSH records (live or replayed) -> ShardState.applyFeed
+ *   forget_apply.ts  FORGET records (live or replayed) -> TableState.forget
  *   entity_index.ts  key bytes -> slot, per slot the key, last time and LSN
  *   probe_table.ts   the open-addressing tables under the entity index, the
  *                    intern tables and the cold index

@@ -97,6 +97,17 @@ export class TableState {
     return false;
   }
 
+  /**
+   * A forget: the entity of `key` goes, hot or frozen, without thawing it (a frozen
+   * one is also overwritten where the disk cold store holds it, cold_store.ts
+   * erase). True when there was one.
+   */
+  forget(key: string): boolean {
+    const hot = this.cols.remove(key);
+    const cold = this.cold.size > 0 && this.cold.erase(key);
+    return hot || cold;
+  }
+
   /** Replaces the (empty) columns by another layout of the same plan (snapshot restore). */
   replaceColumns(cols: TableColumns): void {
     assert(this.cols.size === 0 && this.cold.size === 0, 'layout replaced under live entities');

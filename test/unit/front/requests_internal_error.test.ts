@@ -37,7 +37,7 @@ function throwingFront(): { front: Front; logged: unknown[] } {
     version: VERSION,
     log: { error: (o: unknown) => { logged.push(o); } },
     fail(reply: Reply, e: ErrorPayload, withVersion = true): void { reply.error(e.code, e.detail, withVersion ? VERSION : undefined); },
-    ping: boom, push: boom, pushBytes: boom, get: boom, batchGet: boom,
+    ping: boom, push: boom, pushBytes: boom, get: boom, batchGet: boom, forget: boom,
     control: { reset: boom, register: boom },
   };
   return { front: stand as unknown as Front, logged };
@@ -45,6 +45,7 @@ function throwingFront(): { front: Front; logged: unknown[] } {
 
 const BODIES: Record<RequestKind, string> = {
   push: '{"event":"E","data":{}}', get: '{"table":"T","key":"k"}', batch_get: '{"requests":[]}', register: '{"nodes":[]}', ping: '', reset: '',
+  forget: '{"table":"T","key":"k"}',
 };
 
 test('internal_error carries registry_version exactly for the request kinds whose errors carry it', () => {
@@ -59,11 +60,11 @@ test('internal_error carries registry_version exactly for the request kinds whos
     else assert.ok(!('registry_version' in env), `${kind}: ${reply.answers[0]}`);
     assert.equal(logged.length, 1, `${kind}: logged once`);
   }
-  assert.deepEqual((['push', 'register', 'ping', 'reset', 'get', 'batch_get'] as RequestKind[]).map(errorCarriesVersion), [true, true, true, true, false, false]);
+  assert.deepEqual((['push', 'register', 'ping', 'reset', 'forget', 'get', 'batch_get'] as RequestKind[]).map(errorCarriesVersion), [true, true, true, true, true, false, false]);
 });
 
 test('internal_error of a body kind has the same envelope as its invalid_json_body', () => {
-  for (const kind of ['push', 'get', 'batch_get'] as RequestKind[]) {
+  for (const kind of ['push', 'get', 'batch_get', 'forget'] as RequestKind[]) {
     const bad = new RecordingReply();
     handleRequest(throwingFront().front, kind, '{not json', bad);
     const thrown = new RecordingReply();

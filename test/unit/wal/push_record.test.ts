@@ -401,7 +401,7 @@ test('WAL round trip: sealed frames written with one append recover byte for byt
     }
     const check = checkWalDir(dir);
     assert.equal(check.ok, true);
-    assert.deepEqual(check.types, { push: 500, event: 1, install: 0, reset: 0 }, 'wal-check tells the formats apart');
+    assert.deepEqual(check.types, { push: 500, event: 1, install: 0, reset: 0, forget: 0 }, 'wal-check tells the formats apart');
     assert.match(formatWalCheckReport(check), /500 push, 1 event \(old format\)/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
