@@ -131,12 +131,18 @@ export const KEY_FIELDS_MAX = 16;
 /** Canonical entity key, UTF-8 bytes: push -> invalid_event, get -> key_parse_failure. */
 export const KEY_BYTES_MAX = 1_024;
 /**
- * A pushed str or bytes value, UTF-8 bytes (invalid_event). Stored strings
- * (last_n, top_k, string min/max, categories...) are pushed values or derived from
- * them, so this bounds each stored string; a derived concatenation longer than this
- * evaluates to null.
+ * A pushed str or bytes value, UTF-8 bytes (invalid_event), by default
+ * (SERVICE_MAX_STRING_BYTES, --max-string-bytes; the thread's value is in
+ * string_cap.ts). Stored strings (last_n, top_k, string min/max, categories...) are
+ * pushed values or derived from them, so the cap bounds each stored string; a
+ * derived concatenation longer than it evaluates to null. 1 MiB: a quarter of a push
+ * body (HTTP_BODY_BYTES_MAX), so texts, prompts, stack traces and documents pass
+ * while one value, even JSON-escaped, stays far below RESPONSE_BYTES_MAX
+ * (docs/limits.md says what it costs in memory and when to lower it).
  */
-export const STRING_VALUE_BYTES_MAX = 4_096;
+export const STRING_VALUE_BYTES_MAX_DEFAULT = 1024 * 1024;
+/** Largest --max-string-bytes accepted (16 MiB - 1): one value must fit one WAL record (asserted below). */
+export const STRING_VALUE_BYTES_MAX_LIMIT = 2 ** 24 - 1;
 /** JSON answer of one get or batch_get, bytes (response_too_large). */
 export const RESPONSE_BYTES_MAX = 32 * 1024 * 1024;
 
@@ -367,8 +373,9 @@ assert(TOP_K_K_DEFAULT <= TOP_K_K_MAX);
 assert(REGISTER_NODES_MAX <= REGISTRY_NODES_MAX);
 assert(REGISTRY_NODE_BYTES_MAX <= REGISTRY_BYTES_MAX);
 assert(TABLE_FEATURES_MAX <= REGISTRY_FEATURES_MAX);
-assert(KEY_BYTES_MAX <= STRING_VALUE_BYTES_MAX, 'a one-field key is a pushed value');
-assert(RESPONSE_BYTES_MAX >= 4 * STRING_VALUE_BYTES_MAX * BUFFER_N_MAX, 'one stored buffer of strings fits an answer');
+assert(KEY_BYTES_MAX <= STRING_VALUE_BYTES_MAX_DEFAULT, 'a one-field key is a pushed value');
+assert(RESPONSE_BYTES_MAX >= 6 * STRING_VALUE_BYTES_MAX_DEFAULT, 'one stored value fits an answer, each byte JSON-escaped (\\u00XX)');
+assert(STRING_VALUE_BYTES_MAX_LIMIT <= WAL_RECORD_BYTES_MAX, 'one value fits one WAL record');
 assert(BLOOM_FPR_MIN > 0 && BLOOM_FPR_MIN < 1);
 
 /** Admin: how often the front asks every shard and the coordinator for their figures (admin/stats.ts). */

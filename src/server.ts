@@ -77,6 +77,7 @@ import type { CoordinatorInit, ShardInit } from './protocol/messages';
 import { runCoordinator, startCoordinatorPool } from './protocol/coordinator_calls';
 import { runShardHello, startShardPool } from './protocol/shard_calls';
 import { startTimeline } from './timeline';
+import { setStringBytesMax } from './string_cap';
 
 export { Lifecycle };
 
@@ -169,7 +170,11 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
       log.warn({ kind: 'server.admin_exposed', addr: addr(config.adminAddr.host, admin.port) }, 'the admin sidecar has no authentication and is bound to a non-loopback address (docs/security.md)');
     }
   }
-  const coordinatorInit: CoordinatorInit = { dataDir: config.dataDir, memoryOnly: config.memoryOnly, memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel };
+  // The front is this thread: its string cap is set before it compiles a registry (string_cap.ts).
+  setStringBytesMax(config.stringBytesMax);
+  const coordinatorInit: CoordinatorInit = {
+    dataDir: config.dataDir, memoryOnly: config.memoryOnly, memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel, stringBytesMax: config.stringBytesMax,
+  };
   const coordinator = startCoordinatorPool(coordinatorInit);
   const first = await runCoordinator(coordinator, { kind: 'state' });
   if (!first.ok) throw new Error(`coordinator failed to start: ${first.error.code}`);
@@ -178,7 +183,7 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
     const init: ShardInit = {
       shardId: i, shardCount: config.shards, dataDir: config.dataDir, memoryOnly: config.memoryOnly,
       memoryLimitBytes: Math.floor(config.memoryLimitBytes / config.shards),
-      memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel, walSync: config.walSync,
+      memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel, stringBytesMax: config.stringBytesMax, walSync: config.walSync,
       walSyncTimeoutMs: config.walSyncTimeoutMs, walSyncIntervalMs: config.walSyncIntervalMs,
       walSegmentBytesMax: config.walSegmentBytesMax, faultFile: config.faultFile, history: first.history, current: first.state,
       partitions: config.cluster?.partitions ?? 0,

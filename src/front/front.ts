@@ -21,7 +21,7 @@ import { parseWireKey } from '../registry/key';
 import type { RegistryState } from '../registry/model';
 import { ITEM_GET, type ErrorPayload, type NonPushItem } from '../protocol/messages';
 import { ShardChannel, type Sink } from './channel';
-import { PushRoute, shardOfKey, targetCount, targetsOf } from './routing';
+import { dropFrames, PushRoute, shardOfKey, targetCount, targetsOf } from './routing';
 import { PushText } from './push_text';
 import { FrontControl, type ControlHost } from './control';
 import { LsnCounter } from './lsn';
@@ -32,7 +32,7 @@ import { PushDedupe } from './dedupe';
 import { PushCtx, PushCtxPool, type PushDone } from './push';
 import type { Reply } from './reply';
 import type { Auth } from './auth';
-import { DEDUPE_ENTRIES_MAX, KEY_BYTES_MAX } from '../limits';
+import { DEDUPE_ENTRIES_MAX, KEY_BYTES_MAX, WAL_RECORD_BYTES_MAX } from '../limits';
 import { VERSION } from '../version';
 
 /** `"server_version":"x.y.z"` of the ping answer, built once. */
@@ -72,6 +72,8 @@ export class Front implements PushDone, ControlHost {
   readonly #route = new PushRoute();
   /** Reads common push bodies from their bytes, without JSON.parse (push_text.ts). */
   readonly #reader = new PushText();
+  /** pushBytes(): where each shard's record began in its writer. */
+  readonly #starts: number[] = [];
   /** Contexts of answered pushes, reused (push.ts PushCtxPool). */
   readonly #ctxPool = new PushCtxPool(this);
   readonly #flushAll = (): void => {
@@ -242,7 +244,12 @@ export class Front implements PushDone, ControlHost {
     const lsn = this.lsn.take();
     const mask = targetsOf(route.mask, lsn, n);
     const ctx = this.#ctxPool.take(lsn, reg.version, reply, targetCount(mask), startMs, dedupe, plan.name, dedupeValue);
-    route.dispatch(this.channels, mask, plan, lsn, t, reg.version, recorded, ctx);
+    if (route.dispatch(this.channels, mask, plan, lsn, t, reg.version, recorded, ctx) < 0) {
+      this.#ctxPool.give(ctx);
+      if (dedupe !== null) this.dedupe.failed(dedupe, plan.name, dedupeValue);
+      this.#failWith(reply, 'invalid_event', { message: `the push would be logged as a record over ${WAL_RECORD_BYTES_MAX} bytes (WAL_RECORD_BYTES_MAX): its tables read more values than that; push less, or read large values from fewer tables`, path: 'data' });
+      return;
+    }
     this.schedule();
   }
 
@@ -271,12 +278,19 @@ export class Front implements PushDone, ControlHost {
     // implement needs no closure or allocation, but its write call turns polymorphic
     // once the server has run both kinds of push, which measured 15-35 ns more per
     // push here (~3% of parse + route + write, CPU time) to save six lines.
+    const starts = this.#starts;
     for (let s = 0; s < n; s++) {
       if ((mask & (1 << s)) === 0) continue;
-      const ch = this.channels[s];
-      reader.write(ch.pushWriter, s, ev, b, lsn, t, reg.version);
-      ch.enqueuePush(ctx);
+      const w = this.channels[s].pushWriter;
+      starts[s] = w.pos;
+      if (reader.write(w, s, ev, b, lsn, t, reg.version) < 0) {
+        // A record over RECORD_BYTES_MAX: the JSON.parse path refuses it with its code.
+        dropFrames(this.channels, mask, s, starts);
+        this.#ctxPool.give(ctx);
+        return false;
+      }
     }
+    for (let s = 0; s < n; s++) if ((mask & (1 << s)) !== 0) this.channels[s].enqueuePush(ctx);
     this.schedule();
     return true;
   }

@@ -21,6 +21,8 @@ export interface CoordinatorInit {
   memoryOnly: boolean;
   memoryGovEnforce: boolean;
   logLevel: string;
+  /** --max-string-bytes (string_cap.ts; applied by coordinatorInit()). */
+  stringBytesMax: number;
 }
 
 export type CoordinatorTask =
@@ -320,6 +322,8 @@ export interface ShardInit {
   memoryLimitBytes: number;
   memoryGovEnforce: boolean;
   logLevel: string;
+  /** --max-string-bytes (string_cap.ts; applied by shardInit()). */
+  stringBytesMax: number;
   walSync: 'batch' | 'always';
   walSyncTimeoutMs: number;
   walSyncIntervalMs: number;

@@ -17,6 +17,7 @@ import { MessageChannel, receiveMessageOnPort, workerData } from 'node:worker_th
 import Piscina from 'piscina';
 import { PUSH_BATCH_BYTES_INITIAL, PUSH_BATCH_BYTES_KEPT_MAX, SHARD_YOUNG_GENERATION_MB } from '../limits';
 import type { ShardBatch, ShardBatchAnswer, ShardBatchWire, ShardHello, ShardHelloTask, ShardInit, ShardServeTask } from './messages';
+import { setStringBytesMax } from '../string_cap';
 
 /** What the shard calls need of a pool (a fake in unit tests). */
 export type ShardPool = Pick<Piscina, 'run'>;
@@ -84,9 +85,11 @@ export function startShardPool(init: ShardInit): Piscina {
   });
 }
 
-/** In a shard thread: the init startShardPool passed. */
+/** In a shard thread: the init startShardPool passed, its thread-wide settings applied (string_cap.ts). */
 export function shardInit(): ShardInit {
-  return workerData as ShardInit;
+  const init = workerData as ShardInit;
+  setStringBytesMax(init.stringBytesMax);
+  return init;
 }
 
 /**

@@ -263,7 +263,12 @@ export class PushFrameWriter {
     this.pos = at + 5 + bytes;
   }
 
-  /** Closes the PUSH frame (crc left 0: the shard seals it). Returns its byte length. */
+  /**
+   * Closes the PUSH frame (crc left 0: the shard seals it). Returns its byte length,
+   * or -1 when its record would pass RECORD_BYTES_MAX: the frame is dropped then (the
+   * push is refused; a derived row, or one value read by many tables, can make a
+   * record larger than the body that was pushed).
+   */
   end(): number {
     if (this.#frameStart < 0) fail('end outside a frame');
     this.#closeFeed();
@@ -304,10 +309,19 @@ export class PushFrameWriter {
     this.#valueCountAt = -1;
   }
 
+  /** Drops the whole frames written from byte `pos` on (a push refused after its other shards' frames were written). */
+  dropFrom(pos: number): void {
+    assert(this.#frameStart < 0 && pos <= this.pos, 'dropFrom inside a frame');
+    this.pos = pos;
+  }
+
   #close(): number {
     const start = this.#frameStart;
     const length = this.pos - start - FRAME_HEADER_BYTES;
-    if (length > RECORD_BYTES_MAX) fail('record larger than RECORD_BYTES_MAX');
+    if (length > RECORD_BYTES_MAX) {
+      this.abort();
+      return -1;
+    }
     this.#dv.setUint32(start, length, true);
     this.#dv.setUint32(start + 4, 0, true);
     this.#frameStart = -1;

@@ -17,13 +17,13 @@ import {
 import { FRAME_HEADER_BYTES, FRAME_TYPE_BYTES, RECORD_BYTES_MAX, RECORD_TYPE_EVENT, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH } from '../../../src/wal/constants';
 import { checkWalDir, formatWalCheckReport, RecordEncoder, recoverWal, WalWriter, type WalRecord } from '../../../src/wal';
 import { crc32c } from '../../../src/wal/crc32c';
-import { KEY_BYTES_MAX, PUSH_BATCH_BYTES_KEPT_MAX, STRING_VALUE_BYTES_MAX } from '../../../src/limits';
+import { KEY_BYTES_MAX, PUSH_BATCH_BYTES_KEPT_MAX, STRING_VALUE_BYTES_MAX_DEFAULT } from '../../../src/limits';
 import type { Value } from '../../../src/types';
 
 const VALUES: Array<Value | undefined> = [
   undefined, null, false, true, 0, -0, 1, -1, 2147483647, -2147483648, 2147483648, -2147483649,
   Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, 0.1, -1e-300, 1.7976931348623157e308, 5e-324,
-  '', 'ascii', 'é', '日本語', '🙂 emoji', 'x'.repeat(STRING_VALUE_BYTES_MAX), 'é'.repeat(STRING_VALUE_BYTES_MAX / 2),
+  '', 'ascii', 'é', '日本語', '🙂 emoji', 'x'.repeat(STRING_VALUE_BYTES_MAX_DEFAULT), 'é'.repeat(STRING_VALUE_BYTES_MAX_DEFAULT / 2),
   'a\u0000b', '\ud800 lone surrogate', 'tail lone \udc00', 'pair \ud83d\ude42 then lone \ud83d',
 ];
 
@@ -220,7 +220,7 @@ test('the structural check: LSN and time up to 2^53 - 1 pass and a high word pas
   assert.deepEqual(readFeed(noValues).values, []);
 });
 
-test('a record of exactly RECORD_BYTES_MAX bytes is written; one byte more is refused', () => {
+test('a record of exactly RECORD_BYTES_MAX bytes is written; one byte more is refused and dropped, and the writer goes on', () => {
   const w = new PushFrameWriter();
   const withValue = (n: number): number => {
     w.begin(1, 1, 1, 0, null);
@@ -233,7 +233,11 @@ test('a record of exactly RECORD_BYTES_MAX bytes is written; one byte more is re
   assert.equal(withValue(RECORD_BYTES_MAX - base), RECORD_BYTES_MAX);
   const buf = Buffer.from(w.take());
   assert.ok(pushWellFormed(buf, FRAME_HEADER_BYTES, buf.length));
-  assert.throws(() => withValue(RECORD_BYTES_MAX - base + 1), /RECORD_BYTES_MAX/);
+  // One byte more: end() refuses it (-1) and drops the frame; the writer takes the next one.
+  assert.equal(withValue(RECORD_BYTES_MAX - base + 1), -1 - FRAME_HEADER_BYTES);
+  assert.equal(w.pos, 0);
+  assert.equal(withValue(3), base + 3);
+  assert.equal(w.take().length, FRAME_HEADER_BYTES + base + 3);
 });
 
 test('begin() refuses an LSN that is not a safe integer and a begin inside a frame, the batch\'s first frame included; abort() drops the first frame as well as a later one', () => {
