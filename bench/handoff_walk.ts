@@ -3,7 +3,7 @@
  * ring's control slots: decode every PUSH record of a batch (the shard's apply
  * minus the op updates), so the comparison is about moving bytes between threads.
  */
-import { FRAME_HEADER_BYTES } from '../src/wal/constants';
+import { FRAME_LENGTH_CRC_BYTES } from '../src/wal/constants';
 import { frameEnd, PushRecordReader } from '../src/wal/push_record';
 
 /** Int32 slots of the ring's control array. */
@@ -20,7 +20,7 @@ const reader = new PushRecordReader();
 export function walk(buf: Buffer, start: number, end: number): number {
   let sum = 0;
   for (let p = start; p < end; p = frameEnd(buf, p)) {
-    reader.open(buf, p + FRAME_HEADER_BYTES);
+    reader.open(buf, p + FRAME_LENGTH_CRC_BYTES);
     for (let f = reader.feedCount; f > 0; f--) {
       sum += reader.u16();
       sum += reader.str().length;

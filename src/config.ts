@@ -20,6 +20,7 @@ import {
   SHUTDOWN_DEADLINE_MS, STRING_VALUE_BYTES_MAX_DEFAULT, STRING_VALUE_BYTES_MAX_LIMIT, TCP_CONNECTIONS_MAX_DEFAULT, TCP_FRAME_BYTES_MAX_DEFAULT, TCP_FRAME_TIMEOUT_MS_DEFAULT, TCP_IDLE_TIMEOUT_MS_DEFAULT,
   WAL_SEGMENT_BYTES_MAX_DEFAULT, WAL_SEGMENT_BYTES_MIN, WAL_SYNC_INTERVAL_MS_DEFAULT, WAL_SYNC_TIMEOUT_MS_DEFAULT,
 } from './limits';
+import { DURATION_UNIT_MS } from './ops/duration';
 
 export type WalSyncMode = 'batch' | 'always';
 /** HTTP data plane: uWebSockets.js (default) or node:net (for pipelining clients; docs/wire.md). */
@@ -57,7 +58,6 @@ const ADDR_RE = new RegExp(`^(?:\\[?([^\\]]*?)\\]?:)?(${PORT})$`);
 const DURATION_RE = /^(\d+)(ms|s|m|h|d)?$/;
 /** DURATION_RE without zero (leading zeros allowed: "030s" is 30 s). */
 const POSITIVE_DURATION_RE = /^0*([1-9]\d*)(ms|s|m|h|d)?$/;
-const DURATION_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const same = (s: string): unknown => s;
@@ -116,7 +116,7 @@ function duration(b: Base, def: string, zero: string | null): Setting<number> {
     convert: (v) => {
       if (typeof v === 'number') return v;
       const m = DURATION_RE.exec(v as string)!;
-      return Number(m[1]) * DURATION_MS[m[2] ?? 'ms'];
+      return Number(m[1]) * DURATION_UNIT_MS[m[2] ?? 'ms'];
     },
   };
 }

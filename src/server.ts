@@ -78,6 +78,7 @@ import { runCoordinator, startCoordinatorPool } from './protocol/coordinator_cal
 import { runShardHello, startShardPool } from './protocol/shard_calls';
 import { startTimeline } from './timeline';
 import { setStringBytesMax } from './string_cap';
+import { formatAddr } from './util/host_port';
 
 export { Lifecycle };
 
@@ -101,7 +102,7 @@ type ListenWithOptions = (host: string, port: number, options: number, cb: (toke
 function listenUws(app: uWS.TemplatedApp, what: string, host: string, port: number): Promise<{ token: uWS.us_listen_socket; port: number }> {
   return new Promise((resolve, reject) => {
     (app.listen as unknown as ListenWithOptions).call(app, host, port, LIBUS_LISTEN_EXCLUSIVE_PORT, (token) => {
-      if (token === false) reject(new StartupError(`cannot listen for ${what} on ${addr(host, port)}: the port is in use (another server?) or the address is not on this host`));
+      if (token === false) reject(new StartupError(`cannot listen for ${what} on ${formatAddr(host, port)}: the port is in use (another server?) or the address is not on this host`));
       else resolve({ token, port: uWS.us_socket_local_port(token) });
     });
   });
@@ -111,7 +112,7 @@ function listenNet(server: net.Server, what: string, host: string, port: number)
   return new Promise((resolve, reject) => {
     const fail = (err: NodeJS.ErrnoException): void => {
       const why = err.code === 'EADDRINUSE' ? 'the port is in use (another server?)' : err.code === 'EADDRNOTAVAIL' ? 'the address is not on this host' : err.message;
-      reject(new StartupError(`cannot listen for ${what} on ${addr(host, port)}: ${why}`));
+      reject(new StartupError(`cannot listen for ${what} on ${formatAddr(host, port)}: ${why}`));
     };
     server.once('error', fail);
     server.listen({ port, host, exclusive: true }, () => {
@@ -130,10 +131,6 @@ async function listenHttp(front: Front, config: ServerConfig): Promise<{ port: n
   }
   const { token, port } = await listenUws(buildHttpApp(front), 'HTTP', config.httpAddr.host, config.httpAddr.port);
   return { port, close: () => uWS.us_listen_socket_close(token) };
-}
-
-function addr(host: string, port: number): string {
-  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
 /**
@@ -165,9 +162,9 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
   let admin: { token: uWS.us_listen_socket; port: number } | null = null;
   if (config.adminAddr !== null) {
     admin = await listenUws(buildAdminApp(() => adminCtx, () => lifecycle.readiness()), 'admin', config.adminAddr.host, config.adminAddr.port);
-    log.info({ kind: 'server.admin_bound', addr: addr(config.adminAddr.host, admin.port) });
+    log.info({ kind: 'server.admin_bound', addr: formatAddr(config.adminAddr.host, admin.port) });
     if (!isLoopback(config.adminAddr.host)) {
-      log.warn({ kind: 'server.admin_exposed', addr: addr(config.adminAddr.host, admin.port) }, 'the admin sidecar has no authentication and is bound to a non-loopback address (docs/security.md)');
+      log.warn({ kind: 'server.admin_exposed', addr: formatAddr(config.adminAddr.host, admin.port) }, 'the admin sidecar has no authentication and is bound to a non-loopback address (docs/security.md)');
     }
   }
   // The front is this thread: its string cap is set before it compiles a registry (string_cap.ts).
@@ -213,20 +210,20 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
   }
 
   const http = await listenHttp(front, config);
-  log.info({ kind: 'server.http_bound', addr: addr(config.httpAddr.host, http.port), engine: config.httpEngine });
+  log.info({ kind: 'server.http_bound', addr: formatAddr(config.httpAddr.host, http.port), engine: config.httpEngine });
   const tcpServer = buildTcpServer(front, {
     frameBytesMax: config.tcpFrameBytesMax, frameTimeoutMs: config.tcpFrameTimeoutMs,
     idleTimeoutMs: config.tcpIdleTimeoutMs, connectionsMax: config.tcpConnectionsMax,
   });
   const tcpPort = await listenNet(tcpServer, 'TCP', config.tcpAddr.host, config.tcpAddr.port);
-  log.info({ kind: 'server.tcp_bound', addr: addr(config.tcpAddr.host, tcpPort) });
+  log.info({ kind: 'server.tcp_bound', addr: formatAddr(config.tcpAddr.host, tcpPort) });
   const stats = new StatsCollector(front);
   stats.start();
   adminCtx = { front, stats, memoryOnly: config.memoryOnly, walSync: config.walSync, dataDir: config.dataDir };
   lifecycle.serving(front.channels);
   if (auth === null) {
     for (const [what, host, port] of [['HTTP', config.httpAddr.host, http.port], ['TCP', config.tcpAddr.host, tcpPort]] as const) {
-      if (!isLoopback(host)) log.warn({ kind: 'server.unauthenticated', addr: addr(host, port) }, `${what} is bound to a non-loopback address without --auth-token-file: anyone who reaches it can register, push and read (docs/security.md)`);
+      if (!isLoopback(host)) log.warn({ kind: 'server.unauthenticated', addr: formatAddr(host, port) }, `${what} is bound to a non-loopback address without --auth-token-file: anyone who reaches it can register, push and read (docs/security.md)`);
     }
   }
 

@@ -17,11 +17,11 @@ import { asSfError, SfError, type ErrorCode, type ErrorDetail } from '../errors'
 import type { Logger } from '../log';
 import type { Metrics } from '../admin/metrics';
 import { compileRegistry, type CompiledRegistry, type TablePlan } from '../registry/compile';
-import { parseWireKey } from '../registry/key';
+import { parseWireKey, shardOf } from '../registry/key';
 import type { RegistryState } from '../registry/model';
 import { ITEM_GET, type ErrorPayload, type NonPushItem } from '../protocol/messages';
 import { ShardChannel, type Sink } from './channel';
-import { dropFrames, PushRoute, shardOfKey, targetCount, targetsOf } from './routing';
+import { dropFrames, PushRoute, targetCount, targetsOf } from './routing';
 import { PushText } from './push_text';
 import { FrontControl, type ControlHost } from './control';
 import { LsnCounter } from './lsn';
@@ -34,15 +34,13 @@ import type { Reply } from './reply';
 import type { Auth } from './auth';
 import { DEDUPE_ENTRIES_MAX, KEY_BYTES_MAX, WAL_RECORD_BYTES_MAX } from '../limits';
 import { VERSION } from '../version';
+import { isObj } from '../util/plain_object';
 
 /** `"server_version":"x.y.z"` of the ping answer, built once. */
 const SERVER_VERSION_JSON = `"server_version":${JSON.stringify(VERSION)}`;
 
-type Obj = Record<string, unknown>;
-
 /** Top-level keys of a push envelope; `body` is the peer's TCP name for `data` (docs/wire.md). */
 const PUSH_ENVELOPE_KEYS = new Set(['event', 'data', 'body']);
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export interface FrontOptions {
   testMode: boolean;
@@ -364,7 +362,7 @@ export class Front implements PushDone, ControlHost {
     }
     return {
       item: { k: ITEM_GET, v: this.#registry.version, t: table.index, key, f },
-      shard: shardOfKey(key, this.channels.length),
+      shard: shardOf(key, this.channels.length),
       table: table.name,
       features,
     };
@@ -384,7 +382,7 @@ export class Front implements PushDone, ControlHost {
       throw new SfError('key_parse_failure', `the key is ${Buffer.byteLength(key)} bytes; a key is at most ${KEY_BYTES_MAX} bytes (KEY_BYTES_MAX)`, { path: `${path}${path ? '.' : ''}key` });
     }
     resolved.item.key = key;
-    resolved.shard = shardOfKey(key, this.channels.length);
+    resolved.shard = shardOf(key, this.channels.length);
     return resolved;
   }
 

@@ -1,5 +1,5 @@
 /**
- * The front's routing: which shard owns a key (shardOf), and for a validated push
+ * The front's routing: for a validated push
  * which shards it goes to and the PUSH record (wal/push_record.ts) each gets, once
  * per push: the chains run once (EventPlan.feedRows), each feed's
  * key is built and hashed once, and each target shard gets one record holding
@@ -10,16 +10,11 @@
  * is one thread and a push is routed and written in one synchronous step).
  */
 import type { ColumnWriter, EventPlan, TableFeed } from '../registry/compile';
-import { hashKey, partitionOfHash, shardOf } from '../registry/key';
+import { hashKey, partitionOfHash } from '../registry/key';
 import type { ShardChannel, Sink } from './channel';
 import type { Row } from '../types';
 import type { PushFrameWriter } from '../wal/push_record';
 import { KEY_BYTES_MAX } from '../limits';
-
-/** The shard of `n` that owns a canonical key (the same hash the shards check, registry/key.ts). */
-export function shardOfKey(key: string, n: number): number {
-  return shardOf(key, n);
-}
 
 /** How many shards a target mask names. */
 export function targetCount(mask: number): number {

@@ -39,13 +39,13 @@ export const CT_MSGPACK = 0x02;
 /** Bytes of the length prefix. */
 export const FRAME_LENGTH_BYTES = 4;
 /** Bytes counted by `length` before the payload: op (2) + content type (1). */
-export const FRAME_HEADER_BYTES = 3;
+export const FRAME_OP_CT_BYTES = 3;
 
 /** Encodes one frame into a fresh Buffer. */
 export function encodeFrame(op: number, payload: string | Uint8Array, contentType: number = CT_JSON): Buffer {
   const bodyBytes = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length;
-  const out = Buffer.allocUnsafe(FRAME_LENGTH_BYTES + FRAME_HEADER_BYTES + bodyBytes);
-  out.writeUInt32BE(FRAME_HEADER_BYTES + bodyBytes, 0);
+  const out = Buffer.allocUnsafe(FRAME_LENGTH_BYTES + FRAME_OP_CT_BYTES + bodyBytes);
+  out.writeUInt32BE(FRAME_OP_CT_BYTES + bodyBytes, 0);
   out.writeUInt16BE(op, 4);
   out.writeUInt8(contentType, 6);
   if (typeof payload === 'string') out.write(payload, 7, 'utf8');
@@ -107,7 +107,7 @@ export class FrameDecoder {
   declared = 0;
 
   constructor(payloadBytesMax: number) {
-    this.limit = payloadBytesMax + FRAME_HEADER_BYTES;
+    this.limit = payloadBytesMax + FRAME_OP_CT_BYTES;
   }
 
   push(chunk: Buffer): void {
@@ -139,7 +139,7 @@ export class FrameDecoder {
     const length = first.length - off >= FRAME_LENGTH_BYTES
       ? first.readUInt32BE(off)
       : ((this.#byteAt(0) << 24) | (this.#byteAt(1) << 16) | (this.#byteAt(2) << 8) | this.#byteAt(3)) >>> 0;
-    if (length < FRAME_HEADER_BYTES) { this.declared = length; return DECODED_BAD_LENGTH; }
+    if (length < FRAME_OP_CT_BYTES) { this.declared = length; return DECODED_BAD_LENGTH; }
     if (length > this.limit) { this.declared = length; return DECODED_TOO_LARGE; }
     const total = FRAME_LENGTH_BYTES + length;
     if (this.#bytes < total) return DECODED_NEED_MORE;
@@ -171,7 +171,7 @@ export class FrameDecoder {
     this.op = (frame[at + 4] << 8) | frame[at + 5];
     this.contentType = frame[at + 6];
     this.payloadBuf = frame;
-    this.payloadStart = at + FRAME_LENGTH_BYTES + FRAME_HEADER_BYTES;
+    this.payloadStart = at + FRAME_LENGTH_BYTES + FRAME_OP_CT_BYTES;
     this.payloadEnd = at + total;
     return DECODED_FRAME;
   }

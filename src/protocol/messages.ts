@@ -78,7 +78,6 @@ export interface CoordinatorFailed {
 
 export type CoordinatorResult = CoordinatorDone | CoordinatorFailed;
 
-/** The answer of each coordinator task, by kind (protocol/coordinator_calls.ts ties it to the pool). */
 /** `register_on` done: also the bucket value to compare-and-set (null when nothing changed). */
 export interface ClusterRegisterDone extends CoordinatorDone {
   value: Uint8Array | null;
@@ -95,6 +94,7 @@ export interface DecodedRegistryValue {
   purgedSeq: number;
 }
 
+/** The answer of each coordinator task, by kind (protocol/coordinator_calls.ts ties it to the pool). */
 export interface CoordinatorAnswers {
   state: CoordinatorBoot | CoordinatorFailed;
   stats: CoordinatorStats;
@@ -104,7 +104,8 @@ export interface CoordinatorAnswers {
   reset: CoordinatorResult;
 }
 
-// ---- front -> shard (piscina tasks: one batch per shard per flush) ---------------
+// ---- front -> shard (the pipe: at most one batch per shard per event-loop turn, as
+// messages on the MessagePort of the shard's serve task, protocol/shard_calls.ts) ---
 
 export const ITEM_PUSH = 1;
 export const ITEM_GET = 2;

@@ -10,10 +10,8 @@ import { isFieldType, type FieldMap, type FieldType } from '../types';
 import type { ChainOpDef, DerivedEventNodeDef, EventNodeDef, NodeDef, TableNodeDef } from './model';
 import { isValidName, NAME_RULE } from './model';
 import { parseDuration } from '../ops/duration';
+import { isObj, type Obj } from '../util/plain_object';
 
-type Obj = Record<string, unknown>;
-
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const REJECTED_KINDS = new Set(['upsert', 'delete', 'retract']);
 

@@ -21,7 +21,7 @@ import { strict as assert } from 'node:assert';
 import {
   EVENT_FIXED_BYTES,
   EVENT_NAME_BYTES_MAX,
-  FRAME_HEADER_BYTES,
+  FRAME_LENGTH_CRC_BYTES,
   FRAME_TYPE_BYTES,
   RECORD_BYTES_MAX,
   RECORD_TYPE_EVENT,
@@ -34,6 +34,7 @@ import {
 } from './constants';
 import { crc32c } from './crc32c';
 import { pushWellFormed } from './push_record';
+import { readU64, u64Safe, writeU64 } from './u64';
 
 export interface EventRecord {
   type: typeof RECORD_TYPE_EVENT;
@@ -68,29 +69,11 @@ export interface PushRecord {
 }
 export type WalRecord = EventRecord | InstallRecord | ResetRecord | PushRecord;
 
-const TWO_POW_32 = 2 ** 32;
-/** Largest high word of a u64 that is still a JS safe integer. */
-const SAFE_HIGH_WORD_MAX = 0x1fffff;
 /** Bytes before the payload: frame header + type. */
-const PAYLOAD_OFFSET = FRAME_HEADER_BYTES + FRAME_TYPE_BYTES;
+const PAYLOAD_OFFSET = FRAME_LENGTH_CRC_BYTES + FRAME_TYPE_BYTES;
 /** Worst case UTF-8 bytes per UTF-16 code unit (a surrogate pair is 2 units -> 4 bytes). */
 const UTF8_BYTES_PER_UNIT_MAX = 3;
 
-function writeU64(buf: Buffer, value: number, at: number): void {
-  buf.writeUInt32LE(value >>> 0, at);
-  buf.writeUInt32LE(Math.floor(value / TWO_POW_32), at + 4);
-}
-
-/** Reads a u64 written by writeU64; the caller has checked the high word (see wellFormed). */
-export function readU64(buf: Buffer, at: number): number {
-  // Byte arithmetic: readUInt32LE's argument checks cost ~5% of replay CPU here.
-  return ((buf[at + 4] | (buf[at + 5] << 8) | (buf[at + 6] << 16)) + buf[at + 7] * 0x1000000) * TWO_POW_32
-    + ((buf[at] | (buf[at + 1] << 8) | (buf[at + 2] << 16)) + buf[at + 3] * 0x1000000);
-}
-
-function isU64Safe(buf: Buffer, at: number): boolean {
-  return buf.readUInt32LE(at + 4) <= SAFE_HIGH_WORD_MAX;
-}
 
 // ---------------------------------------------------------------------------
 // Encoder
@@ -203,12 +186,12 @@ export class RecordEncoder {
   /** Writes type, length and crc of the frame that spans [start, end). */
   #finish(start: number, type: number, end: number, lsn: number): void {
     const buf = this.#buf;
-    const length = end - start - FRAME_HEADER_BYTES;
+    const length = end - start - FRAME_LENGTH_CRC_BYTES;
     // Callers keep rows below the body limits; RECORD_BYTES_MAX has 3x headroom (src/limits.ts WAL_RECORD_BYTES_MAX).
     assert(length <= RECORD_BYTES_MAX, 'record larger than RECORD_BYTES_MAX');
-    buf[start + FRAME_HEADER_BYTES] = type;
+    buf[start + FRAME_LENGTH_CRC_BYTES] = type;
     buf.writeUInt32LE(length, start);
-    buf.writeUInt32LE(crc32c(buf, start + FRAME_HEADER_BYTES, end), start + 4);
+    buf.writeUInt32LE(crc32c(buf, start + FRAME_LENGTH_CRC_BYTES, end), start + 4);
     this.#used = end;
     this.#count++;
     if (this.#firstLsn < 0) this.#firstLsn = lsn;
@@ -233,11 +216,11 @@ export function encodeJsonFrame(entry: unknown): Buffer {
   const payloadBytes = Buffer.byteLength(json);
   const length = FRAME_TYPE_BYTES + payloadBytes;
   assert(length <= RECORD_BYTES_MAX, 'registry log entry larger than RECORD_BYTES_MAX');
-  const buf = Buffer.allocUnsafe(FRAME_HEADER_BYTES + length);
-  buf[FRAME_HEADER_BYTES] = RECORD_TYPE_JSON;
+  const buf = Buffer.allocUnsafe(FRAME_LENGTH_CRC_BYTES + length);
+  buf[FRAME_LENGTH_CRC_BYTES] = RECORD_TYPE_JSON;
   buf.write(json, PAYLOAD_OFFSET);
   buf.writeUInt32LE(length, 0);
-  buf.writeUInt32LE(crc32c(buf, FRAME_HEADER_BYTES, buf.length), 4);
+  buf.writeUInt32LE(crc32c(buf, FRAME_LENGTH_CRC_BYTES, buf.length), 4);
   return buf;
 }
 
@@ -261,7 +244,7 @@ export interface FrameCodec {
 function eventWellFormed(buf: Buffer, body: number, end: number): boolean {
   const p = body + FRAME_TYPE_BYTES;
   if (end - p < EVENT_FIXED_BYTES) return false;
-  if (!isU64Safe(buf, p) || !isU64Safe(buf, p + 8)) return false;
+  if (!u64Safe(buf, p) || !u64Safe(buf, p + 8)) return false;
   const nameBytes = buf.readUInt16LE(p + 20);
   const rowLengthAt = p + 22 + nameBytes;
   if (rowLengthAt + 4 > end) return false;
@@ -270,7 +253,7 @@ function eventWellFormed(buf: Buffer, body: number, end: number): boolean {
 
 function versionWellFormed(buf: Buffer, body: number, end: number): boolean {
   const p = body + FRAME_TYPE_BYTES;
-  return end - p === VERSION_PAYLOAD_BYTES && isU64Safe(buf, p);
+  return end - p === VERSION_PAYLOAD_BYTES && u64Safe(buf, p);
 }
 
 export const WAL_CODEC: FrameCodec = {

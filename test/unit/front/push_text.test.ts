@@ -15,6 +15,7 @@ import { PushFrameWriter } from '../../../src/wal/push_record';
 import { asSfError } from '../../../src/errors';
 import { KEY_BYTES_MAX } from '../../../src/limits';
 import { stringBytesMax } from '../../../src/string_cap';
+import { isObj } from '../../../src/util/plain_object';
 import { BodyGen, workloadNamed } from '../../../bench/workloads';
 import { prng } from '../../harness/prng';
 
@@ -57,7 +58,6 @@ function compile(nodes: unknown[], version = 1): CompiledRegistry {
 
 type Outcome = { error: string } | { mask: number; records: string[] };
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The JSON.parse path of front.ts push() (single node), as records per shard or the error it answers. */
 function slowPath(reg: CompiledRegistry, text: string, shards: number): Outcome {
