@@ -1,5 +1,5 @@
 /**
- * One server per data directory (issue 11, finding 9): two servers writing the same
+ * One server per data directory: two servers writing the same
  * WAL segments corrupt them (lsn_regression, a shutdown snapshot lost). At boot the
  * server creates `<data>/streamfeat.lock` holding its pid and the process start time
  * (written to a private file first, then hard-linked into place: link fails if the

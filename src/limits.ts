@@ -96,7 +96,7 @@ export const REGISTRY_NODES_MAX = 10_000;
  * event-loop turn, on the front and on every shard (registry/compile.ts
  * SlicedCompile), and swaps it in whole once every thread has it: requests are
  * served between slices, so a register of any size delays a ping, push or get
- * by about one slice (issue 11 finding 4 asked for at most ~10 ms).
+ * by about one slice: 4 ms keeps it within ~10 ms of its normal latency (docs/limits.md).
  */
 export const REGISTRY_COMPILE_SLICE_MS = 4;
 /** How often the front asks a shard whether its sliced compile of the next version is done. */

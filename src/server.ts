@@ -32,7 +32,7 @@
  *                  (front/cluster_hooks.ts are its seams into the front)
  *   admin/*        admin sidecar (--admin-addr): dashboard, /metrics, stats, inspect
  *
- * Boot and shutdown of the whole server (DESIGN.md section 1):
+ * Boot and shutdown of the whole server:
  *
  *   0. bind the (optional) admin listener: /health answers and /ready says
  *      "recovering" while the rest boots (lifecycle.ts)
@@ -90,14 +90,14 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** uWS's listen with options after host and port (the typings lack that overload). */
 /** ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT of uWS (its typings declare the enum; the module does not export it). */
 const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
+/** uWS's listen with options after host and port (the typings lack that overload). */
 type ListenWithOptions = (host: string, port: number, options: number, cb: (token: uWS.us_listen_socket | false) => void) => void;
 
 /**
  * Exclusive listen (no SO_REUSEPORT, uWS's default): a second server on the same
- * port fails here instead of silently sharing it (issue 11, finding 9).
+ * port fails here instead of silently sharing it.
  */
 function listenUws(app: uWS.TemplatedApp, what: string, host: string, port: number): Promise<{ token: uWS.us_listen_socket; port: number }> {
   return new Promise((resolve, reject) => {

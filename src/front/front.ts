@@ -376,7 +376,7 @@ export class Front implements PushDone, ControlHost {
     // Resolved first so that an unknown table or feature is reported before a bad key.
     const resolved = this.#resolve(body.table, body.features, '', path);
     const table = this.#registry.tableList[resolved.item.t];
-    // `entity_id`: the peer's deprecated name for `key` (peer-facts 5.5).
+    // `entity_id`: beava's deprecated name for `key`, accepted for its clients (docs/compatibility.md).
     const key = parseWireKey('key' in body ? body.key : body.entity_id, table.keyFields, table.keyTypes, `${path}${path ? '.' : ''}key`);
     if (key.length * 3 > KEY_BYTES_MAX && Buffer.byteLength(key) > KEY_BYTES_MAX) {
       throw new SfError('key_parse_failure', `the key is ${Buffer.byteLength(key)} bytes; a key is at most ${KEY_BYTES_MAX} bytes (KEY_BYTES_MAX)`, { path: `${path}${path ? '.' : ''}key` });

@@ -1,5 +1,5 @@
 /**
- * Framed TCP codec (spec 4.8, DESIGN.md section 5). Shared by the server and the
+ * Framed TCP codec (spec 4.8; the layout and opcodes are in docs/wire.md). Shared by the server and the
  * client library, so it imports nothing from either.
  *
  *   0        4      6     7
@@ -25,9 +25,10 @@ export const OP_RESET = 0x0040;
 export const OP_ERROR_RESPONSE = 0xffff;
 
 /**
- * Opcode of the success reply to request `op` (DESIGN.md section 5): GET, BATCH_GET
- * and RESET answer with OP_GET_RESPONSE, as the peer's clients expect; every other
- * opcode is echoed (PING, REGISTER, PUSH, as the peer does).
+ * Opcode of the success reply to request `op`: GET, BATCH_GET and RESET answer with
+ * OP_GET_RESPONSE, beava's generic JSON success frame, so clients written for it work
+ * unchanged; every other opcode is echoed (PING, REGISTER, PUSH, as beava does;
+ * docs/wire.md, docs/compatibility.md).
  */
 export function successOpcode(op: number): number {
   return op === OP_GET || op === OP_BATCH_GET || op === OP_RESET ? OP_GET_RESPONSE : op;
@@ -83,7 +84,7 @@ export type Decoded = typeof DECODED_FRAME | typeof DECODED_NEED_MORE | typeof D
  * reuses it, so a caller that keeps a payload keeps its chunk alive), and a
  * frame spread over several chunks is copied into one buffer when its last byte
  * arrives. Appending the chunk to the partial frame on every push instead made a
- * 4 MiB frame trickled in 4 KiB chunks cost O(n^2) copying (issue 11, finding 6).
+ * 4 MiB frame trickled in 4 KiB chunks cost O(n^2) copying.
  *
  * decode() allocates nothing for a frame inside one chunk: it leaves the frame in
  * fields (op, contentType, payloadBuf[payloadStart, payloadEnd)), which the TCP

@@ -1,5 +1,6 @@
 /**
- * Every message that crosses a thread boundary, in one place (STYLE.md synthesis 3).
+ * Every message that crosses a thread boundary, in one place, so that both sides of
+ * a thread boundary read the same types and a change to one is seen by the other.
  * Both sides import these with `import type`.
  */
 import type { MessagePort } from 'node:worker_threads';

@@ -1,5 +1,5 @@
 /**
- * Structural parsing of one register node (spec 2.1, 2.2, DESIGN.md section 5):
+ * Structural parsing of one register node (spec 2.1, 2.2; docs/registry.md):
  * shape, kinds, names, schema types, per-source settings and the v0 rejections
  * (joins, unions, event time, session windows). Schema propagation, expressions
  * and aggregations are checked later by compile.ts, against upstream schemas.

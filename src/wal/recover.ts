@@ -1,6 +1,6 @@
 /**
- * WAL recovery, written as a decision table (STYLE.md synthesis 14, after
- * TigerBeetle's `recovery_cases`). Every position in a segment is classified into
+ * WAL recovery, written as a decision table (after TigerBeetle's `recovery_cases`).
+ * Every position in a segment is classified into
  * exactly one labelled case; the case decides what happens. docs/durability.md has
  * the same table with the reasoning behind each row.
  *

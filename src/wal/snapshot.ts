@@ -21,8 +21,8 @@
  *              the raw body is the blocks' raw bytes one after another. Blocks let a
  *              writer compress and write the body as it is produced
  *              (snapshot_stream.ts) instead of building it whole first.
- *   version 1: the whole body as one lz4-napi block (written before issue 12's
- *              streamed snapshots; still read).
+ *   version 1: the whole body as one lz4-napi block (written before snapshots were
+ *              streamed; still read).
  *
  * Write protocol: `<name>.tmp`, write, fsync, close, rename, fsync directory; only
  * then are older snapshots pruned, so a crash at any point leaves the previous

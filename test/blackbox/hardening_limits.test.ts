@@ -1,8 +1,12 @@
 /**
- * Issue 11, findings 1, 2, 3, 4, 5 and 8 replayed over real sockets: each
- * original request gets its coded error or is served within the limit, a
- * concurrent /ping keeps answering (well under 300 ms), and nothing stored is
- * lost. The limits themselves are in src/limits.ts and docs/limits.md.
+ * Hostile requests found by a hardening review, replayed over real sockets, each
+ * test named after its finding: 1 huge names and answers, 2 "did you mean" hints
+ * on long names, 3 memory of repeated dry runs, 4 registries large enough to stall
+ * the data plane, 5 unbounded string values, keys and dedupe entries, 8 deep
+ * derivation chains. Each original request gets its coded error or is served
+ * within the limit, a concurrent /ping keeps answering (well under 300 ms), and
+ * nothing stored is lost. The limits themselves are in src/limits.ts and
+ * docs/limits.md.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * The bounded fuzz run of `npm test` (issue 11): seeded HTTP bodies and TCP
+ * The bounded fuzz run of `npm test`: seeded HTTP bodies and TCP
  * frames against the real server (--memory-only --test-mode, 2 shards). Every
  * input gets a coded answer or a closed connection, the server answers /ping
  * after every chunk, and every aggregate equals what the acked pushes imply.

@@ -1,5 +1,5 @@
 /**
- * The limit checks of issue 11, unit by unit: bounded "did you mean" distance,
+ * The limit checks of the hardening review (test/blackbox/hardening_limits.test.ts), unit by unit: bounded "did you mean" distance,
  * registry size limits, name length, pushed string size, derived concatenation,
  * key size on get, and one evaluation of each derived event per push.
  */
