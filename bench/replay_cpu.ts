@@ -21,7 +21,6 @@ import { join } from 'node:path';
 import { buildRecoveryDataDir } from './recovery_wal';
 import { RECOVERY_NODES } from './recovery_registry';
 import { flagPairs } from './flags';
-import { STRING_VALUE_BYTES_MAX_DEFAULT } from '../src/limits';
 
 const args = flagPairs();
 const EVENTS = Number(args.get('events') ?? 1_000_000);
@@ -55,7 +54,7 @@ function replay(b: Build, dataDir: string, snapshotAfter = false): { cpuMs: numb
   const registry = { version: 1, nodes: RECOVERY_NODES };
   const state = new b.ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   const init = {
-    shardId: 0, shardCount: 1, dataDir, memoryOnly: false, memoryLimitBytes: 0, memoryGovEnforce: true, logLevel: 'warn', stringBytesMax: STRING_VALUE_BYTES_MAX_DEFAULT,
+    shardId: 0, shardCount: 1, dataDir, memoryOnly: false, memoryLimitBytes: 0, memoryGovEnforce: true, logLevel: 'warn',
     walSync: 'batch' as const, walSyncTimeoutMs: 5000, walSyncIntervalMs: 10, walSegmentBytesMax: 64 * 1024 * 1024, faultFile: null,
     partitions: 0, history: [registry], current: registry,
   };

@@ -26,7 +26,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay, PerformanceObserver, performance } from 'node:perf_hooks';
 import { RECOVERY_NODES } from './recovery_registry';
-import { SNAPSHOT_SLICE_MS, STRING_VALUE_BYTES_MAX_DEFAULT } from '../src/limits';
+import { SNAPSHOT_SLICE_MS } from '../src/limits';
 import { flagPairs } from './flags';
 
 const args = flagPairs();
@@ -150,7 +150,7 @@ async function main(): Promise<void> {
   try {
     const state = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
     const init = {
-      shardId: 0, shardCount: 1, dataDir: dir, memoryOnly: false, memoryLimitBytes: 0, memoryGovEnforce: true, logLevel: 'silent', stringBytesMax: STRING_VALUE_BYTES_MAX_DEFAULT, walSync: 'batch' as const,
+      shardId: 0, shardCount: 1, dataDir: dir, memoryOnly: false, memoryLimitBytes: 0, memoryGovEnforce: true, logLevel: 'silent', walSync: 'batch' as const,
       walSyncTimeoutMs: 1000, walSyncIntervalMs: 5, walSegmentBytesMax: 64 << 20, faultFile: null, partitions: 0, history: [REGISTRY], current: REGISTRY,
     };
     const { store } = ShardStore.open(init, state, new DedupeLog(), log);

@@ -35,6 +35,6 @@ export function startCoordinatorPool(init: CoordinatorInit): Piscina {
 /** In the coordinator thread: the init startCoordinatorPool passed, its thread-wide settings applied (string_cap.ts). */
 export function coordinatorInit(): CoordinatorInit {
   const init = workerData as CoordinatorInit;
-  setStringBytesMax(init.stringBytesMax);
+  if (init.stringBytesMax !== undefined) setStringBytesMax(init.stringBytesMax);
   return init;
 }

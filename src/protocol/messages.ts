@@ -22,8 +22,8 @@ export interface CoordinatorInit {
   memoryOnly: boolean;
   memoryGovEnforce: boolean;
   logLevel: string;
-  /** --max-string-bytes (string_cap.ts; applied by coordinatorInit()). */
-  stringBytesMax: number;
+  /** --max-string-bytes (string_cap.ts; applied by coordinatorInit(); absent: the default). */
+  stringBytesMax?: number;
 }
 
 export type CoordinatorTask =
@@ -324,8 +324,12 @@ export interface ShardInit {
   memoryLimitBytes: number;
   memoryGovEnforce: boolean;
   logLevel: string;
-  /** --max-string-bytes (string_cap.ts; applied by shardInit()). */
-  stringBytesMax: number;
+  /**
+   * --max-string-bytes (string_cap.ts), applied by shardInit() in the shard thread;
+   * absent: the default (a shard built in process, as tests and benches do, reads
+   * its thread's cap).
+   */
+  stringBytesMax?: number;
   walSync: 'batch' | 'always';
   walSyncTimeoutMs: number;
   walSyncIntervalMs: number;

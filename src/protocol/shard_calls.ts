@@ -88,7 +88,7 @@ export function startShardPool(init: ShardInit): Piscina {
 /** In a shard thread: the init startShardPool passed, its thread-wide settings applied (string_cap.ts). */
 export function shardInit(): ShardInit {
   const init = workerData as ShardInit;
-  setStringBytesMax(init.stringBytesMax);
+  if (init.stringBytesMax !== undefined) setStringBytesMax(init.stringBytesMax);
   return init;
 }
 

@@ -31,7 +31,7 @@ import { ITEM_GET, ITEM_INSTALL, ITEM_PUSH, ITEM_SNAPSHOT, type GetItem, type Sh
 import { Shard } from '../../../src/shard/shard';
 import { ShardState } from '../../../src/shard/state';
 import { ShardStore, type RecoveryInfo } from '../../../src/shard/store';
-import { RING_GROUP_WINDOWS_MAX, SNAPSHOT_DEDUPE_CHUNK_ENTRIES, STRING_VALUE_BYTES_MAX_DEFAULT } from '../../../src/limits';
+import { RING_GROUP_WINDOWS_MAX, SNAPSHOT_DEDUPE_CHUNK_ENTRIES } from '../../../src/limits';
 import { DedupeLog } from '../../../src/shard/dedupe_log';
 import { createLogger } from '../../../src/log';
 import { ThreadSampler } from '../../../src/admin/thread_stats';
@@ -119,7 +119,7 @@ const log = createLogger('silent');
 
 function shardInit(shardId: number, shardCount: number, dataDir: string, memoryOnly: boolean): ShardInit {
   return {
-    shardId, shardCount, dataDir, memoryOnly, memoryLimitBytes: 0, memoryGovEnforce: true, logLevel: 'silent', stringBytesMax: STRING_VALUE_BYTES_MAX_DEFAULT, walSync: 'batch', walSyncTimeoutMs: 1000,
+    shardId, shardCount, dataDir, memoryOnly, memoryLimitBytes: 0, memoryGovEnforce: true, logLevel: 'silent', walSync: 'batch', walSyncTimeoutMs: 1000,
     walSyncIntervalMs: 5, walSegmentBytesMax: 1 << 20, faultFile: null, partitions: 0, history: [V1, V2], current: V1,
   };
 }
