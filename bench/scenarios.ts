@@ -311,7 +311,7 @@ async function ceiling(o: Opts, ctx: Ctx): Promise<ScenarioResult[]> {
     // Also the push-latency measurement (sf-http / sf-tcp at half the closed-loop max):
     // the p99 this architecture can reach here at that per-request cost.
     let half: Measured | null = null;
-    const m = await withTarget(() => (tcp ? startTcpHop(us, o.hop) : startUwsHop(us, o.hop)), async (t) => {
+    const m = await withTarget(() => (tcp ? startTcpHop(us) : startUwsHop(us)), async (t) => {
       const closed = await load(t);
       half = await load(t, halfRate(closed.rps));
       return closed;
@@ -321,7 +321,7 @@ async function ceiling(o: Opts, ctx: Ctx): Promise<ScenarioResult[]> {
     const h = half as Measured | null;
     if (h !== null) n.push(`at half its max (${h.extra.target_rate}/s, sf-${tcp ? 'tcp' : 'http'}, ${conns} conns): p50 ${ms(h.lat.p50)} ms, p99 ${ms(h.lat.p99)} ms`);
     out.push({
-      scenario: 'ceiling', settings: settings(o, { gen, conns, work_us: us, hop: o.hop }), subjectName: `${hop} ${us}us${o.hop === 'ring' ? ' (ring)' : ''}`, subject: m,
+      scenario: 'ceiling', settings: settings(o, { gen, conns, work_us: us }), subjectName: `${hop} ${us}us`, subject: m,
       baselineName: bare, baseline, ratioKind: 'throughput', ratio: ratioOf('throughput', m, baseline), targets: [], notes: n,
     });
   }
