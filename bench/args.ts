@@ -42,6 +42,10 @@ export interface Opts {
    */
   rounds: number;
   out?: string;
+  /** Append every result as one JSON line (bench/current_table.ts reads them). */
+  json?: string;
+  /** Exit 1 when a result had errors, no successful request or unseen pushes (the smoke's check). */
+  check: boolean;
   seed: number;
 }
 
@@ -60,6 +64,7 @@ export const DEFAULTS: Opts = {
   pushShare: 0.9,
   workUs: [0, 5, 15, 25],
   rounds: 1,
+  check: false,
   seed: 1,
 };
 
@@ -89,6 +94,8 @@ const OPTIONS: OptionSpec[] = [
   { name: 'work-us', type: 'string', value: 'LIST', help: 'ceiling: uws_hop worker busy-work per request in us, comma-separated', default: DEFAULTS.workUs.join(',') },
   { name: 'rounds', type: 'string', value: 'N', help: 'run the scenario N times (baseline and streamfeat alternate); prints every ratio and their median', default: String(DEFAULTS.rounds) },
   { name: 'out', type: 'string', value: 'FILE', help: 'append one markdown row per result' },
+  { name: 'json', type: 'string', value: 'FILE', help: 'append one JSON line per result (bench/target_table.sh reads them)' },
+  { name: 'check', type: 'boolean', help: 'exit 1 when a result had errors or nothing succeeded' },
   { name: 'seed', type: 'string', value: 'N', help: 'key generator seed', default: String(DEFAULTS.seed) },
 ];
 
@@ -126,6 +133,7 @@ const FIELDS: Record<string, [keyof Opts, (flag: string, v: string) => Opts[keyo
   'work-us': ['workUs', (f, v) => numberListArg(f, v, 0)],
   rounds: ['rounds', (f, v) => numberArg(f, v, 1)],
   out: ['out', (_f, v) => v],
+  json: ['json', (_f, v) => v],
   seed: ['seed', (f, v) => numberArg(f, v, 0)],
 };
 
@@ -142,6 +150,7 @@ export function parseArgs(argv: string[]): Parsed {
     if (typeof v === 'string') set(field, convert(`--${name}`, v));
   }
   if (p.values['memory-only'] === true) set('memoryOnly', true);
+  if (p.values.check === true) set('check', true);
   if (opts.pushShare > 1) throw new UsageError('--push-share must be in [0, 1]');
   if (opts.badShare !== undefined && opts.badShare > 1) throw new UsageError('--bad-share must be in [0, 1]');
   return { scenario: p.help ? 'help' : (p.positionals[0] ?? 'help'), opts, given };

@@ -319,7 +319,12 @@ async function ceiling(o: Opts, ctx: Ctx): Promise<ScenarioResult[]> {
     const n = out.length === 0 ? [...notes, tcp ? TCP_CEILING_NOTE : CEILING_NOTE] : [...notes];
     saturationNotes(m, baseline, n, `${hop} run`);
     const h = half as Measured | null;
-    if (h !== null) n.push(`at half its max (${h.extra.target_rate}/s, sf-${tcp ? 'tcp' : 'http'}, ${conns} conns): p50 ${ms(h.lat.p50)} ms, p99 ${ms(h.lat.p99)} ms`);
+    if (h !== null) {
+      n.push(`at half its max (${h.extra.target_rate}/s, sf-${tcp ? 'tcp' : 'http'}, ${conns} conns): p50 ${ms(h.lat.p50)} ms, p99 ${ms(h.lat.p99)} ms`);
+      // The p99 rows of the target table are read against these (bench/current_table.ts).
+      m.extra.half_rate = h.extra.target_rate;
+      m.extra.half_rate_p99_us = h.lat.p99;
+    }
     out.push({
       scenario: 'ceiling', settings: settings(o, { gen, conns, work_us: us }), subjectName: `${hop} ${us}us`, subject: m,
       baselineName: bare, baseline, ratioKind: 'throughput', ratio: ratioOf('throughput', m, baseline), targets: [], notes: n,
