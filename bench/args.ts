@@ -11,7 +11,7 @@ export interface Opts {
   entities: number;
   /** Entities pushed before get/batch-get/mixed loads; gets draw keys from them. */
   preload: number;
-  /** Unset = the server's defaults (what the issue-6 targets are defined on). */
+  /** Unset = the server's defaults (what the targets of `all` are defined on). */
   shards?: number;
   memoryOnly: boolean;
   walSync?: string;

@@ -1,6 +1,6 @@
 /**
  * Per-push CPU of the data path, front and shard, before and after PUSH records
- * (issue 12 item 2), in one process, single-threaded, measured as CPU time
+ * (one parse per event), in one process, single-threaded, measured as CPU time
  * (process.cpuUsage), so a shared machine changes the numbers less than it
  * changes a load run. Same bodies (bench/workloads.ts BodyGen, Zipf keys), same
  * registry, 2 shards' worth of routing.

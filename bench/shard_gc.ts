@@ -1,7 +1,7 @@
 /**
  * The shard's garbage collections while it applies a workload, in process, per
- * build: what sets the shard's stalls without the machine's noise (bench/RESULTS.md
- * "Fraud p99 at half rate: the shard's timeline").
+ * build: what sets the shard's stalls without the machine's noise (bench/DECISIONS.md
+ * "GC, memory and growth").
  *
  *   node dist/bench/shard_gc.js [--workload fraud] [--pushes 300000] [--batch 16] [--rounds 2] [--build <dist>[,<dist>...]]
  *

@@ -221,7 +221,7 @@ export const SHARD_BATCHES_IN_FLIGHT_MAX = 4;
  * generation they paused the thread 12-23 ms every ~200 ms while a 1M-entity key
  * space filled, which set push p99 (17-19 ms at half the max rate). 12 MB (4 MB
  * semi-spaces) gives 2-8 ms pauses and p99 8-10 ms at no measurable cost in
- * throughput; 3 MB gave 6-8 ms p99 but ~15% less throughput (bench/RESULTS.md).
+ * throughput; 3 MB gave 6-8 ms p99 but ~15% less throughput (bench/DECISIONS.md).
  */
 export const SHARD_YOUNG_GENERATION_MB = 12;
 
@@ -244,7 +244,7 @@ export const PUSH_BATCH_BYTES_INITIAL = 16 * 1024;
 /**
  * A channel's batch buffer is kept between batches up to this size; a larger one
  * (one huge batch) is let go. The shard gets a copy of each batch's frames, not
- * this buffer (bench/RESULTS.md "Tail latency").
+ * this buffer (bench/DECISIONS.md "Hand-off between the front and the shards").
  */
 export const PUSH_BATCH_BYTES_KEPT_MAX = 4 * 1024 * 1024;
 

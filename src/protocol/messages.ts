@@ -256,8 +256,8 @@ export interface ShardBatch {
  * ArrayBuffer per batch, transferred or copied, counted in full as external
  * memory allocated in the shard's isolate, and V8 charges that against the
  * old-generation limit: 1.5-3 MB/s of batch bytes under the fraud load started
- * marking every few seconds on a ~10 MB heap (bench/RESULTS.md "Fraud p99 at half
- * rate: the shard's timeline"). A string is young-generation garbage instead.
+ * marking every few seconds on a ~10 MB heap (bench/DECISIONS.md "Hand-off between
+ * the front and the shards"). A string is young-generation garbage instead.
  */
 export interface ShardBatchWire {
   items: ShardItem[];

@@ -7,8 +7,8 @@
  * MessagePort (openShardPipe), and batches and their answers are plain messages on
  * it. A piscina task per batch cost ~10 µs more CPU per batch over both threads
  * (TaskInfo and an async resource, promises and awaits in piscina's worker loop)
- * and allocations that the shard's scavenges then copy (bench/RESULTS.md "Tail
- * latency"). Piscina still owns the thread's life: the serve task fails when the
+ * and allocations that the shard's scavenges then copy (bench/DECISIONS.md
+ * "Hand-off between the front and the shards"). Piscina still owns the thread's life: the serve task fails when the
  * thread dies, which is how the front learns of it, and piscina starts the
  * replacement that the next pipe is opened to.
  */

@@ -73,7 +73,7 @@ const NO_BYTES = new Uint8Array(0);
  * Handing over the writer's own buffer saved a copy of a few KB but moved a >= 16
  * KB ArrayBuffer per batch: at half the max rate (batches of ~10 pushes, ~2,500 a
  * second) that was ~40 MB/s of array-buffer memory the shard's heap had to account
- * and free, and its mark-compacts followed it (bench/RESULTS.md "Tail latency");
+ * and free, and its mark-compacts followed it (bench/DECISIONS.md, "Hand-off");
  * an exactly sized ArrayBuffer still counted 1.5-3 MB/s under the fraud load.
  */
 export class PushFrameWriter {
