@@ -50,6 +50,8 @@ const TARGET = {
 const QUIET_LOAD_MAX = 1.0;
 /** A bare baseline whose rounds differ by more than this factor measured the machine's noise. */
 const BASELINE_SPREAD_MAX = 1.35;
+/** A bare baseline whose p99 differs more than this between rounds measured the machine, not the servers. */
+const BASELINE_P99_SPREAD_MAX = 3;
 /** A figure within this factor of its ceiling sits at the ceiling. */
 const AT_CEILING = 0.95;
 
@@ -135,11 +137,14 @@ function p99Row(rs: Result[], what: string, workload: string, hop: string, us: n
   const p99 = mine.map((r) => r.subject.lat.p99);
   const med = median(p99);
   const parts = mine.map((r) => `${msOf(r.subject.lat.p99)} ms at ${k(Number(r.settings.rate))}/s (uws_bare ${r.baseline === null ? 'n/a' : msOf(r.baseline.lat.p99)} ms)`);
+  const bare = mine.map((r) => r.baseline?.lat.p99 ?? 0).filter((x) => x > 0);
+  const spread = bare.length > 1 ? Math.max(...bare) / Math.min(...bare) : 1;
+  const noisy = spread > BASELINE_P99_SPREAD_MAX ? `; the bare server's p99 differs ${spread.toFixed(0)}x between rounds: noise` : '';
   const ceil = ceilingText(rs, hop, workload, us, 'p99');
   const atCeiling = med > TARGET.p99Ms * 1000 && ceil.at !== null && med * AT_CEILING <= ceil.at ? ' (at the ceiling)' : '';
   return {
     measure, target, ceiling: ceil.text, found: true,
-    figure: `median ${msOf(med)} ms: ${parts.join('; ')}`,
+    figure: `median ${msOf(med)} ms: ${parts.join('; ')}${noisy}`,
     status: med <= TARGET.p99Ms * 1000 ? 'MET' : `MISS${atCeiling}`,
   };
 }

@@ -65,7 +65,8 @@ run() {
 for f in "$DIR"/*.txt; do [ -e "$f" ] && rm -f "$f"; done
 date -u '+%Y-%m-%d %H:%M UTC' > "$DIR/started.txt"
 { git rev-parse --short HEAD 2>/dev/null || echo unknown; } | tr -d '\n' > "$DIR/commit.txt"
-[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && echo -n ' (with uncommitted changes)' >> "$DIR/commit.txt"
+# Uncommitted changes to what runs (Markdown pages do not change a figure).
+[ -n "$(git status --porcelain --untracked-files=no -- . ':(exclude)*.md' 2>/dev/null)" ] && echo -n ' (with uncommitted changes)' >> "$DIR/commit.txt"
 uptime > "$DIR/uptime_before.txt"
 
 J=(--json "$DIR/results.jsonl")
