@@ -131,10 +131,6 @@ export class SfError extends Error {
   }
 }
 
-export function statusOf(code: ErrorCode): number {
-  return ERRORS[code].status;
-}
-
 /** Builds the envelope object of spec 2.7. Member order is stable (code first). */
 export function errorEnvelope(code: ErrorCode, detail: ErrorDetail = {}, registryVersion?: number): object {
   const error: Record<string, unknown> = { code };

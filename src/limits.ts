@@ -102,7 +102,7 @@ export const REGISTRY_NODES_MAX = 10_000;
  * event-loop turn, on the front and on every shard (registry/compile.ts
  * SlicedCompile), and swaps it in whole once every thread has it: requests are
  * served between slices, so a register of any size delays a ping, push or get
- * by about one slice (issue 11 finding 4 asked for at most ~10 ms).
+ * by about one slice: 4 ms keeps it within ~10 ms of its normal latency (docs/limits.md).
  */
 export const REGISTRY_COMPILE_SLICE_MS = 4;
 /** How often the front asks a shard whether its sliced compile of the next version is done. */
@@ -137,12 +137,18 @@ export const KEY_FIELDS_MAX = 16;
 /** Canonical entity key, UTF-8 bytes: push -> invalid_event, get -> key_parse_failure. */
 export const KEY_BYTES_MAX = 1_024;
 /**
- * A pushed str or bytes value, UTF-8 bytes (invalid_event). Stored strings
- * (last_n, top_k, string min/max, categories...) are pushed values or derived from
- * them, so this bounds each stored string; a derived concatenation longer than this
- * evaluates to null.
+ * A pushed str or bytes value, UTF-8 bytes (invalid_event), by default
+ * (SERVICE_MAX_STRING_BYTES, --max-string-bytes; the thread's value is in
+ * string_cap.ts). Stored strings (last_n, top_k, string min/max, categories...) are
+ * pushed values or derived from them, so the cap bounds each stored string; a
+ * derived concatenation longer than it evaluates to null. 1 MiB: a quarter of a push
+ * body (HTTP_BODY_BYTES_MAX), so texts, prompts, stack traces and documents pass
+ * while one value, even JSON-escaped, stays far below RESPONSE_BYTES_MAX
+ * (docs/limits.md says what it costs in memory and when to lower it).
  */
-export const STRING_VALUE_BYTES_MAX = 4_096;
+export const STRING_VALUE_BYTES_MAX_DEFAULT = 1024 * 1024;
+/** Largest --max-string-bytes accepted (16 MiB - 1): one value must fit one WAL record (asserted below). */
+export const STRING_VALUE_BYTES_MAX_LIMIT = 2 ** 24 - 1;
 /** JSON answer of one get or batch_get, bytes (response_too_large). */
 export const RESPONSE_BYTES_MAX = 32 * 1024 * 1024;
 
@@ -221,7 +227,7 @@ export const SHARD_BATCHES_IN_FLIGHT_MAX = 4;
  * generation they paused the thread 12-23 ms every ~200 ms while a 1M-entity key
  * space filled, which set push p99 (17-19 ms at half the max rate). 12 MB (4 MB
  * semi-spaces) gives 2-8 ms pauses and p99 8-10 ms at no measurable cost in
- * throughput; 3 MB gave 6-8 ms p99 but ~15% less throughput (bench/RESULTS.md).
+ * throughput; 3 MB gave 6-8 ms p99 but ~15% less throughput (bench/DECISIONS.md).
  */
 export const SHARD_YOUNG_GENERATION_MB = 12;
 
@@ -244,7 +250,7 @@ export const PUSH_BATCH_BYTES_INITIAL = 16 * 1024;
 /**
  * A channel's batch buffer is kept between batches up to this size; a larger one
  * (one huge batch) is let go. The shard gets a copy of each batch's frames, not
- * this buffer (bench/RESULTS.md "Tail latency").
+ * this buffer (bench/DECISIONS.md "Hand-off between the front and the shards").
  */
 export const PUSH_BATCH_BYTES_KEPT_MAX = 4 * 1024 * 1024;
 
@@ -395,8 +401,9 @@ assert(TOP_K_K_DEFAULT <= TOP_K_K_MAX);
 assert(REGISTER_NODES_MAX <= REGISTRY_NODES_MAX);
 assert(REGISTRY_NODE_BYTES_MAX <= REGISTRY_BYTES_MAX);
 assert(TABLE_FEATURES_MAX <= REGISTRY_FEATURES_MAX);
-assert(KEY_BYTES_MAX <= STRING_VALUE_BYTES_MAX, 'a one-field key is a pushed value');
-assert(RESPONSE_BYTES_MAX >= 4 * STRING_VALUE_BYTES_MAX * BUFFER_N_MAX, 'one stored buffer of strings fits an answer');
+assert(KEY_BYTES_MAX <= STRING_VALUE_BYTES_MAX_DEFAULT, 'a one-field key is a pushed value');
+assert(RESPONSE_BYTES_MAX >= 6 * STRING_VALUE_BYTES_MAX_DEFAULT, 'one stored value fits an answer, each byte JSON-escaped (\\u00XX)');
+assert(STRING_VALUE_BYTES_MAX_LIMIT <= WAL_RECORD_BYTES_MAX, 'one value fits one WAL record');
 assert(BLOOM_FPR_MIN > 0 && BLOOM_FPR_MIN < 1);
 
 /** Admin: how often the front asks every shard and the coordinator for their figures (admin/stats.ts). */

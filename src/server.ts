@@ -34,7 +34,7 @@
  *                  (front/cluster_hooks.ts are its seams into the front)
  *   admin/*        admin sidecar (--admin-addr): dashboard, /metrics, stats, inspect
  *
- * Boot and shutdown of the whole server (DESIGN.md section 1):
+ * Boot and shutdown of the whole server:
  *
  *   0. bind the (optional) admin listener: /health answers and /ready says
  *      "recovering" while the rest boots (lifecycle.ts)
@@ -86,6 +86,8 @@ import { startTimeline } from './timeline';
 import { ClockFault, ClockWatch, ServerClock } from './clock';
 import { settleBootLosses, type BootLossOutcome } from './coordinator/boot_losses';
 import type { RegistryWire } from './registry/wire';
+import { setStringBytesMax } from './string_cap';
+import { formatAddr } from './util/host_port';
 
 export { Lifecycle };
 
@@ -97,19 +99,19 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** uWS's listen with options after host and port (the typings lack that overload). */
 /** ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT of uWS (its typings declare the enum; the module does not export it). */
 const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
+/** uWS's listen with options after host and port (the typings lack that overload). */
 type ListenWithOptions = (host: string, port: number, options: number, cb: (token: uWS.us_listen_socket | false) => void) => void;
 
 /**
  * Exclusive listen (no SO_REUSEPORT, uWS's default): a second server on the same
- * port fails here instead of silently sharing it (issue 11, finding 9).
+ * port fails here instead of silently sharing it.
  */
 function listenUws(app: uWS.TemplatedApp, what: string, host: string, port: number): Promise<{ token: uWS.us_listen_socket; port: number }> {
   return new Promise((resolve, reject) => {
     (app.listen as unknown as ListenWithOptions).call(app, host, port, LIBUS_LISTEN_EXCLUSIVE_PORT, (token) => {
-      if (token === false) reject(new StartupError(`cannot listen for ${what} on ${addr(host, port)}: the port is in use (another server?) or the address is not on this host`));
+      if (token === false) reject(new StartupError(`cannot listen for ${what} on ${formatAddr(host, port)}: the port is in use (another server?) or the address is not on this host`));
       else resolve({ token, port: uWS.us_socket_local_port(token) });
     });
   });
@@ -119,7 +121,7 @@ function listenNet(server: net.Server, what: string, host: string, port: number)
   return new Promise((resolve, reject) => {
     const fail = (err: NodeJS.ErrnoException): void => {
       const why = err.code === 'EADDRINUSE' ? 'the port is in use (another server?)' : err.code === 'EADDRNOTAVAIL' ? 'the address is not on this host' : err.message;
-      reject(new StartupError(`cannot listen for ${what} on ${addr(host, port)}: ${why}`));
+      reject(new StartupError(`cannot listen for ${what} on ${formatAddr(host, port)}: ${why}`));
     };
     server.once('error', fail);
     server.listen({ port, host, exclusive: true }, () => {
@@ -145,10 +147,6 @@ function installRaised(front: Front, wire: RegistryWire): Promise<void> {
   return new Promise((resolve, reject) => {
     front.control.install(wire, [], (err) => (err === null ? resolve() : reject(new Error(`registry install at boot failed: ${err.code}`))));
   });
-}
-
-function addr(host: string, port: number): string {
-  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
 /**
@@ -180,15 +178,20 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
   let admin: { token: uWS.us_listen_socket; port: number } | null = null;
   if (config.adminAddr !== null) {
     admin = await listenUws(buildAdminApp(() => adminCtx, () => lifecycle.readiness()), 'admin', config.adminAddr.host, config.adminAddr.port);
-    log.info({ kind: 'server.admin_bound', addr: addr(config.adminAddr.host, admin.port) });
+    log.info({ kind: 'server.admin_bound', addr: formatAddr(config.adminAddr.host, admin.port) });
     if (!isLoopback(config.adminAddr.host)) {
-      log.warn({ kind: 'server.admin_exposed', addr: addr(config.adminAddr.host, admin.port) }, 'the admin sidecar has no authentication and is bound to a non-loopback address (docs/security.md)');
+      log.warn({ kind: 'server.admin_exposed', addr: formatAddr(config.adminAddr.host, admin.port) }, 'the admin sidecar has no authentication and is bound to a non-loopback address (docs/security.md)');
     }
   }
-  const coordinatorInit: CoordinatorInit = { dataDir: config.dataDir, memoryOnly: config.memoryOnly, memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel, clockFaultFile: config.clockFaultFile };
+  const coordinatorInit: CoordinatorInit = {
+    dataDir: config.dataDir, memoryOnly: config.memoryOnly, memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel, stringBytesMax: config.stringBytesMax,
+    clockFaultFile: config.clockFaultFile,
+  };
   // Server time: owned by this thread, the only one that reads the wall clock; shards read the same clock.
   const clockFault = ClockFault.install(config.clockFaultFile); // test hook only: null in production
   const clock = ServerClock.owner();
+  // The front is this thread: its string cap is set before it compiles a registry (string_cap.ts).
+  setStringBytesMax(config.stringBytesMax);
   const coordinator = startCoordinatorPool(coordinatorInit);
   const first = await runCoordinator(coordinator, { kind: 'state' });
   if (!first.ok) throw new Error(`coordinator failed to start: ${first.error.code}`);
@@ -197,7 +200,7 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
     const init: ShardInit = {
       shardId: i, shardCount: config.shards, dataDir: config.dataDir, memoryOnly: config.memoryOnly,
       memoryLimitBytes: Math.floor(config.memoryLimitBytes / config.shards),
-      memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel, walSync: config.walSync,
+      memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel, stringBytesMax: config.stringBytesMax, walSync: config.walSync,
       walSyncTimeoutMs: config.walSyncTimeoutMs, walSyncIntervalMs: config.walSyncIntervalMs,
       walSegmentBytesMax: config.walSegmentBytesMax, faultFile: config.faultFile, clockFaultFile: config.clockFaultFile, history: first.history, current: first.state,
       partitions: config.cluster?.partitions ?? 0, clock: clock.shared,
@@ -242,20 +245,20 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
   }
 
   const http = await listenHttp(front, config);
-  log.info({ kind: 'server.http_bound', addr: addr(config.httpAddr.host, http.port), engine: config.httpEngine });
+  log.info({ kind: 'server.http_bound', addr: formatAddr(config.httpAddr.host, http.port), engine: config.httpEngine });
   const tcpServer = buildTcpServer(front, {
     frameBytesMax: config.tcpFrameBytesMax, frameTimeoutMs: config.tcpFrameTimeoutMs,
     idleTimeoutMs: config.tcpIdleTimeoutMs, connectionsMax: config.tcpConnectionsMax,
   });
   const tcpPort = await listenNet(tcpServer, 'TCP', config.tcpAddr.host, config.tcpAddr.port);
-  log.info({ kind: 'server.tcp_bound', addr: addr(config.tcpAddr.host, tcpPort) });
+  log.info({ kind: 'server.tcp_bound', addr: formatAddr(config.tcpAddr.host, tcpPort) });
   const stats = new StatsCollector(front);
   stats.start();
   adminCtx = { front, stats, memoryOnly: config.memoryOnly, walSync: config.walSync, dataDir: config.dataDir };
   lifecycle.serving(front.channels);
   if (auth === null) {
     for (const [what, host, port] of [['HTTP', config.httpAddr.host, http.port], ['TCP', config.tcpAddr.host, tcpPort]] as const) {
-      if (!isLoopback(host)) log.warn({ kind: 'server.unauthenticated', addr: addr(host, port) }, `${what} is bound to a non-loopback address without --auth-token-file: anyone who reaches it can register, push and read (docs/security.md)`);
+      if (!isLoopback(host)) log.warn({ kind: 'server.unauthenticated', addr: formatAddr(host, port) }, `${what} is bound to a non-loopback address without --auth-token-file: anyone who reaches it can register, push and read (docs/security.md)`);
     }
   }
 

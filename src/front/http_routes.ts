@@ -110,7 +110,7 @@ export const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
     },
   }],
   ['/registry', { method: 'GET', readsBody: false, run: (front, _b, reply) => reply.ok(front.registryBody()) }],
-  // The peer serves these on the data plane too (peer-facts 5.6); the admin sidecar keeps
+  // beava serves these on the data plane too (docs/compatibility.md); the admin sidecar keeps
   // its own (spec 4.7). The data plane listens only once recovery is done, so it is ready
   // whenever it answers.
   ['/health', { method: 'GET', readsBody: false, run: (_f, _b, reply) => reply.ok('{"status":"ok"}') }],

@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 
 export const CLI = join(__dirname, '..', '..', 'src', 'cli.js');
 
@@ -62,6 +63,28 @@ export function onJsonLines(stream: NodeJS.ReadableStream, fn: (line: Record<str
 
 export function tempDataDir(): string {
   return mkdtempSync(join(tmpdir(), 'streamfeat-test-'));
+}
+
+/**
+ * One server for a whole test file: started before its first test, stopped and its
+ * data dir removed after its last. The object answers as the started server does
+ * (`srv.base`, `srv.tcpPort`, ...) from inside a test.
+ */
+export function serverForFile(opts: StartOptions = {}): TestServer {
+  let started: TestServer | null = null;
+  before(async () => { started = await startServer(opts); });
+  after(async () => {
+    if (started === null) return;
+    await started.stop();
+    started.cleanup();
+  });
+  return new Proxy({} as TestServer, {
+    get(_target, name) {
+      if (started === null) throw new Error('serverForFile: the server starts before the first test; use it inside a test');
+      const v = (started as unknown as Record<string | symbol, unknown>)[name];
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(started) : v;
+    },
+  });
 }
 
 export async function startServer(opts: StartOptions = {}): Promise<TestServer> {
