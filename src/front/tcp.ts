@@ -125,7 +125,7 @@ class TcpConn {
     socket.on('close', () => {
       front.metrics.tcpConnections--;
       if (this.#frameTimer !== null) clearTimeout(this.#frameTimer);
-      if (!this.#authed) this.#authDone();
+      this.#leaveUnauthenticated();
     });
     socket.on('drain', () => {
       this.#pausedForWrite = false;
@@ -159,21 +159,21 @@ class TcpConn {
     });
   }
 
-  /** The token was presented, or the connection closed before it was. */
-  #authDone(): void {
-    this.#authed = true;
+  /** The token was presented, or the connection is closing before it was: it no longer counts as unauthenticated. */
+  #leaveUnauthenticated(): void {
     this.counts.unauthenticated.delete(this);
     if (this.#authTimer !== null) { clearTimeout(this.#authTimer); this.#authTimer = null; }
   }
 
-  /** Closes this unauthenticated connection for a newer one (the listener's connection handler). */
-  displace(unauthenticated: number): void {
-    this.#authDone();
+  /** Closes this unauthenticated connection to make room for a newer one (the listener's connection handler). */
+  displace(unauthenticatedMax: number): void {
+    this.#leaveUnauthenticated();
+    if (this.socket.writableEnded) { this.socket.destroy(); return; } // closing already (the peer half-closed)
     this.#closing = true;
     this.front.metrics.error('too_many_connections');
     const frame = encodeFrame(OP_ERROR_RESPONSE, errorJson('too_many_connections', {
-      message: `closed for a newer connection: ${unauthenticated} connections had not authenticated, the most allowed (a quarter of SERVICE_TCP_CONNECTIONS_MAX), and this was the oldest; send AUTH first`,
-      extra: { unauthenticated_max: unauthenticated },
+      message: `closed for a newer connection: ${unauthenticatedMax} connections had not authenticated, the most allowed (${TCP_UNAUTHENTICATED_SHARE * 100}% of SERVICE_TCP_CONNECTIONS_MAX), and this was the oldest; send AUTH right after connecting`,
+      extra: { unauthenticated_max: unauthenticatedMax },
     }));
     // Nothing is in flight before AUTH: no linger, the descriptor is freed once the frame is written.
     this.socket.end(frame, () => this.socket.destroy());
@@ -273,6 +273,7 @@ class TcpConn {
     const slot = new Slot(this, OP_ERROR_RESPONSE);
     this.#queue.push(slot);
     this.#closing = true;
+    this.#leaveUnauthenticated(); // closing: nothing to make room from (the cap counts it until it is closed)
     slot.error(code, detail);
   }
 
@@ -332,7 +333,8 @@ class TcpConn {
       token = undefined;
     }
     if (auth === null || auth.matches(token)) {
-      if (!this.#authed) this.#authDone();
+      this.#authed = true;
+      this.#leaveUnauthenticated();
       slot.ok('{"ok":true}');
       return;
     }
@@ -397,6 +399,9 @@ export function buildTcpServer(front: Front, opts: TcpOptions): net.Server {
   return net.createServer({ allowHalfOpen: true, noDelay: true }, (socket) => {
     const full = counts.open >= opts.connectionsMax;
     if (full || counts.unauthenticated.size >= unauthenticatedMax) {
+      // Make room by closing the oldest connection without the token, if there is one (its
+      // descriptor is freed as soon as its answer is written); else the cap is full of
+      // authenticated connections and this one is refused.
       const oldest = counts.unauthenticated.values().next();
       if (!oldest.done) {
         oldest.value.displace(unauthenticatedMax);
