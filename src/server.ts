@@ -70,7 +70,7 @@ import { checkDataDir } from './data_dir';
 import { lockDataDir, type DataDirLock } from './data_dir_lock';
 import { StartupError } from './startup_error';
 import { createLogger, type Logger } from './log';
-import { ACCEPT_ERROR_LOG_INTERVAL_MS, DEDUPE_SWEEP_INTERVAL_MS } from './limits';
+import { ACCEPT_ERROR_LOG_INTERVAL_MS, DEDUPE_SWEEP_INTERVAL_MS, HTTP_CONNECTIONS_MAX_DEFAULT, TCP_CONNECTIONS_MAX_DEFAULT } from './limits';
 import { descriptorBudget, nofileLimit, openDescriptors, type FdBudget } from './fd_budget';
 import type { ClusterNode } from './cluster/node';
 import { Lifecycle } from './lifecycle';
@@ -178,14 +178,19 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
   }
 }
 
-/** `server.fd_budget`: the limit, the reserve and both caps, at warn when a cap was lowered to fit. */
+/**
+ * `server.fd_budget`: the limit, the reserve and both caps. At warn when a cap the operator
+ * set was lowered to fit; a default cap lowered is only listed (`lowered`), at info.
+ */
 function logBudget(log: Logger, b: FdBudget): void {
   const line = {
     kind: 'server.fd_budget', nofile_limit: b.limit, fds_in_use: b.inUse, fds_reserved: b.reserve,
-    http_connections_max: b.httpConnectionsMax, tcp_connections_max: b.tcpConnectionsMax,
+    http_connections_max: b.httpConnectionsMax, tcp_connections_max: b.tcpConnectionsMax, lowered: b.lowered,
   };
-  if (b.lowered.length === 0) { log.info(line); return; }
-  log.warn({ ...line, lowered: b.lowered }, `${b.lowered.map((l) => `--${l.setting} ${l.asked} lowered to ${l.got}`).join(', ')} to fit the descriptor limit ${b.limit} (docs/security.md)`);
+  const defaults: Record<string, number> = { 'http-connections-max': HTTP_CONNECTIONS_MAX_DEFAULT, 'tcp-connections-max': TCP_CONNECTIONS_MAX_DEFAULT };
+  const set = b.lowered.filter((l) => l.asked !== defaults[l.setting]);
+  if (set.length === 0) { log.info(line); return; }
+  log.warn(line, `${set.map((l) => `--${l.setting} ${l.asked} lowered to ${l.got}`).join(', ')} to fit the descriptor limit ${b.limit} (docs/security.md)`);
 }
 
 async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null, auth: Auth | null, lifecycle: Lifecycle): Promise<RunningServer> {
