@@ -72,7 +72,7 @@ export const FD_CONNECTIONS_MIN = 8;
  * a connect flood cannot turn the linger into descriptors.
  */
 export const REFUSED_LINGERING_MAX = 16;
-/** A listener whose accept() fails (EMFILE) logs server.accept_failed at most this often, with the count of failures not logged. */
+/** A node:net listener whose accept() fails logs server.accept_failed at most this often, with the count of failures not logged. */
 export const ACCEPT_ERROR_LOG_INTERVAL_MS = 1_000;
 
 /**

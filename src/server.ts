@@ -135,9 +135,9 @@ async function listenHttp(front: Front, config: ServerConfig, connectionsMax: nu
 }
 
 /**
- * A node:net listener whose accept() fails (EMFILE, ENFILE: the descriptor budget
- * exceeded by something outside the caps) emits 'error', which would end the
- * process; it is logged instead (libuv keeps accepting once descriptors free up).
+ * A node:net listener whose accept() fails emits 'error', which would end the process
+ * (with no listener); it is logged instead, and the listener keeps accepting. (At
+ * EMFILE libuv itself accepts and closes what it cannot keep, without an error.)
  */
 function acceptErrorsLogged(server: net.Server, log: Logger, what: string): void {
   let last = -Infinity;
