@@ -72,6 +72,12 @@ export const FD_CONNECTIONS_MIN = 8;
  * a connect flood cannot turn the linger into descriptors.
  */
 export const REFUSED_LINGERING_MAX = 16;
+/**
+ * A TCP frame's payload of at most this many bytes is checked for UTF-8 in place when it is
+ * ASCII (util/utf8.ts): node's isUtf8 takes no range, and the view it needs cost ~60 ns per
+ * frame, more than scanning a get body. Longer or non-ASCII payloads go to isUtf8.
+ */
+export const UTF8_INLINE_SCAN_BYTES_MAX = 256;
 /** A node:net listener whose accept() fails logs server.accept_failed at most this often, with the count of failures not logged. */
 export const ACCEPT_ERROR_LOG_INTERVAL_MS = 1_000;
 

@@ -6,10 +6,19 @@
  * GB/s); the byte-by-byte scan below runs only to say where an invalid body goes wrong.
  */
 import { isUtf8 } from 'node:buffer';
+import { UTF8_INLINE_SCAN_BYTES_MAX } from '../limits';
 
 /** b[start, end) is well-formed UTF-8 (no overlong forms, no encoded surrogates, nothing above U+10FFFF). */
 export function isUtf8Range(b: Uint8Array, start: number, end: number): boolean {
-  return isUtf8(start === 0 && end === b.length ? b : b.subarray(start, end));
+  if (start === 0 && end === b.length) return isUtf8(b);
+  // isUtf8 takes no range, and a view per TCP frame costs more than the check: a short
+  // ASCII range (a get, most frames) is scanned in place instead.
+  if (end - start <= UTF8_INLINE_SCAN_BYTES_MAX) {
+    let i = start;
+    while (i < end && b[i] < 0x80) i++;
+    if (i === end) return true;
+  }
+  return isUtf8(b.subarray(start, end));
 }
 
 /** Offset (from `start`) of the first byte of b[start, end) that is not part of a well-formed UTF-8 sequence; -1 if none. */

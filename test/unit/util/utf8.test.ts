@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { firstInvalidUtf8, isUtf8Range } from '../../../src/util/utf8';
 import { prng } from '../../harness/prng';
+import { UTF8_INLINE_SCAN_BYTES_MAX } from '../../../src/limits';
 
 const FATAL = new TextDecoder('utf-8', { fatal: true });
 
@@ -42,6 +43,16 @@ test('a range is judged alone: bytes outside it do not count, offsets are from i
   assert.equal(firstInvalidUtf8(b, 1, b.length - 1), -1);
   assert.equal(isUtf8Range(b, 1, b.length), false);
   assert.equal(firstInvalidUtf8(b, 1, b.length), b.length - 2);
+  // Short ASCII ranges are scanned in place, longer or non-ASCII ones go to isUtf8: both judge the range only.
+  const a = Buffer.concat([Buffer.from([0xff]), Buffer.from('abc'), Buffer.from([0xfe])]);
+  assert.equal(isUtf8Range(a, 1, 4), true);
+  assert.equal(isUtf8Range(a, 1, 5), false);
+  for (const n of [UTF8_INLINE_SCAN_BYTES_MAX, UTF8_INLINE_SCAN_BYTES_MAX + 1]) {
+    const long = Buffer.concat([Buffer.from([0xff]), Buffer.alloc(n, 0x61), Buffer.from([0xfe])]);
+    assert.equal(isUtf8Range(long, 1, 1 + n), true, String(n));
+    long[n] = 0x80;
+    assert.equal(isUtf8Range(long, 1, 1 + n), false, String(n));
+  }
 });
 
 test('property: on random byte strings both agree with a fatal TextDecoder (validity and first bad offset)', () => {
