@@ -141,8 +141,6 @@ describe(`HTTP framing (${HTTP_ENGINE})`, () => {
   });
 
   test('HEAD: the GET answer\'s status and Content-Length, no body; the connection stays usable', async () => {
-    const getRegistry = await post(srv.base, '/ping', '');
-    assert.equal(getRegistry.status, 200);
     const registryLength = Buffer.byteLength((await fetch(`${srv.base}/registry`).then((r) => r.text())));
     const cases: Array<[string, number, number | null, string | undefined]> = [
       ['/registry', 200, registryLength, undefined],
