@@ -41,10 +41,11 @@ export const TCP_CLOSE_LINGER_MS = 5_000;
  */
 export const TCP_AUTH_TIMEOUT_MS_DEFAULT = 5_000;
 /**
- * With --auth-token-file, connections that have not authenticated yet may hold at most this
- * share of the TCP connection cap (at least one); one more gets too_many_connections. So
- * sockets without the token can never keep a client that has it out: at least three quarters
- * of the slots are free or held by authenticated connections.
+ * With --auth-token-file, connections that have not authenticated yet hold at most this share
+ * of the TCP connection cap (at least one): a newer connection past it (or past the cap while
+ * any is unauthenticated) closes the oldest of them with too_many_connections. So sockets
+ * without the token can never keep a client that has it out, and the other three quarters of
+ * the slots are free or held by authenticated connections.
  */
 export const TCP_UNAUTHENTICATED_SHARE = 0.25;
 /**
