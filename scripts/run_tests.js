@@ -42,7 +42,7 @@ if (files.length === 0 && !smoke) {
 // engine (SF_TEST_HTTP_ENGINE=net, test/harness/server.ts): routes, every error
 // envelope, the data flow and robustness. Engine-specific behaviour has its own
 // file (http_engine_net.test.ts); the rest of the suite runs on the default engine.
-const NET_ENGINE_FILES = ['http_routes', 'errors_push', 'errors_get', 'errors_transport', 'data_flow', 'robustness', 'hardening_auth']
+const NET_ENGINE_FILES = ['http_routes', 'errors_push', 'errors_get', 'errors_transport', 'data_flow', 'robustness', 'hardening_auth', 'http_framing']
   .map((n) => `${n}.test.js`);
 
 // Two cores: run two files at a time; black-box files start their own servers.

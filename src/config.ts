@@ -17,7 +17,7 @@ import Ajv, { type ErrorObject } from 'ajv';
 import { type CommandSpec, type OptionSpec, parseCommand, UsageError } from './cli_args';
 import {
   BATCH_GET_ENTRIES_MAX_DEFAULT, CLUSTER_CHECKPOINT_INTERVAL_MS_DEFAULT, CLUSTER_PARTITIONS_DEFAULT, CLUSTER_PARTITIONS_MAX, DEDUPE_ENTRIES_MAX, SHARDS_MAX,
-  SHUTDOWN_DEADLINE_MS, STRING_VALUE_BYTES_MAX_DEFAULT, STRING_VALUE_BYTES_MAX_LIMIT, TCP_CONNECTIONS_MAX_DEFAULT, TCP_FRAME_BYTES_MAX_DEFAULT, TCP_FRAME_TIMEOUT_MS_DEFAULT, TCP_IDLE_TIMEOUT_MS_DEFAULT,
+  HTTP_CONNECTIONS_MAX_DEFAULT, SHUTDOWN_DEADLINE_MS, STRING_VALUE_BYTES_MAX_DEFAULT, STRING_VALUE_BYTES_MAX_LIMIT, TCP_AUTH_TIMEOUT_MS_DEFAULT, TCP_CONNECTIONS_MAX_DEFAULT, TCP_FRAME_BYTES_MAX_DEFAULT, TCP_FRAME_TIMEOUT_MS_DEFAULT, TCP_IDLE_TIMEOUT_MS_DEFAULT,
   WAL_SEGMENT_BYTES_MAX_DEFAULT, WAL_SEGMENT_BYTES_MIN, WAL_SYNC_INTERVAL_MS_DEFAULT, WAL_SYNC_TIMEOUT_MS_DEFAULT,
 } from './limits';
 import { DURATION_UNIT_MS } from './ops/duration';
@@ -204,7 +204,9 @@ const SETTINGS = {
   tcpFrameBytesMax: int({ key: 'tcp-max-frame-bytes', env: 'SERVICE_TCP_MAX_FRAME_BYTES', help: 'TCP frame payload bytes' }, 1, null, TCP_FRAME_BYTES_MAX_DEFAULT),
   tcpFrameTimeoutMs: duration({ key: 'tcp-frame-timeout', env: 'SERVICE_TCP_FRAME_TIMEOUT', help: 'a TCP frame must arrive whole within this, else frame_error and close' }, `${TCP_FRAME_TIMEOUT_MS_DEFAULT / 1000}s`, null),
   tcpIdleTimeoutMs: duration({ key: 'tcp-idle-timeout', env: 'SERVICE_TCP_IDLE_TIMEOUT', help: 'close TCP connections idle this long (0 = never)' }, String(TCP_IDLE_TIMEOUT_MS_DEFAULT), 'means never'),
-  tcpConnectionsMax: int({ key: 'tcp-connections-max', env: 'SERVICE_TCP_CONNECTIONS_MAX', help: 'open TCP connections; one more gets too_many_connections' }, 1, null, TCP_CONNECTIONS_MAX_DEFAULT),
+  tcpConnectionsMax: int({ key: 'tcp-connections-max', env: 'SERVICE_TCP_CONNECTIONS_MAX', help: 'open TCP connections; one more gets too_many_connections (lowered at start to fit the descriptor limit)' }, 1, null, TCP_CONNECTIONS_MAX_DEFAULT),
+  tcpAuthTimeoutMs: duration({ key: 'tcp-auth-timeout', env: 'SERVICE_TCP_AUTH_TIMEOUT', help: 'with --auth-token-file: a TCP connection must send its AUTH frame within this, else unauthorized and close' }, `${TCP_AUTH_TIMEOUT_MS_DEFAULT / 1000}s`, null),
+  httpConnectionsMax: int({ key: 'http-connections-max', env: 'SERVICE_HTTP_CONNECTIONS_MAX', help: 'open HTTP connections; one more gets 503 too_many_connections (lowered at start to fit the descriptor limit)' }, 1, null, HTTP_CONNECTIONS_MAX_DEFAULT),
   authTokenFile: path({ key: 'auth-token-file', env: 'SERVICE_AUTH_TOKEN_FILE', help: 'require this shared token: HTTP Authorization: Bearer, TCP AUTH frame (docs/security.md)' }, null),
   memoryGovEnforce: bool({ key: 'memory-gov-enforce', env: 'SERVICE_MEMORY_GOV_ENFORCE', flag: false, help: 'false skips the lifetime-memory check of register (not for production)' }, true),
   // Cluster mode (docs/cluster.md): --cluster-url turns it on and then needs --node-id; see clusterOf().

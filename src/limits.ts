@@ -33,6 +33,54 @@ export const TCP_IDLE_TIMEOUT_MS_DEFAULT = 0;
 export const TCP_CONNECTIONS_MAX_DEFAULT = 10_000;
 /** After we end a connection, how long the peer has to read our last frame and close before we destroy it. */
 export const TCP_CLOSE_LINGER_MS = 5_000;
+/**
+ * With --auth-token-file, a TCP connection must have presented its token within this long of
+ * connecting (SERVICE_TCP_AUTH_TIMEOUT, --tcp-auth-timeout), else `unauthorized` and close: a
+ * socket that connects and sends nothing would otherwise hold a connection slot forever (the
+ * idle timeout is off by default). A client sends AUTH as its first frame, within a round trip.
+ */
+export const TCP_AUTH_TIMEOUT_MS_DEFAULT = 5_000;
+/**
+ * With --auth-token-file, connections that have not authenticated yet hold at most this share
+ * of the TCP connection cap (at least one): a newer connection past it (or past the cap while
+ * any is unauthenticated) closes the oldest of them with too_many_connections. So sockets
+ * without the token can never keep a client that has it out, and the other three quarters of
+ * the slots are free or held by authenticated connections.
+ */
+export const TCP_UNAUTHENTICATED_SHARE = 0.25;
+/**
+ * Open HTTP connections, either engine (SERVICE_HTTP_CONNECTIONS_MAX, --http-connections-max);
+ * one more is answered 503 too_many_connections and closed. Each costs a descriptor, so the
+ * cap (and the TCP one) is also lowered at start to fit the descriptor limit (FD_RESERVE_*).
+ */
+export const HTTP_CONNECTIONS_MAX_DEFAULT = 10_000;
+/**
+ * Descriptors kept out of the connection caps at start (src/fd_budget.ts): the data dir
+ * (WAL segment rolls, snapshot files, registry log rewrites, cold store segments), worker
+ * threads' event loops, log destinations, the admin listener and its connections, and the
+ * sockets being refused. The reserve is the larger of FD_RESERVE_MIN + FD_RESERVE_PER_SHARD
+ * per shard and FD_RESERVE_FRACTION of the limit; what is left after the descriptors open at
+ * that point is shared by the HTTP and TCP caps.
+ */
+export const FD_RESERVE_MIN = 96;
+export const FD_RESERVE_PER_SHARD = 32;
+export const FD_RESERVE_FRACTION = 0.2;
+/** A descriptor limit that leaves fewer connections than this per listener stops the boot (raise `ulimit -n`). */
+export const FD_CONNECTIONS_MIN = 8;
+/**
+ * Refused connections (over a cap) a node:net listener lets linger at once while the peer reads
+ * the refusal (TCP_CLOSE_LINGER_MS); more are destroyed right after the refusal is written, so
+ * a connect flood cannot turn the linger into descriptors.
+ */
+export const REFUSED_LINGERING_MAX = 16;
+/**
+ * A TCP frame's payload of at most this many bytes is checked for UTF-8 in place when it is
+ * ASCII (util/utf8.ts): node's isUtf8 takes no range, and the view it needs cost ~60 ns per
+ * frame, more than scanning a get body. Longer or non-ASCII payloads go to isUtf8.
+ */
+export const UTF8_INLINE_SCAN_BYTES_MAX = 256;
+/** A node:net listener whose accept() fails logs server.accept_failed at most this often, with the count of failures not logged. */
+export const ACCEPT_ERROR_LOG_INTERVAL_MS = 1_000;
 
 /**
  * node:net HTTP engine (http_net.ts). A request head (request line + headers +
@@ -397,6 +445,9 @@ assert(CLUSTER_NODE_TTL_MS + CLUSTER_HEARTBEAT_MS < 10_000, 'a silent node loses
 assert(TCP_FRAME_BYTES_MAX_DEFAULT >= HTTP_BODY_BYTES_MAX, 'a push that fits HTTP must fit a frame');
 assert(BATCH_GET_ENTRIES_MAX_DEFAULT > 0);
 assert(HTTP_TIMEOUT_SWEEP_MS < HTTP_HEADER_TIMEOUT_MS && HTTP_HEADER_TIMEOUT_MS <= HTTP_BODY_TIMEOUT_MS);
+assert(TCP_UNAUTHENTICATED_SHARE > 0 && TCP_UNAUTHENTICATED_SHARE < 1, 'authenticated connections keep a share of the TCP cap');
+assert(FD_RESERVE_MIN >= 2 * REFUSED_LINGERING_MAX + 32, 'the descriptor reserve covers refused sockets lingering on both node:net listeners');
+assert(FD_RESERVE_FRACTION > 0 && FD_RESERVE_FRACTION < 1);
 assert(TOP_K_K_DEFAULT <= TOP_K_K_MAX);
 assert(REGISTER_NODES_MAX <= REGISTRY_NODES_MAX);
 assert(REGISTRY_NODE_BYTES_MAX <= REGISTRY_BYTES_MAX);

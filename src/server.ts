@@ -45,7 +45,8 @@
  *      exit 2, unless --accept-data-loss), compile the registry, seed LSN and dedupe
  *      from the shards; server time not behind the newest time they recovered
  *      (clock/, docs/time.md)
- *   4. bind HTTP and TCP; /ready turns 200
+ *   4. size the HTTP and TCP connection caps to the descriptor limit (fd_budget.ts,
+ *      logged as server.fd_budget), bind HTTP and TCP; /ready turns 200
  * Each listener logs one `server.*_bound` line.
  *
  * Shutdown (close()): /ready says "draining", stop accepting data, drain
@@ -75,7 +76,8 @@ import { checkDataDir, prepareDataDir } from './data_dir';
 import { lockDataDir, type DataDirLock } from './data_dir_lock';
 import { StartupError } from './startup_error';
 import { createLogger, type Logger } from './log';
-import { DEDUPE_SWEEP_INTERVAL_MS } from './limits';
+import { ACCEPT_ERROR_LOG_INTERVAL_MS, DEDUPE_SWEEP_INTERVAL_MS, HTTP_CONNECTIONS_MAX_DEFAULT, TCP_CONNECTIONS_MAX_DEFAULT } from './limits';
+import { descriptorBudget, nofileLimit, openDescriptors, type FdBudget } from './fd_budget';
 import type { ClusterNode } from './cluster/node';
 import { Lifecycle } from './lifecycle';
 import type { AdminContext } from './admin/context';
@@ -131,14 +133,15 @@ function listenNet(server: net.Server, what: string, host: string, port: number)
   });
 }
 
-/** The HTTP data plane on the configured engine (docs/wire.md "HTTP engines"). */
-async function listenHttp(front: Front, config: ServerConfig): Promise<{ port: number; close(): void }> {
+/** The HTTP data plane on the configured engine (docs/wire.md "HTTP engines"), at most `connectionsMax` connections open. */
+async function listenHttp(front: Front, config: ServerConfig, connectionsMax: number): Promise<{ port: number; close(): void }> {
   if (config.httpEngine === 'net') {
-    const server = buildNetHttpServer(front);
+    const server = buildNetHttpServer(front, connectionsMax);
     const port = await listenNet(server, 'HTTP', config.httpAddr.host, config.httpAddr.port);
+    acceptErrorsLogged(server, front.log, 'HTTP');
     return { port, close: () => server.close() };
   }
-  const { token, port } = await listenUws(buildHttpApp(front), 'HTTP', config.httpAddr.host, config.httpAddr.port);
+  const { token, port } = await listenUws(buildHttpApp(front, connectionsMax), 'HTTP', config.httpAddr.host, config.httpAddr.port);
   return { port, close: () => uWS.us_listen_socket_close(token) };
 }
 
@@ -146,6 +149,23 @@ async function listenHttp(front: Front, config: ServerConfig): Promise<{ port: n
 function installRaised(front: Front, wire: RegistryWire): Promise<void> {
   return new Promise((resolve, reject) => {
     front.control.install(wire, [], (err) => (err === null ? resolve() : reject(new Error(`registry install at boot failed: ${err.code}`))));
+  });
+}
+
+/**
+ * A node:net listener whose accept() fails emits 'error', which would end the process
+ * (with no listener); it is logged instead, and the listener keeps accepting. (At
+ * EMFILE libuv itself accepts and closes what it cannot keep, without an error.)
+ */
+function acceptErrorsLogged(server: net.Server, log: Logger, what: string): void {
+  let last = -Infinity;
+  let missed = 0;
+  server.on('error', (err: NodeJS.ErrnoException) => {
+    const now = performance.now();
+    if (now - last < ACCEPT_ERROR_LOG_INTERVAL_MS) { missed++; return; }
+    log.error({ kind: 'server.accept_failed', listener: what, code: err.code, message: err.message, since_last_logged: missed });
+    last = now;
+    missed = 0;
   });
 }
 
@@ -170,6 +190,21 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
     lock?.release();
     throw err;
   }
+}
+
+/**
+ * `server.fd_budget`: the limit, the reserve and both caps. At warn when a cap the operator
+ * set was lowered to fit; a default cap lowered is only listed (`lowered`), at info.
+ */
+function logBudget(log: Logger, b: FdBudget): void {
+  const line = {
+    kind: 'server.fd_budget', nofile_limit: b.limit, fds_in_use: b.inUse, fds_reserved: b.reserve,
+    http_connections_max: b.httpConnectionsMax, tcp_connections_max: b.tcpConnectionsMax, lowered: b.lowered,
+  };
+  const defaults: Record<string, number> = { 'http-connections-max': HTTP_CONNECTIONS_MAX_DEFAULT, 'tcp-connections-max': TCP_CONNECTIONS_MAX_DEFAULT };
+  const set = b.lowered.filter((l) => l.asked !== defaults[l.setting]);
+  if (set.length === 0) { log.info(line); return; }
+  log.warn(line, `${set.map((l) => `--${l.setting} ${l.asked} lowered to ${l.got}`).join(', ')} to fit the descriptor limit ${b.limit} (docs/security.md)`);
 }
 
 async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null, auth: Auth | null, lifecycle: Lifecycle): Promise<RunningServer> {
@@ -244,13 +279,16 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
     }
   }
 
-  const http = await listenHttp(front, config);
+  const budget = descriptorBudget(nofileLimit(), openDescriptors(), config.shards, config.httpConnectionsMax, config.tcpConnectionsMax);
+  logBudget(log, budget);
+  const http = await listenHttp(front, config, budget.httpConnectionsMax);
   log.info({ kind: 'server.http_bound', addr: formatAddr(config.httpAddr.host, http.port), engine: config.httpEngine });
   const tcpServer = buildTcpServer(front, {
     frameBytesMax: config.tcpFrameBytesMax, frameTimeoutMs: config.tcpFrameTimeoutMs,
-    idleTimeoutMs: config.tcpIdleTimeoutMs, connectionsMax: config.tcpConnectionsMax,
+    idleTimeoutMs: config.tcpIdleTimeoutMs, connectionsMax: budget.tcpConnectionsMax, authTimeoutMs: config.tcpAuthTimeoutMs,
   });
   const tcpPort = await listenNet(tcpServer, 'TCP', config.tcpAddr.host, config.tcpAddr.port);
+  acceptErrorsLogged(tcpServer, log, 'TCP');
   log.info({ kind: 'server.tcp_bound', addr: formatAddr(config.tcpAddr.host, tcpPort) });
   const stats = new StatsCollector(front);
   stats.start();

@@ -15,6 +15,9 @@
  * the body and runs the JSON.parse path from the start, so every error keeps its code, message and path;
  * what this reader does take is a body that path accepts, written into the same
  * record bytes (test/unit/front/push_text.test.ts checks both on generated bodies).
+ * A body it takes is ASCII, so it is UTF-8: a byte at or above 0x80 anywhere makes it
+ * answer null, and that path refuses a body that is not UTF-8 before decoding it
+ * (util/utf8.ts), so the check costs the common push nothing.
  */
 import type { EventPlan } from '../registry/compile';
 import { hashKey, hashKeyAscii } from '../registry/key';

@@ -50,9 +50,9 @@ test('not_found: 404 for unknown routes, with error.path', async () => {
 test('method_not_allowed: 405 echoing method and path, with an Allow header', async () => {
   const cases: Array<[string, string, string]> = [
     ['GET', '/push', 'POST'], ['DELETE', '/register', 'POST'], ['PUT', '/get', 'POST'], ['GET', '/batch_get', 'POST'],
-    ['GET', '/ping', 'POST'], ['PATCH', '/ping', 'POST'], ['GET', '/reset', 'POST'], ['POST', '/registry', 'GET'], ['DELETE', '/registry', 'GET'],
+    ['GET', '/ping', 'POST'], ['PATCH', '/ping', 'POST'], ['GET', '/reset', 'POST'], ['POST', '/registry', 'GET, HEAD'], ['DELETE', '/registry', 'GET, HEAD'],
     // Peer routes (docs/compatibility.md): POST /push/{event}; GET /health and /ready on the data plane.
-    ['DELETE', '/push/Txn', 'POST'], ['GET', '/push/Txn', 'POST'], ['POST', '/health', 'GET'], ['PUT', '/ready', 'GET'],
+    ['DELETE', '/push/Txn', 'POST'], ['GET', '/push/Txn', 'POST'], ['POST', '/health', 'GET, HEAD'], ['PUT', '/ready', 'GET, HEAD'],
   ];
   for (const [method, path, allow] of cases) {
     const r = await request(method, path, method === 'GET' || method === 'DELETE' ? undefined : '{}');

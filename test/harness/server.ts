@@ -27,6 +27,8 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** `*_bound` lines beyond HTTP, TCP and admin to wait for (cluster mode's server.peer_bound). */
   extraBound?: number;
+  /** Start the server with this descriptor limit (RLIMIT_NOFILE, soft and hard), as `ulimit -n` would. */
+  nofile?: number;
 }
 
 export interface TestServer {
@@ -100,7 +102,10 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
   const env = { ...process.env, ...(opts.env ?? {}) };
   delete env.SERVICE_TEST_MODE;
   if (opts.env?.SERVICE_TEST_MODE) env.SERVICE_TEST_MODE = opts.env.SERVICE_TEST_MODE;
-  const proc = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // sh's ulimit, then exec: the server keeps the pid the harness signals.
+  const proc = opts.nofile === undefined
+    ? spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn('/bin/sh', ['-c', `ulimit -n ${opts.nofile} && exec "$0" "$@"`, process.execPath, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: Array<Record<string, unknown>> = [];
   let stderr = '';
   proc.stderr!.on('data', (d) => { stderr += d; });
