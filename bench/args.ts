@@ -4,9 +4,6 @@ import { ENTITIES_DEFAULT, type KeyDist } from './keys';
 import { WORKLOADS } from './workloads';
 
 export type HttpGen = 'wrk' | 'autocannon' | 'sf-http';
-/** message: worker postMessage, as streamfeat's front and shards (piscina); ring: SharedArrayBuffer rings with Atomics.waitAsync wake-ups. */
-export const HOP_KINDS = ['message', 'ring'] as const;
-export type HopKind = (typeof HOP_KINDS)[number];
 
 export interface Opts {
   workload: string;
@@ -14,7 +11,7 @@ export interface Opts {
   entities: number;
   /** Entities pushed before get/batch-get/mixed loads; gets draw keys from them. */
   preload: number;
-  /** Unset = the server's defaults (what the issue-6 targets are defined on). */
+  /** Unset = the server's defaults (what the targets of `all` are defined on). */
   shards?: number;
   memoryOnly: boolean;
   walSync?: string;
@@ -38,8 +35,6 @@ export interface Opts {
   badShare?: number;
   /** ceiling: per-item busy work of uws_hop's worker thread, microseconds, one run each. */
   workUs: number[];
-  /** ceiling: how the hop servers hand batches to their worker (bench/baseline/hop.ts). */
-  hop: HopKind;
   /**
    * Rounds of the whole scenario, one after the other (each with fresh processes and
    * its own baseline run, so baseline and streamfeat alternate): the bare baseline
@@ -47,6 +42,10 @@ export interface Opts {
    */
   rounds: number;
   out?: string;
+  /** Append every result as one JSON line (bench/current_table.ts reads them). */
+  json?: string;
+  /** Exit 1 when a result had errors, no successful request or unseen pushes (the smoke's check). */
+  check: boolean;
   seed: number;
 }
 
@@ -64,8 +63,8 @@ export const DEFAULTS: Opts = {
   probes: 4,
   pushShare: 0.9,
   workUs: [0, 5, 15, 25],
-  hop: 'message',
   rounds: 1,
+  check: false,
   seed: 1,
 };
 
@@ -93,9 +92,10 @@ const OPTIONS: OptionSpec[] = [
   { name: 'push-share', type: 'string', value: 'F', help: 'mixed: share of pushes, 0..1', default: String(DEFAULTS.pushShare) },
   { name: 'bad-share', type: 'string', value: 'F', help: 'soak: share of bad inputs, 0..1 (soak defaults: --duration 60, --connections 1000, --rate 4000 for all conns)', default: '0.05' },
   { name: 'work-us', type: 'string', value: 'LIST', help: 'ceiling: uws_hop worker busy-work per request in us, comma-separated', default: DEFAULTS.workUs.join(',') },
-  { name: 'hop', type: 'string', value: 'message|ring', help: 'ceiling: how uws_hop / tcp_hop hand batches to the worker', default: DEFAULTS.hop },
   { name: 'rounds', type: 'string', value: 'N', help: 'run the scenario N times (baseline and streamfeat alternate); prints every ratio and their median', default: String(DEFAULTS.rounds) },
   { name: 'out', type: 'string', value: 'FILE', help: 'append one markdown row per result' },
+  { name: 'json', type: 'string', value: 'FILE', help: 'append one JSON line per result (bench/target_table.sh reads them)' },
+  { name: 'check', type: 'boolean', help: 'exit 1 when a result had errors or nothing succeeded' },
   { name: 'seed', type: 'string', value: 'N', help: 'key generator seed', default: String(DEFAULTS.seed) },
 ];
 
@@ -131,9 +131,9 @@ const FIELDS: Record<string, [keyof Opts, (flag: string, v: string) => Opts[keyo
   'push-share': ['pushShare', (f, v) => numberArg(f, v, 0, false)],
   'bad-share': ['badShare', (f, v) => numberArg(f, v, 0, false)],
   'work-us': ['workUs', (f, v) => numberListArg(f, v, 0)],
-  hop: ['hop', (f, v) => oneOfArg(f, v, HOP_KINDS)],
   rounds: ['rounds', (f, v) => numberArg(f, v, 1)],
   out: ['out', (_f, v) => v],
+  json: ['json', (_f, v) => v],
   seed: ['seed', (f, v) => numberArg(f, v, 0)],
 };
 
@@ -150,6 +150,7 @@ export function parseArgs(argv: string[]): Parsed {
     if (typeof v === 'string') set(field, convert(`--${name}`, v));
   }
   if (p.values['memory-only'] === true) set('memoryOnly', true);
+  if (p.values.check === true) set('check', true);
   if (opts.pushShare > 1) throw new UsageError('--push-share must be in [0, 1]');
   if (opts.badShare !== undefined && opts.badShare > 1) throw new UsageError('--bad-share must be in [0, 1]');
   return { scenario: p.help ? 'help' : (p.positionals[0] ?? 'help'), opts, given };
@@ -161,12 +162,10 @@ export interface BaselineArgs {
   port: number;
   /** Microseconds of busy work per item (uws_hop only; 0 elsewhere). */
   workUs: number;
-  /** The hop servers' hand-off (message elsewhere). */
-  hop: HopKind;
 }
 
 /**
- * Parses `--http-addr|--tcp-addr HOST:PORT [--work-us N] [--hop message|ring]` with the same parser as
+ * Parses `--http-addr|--tcp-addr HOST:PORT [--work-us N]` with the same parser as
  * every other command line here (bench/procs.ts starts the baselines with these
  * flags); a bad one prints one line and exits 2, like every command line here.
  */
@@ -182,20 +181,15 @@ export function parseBaselineArgs(program: string, addrFlag: 'http-addr' | 'tcp-
 
 function baselineArgs(program: string, addrFlag: 'http-addr' | 'tcp-addr', argv: readonly string[], workUs: boolean): BaselineArgs {
   const options: OptionSpec[] = [{ name: addrFlag, type: 'string', value: 'HOST:PORT', help: 'listen address (port 0 = any free port)' }];
-  if (workUs) {
-    options.push({ name: 'work-us', type: 'string', value: 'N', help: 'busy work per item, microseconds', default: '0' });
-    options.push({ name: 'hop', type: 'string', value: 'message|ring', help: 'hand-off to the worker', default: 'message' });
-  }
+  if (workUs) options.push({ name: 'work-us', type: 'string', value: 'N', help: 'busy work per item, microseconds', default: '0' });
   const p = parseCommand(program, { name: '', args: [], summary: 'A baseline server of the bench.', options }, argv);
   const addr = p.values[addrFlag];
   const m = typeof addr === 'string' ? /^(.+):(\d+)$/.exec(addr) : null;
   if (m === null) throw new UsageError(`--${addrFlag} HOST:PORT is required`);
   const w = p.values['work-us'];
-  const hop = p.values.hop;
   return {
     host: m[1],
     port: numberArg(`--${addrFlag}`, m[2], 0),
     workUs: typeof w === 'string' ? numberArg('--work-us', w, 0, false) : 0,
-    hop: typeof hop === 'string' ? oneOfArg('--hop', hop, HOP_KINDS) : 'message',
   };
 }

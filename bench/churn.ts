@@ -1,5 +1,5 @@
 /**
- * Key-churn benchmark (issue 12 item 6): does memory plateau when keys never come
+ * Key-churn benchmark: does memory plateau when keys never come
  * back? A table keyed by session id (count over a 2 s window), its event with
  * `cold_after: "3s"`, fed `--keys` NEW session ids every `--period` seconds for
  * `--rounds` rounds over framed TCP (pipelined). The server's RSS is sampled at
@@ -11,7 +11,7 @@
  * `--table lifetime` adds a lifetime count to the table, so cold entities are never
  * empty and go to the disk cold store instead of being dropped (the cost left per
  * cold entity is the index). `--cli` runs another build (e.g. main's, for the
- * before/after in bench/RESULTS.md).
+ * before/after in bench/DECISIONS.md).
  */
 import { readFileSync } from 'node:fs';
 import net from 'node:net';

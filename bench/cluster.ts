@@ -1,5 +1,5 @@
 /**
- * Cluster-mode bench (docs/cluster.md, bench/RESULTS.md "Cluster mode"):
+ * Cluster-mode bench (docs/cluster.md, bench/journal/2026-11-23-http-engines-cluster-windowed-ops.md):
  *
  *   node dist/bench/cluster.js [--duration S] [--connections C] [--nodes 1,3] [--partitions N]
  *

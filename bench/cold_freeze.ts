@@ -1,6 +1,6 @@
 /**
- * Cold freeze/thaw cost per entity (issue 12, "cold entities copy slab ranges,
- * not objects"): the 10-feature table of bench/memory.ts (FEATURES) loaded into a
+ * Cold freeze/thaw cost per entity (cold entities copy slab ranges, not
+ * objects): the 10-feature table of bench/memory.ts (FEATURES) loaded into a
  * ShardState, then every entity frozen (src/shard/cold/cold.ts freeze) and removed,
  * then thawed back, round after round. Prints per round µs per entity of freeze
  * (removing the frozen slots is timed apart: it is not the encoding) and of thaw, and bytes per frozen entity; the reads after each thaw are checked

@@ -1,5 +1,5 @@
 /**
- * The long fuzz run (issue 11): `npm run fuzz -- --seconds N [--seed S]
+ * The long fuzz run: `npm run fuzz -- --seconds N [--seed S]
  * [--concurrency C] [--shards K] [--data-dir] [--only I,J,...]`. Starts its own
  * server (the test harness's startServer: --test-mode, --memory-only unless
  * --data-dir), runs the generators of test/fuzz/gen.ts through the same engine as

@@ -1,8 +1,8 @@
 /**
  * The longest pushes while one table grows to N entities, in process: every push
  * makes a new entity, so the table's arrays double (columns, ring pools, the key
- * arena) and its key and intern tables resize on the way (bench/RESULTS.md
- * "Growth in place"). Pushes go through ShardState.apply as a shard applies them
+ * arena) and its key and intern tables resize on the way (bench/DECISIONS.md
+ * "GC, memory and growth"). Pushes go through ShardState.apply as a shard applies them
  * (WAL and transport aside), one at a time, each timed.
  *
  * Table (12 features over one event): bench/memory.ts's ten (count, sum, mean,

@@ -1,5 +1,7 @@
 /**
- * Issue 11 findings 1, 2, 3, 4 and 8, measured against any build of the server:
+ * The hardening review's findings 1, 2, 3, 4 and 8 (huge names and answers, "did you
+ * mean" hints, dry-run memory, registries that stall the data plane, deep derivation
+ * chains), measured against any build of the server:
  *
  *   node dist/bench/hardening.js [--cli path/to/dist/src/cli.js] [--only compile,transfer,finding4,finding4big,finding8]
  *

@@ -4,7 +4,7 @@
  * prints the N (default 25) groups whose retained-by-self bytes grew most from A to
  * B, grouped by constructor name for objects and by node type otherwise (strings,
  * code, arrays, ...), with counts. Used to tell a leak (one group growing with the
- * requests served) from V8 heap sizing (bench/RESULTS.md, soak).
+ * requests served) from V8 heap sizing (bench/journal/2026-11-23-hardening-and-soak.md).
  */
 import { readFileSync } from 'node:fs';
 

@@ -7,7 +7,7 @@
 
 /** Zipf exponent: YCSB's default, a realistic "few hot entities" skew. */
 export const ZIPF_THETA = 0.99;
-/** Entities the key space spans unless --entities says otherwise (issue 6). */
+/** Entities the key space spans unless --entities says otherwise (the load scenarios' default). */
 export const ENTITIES_DEFAULT = 1_000_000;
 
 export type KeyDist = 'uniform' | 'zipf';

@@ -10,7 +10,6 @@ import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exitQuietlyOnEpipe } from '../src/cli_args';
-import type { HopKind } from './args';
 
 /** dist/bench/procs.js -> dist/src/cli.js */
 export const SERVER_CLI = join(__dirname, '..', 'src', 'cli.js');
@@ -110,8 +109,8 @@ export function startUwsBare(): Promise<Target> {
 }
 
 /** uws_bare plus streamfeat's hop to one worker thread that spins `workUs` µs per request (the `ceiling` scenario). */
-export function startUwsHop(workUs: number, hop: HopKind): Promise<Target> {
-  return launch('uws_hop', [UWS_HOP, '--http-addr', '127.0.0.1:0', '--work-us', String(workUs), '--hop', hop], ['server.http_bound'], null);
+export function startUwsHop(workUs: number): Promise<Target> {
+  return launch('uws_hop', [UWS_HOP, '--http-addr', '127.0.0.1:0', '--work-us', String(workUs)], ['server.http_bound'], null);
 }
 
 export function startTcpEcho(): Promise<Target> {
@@ -119,8 +118,8 @@ export function startTcpEcho(): Promise<Target> {
 }
 
 /** tcp_echo plus streamfeat's hop to one worker thread that spins `workUs` µs per frame (`ceiling --transport tcp`). */
-export function startTcpHop(workUs: number, hop: HopKind): Promise<Target> {
-  return launch('tcp_hop', [TCP_HOP, '--tcp-addr', '127.0.0.1:0', '--work-us', String(workUs), '--hop', hop], ['server.tcp_bound'], null);
+export function startTcpHop(workUs: number): Promise<Target> {
+  return launch('tcp_hop', [TCP_HOP, '--tcp-addr', '127.0.0.1:0', '--work-us', String(workUs)], ['server.tcp_bound'], null);
 }
 
 function portOf(addr: string): number {

@@ -1,6 +1,6 @@
 /**
  * Per-push CPU of the data path, front and shard, before and after PUSH records
- * (issue 12 item 2), in one process, single-threaded, measured as CPU time
+ * (one parse per event), in one process, single-threaded, measured as CPU time
  * (process.cpuUsage), so a shared machine changes the numbers less than it
  * changes a load run. Same bodies (bench/workloads.ts BodyGen, Zipf keys), same
  * registry, 2 shards' worth of routing.
@@ -29,7 +29,7 @@ import { compileRegistry, type CompiledRegistry } from '../src/registry/compile'
 import type { RegistryState } from '../src/registry/model';
 import { PushRoute } from '../src/front/routing';
 import { PushFrameWriter, sealFrame, frameEnd } from '../src/wal/push_record';
-import { FRAME_HEADER_BYTES } from '../src/wal/constants';
+import { FRAME_LENGTH_CRC_BYTES } from '../src/wal/constants';
 import { ShardState } from '../src/shard/state/state';
 import { PushApplier } from '../src/shard/state/push_apply';
 import { shardOf } from '../src/registry/key';
@@ -167,7 +167,7 @@ function shardRecords(state: ShardState, batches: Buffer[]): number {
     const { bytes } = deserialize(b) as { bytes: Uint8Array };
     const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     for (let p = 0; p < buf.length;) p = sealFrame(buf, p);
-    for (let p = 0; p < buf.length; p = frameEnd(buf, p)) applier.apply(buf, p + FRAME_HEADER_BYTES, null);
+    for (let p = 0; p < buf.length; p = frameEnd(buf, p)) applier.apply(buf, p + FRAME_LENGTH_CRC_BYTES, null);
   }
   return cpuUs() - c0;
 }

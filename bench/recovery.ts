@@ -1,5 +1,5 @@
 /**
- * Recovery benchmark (issue 4): how fast a shard replays its WAL, how long a
+ * Recovery benchmark: how fast a shard replays its WAL, how long a
  * restart takes with N events in the WAL, and how long a snapshot pauses a
  * shard holding M entities.
  *

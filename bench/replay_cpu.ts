@@ -12,7 +12,7 @@
  * the restart from that snapshot (restore, then the WAL after it: nothing here).
  *
  * `--build` replays with the recovery code of other builds (the same ShardStore
- * API since issue 4), round by round in turn with this one, for a before/after on
+ * API as this one), round by round in turn with this one, for a before/after on
  * the same machine at the same moment; the entity counts and a sample of rows
  * must agree between builds.
  */

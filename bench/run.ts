@@ -2,26 +2,16 @@
  * Entry of the benchmark suite: `npm run bench -- <scenario> [options]`
  * (compiled to dist/bench/run.js). `list` shows the scenarios; `all` runs the
  * whole plan and prints a summary with every target's PASS/MISS; `smoke` runs
- * every scenario for a second with tiny loads and exits non-zero if any broke.
- * See bench/README.md.
+ * every bench once on a small parameter and exits non-zero if any broke
+ * (bench/smoke.ts; `npm test` ends with it). See bench/README.md.
  */
 import { ALL_DURATION_S, ALL_WARMUP_S, DEFAULTS, parseArgs, USAGE, type Opts, type Parsed } from './args';
 import { killChildrenOnExit } from './procs';
 import { appendMarkdown, formatBlock, formatRounds, formatSummary, type ScenarioResult } from './report';
+import { appendFileSync } from 'node:fs';
 import { PLAN, scenarioNamed, SCENARIOS, type Ctx } from './scenarios';
-import { staticChecks } from './static_checks';
+import { runSmoke } from './smoke';
 import { wrkAvailable } from './wrk';
-
-/** Smoke: one second, tiny loads; proves every path still works, measures nothing. */
-const SMOKE_OPTS: Partial<Opts> = {
-  durationS: 1,
-  warmupS: 0,
-  preload: 200,
-  entities: 10_000,
-  connections: 4,
-  bgRate: 200,
-  probes: 2,
-};
 
 function log(line: string): void {
   process.stdout.write(line + '\n');
@@ -45,6 +35,7 @@ async function runScenario(name: string, o: Opts, ctx: Ctx, date: string): Promi
       log(formatBlock(r));
       log('');
       if (o.out !== undefined) appendMarkdown(o.out, r, date);
+      if (o.json !== undefined) appendFileSync(o.json, `${JSON.stringify({ date, round: i, ...r })}\n`);
     }
     rounds.push(results);
   }
@@ -52,7 +43,7 @@ async function runScenario(name: string, o: Opts, ctx: Ctx, date: string): Promi
   return rounds.flat();
 }
 
-/** Problems that make a smoke run fail: errors or nothing measured. */
+/** Problems that make a `--check` run fail (the smoke's scenario runs): errors or nothing measured. */
 function smokeProblems(r: ScenarioResult): string[] {
   const out: string[] = [];
   if (r.subject.ok === 0) out.push(`${r.subjectName}: no successful request`);
@@ -63,39 +54,28 @@ function smokeProblems(r: ScenarioResult): string[] {
   return out;
 }
 
-async function runPlan(p: Parsed, smoke: boolean, date: string): Promise<number> {
-  const base: Opts = smoke
-    ? { ...DEFAULTS, ...SMOKE_OPTS, ...pick(p) }
-    : { ...DEFAULTS, durationS: ALL_DURATION_S, warmupS: ALL_WARMUP_S, ...pick(p) };
+async function runPlan(p: Parsed, date: string): Promise<number> {
+  const base: Opts = { ...DEFAULTS, durationS: ALL_DURATION_S, warmupS: ALL_WARMUP_S, ...pick(p) };
   const ctx: Ctx = { baselines: new Map(), log };
   const all: ScenarioResult[] = [];
   const failures: string[] = [];
-  const failedRuns = new Set<string>();
   const t0 = Date.now();
   if (!wrkAvailable()) log('note: wrk is not installed (apt-get install wrk): HTTP loads use autocannon');
-  if (smoke) {
-    const problems = staticChecks();
-    for (const prob of problems) failures.push(`static: ${prob}`);
-    if (problems.length > 0) failedRuns.add('static');
-    log(problems.length === 0 ? '-- static checks: k6 scripts parse, k6 fraud registration matches' : problems.map((x) => `!! ${x}`).join('\n'));
-  }
   for (const [name, over] of PLAN) {
     const o: Opts = { ...base, ...over };
     const label = `${name} ${Object.entries(over).map(([k, v]) => `${k}=${v}`).join(' ')}`.trim();
     try {
       const rs = await runScenario(name, o, ctx, date);
       all.push(...rs);
-      if (smoke) {
+      if (o.check) {
         for (const r of rs) {
           for (const prob of smokeProblems(r)) {
             failures.push(`${label}: ${prob}`);
-            failedRuns.add(label);
           }
         }
       }
     } catch (err) {
       failures.push(`${label}: ${(err as Error).message}`);
-      failedRuns.add(label);
       log(`!! ${label} failed: ${(err as Error).stack ?? err}`);
       log('');
     }
@@ -103,11 +83,9 @@ async function runPlan(p: Parsed, smoke: boolean, date: string): Promise<number>
   log(formatSummary(all));
   log(`\n(${((Date.now() - t0) / 1000).toFixed(0)} s)`);
   if (failures.length > 0) {
-    log(`\n== ${smoke ? 'smoke' : 'all'}: failures`);
+    log('\n== all: failures');
     for (const f of failures) log(`FAIL  ${f}`);
   }
-  // + 1: the static checks count as one.
-  if (smoke) log(`\nsmoke: ${PLAN.length + 1 - failedRuns.size} passed, ${failedRuns.size} failed`);
   return failures.length > 0 ? 1 : 0;
 }
 
@@ -127,21 +105,23 @@ async function main(): Promise<number> {
     case 'list':
       for (const s of SCENARIOS) log(`${s.name.padEnd(13)} ${s.summary}`);
       log(`${'all'.padEnd(13)} every scenario above (${PLAN.length} runs, ${ALL_DURATION_S}s each), then a summary with every target's PASS/MISS`);
-      log(`${'smoke'.padEnd(13)} every run of 'all' for 1 s with tiny loads; exits non-zero if anything broke`);
+      log(`${'smoke'.padEnd(13)} every bench once on a small parameter (part of npm test); exits non-zero if any broke`);
       log(`\nwrk: ${wrkAvailable() ? 'installed' : 'not installed (HTTP loads fall back to autocannon)'}`);
       return 0;
     case 'all':
-      return runPlan(p, false, date);
+      return runPlan(p, date);
     case 'smoke':
-      return runPlan(p, true, date);
+      return runSmoke(log);
     default:
       if (scenarioNamed(p.scenario) === undefined) {
         process.stderr.write(`unknown scenario '${p.scenario}' (npm run bench -- list)\n`);
         return 2;
       }
       try {
-        await runScenario(p.scenario, p.opts, { baselines: new Map(), log }, date);
-        return 0;
+        const results = await runScenario(p.scenario, p.opts, { baselines: new Map(), log }, date);
+        const problems = p.opts.check ? results.flatMap(smokeProblems) : [];
+        for (const prob of problems) log(`FAIL  ${p.scenario}: ${prob}`);
+        return problems.length > 0 ? 1 : 0;
       } catch (err) {
         process.stderr.write(`${(err as Error).stack ?? err}\n`);
         return 1;

@@ -25,7 +25,7 @@ const CONNECTIONS_DEFAULT = 256;
 /** batch_get: few clients, so that p99 shows the cost of a 100-key read, not queueing behind 32 others. */
 const BATCH_CONNECTIONS_DEFAULT = 4;
 
-/** Issue-6 targets. */
+/** The targets of `all` (bench/README.md "Targets of `all`"). */
 const TARGET_HTTP_PUSH_RATIO = 0.75;
 const TARGET_TCP_PUSH_RATIO = 0.75;
 const TARGET_GET_RATIO = 0.8;
@@ -89,7 +89,7 @@ function httpGen(o: Opts, notes: string[]): HttpGen {
   return 'autocannon';
 }
 
-/** The issue-6 targets are defined on the fraud workload with the server's default durability and shards. */
+/** The targets of `all` are defined on the fraud workload with the server's default durability and shards. */
 function targetsApply(o: Opts): boolean {
   return o.workload === 'fraud' && o.shards === undefined && !o.memoryOnly && o.walSync === undefined;
 }
@@ -276,7 +276,7 @@ async function freshnessScenario(o: Opts, ctx: Ctx): Promise<ScenarioResult[]> {
     o.transport === 'tcp' ? 'tcp_echo' : 'uws_bare', baseline, 'latency-p50', [], notes)];
 }
 
-/** What `ceiling` shows, on its first block (RESULTS.md cites it). */
+/** What `ceiling` shows, on its first block (bench/CURRENT.md reads streamfeat's rows against it). */
 const CEILING_NOTE = "uws_hop = uws_bare + streamfeat's hand-off: each turn's requests go as one batch to ONE worker thread "
   + `(<= ${SHARD_BATCHES_IN_FLIGHT_MAX} batches in flight), which parses each body and busy-spins work_us per request; answers are corked. `
   + "Its ratio is the most this architecture keeps of uws_bare on this machine at that per-request cost: "
@@ -311,7 +311,7 @@ async function ceiling(o: Opts, ctx: Ctx): Promise<ScenarioResult[]> {
     // Also the push-latency measurement (sf-http / sf-tcp at half the closed-loop max):
     // the p99 this architecture can reach here at that per-request cost.
     let half: Measured | null = null;
-    const m = await withTarget(() => (tcp ? startTcpHop(us, o.hop) : startUwsHop(us, o.hop)), async (t) => {
+    const m = await withTarget(() => (tcp ? startTcpHop(us) : startUwsHop(us)), async (t) => {
       const closed = await load(t);
       half = await load(t, halfRate(closed.rps));
       return closed;
@@ -319,9 +319,14 @@ async function ceiling(o: Opts, ctx: Ctx): Promise<ScenarioResult[]> {
     const n = out.length === 0 ? [...notes, tcp ? TCP_CEILING_NOTE : CEILING_NOTE] : [...notes];
     saturationNotes(m, baseline, n, `${hop} run`);
     const h = half as Measured | null;
-    if (h !== null) n.push(`at half its max (${h.extra.target_rate}/s, sf-${tcp ? 'tcp' : 'http'}, ${conns} conns): p50 ${ms(h.lat.p50)} ms, p99 ${ms(h.lat.p99)} ms`);
+    if (h !== null) {
+      n.push(`at half its max (${h.extra.target_rate}/s, sf-${tcp ? 'tcp' : 'http'}, ${conns} conns): p50 ${ms(h.lat.p50)} ms, p99 ${ms(h.lat.p99)} ms`);
+      // The p99 rows of the target table are read against these (bench/current_table.ts).
+      m.extra.half_rate = h.extra.target_rate;
+      m.extra.half_rate_p99_us = h.lat.p99;
+    }
     out.push({
-      scenario: 'ceiling', settings: settings(o, { gen, conns, work_us: us, hop: o.hop }), subjectName: `${hop} ${us}us${o.hop === 'ring' ? ' (ring)' : ''}`, subject: m,
+      scenario: 'ceiling', settings: settings(o, { gen, conns, work_us: us }), subjectName: `${hop} ${us}us`, subject: m,
       baselineName: bare, baseline, ratioKind: 'throughput', ratio: ratioOf('throughput', m, baseline), targets: [], notes: n,
     });
   }
@@ -333,9 +338,9 @@ async function ceiling(o: Opts, ctx: Ctx): Promise<ScenarioResult[]> {
   return out;
 }
 
-/** http-engines: autocannon's pipelining depths (issue 14: its README example uses -p 10). */
+/** http-engines: autocannon's pipelining depths (its README's example uses -p 10). */
 const ENGINE_PIPELINING = [1, 10];
-/** http-engines: connections (issue 14's command: autocannon -c 32). */
+/** http-engines: connections (the report that asked for the net engine ran autocannon -c 32). */
 const ENGINE_CONNECTIONS_DEFAULT = 32;
 const ENGINES: readonly HttpEngine[] = ['uws', 'net'];
 

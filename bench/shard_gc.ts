@@ -1,7 +1,7 @@
 /**
  * The shard's garbage collections while it applies a workload, in process, per
- * build: what sets the shard's stalls without the machine's noise (bench/RESULTS.md
- * "Fraud p99 at half rate: the shard's timeline").
+ * build: what sets the shard's stalls without the machine's noise (bench/DECISIONS.md
+ * "GC, memory and growth").
  *
  *   node dist/bench/shard_gc.js [--workload fraud] [--pushes 300000] [--batch 16] [--rounds 2] [--build <dist>[,<dist>...]]
  *
@@ -20,6 +20,7 @@ import { performance, PerformanceObserver } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { SHARD_YOUNG_GENERATION_MB } from '../src/limits';
+import { FRAME_LENGTH_CRC_BYTES } from '../src/wal/constants';
 import { flagPairs } from './flags';
 import { requireBuild } from './build_require';
 
@@ -41,7 +42,6 @@ function child(dist: string): void {
   const { compileRegistry } = req<typeof import('../src/registry/compile')>('src/registry/compile');
   const { PushRoute } = req<typeof import('../src/front/routing')>('src/front/routing');
   const { PushFrameWriter, sealFrame, frameEnd } = req<typeof import('../src/wal/push_record')>('src/wal/push_record');
-  const { FRAME_HEADER_BYTES } = req<typeof import('../src/wal/constants')>('src/wal/constants');
   const { ShardState } = requireBuild<typeof import('../src/shard/state/state')>(dist, 'src/shard/state/state');
   const { PushApplier } = requireBuild<typeof import('../src/shard/state/push_apply')>(dist, 'src/shard/state/push_apply');
   const { BodyGen, workloadNamed } = req<typeof import('./workloads')>('bench/workloads');
@@ -93,7 +93,7 @@ function child(dist: string): void {
   for (let k = 0; k + 1 < bounds.length; k++) {
     const buf = all.subarray(bounds[k], bounds[k + 1]);
     for (let p = 0; p < buf.length;) p = sealFrame(buf, p);
-    for (let p = 0; p < buf.length; p = frameEnd(buf, p)) applier.apply(buf, p + FRAME_HEADER_BYTES, null);
+    for (let p = 0; p < buf.length; p = frameEnd(buf, p)) applier.apply(buf, p + FRAME_LENGTH_CRC_BYTES, null);
   }
   const wallMs = performance.now() - w0;
   const cpu = process.cpuUsage(c0);

@@ -16,7 +16,7 @@
  *   node dist/bench/snapshot_cpu.js [--entities 1000000] [--events 3000000] [--build <dist dir of another checkout>]
  *
  * `--build` loads ShardState and the snapshot code from another build (the same
- * API since issue 4), for a before/after on the same machine.
+ * API as this one), for a before/after on the same machine.
  */
 import { join } from 'node:path';
 import { RECOVERY_NODES } from './recovery_registry';

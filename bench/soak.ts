@@ -1,5 +1,5 @@
 /**
- * The `soak` scenario (issue 11): `--connections` (default 1,000) client
+ * The `soak` scenario: `--connections` (default 1,000) client
  * connections, half HTTP and half framed TCP, each pushing and reading in a
  * paced closed loop (one request in flight; together about `--rate` requests/s)
  * for `--duration` seconds (default 60), with `--bad-share` (default 5%) bad
@@ -42,7 +42,7 @@ export const SOAK_DURATION_DEFAULT_S = 60;
  * Load before the measured window: RSS is judged only after it. In the first minutes
  * RSS grows without any leak: the front thread's V8 heap sizes up to the allocation rate
  * (reserved 20 -> ~50 MiB), the shard's too, and each periodic snapshot (every 60 s)
- * leaves its buffers' high-water mark until ~300 s (bench/RESULTS.md, soak). 120 s
+ * leaves its buffers' high-water mark until ~300 s (bench/journal/2026-11-23-hardening-and-soak.md). 120 s
  * covers the heap sizing and the first snapshots.
  */
 export const SOAK_WARMUP_DEFAULT_S = 120;
@@ -55,7 +55,7 @@ const RSS_SLOPE_MAX_MB_PER_MIN = 5;
  * A slope is judged only over a measured window at least this long. Each periodic
  * snapshot (every 60 s) moves RSS by a step of up to ~12 MiB (its buffers' high-water;
  * freed memory that the allocator keeps), so over a 30-s second half one step reads as
- * 20+ MB/min although RSS is bounded (bench/RESULTS.md, soak).
+ * 20+ MB/min although RSS is bounded (bench/journal/2026-11-23-hardening-and-soak.md).
  */
 const RSS_SLOPE_WINDOW_MIN_S = 300;
 /** Shorter windows: the measured window's peak may exceed its start by at most one snapshot step. */

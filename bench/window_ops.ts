@@ -1,5 +1,5 @@
 /**
- * Cost of the windowed forms added in issue 14 item 2 next to their lifetime
+ * Cost of the windowed forms of the change-over-time ops next to their lifetime
  * forms, on the op states directly (no server): ns per update and per read of
  * a busy entity (events every 5 ms over a 5-minute window: 60,000 events in
  * the window, so the bucketed regime), and retained bytes per entity for a

@@ -1,5 +1,5 @@
 /**
- * The three workloads of issue 6 (small, medium, fraud): what gets registered
+ * The three workloads of the load scenarios (small, medium, fraud): what gets registered
  * and how request bodies are made. Event fields are described as data
  * (FieldGen) so that one description drives both the JS generators (the
  * autocannon and TCP/HTTP load clients) and the Lua generator of wrk.ts.
@@ -176,7 +176,7 @@ export function workloadNamed(name: string): Workload {
   return wl;
 }
 
-/** Keys per /batch_get in the batch-get scenario (issue 6 target). */
+/** Keys per /batch_get in the batch-get scenario (its target is on 100 keys). */
 export const BATCH_KEYS = 100;
 
 /**

@@ -17,9 +17,10 @@ import Ajv, { type ErrorObject } from 'ajv';
 import { type CommandSpec, type OptionSpec, parseCommand, UsageError } from './cli_args';
 import {
   BATCH_GET_ENTRIES_MAX_DEFAULT, CLUSTER_CHECKPOINT_INTERVAL_MS_DEFAULT, CLUSTER_PARTITIONS_DEFAULT, CLUSTER_PARTITIONS_MAX, DEDUPE_ENTRIES_MAX, SHARDS_MAX,
-  SHUTDOWN_DEADLINE_MS, TCP_CONNECTIONS_MAX_DEFAULT, TCP_FRAME_BYTES_MAX_DEFAULT, TCP_FRAME_TIMEOUT_MS_DEFAULT, TCP_IDLE_TIMEOUT_MS_DEFAULT,
+  HTTP_CONNECTIONS_MAX_DEFAULT, SHUTDOWN_DEADLINE_MS, STRING_VALUE_BYTES_MAX_DEFAULT, STRING_VALUE_BYTES_MAX_LIMIT, TCP_AUTH_TIMEOUT_MS_DEFAULT, TCP_CONNECTIONS_MAX_DEFAULT, TCP_FRAME_BYTES_MAX_DEFAULT, TCP_FRAME_TIMEOUT_MS_DEFAULT, TCP_IDLE_TIMEOUT_MS_DEFAULT,
   WAL_SEGMENT_BYTES_MAX_DEFAULT, WAL_SEGMENT_BYTES_MIN, WAL_SYNC_INTERVAL_MS_DEFAULT, WAL_SYNC_TIMEOUT_MS_DEFAULT,
 } from './limits';
+import { DURATION_UNIT_MS } from './ops/duration';
 
 export type WalSyncMode = 'batch' | 'always';
 /** HTTP data plane: uWebSockets.js (default) or node:net (for pipelining clients; docs/wire.md). */
@@ -57,7 +58,6 @@ const ADDR_RE = new RegExp(`^(?:\\[?([^\\]]*?)\\]?:)?(${PORT})$`);
 const DURATION_RE = /^(\d+)(ms|s|m|h|d)?$/;
 /** DURATION_RE without zero (leading zeros allowed: "030s" is 30 s). */
 const POSITIVE_DURATION_RE = /^0*([1-9]\d*)(ms|s|m|h|d)?$/;
-const DURATION_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const same = (s: string): unknown => s;
@@ -116,7 +116,7 @@ function duration(b: Base, def: string, zero: string | null): Setting<number> {
     convert: (v) => {
       if (typeof v === 'number') return v;
       const m = DURATION_RE.exec(v as string)!;
-      return Number(m[1]) * DURATION_MS[m[2] ?? 'ms'];
+      return Number(m[1]) * DURATION_UNIT_MS[m[2] ?? 'ms'];
     },
   };
 }
@@ -125,17 +125,26 @@ function duration(b: Base, def: string, zero: string | null): Setting<number> {
 const SIZE_RE = /^(\d+)\s*(?:([kKmMgGtT])(?:[iI]?[bB])?|[bB])?$/;
 const SIZE_SHIFT: Record<string, number> = { k: 10, m: 20, g: 30, t: 40 };
 
-/** Bytes as an integer, or with a unit: 512MB, 2GiB, 1g (K/M/G/T are powers of 1024 either way). */
-function size(b: Base, def: number): Setting<number> {
+/**
+ * Bytes as an integer, or with a unit: 512MB, 2GiB, 1g (K/M/G/T are powers of 1024 either way).
+ * With `range`, a value outside [min, max] is refused (a unit form is checked once converted).
+ */
+function size(b: Base, def: number, range?: { min: number; max: number; defaultText: string }): Setting<number> {
+  const toBytes = (v: string): number => {
+    const m = SIZE_RE.exec(v)!;
+    return Number(m[1]) * 2 ** (m[2] === undefined ? 0 : SIZE_SHIFT[m[2].toLowerCase()]);
+  };
   return {
     flag: true, ...b, value: 'BYTES',
-    schema: { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'string', pattern: SIZE_RE.source }] },
-    expect: 'a size like 512MB, 2GiB or 1073741824 (bytes)', default: def, defaultText: def === 0 ? 'off' : String(def),
+    schema: { anyOf: [{ type: 'integer', minimum: range?.min ?? 0, ...(range === undefined ? {} : { maximum: range.max }) }, { type: 'string', pattern: SIZE_RE.source }] },
+    expect: range === undefined ? 'a size like 512MB, 2GiB or 1073741824 (bytes)' : `a size from ${range.min} to ${range.max} bytes, like 64KiB or 1MiB`,
+    default: def, defaultText: range?.defaultText ?? (def === 0 ? 'off' : String(def)),
     fromString: (raw) => (/^\d+$/.test(raw.trim()) ? Number(raw.trim()) : raw.trim()),
     convert: (v) => {
       if (typeof v === 'number') return v;
-      const m = SIZE_RE.exec(v as string)!;
-      return Number(m[1]) * 2 ** (m[2] === undefined ? 0 : SIZE_SHIFT[m[2].toLowerCase()]);
+      const n = toBytes(v as string);
+      if (range !== undefined && (n < range.min || n > range.max)) throw new UsageError(`--${b.key} (${b.env}) must be ${range.min} to ${range.max} bytes, got ${JSON.stringify(v)} (${n} bytes)`);
+      return n;
     },
   };
 }
@@ -190,10 +199,14 @@ const SETTINGS = {
   snapshotIntervalMs: duration({ key: 'snapshot-interval', env: 'SERVICE_SNAPSHOT_INTERVAL', help: 'periodic snapshots (0 disables)' }, DEFAULTS.snapshotInterval, 'disables'),
   batchGetEntriesMax: int({ key: 'max-batch-get', env: 'SERVICE_MAX_BATCH_GET', help: 'entries per /batch_get' }, 1, null, BATCH_GET_ENTRIES_MAX_DEFAULT),
   dedupeEntriesMax: int({ key: 'dedupe-entries-max', env: 'SERVICE_DEDUPE_ENTRIES_MAX', help: 'live dedupe entries; past it dedupe_capacity_exceeded (docs/limits.md)' }, 1, null, DEDUPE_ENTRIES_MAX),
+  stringBytesMax: size({ key: 'max-string-bytes', env: 'SERVICE_MAX_STRING_BYTES', help: 'a pushed str or bytes value; longer is invalid_event (docs/limits.md)' }, STRING_VALUE_BYTES_MAX_DEFAULT,
+    { min: 1, max: STRING_VALUE_BYTES_MAX_LIMIT, defaultText: '1MiB' }),
   tcpFrameBytesMax: int({ key: 'tcp-max-frame-bytes', env: 'SERVICE_TCP_MAX_FRAME_BYTES', help: 'TCP frame payload bytes' }, 1, null, TCP_FRAME_BYTES_MAX_DEFAULT),
   tcpFrameTimeoutMs: duration({ key: 'tcp-frame-timeout', env: 'SERVICE_TCP_FRAME_TIMEOUT', help: 'a TCP frame must arrive whole within this, else frame_error and close' }, `${TCP_FRAME_TIMEOUT_MS_DEFAULT / 1000}s`, null),
   tcpIdleTimeoutMs: duration({ key: 'tcp-idle-timeout', env: 'SERVICE_TCP_IDLE_TIMEOUT', help: 'close TCP connections idle this long (0 = never)' }, String(TCP_IDLE_TIMEOUT_MS_DEFAULT), 'means never'),
-  tcpConnectionsMax: int({ key: 'tcp-connections-max', env: 'SERVICE_TCP_CONNECTIONS_MAX', help: 'open TCP connections; one more gets too_many_connections' }, 1, null, TCP_CONNECTIONS_MAX_DEFAULT),
+  tcpConnectionsMax: int({ key: 'tcp-connections-max', env: 'SERVICE_TCP_CONNECTIONS_MAX', help: 'open TCP connections; one more gets too_many_connections (lowered at start to fit the descriptor limit)' }, 1, null, TCP_CONNECTIONS_MAX_DEFAULT),
+  tcpAuthTimeoutMs: duration({ key: 'tcp-auth-timeout', env: 'SERVICE_TCP_AUTH_TIMEOUT', help: 'with --auth-token-file: a TCP connection must send its AUTH frame within this, else unauthorized and close' }, `${TCP_AUTH_TIMEOUT_MS_DEFAULT / 1000}s`, null),
+  httpConnectionsMax: int({ key: 'http-connections-max', env: 'SERVICE_HTTP_CONNECTIONS_MAX', help: 'open HTTP connections; one more gets 503 too_many_connections (lowered at start to fit the descriptor limit)' }, 1, null, HTTP_CONNECTIONS_MAX_DEFAULT),
   authTokenFile: path({ key: 'auth-token-file', env: 'SERVICE_AUTH_TOKEN_FILE', help: 'require this shared token: HTTP Authorization: Bearer, TCP AUTH frame (docs/security.md)' }, null),
   memoryGovEnforce: bool({ key: 'memory-gov-enforce', env: 'SERVICE_MEMORY_GOV_ENFORCE', flag: false, help: 'false skips the lifetime-memory check of register (not for production)' }, true),
   // Cluster mode (docs/cluster.md): --cluster-url turns it on and then needs --node-id; see clusterOf().

@@ -81,7 +81,7 @@ export const ERRORS = {
   frame_too_large: e(413, 'frame length is above the maximum'),
   frame_error: e(400, 'malformed frame'),
   unauthorized: e(401, 'the request lacks the server\'s auth token (HTTP: Authorization: Bearer <token>; TCP: an AUTH frame first)'),
-  too_many_connections: e(503, 'the server is at its TCP connection limit; retry later or on another connection'),
+  too_many_connections: e(503, 'the server is at its TCP or HTTP connection limit; retry later or on another connection'),
   http_protocol_error: e(400, 'HTTP layer rejected the request'),
   unsupported_content_type: e(415, 'content type is not supported in v0'),
   unsupported_request_shape: e(400, 'body matches no known shape for this endpoint'),
@@ -131,10 +131,6 @@ export class SfError extends Error {
   get status(): number {
     return ERRORS[this.code].status;
   }
-}
-
-export function statusOf(code: ErrorCode): number {
-  return ERRORS[code].status;
 }
 
 /** Builds the envelope object of spec 2.7. Member order is stable (code first). */

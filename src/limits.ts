@@ -33,6 +33,54 @@ export const TCP_IDLE_TIMEOUT_MS_DEFAULT = 0;
 export const TCP_CONNECTIONS_MAX_DEFAULT = 10_000;
 /** After we end a connection, how long the peer has to read our last frame and close before we destroy it. */
 export const TCP_CLOSE_LINGER_MS = 5_000;
+/**
+ * With --auth-token-file, a TCP connection must have presented its token within this long of
+ * connecting (SERVICE_TCP_AUTH_TIMEOUT, --tcp-auth-timeout), else `unauthorized` and close: a
+ * socket that connects and sends nothing would otherwise hold a connection slot forever (the
+ * idle timeout is off by default). A client sends AUTH as its first frame, within a round trip.
+ */
+export const TCP_AUTH_TIMEOUT_MS_DEFAULT = 5_000;
+/**
+ * With --auth-token-file, connections that have not authenticated yet hold at most this share
+ * of the TCP connection cap (at least one): a newer connection past it (or past the cap while
+ * any is unauthenticated) closes the oldest of them with too_many_connections. So sockets
+ * without the token can never keep a client that has it out, and the other three quarters of
+ * the slots are free or held by authenticated connections.
+ */
+export const TCP_UNAUTHENTICATED_SHARE = 0.25;
+/**
+ * Open HTTP connections, either engine (SERVICE_HTTP_CONNECTIONS_MAX, --http-connections-max);
+ * one more is answered 503 too_many_connections and closed. Each costs a descriptor, so the
+ * cap (and the TCP one) is also lowered at start to fit the descriptor limit (FD_RESERVE_*).
+ */
+export const HTTP_CONNECTIONS_MAX_DEFAULT = 10_000;
+/**
+ * Descriptors kept out of the connection caps at start (src/fd_budget.ts): the data dir
+ * (WAL segment rolls, snapshot files, registry log rewrites, cold store segments), worker
+ * threads' event loops, log destinations, the admin listener and its connections, and the
+ * sockets being refused. The reserve is the larger of FD_RESERVE_MIN + FD_RESERVE_PER_SHARD
+ * per shard and FD_RESERVE_FRACTION of the limit; what is left after the descriptors open at
+ * that point is shared by the HTTP and TCP caps.
+ */
+export const FD_RESERVE_MIN = 96;
+export const FD_RESERVE_PER_SHARD = 32;
+export const FD_RESERVE_FRACTION = 0.2;
+/** A descriptor limit that leaves fewer connections than this per listener stops the boot (raise `ulimit -n`). */
+export const FD_CONNECTIONS_MIN = 8;
+/**
+ * Refused connections (over a cap) a node:net listener lets linger at once while the peer reads
+ * the refusal (TCP_CLOSE_LINGER_MS); more are destroyed right after the refusal is written, so
+ * a connect flood cannot turn the linger into descriptors.
+ */
+export const REFUSED_LINGERING_MAX = 16;
+/**
+ * A TCP frame's payload of at most this many bytes is checked for UTF-8 in place when it is
+ * ASCII (util/utf8.ts): node's isUtf8 takes no range, and the view it needs cost ~60 ns per
+ * frame, more than scanning a get body. Longer or non-ASCII payloads go to isUtf8.
+ */
+export const UTF8_INLINE_SCAN_BYTES_MAX = 256;
+/** A node:net listener whose accept() fails logs server.accept_failed at most this often, with the count of failures not logged. */
+export const ACCEPT_ERROR_LOG_INTERVAL_MS = 1_000;
 
 /**
  * node:net HTTP engine (http_net.ts). A request head (request line + headers +
@@ -102,7 +150,7 @@ export const REGISTRY_NODES_MAX = 10_000;
  * event-loop turn, on the front and on every shard (registry/compile.ts
  * SlicedCompile), and swaps it in whole once every thread has it: requests are
  * served between slices, so a register of any size delays a ping, push or get
- * by about one slice (issue 11 finding 4 asked for at most ~10 ms).
+ * by about one slice: 4 ms keeps it within ~10 ms of its normal latency (docs/limits.md).
  */
 export const REGISTRY_COMPILE_SLICE_MS = 4;
 /** How often the front asks a shard whether its sliced compile of the next version is done. */
@@ -137,12 +185,18 @@ export const KEY_FIELDS_MAX = 16;
 /** Canonical entity key, UTF-8 bytes: push -> invalid_event, get -> key_parse_failure. */
 export const KEY_BYTES_MAX = 1_024;
 /**
- * A pushed str or bytes value, UTF-8 bytes (invalid_event). Stored strings
- * (last_n, top_k, string min/max, categories...) are pushed values or derived from
- * them, so this bounds each stored string; a derived concatenation longer than this
- * evaluates to null.
+ * A pushed str or bytes value, UTF-8 bytes (invalid_event), by default
+ * (SERVICE_MAX_STRING_BYTES, --max-string-bytes; the thread's value is in
+ * string_cap.ts). Stored strings (last_n, top_k, string min/max, categories...) are
+ * pushed values or derived from them, so the cap bounds each stored string; a
+ * derived concatenation longer than it evaluates to null. 1 MiB: a quarter of a push
+ * body (HTTP_BODY_BYTES_MAX), so texts, prompts, stack traces and documents pass
+ * while one value, even JSON-escaped, stays far below RESPONSE_BYTES_MAX
+ * (docs/limits.md says what it costs in memory and when to lower it).
  */
-export const STRING_VALUE_BYTES_MAX = 4_096;
+export const STRING_VALUE_BYTES_MAX_DEFAULT = 1024 * 1024;
+/** Largest --max-string-bytes accepted (16 MiB - 1): one value must fit one WAL record (asserted below). */
+export const STRING_VALUE_BYTES_MAX_LIMIT = 2 ** 24 - 1;
 /** JSON answer of one get or batch_get, bytes (response_too_large). */
 export const RESPONSE_BYTES_MAX = 32 * 1024 * 1024;
 
@@ -221,7 +275,7 @@ export const SHARD_BATCHES_IN_FLIGHT_MAX = 4;
  * generation they paused the thread 12-23 ms every ~200 ms while a 1M-entity key
  * space filled, which set push p99 (17-19 ms at half the max rate). 12 MB (4 MB
  * semi-spaces) gives 2-8 ms pauses and p99 8-10 ms at no measurable cost in
- * throughput; 3 MB gave 6-8 ms p99 but ~15% less throughput (bench/RESULTS.md).
+ * throughput; 3 MB gave 6-8 ms p99 but ~15% less throughput (bench/DECISIONS.md).
  */
 export const SHARD_YOUNG_GENERATION_MB = 12;
 
@@ -244,7 +298,7 @@ export const PUSH_BATCH_BYTES_INITIAL = 16 * 1024;
 /**
  * A channel's batch buffer is kept between batches up to this size; a larger one
  * (one huge batch) is let go. The shard gets a copy of each batch's frames, not
- * this buffer (bench/RESULTS.md "Tail latency").
+ * this buffer (bench/DECISIONS.md "Hand-off between the front and the shards").
  */
 export const PUSH_BATCH_BYTES_KEPT_MAX = 4 * 1024 * 1024;
 
@@ -391,12 +445,16 @@ assert(CLUSTER_NODE_TTL_MS + CLUSTER_HEARTBEAT_MS < 10_000, 'a silent node loses
 assert(TCP_FRAME_BYTES_MAX_DEFAULT >= HTTP_BODY_BYTES_MAX, 'a push that fits HTTP must fit a frame');
 assert(BATCH_GET_ENTRIES_MAX_DEFAULT > 0);
 assert(HTTP_TIMEOUT_SWEEP_MS < HTTP_HEADER_TIMEOUT_MS && HTTP_HEADER_TIMEOUT_MS <= HTTP_BODY_TIMEOUT_MS);
+assert(TCP_UNAUTHENTICATED_SHARE > 0 && TCP_UNAUTHENTICATED_SHARE < 1, 'authenticated connections keep a share of the TCP cap');
+assert(FD_RESERVE_MIN >= 2 * REFUSED_LINGERING_MAX + 32, 'the descriptor reserve covers refused sockets lingering on both node:net listeners');
+assert(FD_RESERVE_FRACTION > 0 && FD_RESERVE_FRACTION < 1);
 assert(TOP_K_K_DEFAULT <= TOP_K_K_MAX);
 assert(REGISTER_NODES_MAX <= REGISTRY_NODES_MAX);
 assert(REGISTRY_NODE_BYTES_MAX <= REGISTRY_BYTES_MAX);
 assert(TABLE_FEATURES_MAX <= REGISTRY_FEATURES_MAX);
-assert(KEY_BYTES_MAX <= STRING_VALUE_BYTES_MAX, 'a one-field key is a pushed value');
-assert(RESPONSE_BYTES_MAX >= 4 * STRING_VALUE_BYTES_MAX * BUFFER_N_MAX, 'one stored buffer of strings fits an answer');
+assert(KEY_BYTES_MAX <= STRING_VALUE_BYTES_MAX_DEFAULT, 'a one-field key is a pushed value');
+assert(RESPONSE_BYTES_MAX >= 6 * STRING_VALUE_BYTES_MAX_DEFAULT, 'one stored value fits an answer, each byte JSON-escaped (\\u00XX)');
+assert(STRING_VALUE_BYTES_MAX_LIMIT <= WAL_RECORD_BYTES_MAX, 'one value fits one WAL record');
 assert(BLOOM_FPR_MIN > 0 && BLOOM_FPR_MIN < 1);
 
 /** Admin: how often the front asks every shard and the coordinator for their figures (admin/stats.ts). */

@@ -4,7 +4,7 @@
  * it, and a `msg` (the kind, unless the call gives a message). Errors go in `err`
  * as Error objects: pino's serializer writes their type, message and stack.
  *
- * Writes never block the thread that logs (issue 11, finding 9): with stdout piped
+ * Writes never block the thread that logs: with stdout piped
  * to a reader that stopped reading, a synchronous destination blocked the
  * coordinator in write(2) after ~64 KB, so /register and /reset hung and SIGTERM
  * could not stop it. Each thread has an asynchronous destination (sonic-boom) that

@@ -34,7 +34,7 @@
  *                  (front/cluster_hooks.ts are its seams into the front)
  *   admin/*        admin sidecar (--admin-addr): dashboard, /metrics, stats, inspect
  *
- * Boot and shutdown of the whole server (DESIGN.md section 1):
+ * Boot and shutdown of the whole server:
  *
  *   0. bind the (optional) admin listener: /health answers and /ready says
  *      "recovering" while the rest boots (lifecycle.ts)
@@ -45,7 +45,8 @@
  *      exit 2, unless --accept-data-loss), compile the registry, seed LSN and dedupe
  *      from the shards; server time not behind the newest time they recovered
  *      (clock/, docs/time.md)
- *   4. bind HTTP and TCP; /ready turns 200
+ *   4. size the HTTP and TCP connection caps to the descriptor limit (fd_budget.ts,
+ *      logged as server.fd_budget), bind HTTP and TCP; /ready turns 200
  * Each listener logs one `server.*_bound` line.
  *
  * Shutdown (close()): /ready says "draining", stop accepting data, drain
@@ -75,7 +76,8 @@ import { checkDataDir, prepareDataDir } from './data_dir';
 import { lockDataDir, type DataDirLock } from './data_dir_lock';
 import { StartupError } from './startup_error';
 import { createLogger, type Logger } from './log';
-import { DEDUPE_SWEEP_INTERVAL_MS } from './limits';
+import { ACCEPT_ERROR_LOG_INTERVAL_MS, DEDUPE_SWEEP_INTERVAL_MS, HTTP_CONNECTIONS_MAX_DEFAULT, TCP_CONNECTIONS_MAX_DEFAULT } from './limits';
+import { descriptorBudget, nofileLimit, openDescriptors, type FdBudget } from './fd_budget';
 import type { ClusterNode } from './cluster/node';
 import { Lifecycle } from './lifecycle';
 import type { AdminContext } from './admin/context';
@@ -86,6 +88,8 @@ import { startTimeline } from './timeline';
 import { ClockFault, ClockWatch, ServerClock } from './clock';
 import { settleBootLosses, type BootLossOutcome } from './coordinator/boot_losses';
 import type { RegistryWire } from './registry/wire';
+import { setStringBytesMax } from './string_cap';
+import { formatAddr } from './util/host_port';
 
 export { Lifecycle };
 
@@ -97,19 +101,19 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** uWS's listen with options after host and port (the typings lack that overload). */
 /** ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT of uWS (its typings declare the enum; the module does not export it). */
 const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
+/** uWS's listen with options after host and port (the typings lack that overload). */
 type ListenWithOptions = (host: string, port: number, options: number, cb: (token: uWS.us_listen_socket | false) => void) => void;
 
 /**
  * Exclusive listen (no SO_REUSEPORT, uWS's default): a second server on the same
- * port fails here instead of silently sharing it (issue 11, finding 9).
+ * port fails here instead of silently sharing it.
  */
 function listenUws(app: uWS.TemplatedApp, what: string, host: string, port: number): Promise<{ token: uWS.us_listen_socket; port: number }> {
   return new Promise((resolve, reject) => {
     (app.listen as unknown as ListenWithOptions).call(app, host, port, LIBUS_LISTEN_EXCLUSIVE_PORT, (token) => {
-      if (token === false) reject(new StartupError(`cannot listen for ${what} on ${addr(host, port)}: the port is in use (another server?) or the address is not on this host`));
+      if (token === false) reject(new StartupError(`cannot listen for ${what} on ${formatAddr(host, port)}: the port is in use (another server?) or the address is not on this host`));
       else resolve({ token, port: uWS.us_socket_local_port(token) });
     });
   });
@@ -119,7 +123,7 @@ function listenNet(server: net.Server, what: string, host: string, port: number)
   return new Promise((resolve, reject) => {
     const fail = (err: NodeJS.ErrnoException): void => {
       const why = err.code === 'EADDRINUSE' ? 'the port is in use (another server?)' : err.code === 'EADDRNOTAVAIL' ? 'the address is not on this host' : err.message;
-      reject(new StartupError(`cannot listen for ${what} on ${addr(host, port)}: ${why}`));
+      reject(new StartupError(`cannot listen for ${what} on ${formatAddr(host, port)}: ${why}`));
     };
     server.once('error', fail);
     server.listen({ port, host, exclusive: true }, () => {
@@ -129,14 +133,15 @@ function listenNet(server: net.Server, what: string, host: string, port: number)
   });
 }
 
-/** The HTTP data plane on the configured engine (docs/wire.md "HTTP engines"). */
-async function listenHttp(front: Front, config: ServerConfig): Promise<{ port: number; close(): void }> {
+/** The HTTP data plane on the configured engine (docs/wire.md "HTTP engines"), at most `connectionsMax` connections open. */
+async function listenHttp(front: Front, config: ServerConfig, connectionsMax: number): Promise<{ port: number; close(): void }> {
   if (config.httpEngine === 'net') {
-    const server = buildNetHttpServer(front);
+    const server = buildNetHttpServer(front, connectionsMax);
     const port = await listenNet(server, 'HTTP', config.httpAddr.host, config.httpAddr.port);
+    acceptErrorsLogged(server, front.log, 'HTTP');
     return { port, close: () => server.close() };
   }
-  const { token, port } = await listenUws(buildHttpApp(front), 'HTTP', config.httpAddr.host, config.httpAddr.port);
+  const { token, port } = await listenUws(buildHttpApp(front, connectionsMax), 'HTTP', config.httpAddr.host, config.httpAddr.port);
   return { port, close: () => uWS.us_listen_socket_close(token) };
 }
 
@@ -147,8 +152,21 @@ function installRaised(front: Front, wire: RegistryWire): Promise<void> {
   });
 }
 
-function addr(host: string, port: number): string {
-  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+/**
+ * A node:net listener whose accept() fails emits 'error', which would end the process
+ * (with no listener); it is logged instead, and the listener keeps accepting. (At
+ * EMFILE libuv itself accepts and closes what it cannot keep, without an error.)
+ */
+function acceptErrorsLogged(server: net.Server, log: Logger, what: string): void {
+  let last = -Infinity;
+  let missed = 0;
+  server.on('error', (err: NodeJS.ErrnoException) => {
+    const now = performance.now();
+    if (now - last < ACCEPT_ERROR_LOG_INTERVAL_MS) { missed++; return; }
+    log.error({ kind: 'server.accept_failed', listener: what, code: err.code, message: err.message, since_last_logged: missed });
+    last = now;
+    missed = 0;
+  });
 }
 
 /**
@@ -174,21 +192,41 @@ export async function startServer(config: ServerConfig, log: Logger = createLogg
   }
 }
 
+/**
+ * `server.fd_budget`: the limit, the reserve and both caps. At warn when a cap the operator
+ * set was lowered to fit; a default cap lowered is only listed (`lowered`), at info.
+ */
+function logBudget(log: Logger, b: FdBudget): void {
+  const line = {
+    kind: 'server.fd_budget', nofile_limit: b.limit, fds_in_use: b.inUse, fds_reserved: b.reserve,
+    http_connections_max: b.httpConnectionsMax, tcp_connections_max: b.tcpConnectionsMax, lowered: b.lowered,
+  };
+  const defaults: Record<string, number> = { 'http-connections-max': HTTP_CONNECTIONS_MAX_DEFAULT, 'tcp-connections-max': TCP_CONNECTIONS_MAX_DEFAULT };
+  const set = b.lowered.filter((l) => l.asked !== defaults[l.setting]);
+  if (set.length === 0) { log.info(line); return; }
+  log.warn(line, `${set.map((l) => `--${l.setting} ${l.asked} lowered to ${l.got}`).join(', ')} to fit the descriptor limit ${b.limit} (docs/security.md)`);
+}
+
 async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null, auth: Auth | null, lifecycle: Lifecycle): Promise<RunningServer> {
   if (!config.memoryOnly) checkDataDir(config.dataDir, config.shards);
   let adminCtx: AdminContext | null = null;
   let admin: { token: uWS.us_listen_socket; port: number } | null = null;
   if (config.adminAddr !== null) {
     admin = await listenUws(buildAdminApp(() => adminCtx, () => lifecycle.readiness()), 'admin', config.adminAddr.host, config.adminAddr.port);
-    log.info({ kind: 'server.admin_bound', addr: addr(config.adminAddr.host, admin.port) });
+    log.info({ kind: 'server.admin_bound', addr: formatAddr(config.adminAddr.host, admin.port) });
     if (!isLoopback(config.adminAddr.host)) {
-      log.warn({ kind: 'server.admin_exposed', addr: addr(config.adminAddr.host, admin.port) }, 'the admin sidecar has no authentication and is bound to a non-loopback address (docs/security.md)');
+      log.warn({ kind: 'server.admin_exposed', addr: formatAddr(config.adminAddr.host, admin.port) }, 'the admin sidecar has no authentication and is bound to a non-loopback address (docs/security.md)');
     }
   }
-  const coordinatorInit: CoordinatorInit = { dataDir: config.dataDir, memoryOnly: config.memoryOnly, memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel, clockFaultFile: config.clockFaultFile };
+  const coordinatorInit: CoordinatorInit = {
+    dataDir: config.dataDir, memoryOnly: config.memoryOnly, memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel, stringBytesMax: config.stringBytesMax,
+    clockFaultFile: config.clockFaultFile,
+  };
   // Server time: owned by this thread, the only one that reads the wall clock; shards read the same clock.
   const clockFault = ClockFault.install(config.clockFaultFile); // test hook only: null in production
   const clock = ServerClock.owner();
+  // The front is this thread: its string cap is set before it compiles a registry (string_cap.ts).
+  setStringBytesMax(config.stringBytesMax);
   const coordinator = startCoordinatorPool(coordinatorInit);
   const first = await runCoordinator(coordinator, { kind: 'state' });
   if (!first.ok) throw new Error(`coordinator failed to start: ${first.error.code}`);
@@ -197,7 +235,7 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
     const init: ShardInit = {
       shardId: i, shardCount: config.shards, dataDir: config.dataDir, memoryOnly: config.memoryOnly,
       memoryLimitBytes: Math.floor(config.memoryLimitBytes / config.shards),
-      memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel, walSync: config.walSync,
+      memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel, stringBytesMax: config.stringBytesMax, walSync: config.walSync,
       walSyncTimeoutMs: config.walSyncTimeoutMs, walSyncIntervalMs: config.walSyncIntervalMs,
       walSegmentBytesMax: config.walSegmentBytesMax, faultFile: config.faultFile, clockFaultFile: config.clockFaultFile, history: first.history, current: first.state,
       partitions: config.cluster?.partitions ?? 0, clock: clock.shared,
@@ -241,21 +279,24 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
     }
   }
 
-  const http = await listenHttp(front, config);
-  log.info({ kind: 'server.http_bound', addr: addr(config.httpAddr.host, http.port), engine: config.httpEngine });
+  const budget = descriptorBudget(nofileLimit(), openDescriptors(), config.shards, config.httpConnectionsMax, config.tcpConnectionsMax);
+  logBudget(log, budget);
+  const http = await listenHttp(front, config, budget.httpConnectionsMax);
+  log.info({ kind: 'server.http_bound', addr: formatAddr(config.httpAddr.host, http.port), engine: config.httpEngine });
   const tcpServer = buildTcpServer(front, {
     frameBytesMax: config.tcpFrameBytesMax, frameTimeoutMs: config.tcpFrameTimeoutMs,
-    idleTimeoutMs: config.tcpIdleTimeoutMs, connectionsMax: config.tcpConnectionsMax,
+    idleTimeoutMs: config.tcpIdleTimeoutMs, connectionsMax: budget.tcpConnectionsMax, authTimeoutMs: config.tcpAuthTimeoutMs,
   });
   const tcpPort = await listenNet(tcpServer, 'TCP', config.tcpAddr.host, config.tcpAddr.port);
-  log.info({ kind: 'server.tcp_bound', addr: addr(config.tcpAddr.host, tcpPort) });
+  acceptErrorsLogged(tcpServer, log, 'TCP');
+  log.info({ kind: 'server.tcp_bound', addr: formatAddr(config.tcpAddr.host, tcpPort) });
   const stats = new StatsCollector(front);
   stats.start();
   adminCtx = { front, stats, memoryOnly: config.memoryOnly, walSync: config.walSync, dataDir: config.dataDir };
   lifecycle.serving(front.channels);
   if (auth === null) {
     for (const [what, host, port] of [['HTTP', config.httpAddr.host, http.port], ['TCP', config.tcpAddr.host, tcpPort]] as const) {
-      if (!isLoopback(host)) log.warn({ kind: 'server.unauthenticated', addr: addr(host, port) }, `${what} is bound to a non-loopback address without --auth-token-file: anyone who reaches it can register, push and read (docs/security.md)`);
+      if (!isLoopback(host)) log.warn({ kind: 'server.unauthenticated', addr: formatAddr(host, port) }, `${what} is bound to a non-loopback address without --auth-token-file: anyone who reaches it can register, push and read (docs/security.md)`);
     }
   }
 

@@ -23,14 +23,14 @@ import { parseBaselineArgs } from '../args';
 import { Hop } from './hop';
 import { serveFrames } from './tcp_common';
 
-const { host, port, workUs, hop: kind } = parseBaselineArgs('tcp_hop', 'tcp-addr', process.argv.slice(2), true);
+const { host, port, workUs } = parseBaselineArgs('tcp_hop', 'tcp-addr', process.argv.slice(2), true);
 
 /** One frame waiting for its answer. */
 class Waiting {
   constructor(readonly socket: net.Socket, readonly op: number) {}
 }
 
-const hop = new Hop<Waiting>(kind, 'tcp_hop', workUs, (w, reply) => {
+const hop = new Hop<Waiting>('tcp_hop', workUs, (w, reply) => {
   // A socket closed meanwhile just loses its answer (as streamfeat's does).
   if (!w.socket.destroyed) w.socket.write(encodeFrame(w.op, reply));
 });

@@ -23,7 +23,7 @@ import { parseBaselineArgs } from '../args';
 import { Hop } from './hop';
 import { listenAndAnnounce, readBody } from './uws_common';
 
-const { host, port, workUs, hop: kind } = parseBaselineArgs('uws_hop', 'http-addr', process.argv.slice(2), true);
+const { host, port, workUs } = parseBaselineArgs('uws_hop', 'http-addr', process.argv.slice(2), true);
 
 /** One request waiting for its answer. One shape for every request (monomorphic). */
 class Waiting {
@@ -40,7 +40,7 @@ class Waiting {
   }
 }
 
-const hop = new Hop<Waiting>(kind, 'uws_hop', workUs, (w, reply) => w.write('200 OK', reply));
+const hop = new Hop<Waiting>('uws_hop', workUs, (w, reply) => w.write('200 OK', reply));
 
 const app = uWS.App();
 app.any('/*', (res) => {

@@ -7,25 +7,19 @@
  * arrive and are answered in FIFO order (one thread, one message port), so the
  * front can pair answers with its queue of waiting batches.
  *
- * With `--hop ring` the batches come and go through two SharedArrayBuffer rings
- * (hop_ring.ts) instead of the message port, in the same order.
- *
  * A busy spin, not a sleep: the point is CPU the worker takes from the two
  * cores (shared with the front and the load generator), as real shard work does.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { openRings, type RingShared } from './hop_ring';
 
 interface HopWorkerData {
   /** Microseconds of busy CPU per item (0 = only the parse and the hop). */
   workUs: number;
-  /** `--hop ring`: the rings; null: batches come as messages. */
-  ring: RingShared | null;
 }
 
 const port = parentPort;
 if (port === null) throw new Error('uws_hop_worker.js runs as a worker thread of uws_hop.js');
-const { workUs, ring } = workerData as HopWorkerData;
+const { workUs } = workerData as HopWorkerData;
 const workMs = workUs / 1000;
 let seq = 0;
 
@@ -49,14 +43,4 @@ function answer(bodies: string[]): string[] {
   return outs;
 }
 
-if (ring === null) port.on('message', (bodies: string[]) => port.postMessage(answer(bodies)));
-else {
-  const { requests, replies } = openRings(ring);
-  const drain = (): void => {
-    while (requests.ready > 0) replies.put(answer(requests.take()));
-    requests.whenReady(drain);
-  };
-  // A pending Atomics.waitAsync does not keep a thread alive; the port (ref'd) does.
-  port.on('message', () => {});
-  drain();
-}
+port.on('message', (bodies: string[]) => port.postMessage(answer(bodies)));

@@ -24,7 +24,7 @@ export interface LoadJob extends BodySpec {
   transport: 'tcp' | 'http';
   port: number;
   mix: Mix;
-  /** Share of pushes in 'mixed' (issue 6: 0.9). */
+  /** Share of pushes in 'mixed' (the plan of `all`: 0.9). */
   pushShare: number;
   connections: number;
   warmupMs: number;

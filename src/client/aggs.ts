@@ -1,7 +1,7 @@
 /**
- * Aggregation builders, one per op of the catalogue (spec 2.3, peer-facts 1.5,
- * DESIGN.md 3). Each returns an Agg that serialises to `{"op", "params"}` with
- * the input column in `params.field` (DESIGN.md 5).
+ * Aggregation builders, one per op of the catalogue (spec 2.3; docs/ops.md).
+ * Each returns an Agg that serialises to `{"op", "params"}` with the input column
+ * in `params.field` (the wire shape of a feature, docs/ops.md).
  *
  * Aliases (`avg`, `variance`, `stddev`, `countDistinct`, `percentile`, `ema`)
  * emit the canonical op name, so a table registered through an alias diffs as

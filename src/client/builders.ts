@@ -1,6 +1,6 @@
 /**
  * Declarative builders: users describe events, derived events and tables in
- * TypeScript and never hand-write register JSON (issue 7 item 2).
+ * TypeScript and never hand-write register JSON (docs/client.md).
  *
  *   const Txn = event('Txn', { card_id: String, amount: Number, country: optional(String) },
  *                     { dedupe_key: 'txn_id', dedupe_window: '1h' });

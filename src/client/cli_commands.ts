@@ -1,5 +1,5 @@
 /**
- * Client subcommands of the `streamfeat` CLI (issue 7 item 5). src/cli.ts
+ * Client subcommands of the `streamfeat` CLI (docs/client.md). src/cli.ts
  * dispatches `push get batch-get forget register ping registry reset` here; each has
  * its own spec (and so its own --help) in CLIENT_SPECS.
  *

@@ -1,5 +1,5 @@
 /**
- * The one error class of the client library (issue 7, spec 2.7 and 7.1).
+ * The one error class of the client library (spec 2.7 and 7.1).
  *
  * Every failure a caller can handle surfaces as a StreamfeatError and callers
  * dispatch on `code`:

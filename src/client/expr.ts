@@ -3,10 +3,10 @@
  * emits the server's expression string `((amount > 100) and (country == 'US'))`.
  *
  * Every binary sub-expression is parenthesised in the output, and `not` is
- * written `(not x)`. The server accepts ordinary infix too (DESIGN.md 2), but
- * the fully parenthesised form reads the same under any precedence rules and is
- * also what the peer server requires, so a string we emit never depends on
- * operator precedence.
+ * written `(not x)`. The server accepts ordinary infix too (docs/expressions.md),
+ * but the fully parenthesised form reads the same under any precedence rules and
+ * is also what beava requires (docs/compatibility.md), so a string we emit never
+ * depends on operator precedence.
  *
  * Literals: strings single-quoted with `\\` and `\'` escapes; integers in plain
  * decimal; other finite numbers with a `.` in the mantissa (`1.5`, `1.0e-7`);

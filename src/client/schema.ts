@@ -1,5 +1,5 @@
 /**
- * Schema builder: native JS type names -> wire field types (spec 2.1, issue 7).
+ * Schema builder: native JS type names -> wire field types (spec 2.1).
  *
  *   String -> 'str'        Number -> 'f64' ('i64' with { type: Number, int: true } or 'int')
  *   BigInt -> 'i64'        Boolean -> 'bool'

@@ -1,6 +1,6 @@
 /**
- * Native JS values -> JSON wire values for push data and get keys (issue 7,
- * DESIGN.md section 5: `datetime` travels as epoch ms, `bytes` as base64).
+ * Native JS values -> JSON wire values for push data and get keys (`datetime`
+ * travels as epoch ms, `bytes` as base64: docs/wire.md).
  *
  *   Date                -> epoch milliseconds (number)
  *   Buffer / Uint8Array -> base64 string

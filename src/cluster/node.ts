@@ -19,6 +19,7 @@ import { Membership } from './membership';
 import { openNats } from './nats';
 import { listenPeer, ReadRouter } from './reads';
 import { ClusterRegistry } from './registry';
+import { formatAddr } from '../util/host_port';
 
 export { ClusterSetupError } from './nats';
 
@@ -26,10 +27,6 @@ export interface ClusterNode {
   membership: Membership;
   feeder: Feeder;
   close(): Promise<void>;
-}
-
-function addr(host: string, port: number): string {
-  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
 export async function startClusterNode(cfg: ClusterConfig, front: Front, log: Logger): Promise<ClusterNode> {
@@ -48,7 +45,7 @@ export async function startClusterNode(cfg: ClusterConfig, front: Front, log: Lo
     if (router === null) res.writeHead(503).end();
     else router.handlePeer(req, res);
   });
-  const peer = addr(cfg.peerHost, listening.port);
+  const peer = formatAddr(cfg.peerHost, listening.port);
   log.info({ kind: 'server.peer_bound', addr: peer, node_id: cfg.nodeId });
   membership = new Membership(nats.nodes, { id: cfg.nodeId, peer }, cfg.partitions, log, (owners) => {
     feeder.setOwned(owners.map((o) => o === cfg.nodeId));

@@ -257,7 +257,7 @@ export function register(current: RegistryState, payload: unknown, opts: Registe
     next: { version, nodes: nextNodes },
     renames,
     compiled,
-    // already_present and registered_descriptors: the peer's names (peer-facts 5.3), for its clients.
+    // already_present and registered_descriptors: the names beava's register answer uses, for its clients (docs/compatibility.md).
     body: {
       status: 'ok', registry_version: version, added, changed, unchanged, diff: sortedDiff, ...extra,
       already_present: [...unchanged].sort(), registered_descriptors: defs.map((d) => d.name),

@@ -5,7 +5,7 @@
  * compiled expression (see compile.ts), not looked up per row.
  */
 
-import { STRING_VALUE_BYTES_MAX } from '../limits';
+import { stringBytesMax } from '../string_cap';
 
 /** i64 values are JS numbers, so the i64 range is the safe-integer range. */
 export const I64_MAX = Number.MAX_SAFE_INTEGER;
@@ -109,18 +109,19 @@ export function parseRfc3339(text: string): number | null {
 }
 
 /**
- * str + str. A result over STRING_VALUE_BYTES_MAX is null, like any other value
- * with no representation: pushed strings are capped at that size, and without
- * this a derivation chain that doubles a column per step would grow a stored
- * string exponentially.
+ * str + str. A result over the string cap (--max-string-bytes, string_cap.ts) is
+ * null, like any other value with no representation: pushed strings are capped at
+ * that size, and without this a derivation chain that doubles a column per step
+ * would grow a stored string exponentially.
  */
 export function concatStr(a: string | null, b: string | null): string | null {
   if (a === null || b === null) return null;
+  const max = stringBytesMax();
   const units = a.length + b.length;
-  if (units * 3 <= STRING_VALUE_BYTES_MAX) return a + b;
-  if (units > STRING_VALUE_BYTES_MAX) return null;
+  if (units * 3 <= max) return a + b;
+  if (units > max) return null;
   const s = a + b;
-  return Buffer.byteLength(s) > STRING_VALUE_BYTES_MAX ? null : s;
+  return Buffer.byteLength(s) > max ? null : s;
 }
 
 /** Everything compiled code may call, by the name it uses. */

@@ -101,7 +101,7 @@ export class FrontControl {
    * shard between its batches, while everyone keeps serving the current version;
    * then it is swapped in at once everywhere (the INSTALL items find it compiled).
    * So a register of any size delays a request by about one slice, not by the
-   * compile (issue 11 finding 4). `done` when the front has swapped.
+   * compile. `done` when the front has swapped.
    */
   install(wire: RegistryWire, renames: Array<[string, string]>, done: (err: ErrorPayload | null) => void = () => {}): void {
     const h = this.host;

@@ -15,12 +15,11 @@
 import { SfError } from '../errors';
 import { KEY_BYTES_MAX } from '../limits';
 import type { CompiledRegistry, TablePlan } from '../registry/compile';
-import { parseWireKey, preview } from '../registry/key';
+import { parseWireKey, preview, shardOf } from '../registry/key';
 import type { ErrorPayload, ItemOut } from '../protocol/messages';
 import { unknownNameHint } from '../util/near_name';
 import type { Sink } from './channel';
 import type { Reply } from './reply';
-import { shardOfKey } from './routing';
 
 type Obj = Record<string, unknown>;
 
@@ -75,7 +74,7 @@ export function resolveForget(body: unknown, reg: CompiledRegistry, shards: numb
   }
   const entriesOf = new Map<number, number[]>();
   for (let i = 0; i < tables.length; i++) {
-    const s = shardOfKey(keys[i], shards);
+    const s = shardOf(keys[i], shards);
     const list = entriesOf.get(s);
     if (list === undefined) entriesOf.set(s, [i]);
     else list.push(i);

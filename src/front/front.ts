@@ -19,11 +19,11 @@ import { asSfError, SfError, type ErrorCode, type ErrorDetail } from '../errors'
 import type { Logger } from '../log';
 import type { Metrics } from '../admin/metrics';
 import { compileRegistry, type CompiledRegistry, type TablePlan } from '../registry/compile';
-import { parseWireKey } from '../registry/key';
+import { parseWireKey, shardOf } from '../registry/key';
 import type { RegistryState } from '../registry/model';
 import { ITEM_GET, type ErrorPayload, type NonPushItem } from '../protocol/messages';
 import { ShardChannel, type Sink } from './channel';
-import { PushRoute, shardOfKey, targetCount, targetsOf } from './routing';
+import { dropFrames, PushRoute, targetCount, targetsOf } from './routing';
 import { PushText } from './push_text';
 import { FrontControl, type ControlHost } from './control';
 import { LsnCounter } from './lsn';
@@ -35,19 +35,17 @@ import { PushCtx, PushCtxPool, type PushDone } from './push';
 import { ForgetCtx, resolveForget, type ForgetHost } from './forget';
 import type { Reply } from './reply';
 import type { Auth } from './auth';
-import { DEDUPE_ENTRIES_MAX, KEY_BYTES_MAX } from '../limits';
+import { DEDUPE_ENTRIES_MAX, KEY_BYTES_MAX, WAL_RECORD_BYTES_MAX } from '../limits';
 import type { ServerClock } from '../clock';
 import { VERSION } from '../version';
 import { unknownNameHint } from '../util/near_name';
+import { isObj } from '../util/plain_object';
 
 /** `"server_version":"x.y.z"` of the ping answer, built once. */
 const SERVER_VERSION_JSON = `"server_version":${JSON.stringify(VERSION)}`;
 
-type Obj = Record<string, unknown>;
-
 /** Top-level keys of a push envelope; `body` is the peer's TCP name for `data` (docs/wire.md). */
 const PUSH_ENVELOPE_KEYS = new Set(['event', 'data', 'body']);
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export interface FrontOptions {
   testMode: boolean;
@@ -77,6 +75,8 @@ export class Front implements PushDone, ControlHost, ForgetHost {
   readonly #route = new PushRoute();
   /** Reads common push bodies from their bytes, without JSON.parse (push_text.ts). */
   readonly #reader = new PushText();
+  /** pushBytes(): where each shard's record began in its writer. */
+  readonly #starts: number[] = [];
   /** Contexts of answered pushes, reused (push.ts PushCtxPool). */
   readonly #ctxPool = new PushCtxPool(this);
   readonly #flushAll = (): void => {
@@ -249,7 +249,12 @@ export class Front implements PushDone, ControlHost, ForgetHost {
     const lsn = this.lsn.take();
     const mask = targetsOf(route.mask, lsn, n);
     const ctx = this.#ctxPool.take(lsn, reg.version, reply, targetCount(mask), startMs, dedupe, plan.name, dedupeValue);
-    route.dispatch(this.channels, mask, plan, lsn, t, reg.version, recorded, ctx);
+    if (route.dispatch(this.channels, mask, plan, lsn, t, reg.version, recorded, ctx) < 0) {
+      this.#ctxPool.give(ctx);
+      if (dedupe !== null) this.dedupe.failed(dedupe, plan.name, dedupeValue);
+      this.#failWith(reply, 'invalid_event', { message: `the push would be logged as a record over ${WAL_RECORD_BYTES_MAX} bytes (WAL_RECORD_BYTES_MAX): its tables read more values than that; push less, or read large values from fewer tables`, path: 'data' });
+      return;
+    }
     this.schedule();
   }
 
@@ -278,12 +283,19 @@ export class Front implements PushDone, ControlHost, ForgetHost {
     // implement needs no closure or allocation, but its write call turns polymorphic
     // once the server has run both kinds of push, which measured 15-35 ns more per
     // push here (~3% of parse + route + write, CPU time) to save six lines.
+    const starts = this.#starts;
     for (let s = 0; s < n; s++) {
       if ((mask & (1 << s)) === 0) continue;
-      const ch = this.channels[s];
-      reader.write(ch.pushWriter, s, ev, b, lsn, t, reg.version);
-      ch.enqueuePush(ctx);
+      const w = this.channels[s].pushWriter;
+      starts[s] = w.pos;
+      if (reader.write(w, s, ev, b, lsn, t, reg.version) < 0) {
+        // A record over RECORD_BYTES_MAX: the JSON.parse path refuses it with its code.
+        dropFrames(this.channels, mask, s, starts);
+        this.#ctxPool.give(ctx);
+        return false;
+      }
     }
+    for (let s = 0; s < n; s++) if ((mask & (1 << s)) !== 0) this.channels[s].enqueuePush(ctx);
     this.schedule();
     return true;
   }
@@ -360,7 +372,7 @@ export class Front implements PushDone, ControlHost, ForgetHost {
     }
     return {
       item: { k: ITEM_GET, v: this.#registry.version, t: table.index, key, f },
-      shard: shardOfKey(key, this.channels.length),
+      shard: shardOf(key, this.channels.length),
       table: table.name,
       features,
     };
@@ -374,13 +386,13 @@ export class Front implements PushDone, ControlHost, ForgetHost {
     // Resolved first so that an unknown table or feature is reported before a bad key.
     const resolved = this.#resolve(body.table, body.features, '', path);
     const table = this.#registry.tableList[resolved.item.t];
-    // `entity_id`: the peer's deprecated name for `key` (peer-facts 5.5).
+    // `entity_id`: beava's deprecated name for `key`, accepted for its clients (docs/compatibility.md).
     const key = parseWireKey('key' in body ? body.key : body.entity_id, table.keyFields, table.keyTypes, `${path}${path ? '.' : ''}key`);
     if (key.length * 3 > KEY_BYTES_MAX && Buffer.byteLength(key) > KEY_BYTES_MAX) {
       throw new SfError('key_parse_failure', `the key is ${Buffer.byteLength(key)} bytes; a key is at most ${KEY_BYTES_MAX} bytes (KEY_BYTES_MAX)`, { path: `${path}${path ? '.' : ''}key` });
     }
     resolved.item.key = key;
-    resolved.shard = shardOfKey(key, this.channels.length);
+    resolved.shard = shardOf(key, this.channels.length);
     return resolved;
   }
 

@@ -18,7 +18,8 @@
  * Closes the connection after answering: a malformed head, a head over
  * HTTP_HEADER_BYTES_MAX, a body over HTTP_BODY_BYTES_MAX, a malformed chunk,
  * a head or body past its timeout (all http_protocol_error), and a request
- * with `Connection: close` (or HTTP/1.0 without keep-alive).
+ * with `Connection: close` (or HTTP/1.0 without keep-alive). A connection over
+ * the cap gets 503 too_many_connections before its first request, then close.
  */
 import net from 'node:net';
 import {
@@ -27,7 +28,8 @@ import {
 } from '../limits';
 import type { Front } from './front';
 import { parseChunkSize, parseHead, type RequestHead } from './http_parse';
-import { bodyTooLarge, HttpReply, resolveRoute, runRoute, statusLine, type Header, type Route } from './http_routes';
+import { bodyTooLarge, HttpReply, resolveRoute, runRouteOn, statusLine, tooManyHttpConnections, type Header, type Route } from './http_routes';
+import { Refusals } from './linger';
 
 const CRLF = Buffer.from('\r\n');
 const CRLFCRLF = Buffer.from('\r\n\r\n');
@@ -71,14 +73,14 @@ class NetReply extends HttpReply {
     if (this.#header !== null) head += `${this.#header[0]}: ${this.#header[1]}\r\n`;
     if (this.close) head += 'Connection: close\r\n';
     else if (this.keepAlive10) head += 'Connection: keep-alive\r\n';
-    return `${head}\r\n${this.#body}`;
+    return this.head ? `${head}\r\n` : `${head}\r\n${this.#body}`;
   }
 }
 
 /** A request read behind a reset/register still running (NetConn.#held). */
 interface HeldRequest {
   route: Route;
-  body: string;
+  body: Uint8Array;
   slot: NetReply;
   contentType: string;
 }
@@ -177,6 +179,7 @@ class NetConn {
 
   #startRequest(head: RequestHead, now: number): void {
     const slot = new NetReply(this, head.http10 && head.keepAlive, !head.keepAlive);
+    slot.head = head.method.length === 4 && head.method.toUpperCase() === 'HEAD';
     this.#queue.push(slot);
     if (head.contentLength > HTTP_BODY_BYTES_MAX) {
       this.#closing = true;
@@ -267,14 +270,14 @@ class NetConn {
     slot.continuePending = false;
     if (this.#lastRequest) this.#closing = true;
     if (route === null) return;
-    const body = parts.length === 0 ? '' : parts.length === 1 ? parts[0].toString('utf8') : Buffer.concat(parts).toString('utf8');
+    const body = parts.length === 0 ? EMPTY : parts.length === 1 ? parts[0] : Buffer.concat(parts);
     if (this.#barrier !== null) this.#held.push({ route, body, slot, contentType: this.#contentType });
     else this.#run(route, body, slot, this.#contentType);
   }
 
-  #run(route: Route, body: string, slot: NetReply, contentType: string): void {
+  #run(route: Route, body: Uint8Array, slot: NetReply, contentType: string): void {
     if (route.barrier === true) this.#barrier = slot;
-    runRoute(this.front, route, body, slot, contentType);
+    runRouteOn(this.front, route, body, slot, contentType);
   }
 
   /** Runs, in order, the requests held behind a barrier that has been answered, up to the next barrier still running. */
@@ -402,17 +405,29 @@ class NetConn {
   }
 }
 
-export function buildNetHttpServer(front: Front): net.Server {
+/** The node:net HTTP engine; at most `connectionsMax` connections open at once. */
+export function buildNetHttpServer(front: Front, connectionsMax: number): net.Server {
   const conns = new Set<NetConn>();
+  const refusals = new Refusals();
   const server = net.createServer({ allowHalfOpen: true, noDelay: true }, (socket) => {
+    if (conns.size >= connectionsMax) {
+      front.metrics.error('too_many_connections');
+      const body = tooManyHttpConnections(conns.size, connectionsMax);
+      refusals.refuse(socket, `HTTP/1.1 ${statusLine(503)}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      return;
+    }
     const conn = new NetConn(socket, front);
     conns.add(conn);
     socket.once('close', () => conns.delete(conn));
   });
-  const sweep = setInterval(() => {
+  // The checks run after the next poll: after a pause of this thread (a long GC, SIGSTOP) the
+  // timer fires before the bytes that arrived meanwhile are read, and a request waiting in the
+  // kernel is not a slow or idle client.
+  const sweepNow = (): void => {
     const now = performance.now();
     for (const c of conns) c.checkTimeouts(now);
-  }, HTTP_TIMEOUT_SWEEP_MS);
+  };
+  const sweep = setInterval(() => setImmediate(sweepNow), HTTP_TIMEOUT_SWEEP_MS);
   sweep.unref();
   server.once('close', () => clearInterval(sweep));
   return server;

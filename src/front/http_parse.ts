@@ -4,8 +4,10 @@
  * connection needs to frame and route the request out. Strict where leniency
  * lets one request be read two ways (request smuggling): a header line without
  * a colon, whitespace before the colon, an obsolete line fold, Content-Length
- * together with Transfer-Encoding, differing Content-Lengths and any transfer
- * coding other than `chunked` are errors.
+ * together with Transfer-Encoding, Content-Length twice (even with one value),
+ * any transfer coding other than `chunked`, a control character anywhere in the
+ * head but a tab in a header value (a bare CR, a NUL: RFC 9110 5.5), and two
+ * Authorization headers (engines and proxies disagree on which one counts) are errors.
  */
 
 export interface RequestHead {
@@ -29,6 +31,8 @@ export type HeadResult = { ok: true; head: RequestHead } | { ok: false; message:
 const REQUEST_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) (\S+) HTTP\/1\.([01])$/;
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const DIGITS = /^\d+$/;
+/** A control character other than HTAB, or a CR or LF that is not part of a CRLF line end. */
+const BAD_CONTROL = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)|(?<!\r)\n/;
 
 function bad(message: string): HeadResult {
   return { ok: false, message };
@@ -36,6 +40,8 @@ function bad(message: string): HeadResult {
 
 /** `text` is the head as latin1 (one char per byte), lines split by CRLF. */
 export function parseHead(text: string): HeadResult {
+  const ctl = BAD_CONTROL.exec(text);
+  if (ctl !== null) return bad(`control character 0x${text.charCodeAt(ctl.index).toString(16).padStart(2, '0')} at byte ${ctl.index} of the request head; only a tab may appear in a header value`);
   let eol = text.indexOf('\r\n');
   if (eol < 0) eol = text.length;
   const line = text.slice(0, eol);
@@ -49,7 +55,7 @@ export function parseHead(text: string): HeadResult {
   let connection = '';
   let expectContinue = false;
   let contentType = '';
-  let authorization = '';
+  let authorization: string | null = null;
   let pos = eol + 2;
   while (pos < text.length) {
     let end = text.indexOf('\r\n', pos);
@@ -73,14 +79,16 @@ export function parseHead(text: string): HeadResult {
         if (rawName.toLowerCase() === 'content-type') contentType = value;
         break;
       case 13:
-        if (rawName.toLowerCase() === 'authorization') authorization = value;
+        if (rawName.toLowerCase() === 'authorization') {
+          if (authorization !== null) return bad('two Authorization headers; send the token once');
+          authorization = value;
+        }
         break;
       case 14:
         if (rawName.toLowerCase() === 'content-length') {
           if (!DIGITS.test(value)) return bad(`Content-Length ${JSON.stringify(value.slice(0, 40))} is not a decimal number`);
-          const n = value.length > 15 ? Number.MAX_SAFE_INTEGER : Number(value);
-          if (contentLength !== -2 && contentLength !== n) return bad('two different Content-Length headers');
-          contentLength = n;
+          if (contentLength !== -2) return bad('two Content-Length headers; a request has at most one');
+          contentLength = value.length > 15 ? Number.MAX_SAFE_INTEGER : Number(value);
         }
         break;
       case 17:
@@ -107,7 +115,7 @@ export function parseHead(text: string): HeadResult {
       http10,
       expectContinue,
       contentType,
-      authorization,
+      authorization: authorization ?? '',
     },
   };
 }

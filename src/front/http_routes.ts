@@ -10,8 +10,17 @@ import type { Metrics } from '../admin/metrics';
 import type { Front } from './front';
 import { isValidName } from '../registry/model';
 import { TRANSPORT_HTTP, type Reply } from './reply';
-import { handlePushBytes, handlePushTo, handleRequest, type RequestKind } from './requests';
+import { handlePushBytes, handlePushTo, handleRequest, refuseNotUtf8, type BodyKind, type RequestKind } from './requests';
 import { ackBody } from './push';
+import { isUtf8Range } from '../util/utf8';
+
+/**
+ * UTF-8 as Buffer#toString decodes it, but straight from a Uint8Array (uWS lends an
+ * ArrayBuffer: no Buffer object per body) and about twice as fast on a push body.
+ * Bodies are checked to be UTF-8 first (runRouteOn), so nothing is replaced.
+ * `ignoreBOM`: a leading BOM stays in the text (JSON.parse refuses it: invalid_json_body).
+ */
+const UTF8 = new TextDecoder('utf-8', { ignoreBOM: true });
 
 const STATUS_TEXT: Record<number, string> = {
   200: '200 OK', 400: '400 Bad Request', 401: '401 Unauthorized', 403: '403 Forbidden', 404: '404 Not Found', 405: '405 Method Not Allowed',
@@ -35,6 +44,8 @@ const REPLAY_HEADER: Header = ['X-Service-Idempotent-Replay', '1'];
  */
 export abstract class HttpReply implements Reply {
   readonly transport = TRANSPORT_HTTP;
+  /** The request is HEAD: its answer is written with the Content-Length its body has, and without the body (RFC 9110 9.3.2). */
+  head = false;
   constructor(readonly metrics: Metrics) {}
   abstract write(status: number, body: string, header: Header | null, close: boolean): void;
 
@@ -76,12 +87,15 @@ export interface Route {
   readonly readsContentType?: boolean;
   /** POST /push: an engine holding the body's bytes tries runPushBytes before decoding them. */
   readonly pushBytes?: boolean;
+  /** The body is JSON of this kind: it must be UTF-8 (runRouteOn), and an error about it follows the kind's envelope rule. */
+  readonly bodyKind?: BodyKind;
   run(front: Front, body: string, reply: HttpReply, contentType: string): void;
 }
 
 /** A POST route answered by the request adapter (requests.ts, the same for TCP). */
 function requestRoute(kind: RequestKind, barrier = false): Route {
-  return { method: 'POST', readsBody: true, barrier, run: (front, body, reply) => handleRequest(front, kind, body, reply) };
+  const bodyKind = kind === 'ping' || kind === 'reset' ? undefined : kind;
+  return { method: 'POST', readsBody: true, barrier, bodyKind, run: (front, body, reply) => handleRequest(front, kind, body, reply) };
 }
 
 /**
@@ -102,6 +116,7 @@ export const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
     readsBody: true,
     barrier: true,
     readsContentType: true,
+    bodyKind: 'register',
     run(front, body, reply, contentType) {
       const ct = contentType.split(';')[0].trim().toLowerCase();
       if (ct !== 'application/json') {
@@ -112,7 +127,7 @@ export const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
     },
   }],
   ['/registry', { method: 'GET', readsBody: false, run: (front, _b, reply) => reply.ok(front.registryBody()) }],
-  // The peer serves these on the data plane too (peer-facts 5.6); the admin sidecar keeps
+  // beava serves these on the data plane too (docs/compatibility.md); the admin sidecar keeps
   // its own (spec 4.7). The data plane listens only once recovery is done, so it is ready
   // whenever it answers.
   ['/health', { method: 'GET', readsBody: false, run: (_f, _b, reply) => reply.ok('{"status":"ok"}') }],
@@ -123,7 +138,7 @@ export const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
 const PUSH_PATH_PREFIX = '/push/';
 
 function pushPathRoute(event: string): Route {
-  return { method: 'POST', readsBody: true, run: (front, body, reply) => handlePushTo(front, event, body, reply) };
+  return { method: 'POST', readsBody: true, bodyKind: 'push', run: (front, body, reply) => handlePushTo(front, event, body, reply) };
 }
 
 /** The route of a path: exact routes, then `/push/{event}`. A trailing slash is ignored (as the peer does). */
@@ -145,20 +160,24 @@ const WWW_AUTHENTICATE: Header = ['WWW-Authenticate', 'Bearer realm="streamfeat"
  * (auth on and the token missing or wrong: 401 unauthorized, then close, for every
  * path, so routes are not revealed either; unknown route: 404 not_found; known
  * route, wrong method: 405 with Allow). `method` is matched case-insensitively
- * (uWS lower-cases methods). `authorization` is the header's value ('' if absent).
+ * (uWS lower-cases methods); HEAD is served by a GET route (the engine writes no
+ * body: reply.head). `authorization` is the header's value ('' if absent).
  */
 export function resolveRoute(front: Front, method: string, path: string, reply: HttpReply, authorization: string): Route | null {
   if (refusedByAuth(front, reply, authorization)) return null;
   const route = routeOf(path);
   const m = method.toUpperCase();
-  if (route !== undefined && route.method === m) return route;
+  if (route !== undefined && (route.method === m || (m === 'HEAD' && route.method === 'GET'))) return route;
   const code: ErrorCode = route === undefined ? 'not_found' : 'method_not_allowed';
   const detail: ErrorDetail = route === undefined
     ? { message: `no route ${m} ${path}`, path }
     : { message: `${m} is not allowed on ${path}; use ${route.method}`, extra: { method: m, path } };
-  reply.refuse(code, detail, undefined, route === undefined ? null : ['Allow', route.method], false);
+  reply.refuse(code, detail, undefined, route === undefined ? null : route.method === 'GET' ? ALLOW_GET : ALLOW_POST, false);
   return null;
 }
+
+const ALLOW_GET: Header = ['Allow', 'GET, HEAD'];
+const ALLOW_POST: Header = ['Allow', 'POST'];
 
 /**
  * True (after answering 401 unauthorized and closing) when auth is on and the
@@ -179,6 +198,20 @@ export function runRoute(front: Front, route: Route, body: string, reply: HttpRe
 }
 
 /**
+ * Runs a route on its complete body as received, b: a JSON body must be UTF-8 (else
+ * invalid_json_body, requests.ts refuseNotUtf8); it is decoded once.
+ */
+export function runRouteOn(front: Front, route: Route, b: Uint8Array, reply: HttpReply, contentType: string): void {
+  const kind = route.bodyKind;
+  if (kind !== undefined && !isUtf8Range(b, 0, b.length)) {
+    front.metrics.httpRequestsTotal++;
+    refuseNotUtf8(front, kind, reply, b, 0, b.length);
+    return;
+  }
+  runRoute(front, route, UTF8.decode(b), reply, contentType);
+}
+
+/**
  * A pushBytes route's body still as bytes: true when it was read straight from
  * them (requests.ts handlePushBytes) and counted as runRoute counts; false: decode
  * it and runRoute.
@@ -195,5 +228,22 @@ export function bodyTooLarge(reply: HttpReply, declared: number | null): void {
     message: declared === null
       ? `request body is over the ${HTTP_BODY_BYTES_MAX}-byte limit`
       : `request body of ${declared} bytes is over the ${HTTP_BODY_BYTES_MAX}-byte limit`,
+  });
+}
+
+/**
+ * A head whose framing could be read two ways (request smuggling: two Content-Lengths,
+ * Content-Length with Transfer-Encoding, ...) or that names the caller twice (two
+ * Authorization headers): 400 http_protocol_error before any route runs, then close.
+ */
+export function refuseHead(reply: HttpReply, message: string): void {
+  reply.errorAndClose('http_protocol_error', { message });
+}
+
+/** The answer to a connection over the HTTP connection cap (503, written before its first request is read). */
+export function tooManyHttpConnections(open: number, limit: number): string {
+  return errorJson('too_many_connections', {
+    message: `the server has ${open} open HTTP connections, its limit (SERVICE_HTTP_CONNECTIONS_MAX, lowered at start to fit the descriptor limit: server.fd_budget); retry later`,
+    extra: { limit },
   });
 }

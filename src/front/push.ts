@@ -16,8 +16,8 @@ let tailReplay = '';
 /**
  * `{"ack_lsn":N,"registry_version":V,"idempotent_replay":B}`. Built from a tail kept
  * per version: the template literal made six intermediate strings per ack, ~130 B of
- * the front's ~1.5 KB of garbage per push, which its scavenges pay for (bench/RESULTS.md
- * "Tail latency").
+ * the front's ~1.5 KB of garbage per push, which its scavenges pay for (bench/DECISIONS.md
+ * "The push path on the front").
  */
 export function ackBody(lsn: number, version: number, replay: boolean): string {
   if (version !== tailVersion) {

@@ -15,11 +15,15 @@
  * the body and runs the JSON.parse path from the start, so every error keeps its code, message and path;
  * what this reader does take is a body that path accepts, written into the same
  * record bytes (test/unit/front/push_text.test.ts checks both on generated bodies).
+ * A body it takes is ASCII, so it is UTF-8: a byte at or above 0x80 anywhere makes it
+ * answer null, and that path refuses a body that is not UTF-8 before decoding it
+ * (util/utf8.ts), so the check costs the common push nothing.
  */
 import type { EventPlan } from '../registry/compile';
 import { hashKey, hashKeyAscii } from '../registry/key';
 import type { PushFrameWriter } from '../wal/push_record';
-import { KEY_BYTES_MAX, STRING_VALUE_BYTES_MAX } from '../limits';
+import { KEY_BYTES_MAX } from '../limits';
+import { stringBytesMax } from '../string_cap';
 import { asciiString, sameAscii } from '../util/ascii';
 
 /** What parse() found for a field, at its index. */
@@ -199,8 +203,8 @@ export class PushText {
     return mask;
   }
 
-  /** Writes the PUSH record of shard `s` for the last route() (as front/routing.ts PushRoute.write does). */
-  write(w: PushFrameWriter, s: number, ev: EventText, b: Uint8Array, lsn: number, t: number, version: number): void {
+  /** Writes the PUSH record of shard `s` for the last route() (as front/routing.ts PushRoute.write does). Its bytes, or -1. */
+  write(w: PushFrameWriter, s: number, ev: EventText, b: Uint8Array, lsn: number, t: number, version: number): number {
     w.begin(lsn, t, version, ev.plan.index, null);
     const feeds = ev.feeds;
     const kind = this.#kind;
@@ -219,7 +223,7 @@ export class PushText {
         else w.value(k === ABSENT ? undefined : k === NULL ? null : k === TRUE);
       }
     }
-    w.end();
+    return w.end();
   }
 
   #event(b: Uint8Array, from: number, to: number, events: ReadonlyMap<string, EventPlan>): EventText | null {
@@ -357,7 +361,7 @@ export class PushText {
       switch (types[f]) {
         case T_STR:
           // ASCII: its UTF-8 bytes are its length.
-          if (k !== STR || this.#to[f] - this.#from[f] > STRING_VALUE_BYTES_MAX) return false;
+          if (k !== STR || this.#to[f] - this.#from[f] > stringBytesMax()) return false;
           break;
         case T_F64: {
           const v = this.#num[f];
@@ -395,11 +399,11 @@ function ws(b: Uint8Array, i: number, end: number): number {
  * The offset of the quote closing a string whose contents start at `i`, or -1 when
  * a byte before it is not printable ASCII (a control character, an escape, a byte of
  * a multi-byte UTF-8 character) or there is no closing quote before `end`, or none
- * within STRING_VALUE_BYTES_MAX bytes (a longer value is refused: the JSON.parse path
+ * within the string cap (string_cap.ts; a longer value is refused: the JSON.parse path
  * says so, and a 4 MiB string is not scanned twice).
  */
 function asciiEnd(b: Uint8Array, i: number, end: number): number {
-  const last = Math.min(end, i + STRING_VALUE_BYTES_MAX + 1);
+  const last = Math.min(end, i + stringBytesMax() + 1);
   for (; i < last; i++) {
     const c = b[i];
     if (c === QUOTE) return i;

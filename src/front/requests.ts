@@ -10,6 +10,7 @@
 import type { ErrorCode, SfError } from '../errors';
 import { parseJsonBody } from '../util/json_body';
 import { JSON_DEPTH_MAX, jsonTextDepthExceeds } from '../util/json_depth';
+import { firstInvalidUtf8, isUtf8Range } from '../util/utf8';
 import type { Front } from './front';
 import type { Reply } from './reply';
 
@@ -69,6 +70,33 @@ function tooDeep(front: Front, text: string, kind: BodyKind, reply: Reply): bool
 function internalError(front: Front, reply: Reply, err: unknown, kind: RequestKind): void {
   front.log.error({ kind: 'server.internal_error', err });
   front.fail(reply, { code: 'internal_error', detail: { reason: String(err) } }, errorCarriesVersion(kind));
+}
+
+/** Buffer#utf8Slice: what toString('utf8', start, end) calls after checking its arguments (@types/node lacks it). */
+interface Utf8Slice {
+  utf8Slice(start: number, end: number): string;
+}
+
+/**
+ * Answers invalid_json_body for a body of `kind` that is not UTF-8, b[start, end)
+ * (RFC 8259 8.1; util/utf8.ts says why it is not decoded with replacements).
+ */
+export function refuseNotUtf8(front: Front, kind: BodyKind, reply: Reply, b: Uint8Array, start: number, end: number): void {
+  const at = firstInvalidUtf8(b, start, end);
+  front.fail(reply, {
+    code: 'invalid_json_body',
+    detail: { message: `body is not valid UTF-8: byte 0x${b[start + at].toString(16).padStart(2, '0')} at offset ${at} does not start or continue a UTF-8 sequence (JSON text must be UTF-8, RFC 8259 section 8.1)`, extra: { offset: at } },
+  }, errorCarriesVersion(kind));
+}
+
+/**
+ * One request of `kind` whose body is b[start, end) as received (a TCP frame's payload): a
+ * JSON body must be UTF-8 (refuseNotUtf8); it is decoded once, then handleRequest.
+ */
+export function handleRequestBytes(front: Front, kind: RequestKind, b: Buffer, start: number, end: number, reply: Reply): void {
+  if (kind === 'ping' || kind === 'reset') { handleRequest(front, kind, '', reply); return; }
+  if (!isUtf8Range(b, start, end)) { refuseNotUtf8(front, kind, reply, b, start, end); return; }
+  handleRequest(front, kind, (b as unknown as Utf8Slice).utf8Slice(start, end), reply);
 }
 
 /** Answers one request of `kind` with body `text` (ignored by ping and reset) into `reply`. */

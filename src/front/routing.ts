@@ -1,5 +1,5 @@
 /**
- * The front's routing: which shard owns a key (shardOf), and for a validated push
+ * The front's routing: for a validated push
  * which shards it goes to and the PUSH record (wal/push_record.ts) each gets, once
  * per push: the chains run once (EventPlan.feedRows), each feed's
  * key is built and hashed once, and each target shard gets one record holding
@@ -10,16 +10,11 @@
  * is one thread and a push is routed and written in one synchronous step).
  */
 import type { ColumnWriter, EventPlan, TableFeed } from '../registry/compile';
-import { hashKey, partitionOfHash, shardOf } from '../registry/key';
+import { hashKey, partitionOfHash } from '../registry/key';
 import type { ShardChannel, Sink } from './channel';
 import type { Row } from '../types';
 import type { PushFrameWriter } from '../wal/push_record';
 import { KEY_BYTES_MAX } from '../limits';
-
-/** The shard of `n` that owns a canonical key (the same hash the shards check, registry/key.ts). */
-export function shardOfKey(key: string, n: number): number {
-  return shardOf(key, n);
-}
 
 /** How many shards a target mask names. */
 export function targetCount(mask: number): number {
@@ -44,6 +39,8 @@ export class PushRoute {
   readonly shards: number[] = [];
   /** Bit s set: shard s has at least one feed of the push. */
   mask = 0;
+  /** dispatch(): where each shard's record began in its writer. */
+  readonly #starts: number[] = [];
 
   /**
    * Runs the chains and keys of `plan` over `row` for `n` shards. With `partition`
@@ -79,22 +76,31 @@ export class PushRoute {
 
   /**
    * Writes the PUSH record of every shard in `mask` for the last route() and
-   * enqueues `sink` once on each of those channels. Returns how many shards.
+   * enqueues `sink` once on each of those channels. Returns how many shards, or -1
+   * when a record would pass RECORD_BYTES_MAX (nothing is written or enqueued then).
    */
   dispatch(channels: readonly ShardChannel[], mask: number, plan: EventPlan, lsn: number, t: number, version: number, dedupe: string | null, sink: Sink): number {
+    const starts = this.#starts;
+    for (let s = 0; s < channels.length; s++) {
+      if ((mask & (1 << s)) === 0) continue;
+      const w = channels[s].pushWriter;
+      starts[s] = w.pos;
+      if (this.write(w, s, plan, lsn, t, version, dedupe) < 0) {
+        dropFrames(channels, mask, s, starts);
+        return -1;
+      }
+    }
     let targets = 0;
     for (let s = 0; s < channels.length; s++) {
       if ((mask & (1 << s)) === 0) continue;
-      const ch = channels[s];
-      this.write(ch.pushWriter, s, plan, lsn, t, version, dedupe);
-      ch.enqueuePush(sink);
+      channels[s].enqueuePush(sink);
       targets++;
     }
     return targets;
   }
 
-  /** Writes the PUSH record of shard `s` for the last route(): its feeds, in feed order. */
-  write(w: PushFrameWriter, s: number, plan: EventPlan, lsn: number, t: number, version: number, dedupe: string | null): void {
+  /** Writes the PUSH record of shard `s` for the last route(): its feeds, in feed order. Its bytes, or -1 (PushFrameWriter.end). */
+  write(w: PushFrameWriter, s: number, plan: EventPlan, lsn: number, t: number, version: number, dedupe: string | null): number {
     w.begin(lsn, t, version, plan.index, dedupe);
     const feeds = plan.feeds;
     const shards = this.shards;
@@ -102,8 +108,17 @@ export class PushRoute {
       if (shards[i] !== s) continue;
       writeFeed(w, feeds[i], this.keys[i]!, this.rows[i]!);
     }
-    w.end();
+    return w.end();
   }
+}
+
+/**
+ * A push refused while its records were written (one would pass RECORD_BYTES_MAX):
+ * drops the records already written for it, those of the shards in `mask` below
+ * `failed`, each from where it started (`starts[s]`).
+ */
+export function dropFrames(channels: readonly ShardChannel[], mask: number, failed: number, starts: ArrayLike<number>): void {
+  for (let s = 0; s < failed; s++) if ((mask & (1 << s)) !== 0) channels[s].pushWriter.dropFrom(starts[s]);
 }
 
 function writeFeed(w: PushFrameWriter, feed: TableFeed, key: string, r: Row): void {

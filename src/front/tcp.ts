@@ -4,24 +4,30 @@
  * request order as slots complete. A bad frame answers that frame (or closes that
  * connection: frame_too_large, bad length, truncated payload, a frame that does
  * not complete in time) and nobody else is affected. Connections past the cap get
- * one too_many_connections frame and are closed (docs/limits.md).
+ * one too_many_connections frame and are closed (docs/limits.md). With auth on,
+ * connections that have not authenticated yet hold at most a share of the cap: a new
+ * connection past it (or past the cap itself) displaces the oldest of them (answered
+ * too_many_connections, closed), so sockets without the token cannot keep a client
+ * that has it out; and a connection that has not authenticated within
+ * --tcp-auth-timeout is answered unauthorized and closed.
+ *
+ * Timers that would close a connection (idle, frame, auth) judge it only after the
+ * event loop's next poll: after a pause of this thread (a long GC, a stopped VM,
+ * SIGSTOP) timers run before the bytes that arrived meanwhile are read, and a
+ * connection with a request waiting in the kernel is not idle.
  */
 import net from 'node:net';
 import { errorJson, type ErrorCode, type ErrorDetail } from '../errors';
-import { TCP_CLOSE_LINGER_MS, TCP_PIPELINE_DEPTH_MAX } from '../limits';
+import { TCP_PIPELINE_DEPTH_MAX, TCP_UNAUTHENTICATED_SHARE } from '../limits';
 import {
   CT_JSON, CT_MSGPACK, DECODED_BAD_LENGTH, DECODED_NEED_MORE, DECODED_TOO_LARGE, encodeFrame, FrameDecoder, OP_AUTH, OP_BATCH_GET, OP_ERROR_RESPONSE, OP_FORGET, OP_GET, OP_PING, OP_PUSH, OP_PUSH_MANY,
   OP_PUSH_SYNC, OP_REGISTER, OP_RESET, OP_SET_FIRST, OP_SET_LAST, successOpcode, type Frame,
 } from '../protocol/frame';
 import type { Front } from './front';
 import { TRANSPORT_TCP, type Reply } from './reply';
-import { handlePushBytes, handleRequest, type RequestKind } from './requests';
+import { handlePushBytes, handleRequestBytes, type RequestKind } from './requests';
 import { ackBytes } from './push';
-
-/** Buffer#utf8Slice: what toString('utf8', start, end) calls after checking its arguments (@types/node lacks it). */
-interface Utf8Slice {
-  utf8Slice(start: number, end: number): string;
-}
+import { endWithLinger, Refusals } from './linger';
 
 /**
  * A frame's reply slot in the connection's FIFO. Answered once (a later answer is
@@ -64,18 +70,23 @@ export interface TcpOptions {
   /** Close a connection with nothing received and nothing pending for this long; 0 = never. */
   idleTimeoutMs: number;
   connectionsMax: number;
+  /** With auth on: a connection must have authenticated this long after it connected. */
+  authTimeoutMs: number;
 }
 
-/** Ends our side, then destroys the socket if the peer has not closed within the linger. */
-function endWithLinger(socket: net.Socket, last?: Buffer): void {
-  if (last === undefined) socket.end(); else socket.end(last);
-  const t = setTimeout(() => socket.destroy(), TCP_CLOSE_LINGER_MS);
-  t.unref();
-  socket.once('close', () => clearTimeout(t));
+/** What one listener counts over its connections. */
+class TcpCounts {
+  open = 0;
+  /** With auth on: connections that have not presented the token yet, oldest first (at most TCP_UNAUTHENTICATED_SHARE of the cap). */
+  readonly unauthenticated = new Set<TcpConn>();
+  readonly refusals = new Refusals();
 }
 
 class TcpConn {
   readonly #decoder: FrameDecoder;
+  /** Reads so far: a timer that fired compares it after the next poll (see the file comment). */
+  #reads = 0;
+  #authTimer: NodeJS.Timeout | null = null;
   readonly #queue: Slot[] = [];
   #closing = false;
   /** Reading is paused while too many requests wait for replies, or while the kernel buffer is full (the client is not reading its replies). */
@@ -98,9 +109,16 @@ class TcpConn {
   readonly #held: Array<{ frame: Frame; slot: Slot }> = [];
   #releasing = false;
 
-  constructor(readonly socket: net.Socket, readonly front: Front, readonly opts: TcpOptions) {
+  constructor(readonly socket: net.Socket, readonly front: Front, readonly opts: TcpOptions, readonly counts: TcpCounts) {
     this.#decoder = new FrameDecoder(opts.frameBytesMax);
     this.#authed = front.opts.auth === null;
+    if (!this.#authed) {
+      counts.unauthenticated.add(this);
+      // After the next poll, read or not: an AUTH frame waiting unread gets its chance, a slow one does not.
+      const onTimer = (): void => this.#onAuthTimer();
+      this.#authTimer = setTimeout(() => this.#afterPoll(onTimer, onTimer), opts.authTimeoutMs);
+      this.#authTimer.unref();
+    }
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.#onData(chunk));
     socket.on('end', () => this.#onEnd());
@@ -108,6 +126,7 @@ class TcpConn {
     socket.on('close', () => {
       front.metrics.tcpConnections--;
       if (this.#frameTimer !== null) clearTimeout(this.#frameTimer);
+      this.#leaveUnauthenticated();
     });
     socket.on('drain', () => {
       this.#pausedForWrite = false;
@@ -116,14 +135,57 @@ class TcpConn {
     if (opts.idleTimeoutMs > 0) {
       // node's socket timeout counts reads and writes; a connection waiting on its replies is not idle.
       socket.setTimeout(opts.idleTimeoutMs);
-      socket.on('timeout', () => {
+      socket.on('timeout', () => this.#afterPoll(() => {
         if (this.#queue.length === 0 && this.#decoder.pendingBytes === 0 && !this.#closing) {
           this.#closing = true;
           endWithLinger(socket);
         }
-      });
+      }));
     }
     front.metrics.tcpConnections++;
+  }
+
+  /**
+   * Runs `check` (a timer's verdict) after the event loop's next poll, unless bytes were
+   * read by then: timers run before the poll, so after a pause of this thread the bytes
+   * that arrived meanwhile are read only after the timer fired. Read: the connection was
+   * not idle, and the timer that matters is re-armed by the read (or re-checked).
+   */
+  #afterPoll(check: () => void, onRead?: () => void): void {
+    const reads = this.#reads;
+    setImmediate(() => {
+      if (this.socket.destroyed) return;
+      if (this.#reads === reads) check();
+      else onRead?.();
+    });
+  }
+
+  /** The token was presented, or the connection is closing before it was: it no longer counts as unauthenticated. */
+  #leaveUnauthenticated(): void {
+    this.counts.unauthenticated.delete(this);
+    if (this.#authTimer !== null) { clearTimeout(this.#authTimer); this.#authTimer = null; }
+  }
+
+  /** Closes this unauthenticated connection to make room for a newer one (the listener's connection handler). */
+  displace(unauthenticatedMax: number): void {
+    this.#leaveUnauthenticated();
+    if (this.socket.writableEnded) { this.socket.destroy(); return; } // closing already (the peer half-closed)
+    this.#closing = true;
+    this.front.metrics.error('too_many_connections');
+    const frame = encodeFrame(OP_ERROR_RESPONSE, errorJson('too_many_connections', {
+      message: `closed for a newer connection: ${unauthenticatedMax} connections had not authenticated, the most allowed (${TCP_UNAUTHENTICATED_SHARE * 100}% of SERVICE_TCP_CONNECTIONS_MAX), and this was the oldest; send AUTH right after connecting`,
+      extra: { unauthenticated_max: unauthenticatedMax },
+    }));
+    // Nothing is in flight before AUTH: no linger, the descriptor is freed once the frame is written.
+    this.socket.end(frame, () => this.socket.destroy());
+  }
+
+  #onAuthTimer(): void {
+    if (this.#authed || this.#closing) return;
+    this.#fatal('unauthorized', {
+      message: `no AUTH frame with this server's token within ${this.opts.authTimeoutMs} ms of connecting (SERVICE_TCP_AUTH_TIMEOUT)`,
+      extra: { timeout_ms: this.opts.authTimeoutMs },
+    });
   }
 
   /**
@@ -152,6 +214,12 @@ class TcpConn {
     if (this.#pausedForDepth || this.#pausedForWrite) this.#partialSince = performance.now();
     const left = this.#partialSince + this.opts.frameTimeoutMs - performance.now();
     if (left > 0) { this.#armFrameTimer(left); return; }
+    // The rest of the frame may be waiting unread (a pause of this thread): judge after the next poll.
+    this.#afterPoll(() => this.#frameTimedOut(), () => { if (this.#frameTimer === null) this.#onFrameTimer(); });
+  }
+
+  #frameTimedOut(): void {
+    if (this.#partialSince === 0 || this.#closing) return;
     this.#fatal('frame_error', {
       message: `frame incomplete ${this.opts.frameTimeoutMs} ms after its first byte (${this.#decoder.pendingBytes} bytes received); the limit is SERVICE_TCP_FRAME_TIMEOUT`,
       extra: { timeout_ms: this.opts.frameTimeoutMs },
@@ -159,6 +227,7 @@ class TcpConn {
   }
 
   #onData(chunk: Buffer): void {
+    this.#reads++;
     if (this.#closing) return;
     this.#decoder.push(chunk);
     this.#decodeAll();
@@ -205,6 +274,7 @@ class TcpConn {
     const slot = new Slot(this, OP_ERROR_RESPONSE);
     this.#queue.push(slot);
     this.#closing = true;
+    this.#leaveUnauthenticated(); // closing: nothing to make room from (the cap counts it until it is closed)
     slot.error(code, detail);
   }
 
@@ -245,8 +315,9 @@ class TcpConn {
     // Reset and register hold the frames behind them until answered (#barrier); one
     // answered at once (a parse error, reset off) is released by the drain it triggers.
     if (kind === 'reset' || kind === 'register') this.#barrier = slot;
+    // The bytes reader takes ASCII bodies only (push_text.ts), so a body it takes is UTF-8.
     if (kind === 'push' && handlePushBytes(front, buf, start, end, slot)) return;
-    handleRequest(front, kind, kind === 'ping' || kind === 'reset' ? '' : (buf as unknown as Utf8Slice).utf8Slice(start, end), slot);
+    handleRequestBytes(front, kind, buf, start, end, slot);
   }
 
   /**
@@ -264,6 +335,7 @@ class TcpConn {
     }
     if (auth === null || auth.matches(token)) {
       this.#authed = true;
+      this.#leaveUnauthenticated();
       slot.ok('{"ok":true}');
       return;
     }
@@ -323,20 +395,28 @@ class TcpConn {
 }
 
 export function buildTcpServer(front: Front, opts: TcpOptions): net.Server {
-  let open = 0;
+  const counts = new TcpCounts();
+  const unauthenticatedMax = Math.max(1, Math.floor(opts.connectionsMax * TCP_UNAUTHENTICATED_SHARE));
   return net.createServer({ allowHalfOpen: true, noDelay: true }, (socket) => {
-    if (open >= opts.connectionsMax) {
-      front.metrics.error('too_many_connections');
-      socket.on('error', () => socket.destroy());
-      socket.resume(); // discard what the peer sends; reading also lets its close reach us
-      endWithLinger(socket, encodeFrame(OP_ERROR_RESPONSE, errorJson('too_many_connections', {
-        message: `the server has ${open} open TCP connections, its limit (SERVICE_TCP_CONNECTIONS_MAX); retry later`,
-        extra: { limit: opts.connectionsMax },
-      })));
-      return;
+    const full = counts.open >= opts.connectionsMax;
+    if (full || counts.unauthenticated.size >= unauthenticatedMax) {
+      // Make room by closing the oldest connection without the token, if there is one (its
+      // descriptor is freed as soon as its answer is written); else the cap is full of
+      // authenticated connections and this one is refused.
+      const oldest = counts.unauthenticated.values().next();
+      if (!oldest.done) {
+        oldest.value.displace(unauthenticatedMax);
+      } else {
+        front.metrics.error('too_many_connections');
+        counts.refusals.refuse(socket, encodeFrame(OP_ERROR_RESPONSE, errorJson('too_many_connections', {
+          message: `the server has ${counts.open} open TCP connections, its limit (SERVICE_TCP_CONNECTIONS_MAX, lowered at start to fit the descriptor limit: server.fd_budget); retry later`,
+          extra: { limit: opts.connectionsMax },
+        })));
+        return;
+      }
     }
-    open++;
-    socket.once('close', () => { open--; });
-    new TcpConn(socket, front, opts);
+    counts.open++;
+    socket.once('close', () => { counts.open--; });
+    new TcpConn(socket, front, opts, counts);
   });
 }

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { workerData } from 'node:worker_threads';
 import Piscina from 'piscina';
 import type { CoordinatorAnswers, CoordinatorInit, CoordinatorTask } from './messages';
+import { setStringBytesMax } from '../string_cap';
 
 /** What the coordinator calls need of a pool (a fake in unit tests). */
 export type CoordinatorPool = Pick<Piscina, 'run'>;
@@ -31,7 +32,9 @@ export function startCoordinatorPool(init: CoordinatorInit): Piscina {
   });
 }
 
-/** In the coordinator thread: the init startCoordinatorPool passed. */
+/** In the coordinator thread: the init startCoordinatorPool passed, its thread-wide settings applied (string_cap.ts). */
 export function coordinatorInit(): CoordinatorInit {
-  return workerData as CoordinatorInit;
+  const init = workerData as CoordinatorInit;
+  if (init.stringBytesMax !== undefined) setStringBytesMax(init.stringBytesMax);
+  return init;
 }

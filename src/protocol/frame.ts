@@ -1,5 +1,5 @@
 /**
- * Framed TCP codec (spec 4.8, DESIGN.md section 5). Shared by the server and the
+ * Framed TCP codec (spec 4.8; the layout and opcodes are in docs/wire.md). Shared by the server and the
  * client library, so it imports nothing from either.
  *
  *   0        4      6     7
@@ -27,10 +27,11 @@ export const OP_FORGET = 0x0041;
 export const OP_ERROR_RESPONSE = 0xffff;
 
 /**
- * Opcode of the success reply to request `op` (DESIGN.md section 5): GET, BATCH_GET
- * and RESET answer with OP_GET_RESPONSE, as the peer's clients expect, and so does
- * FORGET (the generic JSON success frame, like RESET's); every other opcode is
- * echoed (PING, REGISTER, PUSH, as the peer does).
+ * Opcode of the success reply to request `op`: GET, BATCH_GET and RESET answer with
+ * OP_GET_RESPONSE, beava's generic JSON success frame, so clients written for it work
+ * unchanged, and so does FORGET (an extension: the generic frame, like RESET's); every
+ * other opcode is echoed (PING, REGISTER, PUSH, as beava does;
+ * docs/wire.md, docs/compatibility.md).
  */
 export function successOpcode(op: number): number {
   return op === OP_GET || op === OP_BATCH_GET || op === OP_RESET || op === OP_FORGET ? OP_GET_RESPONSE : op;
@@ -42,13 +43,13 @@ export const CT_MSGPACK = 0x02;
 /** Bytes of the length prefix. */
 export const FRAME_LENGTH_BYTES = 4;
 /** Bytes counted by `length` before the payload: op (2) + content type (1). */
-export const FRAME_HEADER_BYTES = 3;
+export const FRAME_OP_CT_BYTES = 3;
 
 /** Encodes one frame into a fresh Buffer. */
 export function encodeFrame(op: number, payload: string | Uint8Array, contentType: number = CT_JSON): Buffer {
   const bodyBytes = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length;
-  const out = Buffer.allocUnsafe(FRAME_LENGTH_BYTES + FRAME_HEADER_BYTES + bodyBytes);
-  out.writeUInt32BE(FRAME_HEADER_BYTES + bodyBytes, 0);
+  const out = Buffer.allocUnsafe(FRAME_LENGTH_BYTES + FRAME_OP_CT_BYTES + bodyBytes);
+  out.writeUInt32BE(FRAME_OP_CT_BYTES + bodyBytes, 0);
   out.writeUInt16BE(op, 4);
   out.writeUInt8(contentType, 6);
   if (typeof payload === 'string') out.write(payload, 7, 'utf8');
@@ -86,7 +87,7 @@ export type Decoded = typeof DECODED_FRAME | typeof DECODED_NEED_MORE | typeof D
  * reuses it, so a caller that keeps a payload keeps its chunk alive), and a
  * frame spread over several chunks is copied into one buffer when its last byte
  * arrives. Appending the chunk to the partial frame on every push instead made a
- * 4 MiB frame trickled in 4 KiB chunks cost O(n^2) copying (issue 11, finding 6).
+ * 4 MiB frame trickled in 4 KiB chunks cost O(n^2) copying.
  *
  * decode() allocates nothing for a frame inside one chunk: it leaves the frame in
  * fields (op, contentType, payloadBuf[payloadStart, payloadEnd)), which the TCP
@@ -110,7 +111,7 @@ export class FrameDecoder {
   declared = 0;
 
   constructor(payloadBytesMax: number) {
-    this.limit = payloadBytesMax + FRAME_HEADER_BYTES;
+    this.limit = payloadBytesMax + FRAME_OP_CT_BYTES;
   }
 
   push(chunk: Buffer): void {
@@ -142,7 +143,7 @@ export class FrameDecoder {
     const length = first.length - off >= FRAME_LENGTH_BYTES
       ? first.readUInt32BE(off)
       : ((this.#byteAt(0) << 24) | (this.#byteAt(1) << 16) | (this.#byteAt(2) << 8) | this.#byteAt(3)) >>> 0;
-    if (length < FRAME_HEADER_BYTES) { this.declared = length; return DECODED_BAD_LENGTH; }
+    if (length < FRAME_OP_CT_BYTES) { this.declared = length; return DECODED_BAD_LENGTH; }
     if (length > this.limit) { this.declared = length; return DECODED_TOO_LARGE; }
     const total = FRAME_LENGTH_BYTES + length;
     if (this.#bytes < total) return DECODED_NEED_MORE;
@@ -174,7 +175,7 @@ export class FrameDecoder {
     this.op = (frame[at + 4] << 8) | frame[at + 5];
     this.contentType = frame[at + 6];
     this.payloadBuf = frame;
-    this.payloadStart = at + FRAME_LENGTH_BYTES + FRAME_HEADER_BYTES;
+    this.payloadStart = at + FRAME_LENGTH_BYTES + FRAME_OP_CT_BYTES;
     this.payloadEnd = at + total;
     return DECODED_FRAME;
   }

@@ -1,5 +1,6 @@
 /**
- * Every message that crosses a thread boundary, in one place (STYLE.md synthesis 3).
+ * Every message that crosses a thread boundary, in one place, so that both sides of
+ * a thread boundary read the same types and a change to one is seen by the other.
  * Both sides import these with `import type`.
  */
 import type { MessagePort } from 'node:worker_threads';
@@ -24,6 +25,8 @@ export interface CoordinatorInit {
   logLevel: string;
   /** Test hook (SERVICE_FAULT_CLOCK_FILE, clock/clock_fault.ts); null in production. */
   clockFaultFile?: string | null;
+  /** --max-string-bytes (string_cap.ts; applied by coordinatorInit(); absent: the default). */
+  stringBytesMax?: number;
 }
 
 export type CoordinatorTask =
@@ -96,7 +99,6 @@ export interface CoordinatorFailed {
 
 export type CoordinatorResult = CoordinatorDone | CoordinatorFailed;
 
-/** The answer of each coordinator task, by kind (protocol/coordinator_calls.ts ties it to the pool). */
 /** `register_on` done: also the bucket value to compare-and-set (null when nothing changed). */
 export interface ClusterRegisterDone extends CoordinatorDone {
   value: Uint8Array | null;
@@ -113,6 +115,7 @@ export interface DecodedRegistryValue {
   purgedSeq: number;
 }
 
+/** The answer of each coordinator task, by kind (protocol/coordinator_calls.ts ties it to the pool). */
 export interface CoordinatorAnswers {
   state: CoordinatorBoot | CoordinatorFailed;
   stats: CoordinatorStats;
@@ -123,7 +126,8 @@ export interface CoordinatorAnswers {
   open: CoordinatorOpened | CoordinatorFailed;
 }
 
-// ---- front -> shard (piscina tasks: one batch per shard per flush) ---------------
+// ---- front -> shard (the pipe: at most one batch per shard per event-loop turn, as
+// messages on the MessagePort of the shard's serve task, protocol/shard_calls.ts) ---
 
 export const ITEM_PUSH = 1;
 export const ITEM_GET = 2;
@@ -285,8 +289,8 @@ export interface ShardBatch {
  * ArrayBuffer per batch, transferred or copied, counted in full as external
  * memory allocated in the shard's isolate, and V8 charges that against the
  * old-generation limit: 1.5-3 MB/s of batch bytes under the fraud load started
- * marking every few seconds on a ~10 MB heap (bench/RESULTS.md "Fraud p99 at half
- * rate: the shard's timeline"). A string is young-generation garbage instead.
+ * marking every few seconds on a ~10 MB heap (bench/DECISIONS.md "Hand-off between
+ * the front and the shards"). A string is young-generation garbage instead.
  */
 export interface ShardBatchWire {
   items: ShardItem[];
@@ -353,6 +357,12 @@ export interface ShardInit {
   memoryLimitBytes: number;
   memoryGovEnforce: boolean;
   logLevel: string;
+  /**
+   * --max-string-bytes (string_cap.ts), applied by shardInit() in the shard thread;
+   * absent: the default (a shard built in process, as tests and benches do, reads
+   * its thread's cap).
+   */
+  stringBytesMax?: number;
   walSync: 'batch' | 'always';
   walSyncTimeoutMs: number;
   walSyncIntervalMs: number;

@@ -7,8 +7,8 @@
  * MessagePort (openShardPipe), and batches and their answers are plain messages on
  * it. A piscina task per batch cost ~10 µs more CPU per batch over both threads
  * (TaskInfo and an async resource, promises and awaits in piscina's worker loop)
- * and allocations that the shard's scavenges then copy (bench/RESULTS.md "Tail
- * latency"). Piscina still owns the thread's life: the serve task fails when the
+ * and allocations that the shard's scavenges then copy (bench/DECISIONS.md
+ * "Hand-off between the front and the shards"). Piscina still owns the thread's life: the serve task fails when the
  * thread dies, which is how the front learns of it, and piscina starts the
  * replacement that the next pipe is opened to.
  */
@@ -17,6 +17,7 @@ import { MessageChannel, receiveMessageOnPort, workerData } from 'node:worker_th
 import Piscina from 'piscina';
 import { PUSH_BATCH_BYTES_INITIAL, PUSH_BATCH_BYTES_KEPT_MAX, SHARD_YOUNG_GENERATION_MB } from '../limits';
 import type { ShardBatch, ShardBatchAnswer, ShardBatchWire, ShardHello, ShardHelloTask, ShardInit, ShardServeTask } from './messages';
+import { setStringBytesMax } from '../string_cap';
 
 /** What the shard calls need of a pool (a fake in unit tests). */
 export type ShardPool = Pick<Piscina, 'run'>;
@@ -84,9 +85,11 @@ export function startShardPool(init: ShardInit): Piscina {
   });
 }
 
-/** In a shard thread: the init startShardPool passed. */
+/** In a shard thread: the init startShardPool passed, its thread-wide settings applied (string_cap.ts). */
 export function shardInit(): ShardInit {
-  return workerData as ShardInit;
+  const init = workerData as ShardInit;
+  if (init.stringBytesMax !== undefined) setStringBytesMax(init.stringBytesMax);
+  return init;
 }
 
 /**

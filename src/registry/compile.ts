@@ -1,6 +1,6 @@
 /**
- * Compiles a registry state into the immutable plans the hot path runs
- * (DESIGN.md section 2). Every thread compiles the same state itself, since
+ * Compiles a registry state into the immutable plans the hot path runs, once per
+ * registry version, so that a push looks nothing up by string. Every thread compiles the same state itself, since
  * functions cannot cross threads: the front needs push validators, chains and
  * key functions; shards need chains, keys, `where` predicates and op factories.
  *
@@ -11,7 +11,7 @@
  *
  * Incremental: a register usually changes a few nodes of a large registry, and
  * compiling every expression, predicate, validator and op again stalled the
- * front thread (and each shard) for 100+ ms per register (issue 11 finding 4).
+ * front thread (and each shard) for 100+ ms per register.
  * Each node's compiled artefacts (NodeArtefact) are kept on the CompiledRegistry
  * under a key hashing the node's JSON and its upstream's key, so the key covers
  * everything upstream that shapes the node. The next compile on the same thread

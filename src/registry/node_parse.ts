@@ -1,5 +1,5 @@
 /**
- * Structural parsing of one register node (spec 2.1, 2.2, DESIGN.md section 5):
+ * Structural parsing of one register node (spec 2.1, 2.2; docs/registry.md):
  * shape, kinds, names, schema types, per-source settings and the v0 rejections
  * (joins, unions, event time, session windows). Schema propagation, expressions
  * and aggregations are checked later by compile.ts, against upstream schemas.
@@ -11,12 +11,10 @@ import type { ChainOpDef, DerivedEventNodeDef, EventNodeDef, NodeDef, TableNodeD
 import { isValidName, NAME_RULE } from './model';
 import { parseDuration } from '../ops/duration';
 import { didYouMean } from '../util/near_name';
+import { isObj, type Obj } from '../util/plain_object';
 
 const CHAIN_OPS = ['filter', 'with_columns', 'map', 'select', 'drop', 'rename', 'cast', 'fillna'];
 
-type Obj = Record<string, unknown>;
-
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const REJECTED_KINDS = new Set(['upsert', 'delete', 'retract']);
 

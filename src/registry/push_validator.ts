@@ -11,7 +11,7 @@
  * released with the registry version that holds it.
  */
 import { compilePredicate } from '../expr';
-import { STRING_VALUE_BYTES_MAX } from '../limits';
+import { stringBytesMax, stringFits } from '../string_cap';
 import { SfError } from '../errors';
 import type { FieldMap, FieldType, Row } from '../types';
 import { withPath } from './with_path';
@@ -23,11 +23,6 @@ const BASE64 = /^(?:[A-Za-z0-9+/_-]{4})*(?:[A-Za-z0-9+/_-]{2}(?:==)?|[A-Za-z0-9+
 const DATETIME_MS_MAX = 8.64e15;
 /** RFC 3339 date-time (Date.parse is too lenient on its own). */
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$/;
-
-/** True when a string is within STRING_VALUE_BYTES_MAX UTF-8 bytes (measured only when it could be over). */
-export function stringFits(v: string): boolean {
-  return v.length * 3 <= STRING_VALUE_BYTES_MAX || (v.length <= STRING_VALUE_BYTES_MAX && Buffer.byteLength(v) <= STRING_VALUE_BYTES_MAX);
-}
 
 /** The test of one present, non-null value `v` of type t, as JS source. */
 function typeTest(t: FieldType): string {
@@ -155,7 +150,7 @@ function noCoerce(f: string, t: FieldType, why: string): never {
 }
 
 function tooLong(f: string, v: string): never {
-  throw new SfError('invalid_event', `field ${JSON.stringify(f)} is ${Buffer.byteLength(v)} bytes; a value is at most ${STRING_VALUE_BYTES_MAX} bytes (STRING_VALUE_BYTES_MAX)`, { path: `fields.${f}` });
+  throw new SfError('invalid_event', `field ${JSON.stringify(f)} is ${Buffer.byteLength(v)} bytes; a value is at most ${stringBytesMax()} bytes (--max-string-bytes)`, { path: `fields.${f}` });
 }
 
 function checkValue(v: unknown, t: FieldType, f: string): void {

@@ -3,8 +3,8 @@
  * one SharedArrayBuffer, and where each text ends. Posting it shares the memory
  * instead of cloning the state: structured-cloning a 4 MB registry cost the
  * sending thread ~30 ms and the receiving one ~40 ms, and the front sent every
- * version to the coordinator's caller, then twice to each shard (issue 11: a
- * register must not stall the data plane whatever the registry size).
+ * version to the coordinator's caller, then twice to each shard. A register must
+ * not stall the data plane whatever the registry size (docs/limits.md).
  *
  * The receiving thread decodes the texts one node at a time inside its sliced
  * compile (compile.ts), and a node whose text equals the previous version's is not

@@ -24,9 +24,9 @@ import {
 import { COLD_COMPACT_BYTES_PER_TICK, COLD_SWEEP_SLICE_MS, MEMORY_CHECK_INTERVAL_MS, MEMORY_EVICT_FRACTION_MAX, MEMORY_EVICT_TARGET_RATIO, REGISTRY_COMPILE_SLICE_MS, RESPONSE_BYTES_MAX, SNAPSHOT_SLICE_MS } from '../limits';
 import { getHeapStatistics } from 'node:v8';
 import type { RegistryWire } from '../registry/wire';
-import { FRAME_HEADER_BYTES, FRAME_TYPE_BYTES } from '../wal/constants';
+import { FRAME_LENGTH_CRC_BYTES, FRAME_TYPE_BYTES } from '../wal/constants';
 import { frameEnd, sealFrame } from '../wal/push_record';
-import { readU64 } from '../wal/record';
+import { readU64 } from '../wal/u64';
 import type { ShardAudit } from '../wal/loss';
 import type { DedupeLog } from './state/dedupe_log';
 import { PushApplier } from './state/push_apply';
@@ -61,7 +61,7 @@ export interface ShardDeps {
 }
 
 /** Offset of the lsn in a frame (every WAL payload starts with it). */
-const LSN_AT = FRAME_HEADER_BYTES + FRAME_TYPE_BYTES;
+const LSN_AT = FRAME_LENGTH_CRC_BYTES + FRAME_TYPE_BYTES;
 
 export class Shard {
   readonly #init: ShardInit;
@@ -319,7 +319,7 @@ export class Shard {
       let err: ErrorPayload | null = null;
       try {
         // Written by the front under the registry version installed here: a mismatch is a bug.
-        if (!this.#pushes.apply(buf, p + FRAME_HEADER_BYTES, dedupe)) {
+        if (!this.#pushes.apply(buf, p + FRAME_LENGTH_CRC_BYTES, dedupe)) {
           throw new Error(`push at lsn ${readU64(buf, p + LSN_AT)} was written under another registry version than v${this.#state.registryVersion}`);
         }
       } catch (e) {
@@ -346,7 +346,7 @@ export class Shard {
     const lsn = readU64(buf, p + LSN_AT);
     try {
       // Written by the front under the registry version installed here: a mismatch is a bug.
-      const removed = applyForget(this.#state, buf, p + FRAME_HEADER_BYTES);
+      const removed = applyForget(this.#state, buf, p + FRAME_LENGTH_CRC_BYTES);
       if (removed === null) throw new Error(`forget at lsn ${lsn} was written under another registry version than v${this.#state.registryVersion}`);
       this.#store?.forgotten(lsn);
       return JSON.stringify(removed);

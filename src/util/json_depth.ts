@@ -3,7 +3,8 @@
  * another thread by structured clone, which recurses: a payload nested thousands
  * deep would overflow the stack there. Register payloads are checked first.
  * Request bodies are also checked as text before JSON.parse (jsonTextDepthExceeds),
- * so a body a million levels deep costs one linear scan, not a parse (issue 11, finding 7).
+ * so a body a million levels deep costs one linear scan, not a parse, and cannot
+ * overflow JSON.parse's stack either.
  * The limit itself is in limits.ts.
  */
 import { JSON_DEPTH_MAX } from '../limits';

@@ -7,7 +7,7 @@
  * memory and charges what was allocated since the last mark-compact against the
  * old-generation limit. Each doubling of a 4-64 MB ring pool therefore started
  * a mark-compact of the shard (pauses of 3-16 ms on its ~10-25 MB heap, then a
- * backlog: bench/RESULTS.md "Fraud p99 at half rate: the shard's timeline"),
+ * backlog: bench/DECISIONS.md "GC, memory and growth"),
  * although the heap itself had not grown. The bytes of a SharedArrayBuffer are
  * not charged to any isolate (V8's BackingStore::PerIsolateAccountingLength is
  * 0 for shared memory), and element access is as fast as on an ArrayBuffer.
@@ -15,7 +15,7 @@
  * Why in place: a doubling that copies is a stop-the-world step of the shard
  * proportional to what the table holds. With every column of a table doubling
  * at once, crossing 1M entities stalled one push ~160 ms (slots 77 ms, ring pool
- * 32 ms, plus the key table's rehash; bench/RESULTS.md "Growth in place"). An
+ * 32 ms, plus the key table's rehash; bench/DECISIONS.md "GC, memory and growth"). An
  * array that reaches GROW_IN_PLACE_BYTES_MIN moves once onto a growable
  * SharedArrayBuffer reserving GROWABLE_RESERVE_BYTES of address space; later
  * doublings commit more of it (`grow`, microseconds) and take a new view of the

@@ -6,8 +6,8 @@
 import { strict as assert } from 'node:assert';
 import { SNAPSHOT_KEEP_DEFAULT, WAL_RECORD_BYTES_MAX, WAL_SEGMENT_BYTES_MAX_DEFAULT, WAL_STAGING_BYTES_INITIAL } from '../limits';
 
-/** Frame header: u32 LE length + u32 LE crc32c. The type byte is counted in `length`. */
-export const FRAME_HEADER_BYTES = 8;
+/** A WAL frame's header: u32 LE length + u32 LE crc32c. The type byte is counted in `length`. */
+export const FRAME_LENGTH_CRC_BYTES = 8;
 /** The u8 type that opens every frame body (it is covered by the crc). */
 export const FRAME_TYPE_BYTES = 1;
 
@@ -50,7 +50,7 @@ export const FORGET_EVERY_TABLE = 1;
 /** SEGMENT payload: u64 lsn the segment follows. */
 export const SEGMENT_PAYLOAD_BYTES = 8;
 /** A whole SEGMENT frame: a segment of this size or less holds no record. */
-export const SEGMENT_HEADER_FRAME_BYTES = FRAME_HEADER_BYTES + FRAME_TYPE_BYTES + SEGMENT_PAYLOAD_BYTES;
+export const SEGMENT_HEADER_FRAME_BYTES = FRAME_LENGTH_CRC_BYTES + FRAME_TYPE_BYTES + SEGMENT_PAYLOAD_BYTES;
 /** Event names are short identifiers; u16 is the on-disk bound. */
 export const EVENT_NAME_BYTES_MAX = 0xffff;
 
@@ -74,5 +74,5 @@ export { SNAPSHOT_KEEP_DEFAULT };
 /** Suffix of files that are being written and are not yet part of the store. */
 export const TMP_SUFFIX = '.tmp';
 
-assert(STAGING_BYTES_INITIAL > FRAME_HEADER_BYTES + FRAME_TYPE_BYTES + EVENT_FIXED_BYTES);
+assert(STAGING_BYTES_INITIAL > FRAME_LENGTH_CRC_BYTES + FRAME_TYPE_BYTES + EVENT_FIXED_BYTES);
 assert(SNAPSHOT_MAGIC.length === 8);

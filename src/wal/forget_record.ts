@@ -21,9 +21,7 @@
  */
 import { FORGET_EVERY_TABLE, FORGET_FIXED_BYTES, FRAME_TYPE_BYTES, RECORD_TYPE_FORGET } from './constants';
 import { skipStr, strOf } from './push_record';
-
-const TWO_POW_32 = 2 ** 32;
-const SAFE_HIGH_WORD_MAX = 0x1fffff;
+import { readU32, readU64, u64Safe } from './u64';
 
 /** A FORGET record decoded (it is small and rare: plain arrays). */
 export interface ForgetEntries {
@@ -37,15 +35,11 @@ export interface ForgetEntries {
   everyKey: string | null;
 }
 
-function u32(b: Uint8Array, at: number): number {
-  return (b[at] | (b[at + 1] << 8) | (b[at + 2] << 16)) + b[at + 3] * 0x1000000;
-}
-
 /** Structural check of a FORGET body (`body` = offset of the type byte, `end` one past the payload). */
 export function forgetWellFormed(buf: Buffer, body: number, end: number): boolean {
   let p = body + FRAME_TYPE_BYTES;
   if (buf[body] !== RECORD_TYPE_FORGET || end - p < FORGET_FIXED_BYTES) return false;
-  if (u32(buf, p + 4) > SAFE_HIGH_WORD_MAX || u32(buf, p + 12) > SAFE_HIGH_WORD_MAX) return false;
+  if (!u64Safe(buf, p) || !u64Safe(buf, p + 8)) return false;
   const flags = buf[p + 20];
   if ((flags & ~FORGET_EVERY_TABLE) !== 0) return false;
   const n = buf[p + 21] | (buf[p + 22] << 8);
@@ -62,16 +56,16 @@ export function forgetWellFormed(buf: Buffer, body: number, end: number): boolea
 /** Reads a well-formed FORGET record whose type byte is at `buf[body]`. */
 export function decodeForget(buf: Buffer, body: number): ForgetEntries {
   let p = body + FRAME_TYPE_BYTES;
-  const lsn = u32(buf, p + 4) * TWO_POW_32 + u32(buf, p);
-  const timeMs = u32(buf, p + 12) * TWO_POW_32 + u32(buf, p + 8);
-  const registryVersion = u32(buf, p + 16);
+  const lsn = readU64(buf, p);
+  const timeMs = readU64(buf, p + 8);
+  const registryVersion = readU32(buf, p + 16);
   const flags = buf[p + 20];
   const n = buf[p + 21] | (buf[p + 22] << 8);
   p += FORGET_FIXED_BYTES;
   const tables = new Array<number>(n);
   const keys = new Array<string>(n);
   const str = (): string => {
-    const len = u32(buf, p + 1);
+    const len = readU32(buf, p + 1);
     const s = strOf(buf, p + 5, len, buf[p]);
     p += 5 + len;
     return s;

@@ -25,8 +25,9 @@
  * the one every request passes through.
  */
 import { strict as assert } from 'node:assert';
-import { FORGET_EVERY_TABLE, FORGET_FIXED_BYTES, FRAME_HEADER_BYTES, FRAME_TYPE_BYTES, RECORD_BYTES_MAX, RECORD_TYPE_FORGET, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, VERSION_PAYLOAD_BYTES } from './constants';
+import { FORGET_EVERY_TABLE, FORGET_FIXED_BYTES, FRAME_LENGTH_CRC_BYTES, FRAME_TYPE_BYTES, RECORD_BYTES_MAX, RECORD_TYPE_FORGET, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, VERSION_PAYLOAD_BYTES } from './constants';
 import { crc32c } from './crc32c';
+import { readU32, readU64, TWO_POW_32, u64Safe, writeU64 } from './u64';
 import type { Value } from '../types';
 import { PUSH_BATCH_BYTES_INITIAL, PUSH_BATCH_BYTES_KEPT_MAX } from '../limits';
 
@@ -59,9 +60,7 @@ export const PUSH_INDEX_MAX = 0xffff;
 const ASCII_LOOP_UNITS_MAX = 48;
 /** Worst-case UTF-8 bytes of one UTF-16 unit. */
 const UTF8_BYTES_PER_UNIT_MAX = 3;
-const TWO_POW_32 = 2 ** 32;
-const SAFE_HIGH_WORD_MAX = 0x1fffff;
-const PAYLOAD_OFFSET = FRAME_HEADER_BYTES + FRAME_TYPE_BYTES;
+const PAYLOAD_OFFSET = FRAME_LENGTH_CRC_BYTES + FRAME_TYPE_BYTES;
 
 /** What take() answers for a batch without frames: nothing to allocate or transfer. */
 const NO_BYTES = new Uint8Array(0);
@@ -74,7 +73,7 @@ const NO_BYTES = new Uint8Array(0);
  * Handing over the writer's own buffer saved a copy of a few KB but moved a >= 16
  * KB ArrayBuffer per batch: at half the max rate (batches of ~10 pushes, ~2,500 a
  * second) that was ~40 MB/s of array-buffer memory the shard's heap had to account
- * and free, and its mark-compacts followed it (bench/RESULTS.md "Tail latency");
+ * and free, and its mark-compacts followed it (bench/DECISIONS.md, "Hand-off");
  * an exactly sized ArrayBuffer still counted 1.5-3 MB/s under the fraud load.
  */
 export class PushFrameWriter {
@@ -135,7 +134,7 @@ export class PushFrameWriter {
     const start = this.pos;
     this.#frameStart = start;
     const dv = this.#dv;
-    dv.setUint8(start + FRAME_HEADER_BYTES, RECORD_TYPE_PUSH);
+    dv.setUint8(start + FRAME_LENGTH_CRC_BYTES, RECORD_TYPE_PUSH);
     const p = start + PAYLOAD_OFFSET;
     dv.setUint32(p, lsn >>> 0, true);
     dv.setUint32(p + 4, Math.floor(lsn / TWO_POW_32), true);
@@ -263,7 +262,12 @@ export class PushFrameWriter {
     this.pos = at + 5 + bytes;
   }
 
-  /** Closes the PUSH frame (crc left 0: the shard seals it). Returns its byte length. */
+  /**
+   * Closes the PUSH frame (crc left 0: the shard seals it). Returns its byte length,
+   * or -1 when its record would pass RECORD_BYTES_MAX: the frame is dropped then (the
+   * push is refused; a derived row, or one value read by many tables, can make a
+   * record larger than the body that was pushed).
+   */
   end(): number {
     if (this.#frameStart < 0) fail('end outside a frame');
     this.#closeFeed();
@@ -277,7 +281,7 @@ export class PushFrameWriter {
     this.#ensure(PAYLOAD_OFFSET + VERSION_PAYLOAD_BYTES);
     const start = this.pos;
     this.#frameStart = start;
-    this.buf[start + FRAME_HEADER_BYTES] = RECORD_TYPE_INSTALL;
+    this.buf[start + FRAME_LENGTH_CRC_BYTES] = RECORD_TYPE_INSTALL;
     writeU64(this.buf, lsn, start + PAYLOAD_OFFSET);
     this.buf.writeUInt32LE(registryVersion, start + PAYLOAD_OFFSET + 8);
     this.pos = start + PAYLOAD_OFFSET + VERSION_PAYLOAD_BYTES;
@@ -296,7 +300,7 @@ export class PushFrameWriter {
     const start = this.pos;
     this.#frameStart = start;
     const dv = this.#dv;
-    dv.setUint8(start + FRAME_HEADER_BYTES, RECORD_TYPE_FORGET);
+    dv.setUint8(start + FRAME_LENGTH_CRC_BYTES, RECORD_TYPE_FORGET);
     const p = start + PAYLOAD_OFFSET;
     dv.setUint32(p, lsn >>> 0, true);
     dv.setUint32(p + 4, Math.floor(lsn / TWO_POW_32), true);
@@ -337,10 +341,19 @@ export class PushFrameWriter {
     this.#valueCountAt = -1;
   }
 
+  /** Drops the whole frames written from byte `pos` on (a push refused after its other shards' frames were written). */
+  dropFrom(pos: number): void {
+    assert(this.#frameStart < 0 && pos <= this.pos, 'dropFrom inside a frame');
+    this.pos = pos;
+  }
+
   #close(): number {
     const start = this.#frameStart;
-    const length = this.pos - start - FRAME_HEADER_BYTES;
-    if (length > RECORD_BYTES_MAX) fail('record larger than RECORD_BYTES_MAX');
+    const length = this.pos - start - FRAME_LENGTH_CRC_BYTES;
+    if (length > RECORD_BYTES_MAX) {
+      this.abort();
+      return -1;
+    }
     this.#dv.setUint32(start, length, true);
     this.#dv.setUint32(start + 4, 0, true);
     this.#frameStart = -1;
@@ -388,11 +401,6 @@ export function wellFormed(s: string): boolean {
   return true;
 }
 
-function writeU64(buf: Buffer, value: number, at: number): void {
-  buf.writeUInt32LE(value >>> 0, at);
-  buf.writeUInt32LE(Math.floor(value / TWO_POW_32), at + 4);
-}
-
 /**
  * Little-endian reads by byte arithmetic: Buffer#readUInt32LE and friends check
  * their arguments on every call, which showed as ~10% of replay CPU. Callers stay
@@ -402,24 +410,16 @@ function u16(b: Uint8Array, at: number): number {
   return b[at] | (b[at + 1] << 8);
 }
 
-function u32(b: Uint8Array, at: number): number {
-  return (b[at] | (b[at + 1] << 8) | (b[at + 2] << 16)) + b[at + 3] * 0x1000000;
-}
-
-function readU64(buf: Uint8Array, at: number): number {
-  return u32(buf, at + 4) * TWO_POW_32 + u32(buf, at);
-}
-
 /** Fills in the crc of the frame at `start` (written by PushFrameWriter); returns the offset after it. */
 export function sealFrame(buf: Buffer, start: number): number {
-  const end = start + FRAME_HEADER_BYTES + u32(buf, start);
-  buf.writeUInt32LE(crc32c(buf, start + FRAME_HEADER_BYTES, end), start + 4);
+  const end = start + FRAME_LENGTH_CRC_BYTES + readU32(buf, start);
+  buf.writeUInt32LE(crc32c(buf, start + FRAME_LENGTH_CRC_BYTES, end), start + 4);
   return end;
 }
 
 /** Offset after the frame at `start`. */
 export function frameEnd(buf: Buffer, start: number): number {
-  return start + FRAME_HEADER_BYTES + u32(buf, start);
+  return start + FRAME_LENGTH_CRC_BYTES + readU32(buf, start);
 }
 
 /**
@@ -429,7 +429,7 @@ export function frameEnd(buf: Buffer, start: number): number {
 export function pushWellFormed(buf: Buffer, body: number, end: number): boolean {
   let p = body + FRAME_TYPE_BYTES;
   if (end - p < PUSH_FIXED_BYTES) return false;
-  if (u32(buf, p + 4) > SAFE_HIGH_WORD_MAX || u32(buf, p + 12) > SAFE_HIGH_WORD_MAX) return false;
+  if (!u64Safe(buf, p) || !u64Safe(buf, p + 8)) return false;
   const flags = buf[p + FLAGS_AT];
   if ((flags & ~FLAG_DEDUPE) !== 0) return false;
   p += FLAGS_AT + 1;
@@ -459,7 +459,7 @@ export function skipStr(buf: Buffer, p: number, end: number): number {
   if (p + 5 > end) return -1;
   const tag = buf[p];
   if (tag !== TAG_STR_ASCII && tag !== TAG_STR_UTF8 && tag !== TAG_STR_UTF16) return -1;
-  const n = u32(buf, p + 1);
+  const n = readU32(buf, p + 1);
   return p + 5 + n <= end ? p + 5 + n : -1;
 }
 
@@ -515,7 +515,7 @@ export class PushRecordReader {
     const p = body + FRAME_TYPE_BYTES;
     this.lsn = readU64(buf, p);
     this.timeMs = readU64(buf, p + 8);
-    this.registryVersion = u32(buf, p + 16);
+    this.registryVersion = readU32(buf, p + 16);
     this.eventIndex = u16(buf, p + 20);
     this.p = p + FLAGS_AT + 1;
     this.dedupe = (buf[p + FLAGS_AT] & FLAG_DEDUPE) !== 0 ? this.str() : null;
@@ -548,7 +548,7 @@ export class PushRecordReader {
   strBytes(): void {
     const b = this.buf;
     const at = this.p;
-    const n = u32(b, at + 1);
+    const n = readU32(b, at + 1);
     this.strTag = b[at];
     this.strAt = at + 5;
     this.strLen = n;

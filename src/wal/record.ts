@@ -24,7 +24,7 @@ import { strict as assert } from 'node:assert';
 import {
   EVENT_FIXED_BYTES,
   EVENT_NAME_BYTES_MAX,
-  FRAME_HEADER_BYTES,
+  FRAME_LENGTH_CRC_BYTES,
   FRAME_TYPE_BYTES,
   RECORD_BYTES_MAX,
   RECORD_TYPE_EVENT,
@@ -42,6 +42,7 @@ import {
 import { crc32c } from './crc32c';
 import { pushWellFormed } from './push_record';
 import { forgetWellFormed } from './forget_record';
+import { readU64, u64Safe, writeU64 } from './u64';
 
 export interface EventRecord {
   type: typeof RECORD_TYPE_EVENT;
@@ -86,29 +87,11 @@ export interface ForgetRecord {
 }
 export type WalRecord = EventRecord | InstallRecord | ResetRecord | PushRecord | ForgetRecord;
 
-const TWO_POW_32 = 2 ** 32;
-/** Largest high word of a u64 that is still a JS safe integer. */
-const SAFE_HIGH_WORD_MAX = 0x1fffff;
 /** Bytes before the payload: frame header + type. */
-const PAYLOAD_OFFSET = FRAME_HEADER_BYTES + FRAME_TYPE_BYTES;
+const PAYLOAD_OFFSET = FRAME_LENGTH_CRC_BYTES + FRAME_TYPE_BYTES;
 /** Worst case UTF-8 bytes per UTF-16 code unit (a surrogate pair is 2 units -> 4 bytes). */
 const UTF8_BYTES_PER_UNIT_MAX = 3;
 
-function writeU64(buf: Buffer, value: number, at: number): void {
-  buf.writeUInt32LE(value >>> 0, at);
-  buf.writeUInt32LE(Math.floor(value / TWO_POW_32), at + 4);
-}
-
-/** Reads a u64 written by writeU64; the caller has checked the high word (see wellFormed). */
-export function readU64(buf: Buffer, at: number): number {
-  // Byte arithmetic: readUInt32LE's argument checks cost ~5% of replay CPU here.
-  return ((buf[at + 4] | (buf[at + 5] << 8) | (buf[at + 6] << 16)) + buf[at + 7] * 0x1000000) * TWO_POW_32
-    + ((buf[at] | (buf[at + 1] << 8) | (buf[at + 2] << 16)) + buf[at + 3] * 0x1000000);
-}
-
-function isU64Safe(buf: Buffer, at: number): boolean {
-  return buf.readUInt32LE(at + 4) <= SAFE_HIGH_WORD_MAX;
-}
 
 // ---------------------------------------------------------------------------
 // Encoder
@@ -221,12 +204,12 @@ export class RecordEncoder {
   /** Writes type, length and crc of the frame that spans [start, end). */
   #finish(start: number, type: number, end: number, lsn: number): void {
     const buf = this.#buf;
-    const length = end - start - FRAME_HEADER_BYTES;
+    const length = end - start - FRAME_LENGTH_CRC_BYTES;
     // Callers keep rows below the body limits; RECORD_BYTES_MAX has 3x headroom (src/limits.ts WAL_RECORD_BYTES_MAX).
     assert(length <= RECORD_BYTES_MAX, 'record larger than RECORD_BYTES_MAX');
-    buf[start + FRAME_HEADER_BYTES] = type;
+    buf[start + FRAME_LENGTH_CRC_BYTES] = type;
     buf.writeUInt32LE(length, start);
-    buf.writeUInt32LE(crc32c(buf, start + FRAME_HEADER_BYTES, end), start + 4);
+    buf.writeUInt32LE(crc32c(buf, start + FRAME_LENGTH_CRC_BYTES, end), start + 4);
     this.#used = end;
     this.#count++;
     if (this.#firstLsn < 0) this.#firstLsn = lsn;
@@ -253,9 +236,9 @@ export function encodeSegmentHeader(prevLsn: number): Buffer {
   assert(prevLsn >= 0, 'prevLsn must be >= 0');
   const buf = Buffer.alloc(SEGMENT_HEADER_FRAME_BYTES);
   buf.writeUInt32LE(FRAME_TYPE_BYTES + SEGMENT_PAYLOAD_BYTES, 0);
-  buf[FRAME_HEADER_BYTES] = RECORD_TYPE_SEGMENT;
+  buf[FRAME_LENGTH_CRC_BYTES] = RECORD_TYPE_SEGMENT;
   writeU64(buf, prevLsn, PAYLOAD_OFFSET);
-  buf.writeUInt32LE(crc32c(buf, FRAME_HEADER_BYTES, buf.length), 4);
+  buf.writeUInt32LE(crc32c(buf, FRAME_LENGTH_CRC_BYTES, buf.length), 4);
   return buf;
 }
 
@@ -268,8 +251,8 @@ export function segmentPrevLsn(buf: Buffer, body: number): number {
 /** True when `buf` is exactly one valid SEGMENT frame (a segment that holds no record). */
 export function isSegmentHeaderOnly(buf: Buffer): boolean {
   if (buf.length !== SEGMENT_HEADER_FRAME_BYTES) return false;
-  if (buf.readUInt32LE(0) !== FRAME_TYPE_BYTES + SEGMENT_PAYLOAD_BYTES || buf[FRAME_HEADER_BYTES] !== RECORD_TYPE_SEGMENT) return false;
-  return crc32c(buf, FRAME_HEADER_BYTES, buf.length) === buf.readUInt32LE(4) && isU64Safe(buf, PAYLOAD_OFFSET);
+  if (buf.readUInt32LE(0) !== FRAME_TYPE_BYTES + SEGMENT_PAYLOAD_BYTES || buf[FRAME_LENGTH_CRC_BYTES] !== RECORD_TYPE_SEGMENT) return false;
+  return crc32c(buf, FRAME_LENGTH_CRC_BYTES, buf.length) === buf.readUInt32LE(4) && u64Safe(buf, PAYLOAD_OFFSET);
 }
 
 /** One framed JSON record (registry log). Not a hot path: allocates. */
@@ -279,11 +262,11 @@ export function encodeJsonFrame(entry: unknown): Buffer {
   const payloadBytes = Buffer.byteLength(json);
   const length = FRAME_TYPE_BYTES + payloadBytes;
   assert(length <= RECORD_BYTES_MAX, 'registry log entry larger than RECORD_BYTES_MAX');
-  const buf = Buffer.allocUnsafe(FRAME_HEADER_BYTES + length);
-  buf[FRAME_HEADER_BYTES] = RECORD_TYPE_JSON;
+  const buf = Buffer.allocUnsafe(FRAME_LENGTH_CRC_BYTES + length);
+  buf[FRAME_LENGTH_CRC_BYTES] = RECORD_TYPE_JSON;
   buf.write(json, PAYLOAD_OFFSET);
   buf.writeUInt32LE(length, 0);
-  buf.writeUInt32LE(crc32c(buf, FRAME_HEADER_BYTES, buf.length), 4);
+  buf.writeUInt32LE(crc32c(buf, FRAME_LENGTH_CRC_BYTES, buf.length), 4);
   return buf;
 }
 
@@ -307,7 +290,7 @@ export interface FrameCodec {
 function eventWellFormed(buf: Buffer, body: number, end: number): boolean {
   const p = body + FRAME_TYPE_BYTES;
   if (end - p < EVENT_FIXED_BYTES) return false;
-  if (!isU64Safe(buf, p) || !isU64Safe(buf, p + 8)) return false;
+  if (!u64Safe(buf, p) || !u64Safe(buf, p + 8)) return false;
   const nameBytes = buf.readUInt16LE(p + 20);
   const rowLengthAt = p + 22 + nameBytes;
   if (rowLengthAt + 4 > end) return false;
@@ -316,12 +299,12 @@ function eventWellFormed(buf: Buffer, body: number, end: number): boolean {
 
 function versionWellFormed(buf: Buffer, body: number, end: number): boolean {
   const p = body + FRAME_TYPE_BYTES;
-  return end - p === VERSION_PAYLOAD_BYTES && isU64Safe(buf, p);
+  return end - p === VERSION_PAYLOAD_BYTES && u64Safe(buf, p);
 }
 
 function segmentWellFormed(buf: Buffer, body: number, end: number): boolean {
   const p = body + FRAME_TYPE_BYTES;
-  return end - p === SEGMENT_PAYLOAD_BYTES && isU64Safe(buf, p);
+  return end - p === SEGMENT_PAYLOAD_BYTES && u64Safe(buf, p);
 }
 
 export const WAL_CODEC: FrameCodec = {

@@ -1,6 +1,6 @@
 /**
- * WAL recovery, written as a decision table (STYLE.md synthesis 14, after
- * TigerBeetle's `recovery_cases`). Every position in a segment is classified into
+ * WAL recovery, written as a decision table (after TigerBeetle's `recovery_cases`).
+ * Every position in a segment is classified into
  * exactly one labelled case; the case decides what happens. docs/durability.md has
  * the same table with the reasoning behind each row.
  *
@@ -43,7 +43,7 @@
  */
 import { strict as assert } from 'node:assert';
 import { join } from 'node:path';
-import { FRAME_HEADER_BYTES, RECORD_BYTES_MAX, RECORD_TYPE_SEGMENT } from './constants';
+import { FRAME_LENGTH_CRC_BYTES, RECORD_BYTES_MAX, RECORD_TYPE_SEGMENT } from './constants';
 import { crc32c } from './crc32c';
 import { listLsnFiles, fileSizeOrMissing, readFileFrom, truncateFile } from './file_ops';
 import { realFs, type FsLike } from './fs_like';
@@ -115,12 +115,12 @@ export class FrameProbe {
 
 /** True when a record that passes every check starts at `p`. */
 function validRecordAt(buf: Buffer, p: number, end: number, codec: FrameCodec, lsnFloor: number): boolean {
-  if (end - p < FRAME_HEADER_BYTES + 1) return false;
+  if (end - p < FRAME_LENGTH_CRC_BYTES + 1) return false;
   const length = buf.readUInt32LE(p);
   if (length < 1 || length > RECORD_BYTES_MAX) return false;
-  const bodyEnd = p + FRAME_HEADER_BYTES + length;
+  const bodyEnd = p + FRAME_LENGTH_CRC_BYTES + length;
   if (bodyEnd > end) return false;
-  const body = p + FRAME_HEADER_BYTES;
+  const body = p + FRAME_LENGTH_CRC_BYTES;
   // Cheap structural checks first: the crc is the expensive part of a resync scan.
   if (!codec.knows(buf[body]) || !codec.wellFormed(buf, body, bodyEnd)) return false;
   if (crc32c(buf, body, bodyEnd) !== buf.readUInt32LE(p + 4)) return false;
@@ -130,7 +130,7 @@ function validRecordAt(buf: Buffer, p: number, end: number, codec: FrameCodec, l
 
 /** First offset in [from, end) where a valid record starts, or -1. */
 function resync(buf: Buffer, from: number, end: number, codec: FrameCodec, lsnFloor: number): number {
-  const last = end - FRAME_HEADER_BYTES - 1;
+  const last = end - FRAME_LENGTH_CRC_BYTES - 1;
   for (let p = from; p <= last; p++) {
     // A valid length's top byte is 0 (RECORD_BYTES_MAX < 2^24): skip most offsets at once.
     if (buf[p + 3] !== 0) continue;
@@ -156,11 +156,11 @@ export function classifyAt(buf: Buffer, o: number, end: number, codec: FrameCode
   out.next = end;
   const remaining = end - o;
   if (remaining === 0) return void (out.caseId = CASE_END);
-  if (remaining < FRAME_HEADER_BYTES) return void (out.caseId = CASE_SHORT_HEADER);
+  if (remaining < FRAME_LENGTH_CRC_BYTES) return void (out.caseId = CASE_SHORT_HEADER);
   const length = buf.readUInt32LE(o);
   const inRange = length >= 1 && length <= RECORD_BYTES_MAX;
-  const fits = inRange && length <= remaining - FRAME_HEADER_BYTES;
-  const body = o + FRAME_HEADER_BYTES;
+  const fits = inRange && length <= remaining - FRAME_LENGTH_CRC_BYTES;
+  const body = o + FRAME_LENGTH_CRC_BYTES;
   const bodyEnd = body + length;
   if (fits && crc32c(buf, body, bodyEnd) === buf.readUInt32LE(o + 4)) {
     classifyCrcValid(buf, body, bodyEnd, codec, lsnFloor, out);
@@ -386,7 +386,7 @@ function replaySegment(
     }
     if (c.action === 'yield' && probe.type === RECORD_TYPE_SEGMENT) {
       // Only the frame a segment opens with is its SEGMENT frame (a later one would be a stray copy).
-      if (o === 0 && base === 0) fact.prevLsn = segmentPrevLsn(buf, o + FRAME_HEADER_BYTES);
+      if (o === 0 && base === 0) fact.prevLsn = segmentPrevLsn(buf, o + FRAME_LENGTH_CRC_BYTES);
       o = probe.next;
       continue;
     }
@@ -409,7 +409,7 @@ function replaySegment(
       if (probe.lsn > afterLsn) {
         report.records++;
         progress.bytesRead = bytesBefore + probe.next;
-        onRecord(decodeWalRecord(buf, o + FRAME_HEADER_BYTES, probe.next));
+        onRecord(decodeWalRecord(buf, o + FRAME_LENGTH_CRC_BYTES, probe.next));
       }
     } else {
       const entry = reportSkip(buf, name, base, o, probe, lsnFloor, report);
@@ -431,7 +431,7 @@ function reportSkip(buf: Buffer, name: string, base: number, o: number, probe: F
   if (probe.caseId === CASE_UNKNOWN_TYPE) entry.type = probe.type;
   // Corrupt record/region end at a verified record: its lsn bounds what was lost.
   if (probe.caseId === CASE_CORRUPT_RECORD || probe.caseId === CASE_CORRUPT_REGION) {
-    entry.lsnAfter = WAL_CODEC.lsnOf(buf, probe.next + FRAME_HEADER_BYTES);
+    entry.lsnAfter = WAL_CODEC.lsnOf(buf, probe.next + FRAME_LENGTH_CRC_BYTES);
   }
   report.log.push(entry);
   if (c.level === 'error') {

@@ -15,7 +15,7 @@
 import { strict as assert } from 'node:assert';
 import { dirname } from 'node:path';
 import { constants as fsConstants } from 'node:fs';
-import { FRAME_HEADER_BYTES, TMP_SUFFIX } from './constants';
+import { FRAME_LENGTH_CRC_BYTES, TMP_SUFFIX } from './constants';
 import { closeQuietly, fsyncDir, unlinkQuietly, writeFully } from './file_ops';
 import { realFs, type FsLike } from './fs_like';
 import { JSON_CODEC, encodeJsonFrame } from './record';
@@ -83,7 +83,7 @@ export function scanRegistryLog(buf: Buffer, path: string): RegistryLogScan {
     if (probe.caseId !== CASE_OK) {
       throw new WalCorruptionError(path, o, c.name, `registry log ${path}: ${c.name} at offset ${o} (case ${c.label}); run wal_check`);
     }
-    const json = buf.toString('utf8', o + FRAME_HEADER_BYTES + 1, probe.next);
+    const json = buf.toString('utf8', o + FRAME_LENGTH_CRC_BYTES + 1, probe.next);
     try {
       entries.push(JSON.parse(json));
     } catch {
@@ -111,7 +111,7 @@ export function scanRegistryLogLenient(buf: Buffer): RegistryLogLenientScan {
     if (probe.caseId !== CASE_OK) damage.push({ offset: o, bytes: probe.next - o, kind: c.name });
     else {
       try {
-        entries.push(JSON.parse(buf.toString('utf8', o + FRAME_HEADER_BYTES + 1, probe.next)));
+        entries.push(JSON.parse(buf.toString('utf8', o + FRAME_LENGTH_CRC_BYTES + 1, probe.next)));
       } catch {
         damage.push({ offset: o, bytes: probe.next - o, kind: 'malformed_json' });
       }

@@ -31,7 +31,7 @@
 import { strict as assert } from 'node:assert';
 import { join } from 'node:path';
 import { SfError } from '../errors';
-import { FRAME_HEADER_BYTES, SEGMENT_HEADER_FRAME_BYTES } from './constants';
+import { FRAME_LENGTH_CRC_BYTES, SEGMENT_HEADER_FRAME_BYTES } from './constants';
 import { closeQuietly, fileSizeOrMissing, fsyncDir, listLsnFiles, lsnFileName, lsnOfFileName, RETIRED_SUFFIX, unlinkQuietly, writeFully } from './file_ops';
 import nodeFs from 'node:fs';
 import { realFs, type FsLike } from './fs_like';
@@ -119,7 +119,7 @@ export class WalWriter {
    */
   static open(dir: string, opts: WalWriterOptions): WalWriter {
     assert(Number.isSafeInteger(opts.segmentBytesMax), 'segmentBytesMax must be an integer');
-    assert(opts.segmentBytesMax > FRAME_HEADER_BYTES, 'segmentBytesMax too small');
+    assert(opts.segmentBytesMax > FRAME_LENGTH_CRC_BYTES, 'segmentBytesMax too small');
     const fs = opts.fs ?? realFs;
     fs.mkdirSync(dir, { recursive: true });
     // Segments without a record (a crash between create and first write, or a tail that
@@ -174,7 +174,7 @@ export class WalWriter {
    */
   append(buf: Buffer, firstLsn: number, lastLsn: number): void {
     assert(!this.#closed, 'append after close');
-    assert(buf.length > FRAME_HEADER_BYTES, 'append of an empty batch');
+    assert(buf.length > FRAME_LENGTH_CRC_BYTES, 'append of an empty batch');
     assert(firstLsn <= lastLsn, 'firstLsn > lastLsn');
     assert(firstLsn > this.#lastLsn, 'lsns must grow across appends');
     if (this.#tailDirty) this.#repairTail();

@@ -21,8 +21,8 @@
  *              the raw body is the blocks' raw bytes one after another. Blocks let a
  *              writer compress and write the body as it is produced
  *              (snapshot_stream.ts) instead of building it whole first.
- *   version 1: the whole body as one lz4-napi block (written before issue 12's
- *              streamed snapshots; still read).
+ *   version 1: the whole body as one lz4-napi block (written before snapshots were
+ *              streamed; still read).
  *
  * Write protocol: `<name>.tmp`, write, fsync, close, rename, fsync directory; only
  * then are older snapshots pruned, so a crash at any point leaves the previous
@@ -45,7 +45,7 @@ import { SfError } from '../errors';
 import { crc32c } from './crc32c';
 import { closeQuietly, fsyncDir, listLsnFiles, lsnFileName, RETIRED_SUFFIX, unlinkQuietly, writeFully } from './file_ops';
 import { realFs, type FsLike } from './fs_like';
-import { readU64 } from './record';
+import { readU64, u64Safe, writeU64 } from './u64';
 
 export interface SnapshotMeta {
   lsn: number;
@@ -76,13 +76,11 @@ export interface SnapshotReadResult {
 const HEADER_CRC_AT = 60;
 const BODY_CRC_AT = 56;
 const MAGIC_BYTES = Buffer.from(SNAPSHOT_MAGIC, 'latin1');
-const SAFE_HIGH_WORD_MAX = 0x1fffff;
-
-function writeU64(buf: Buffer, value: number, at: number): void {
+/** writeU64 of a header field, which must be a safe integer >= 0. */
+function writeField(buf: Buffer, value: number, at: number): void {
   assert(Number.isSafeInteger(value), 'snapshot u64 field must be a safe integer');
   assert(value >= 0, 'snapshot u64 field must be >= 0');
-  buf.writeUInt32LE(value >>> 0, at);
-  buf.writeUInt32LE(Math.floor(value / 2 ** 32), at + 4);
+  writeU64(buf, value, at);
 }
 
 /**
@@ -112,11 +110,11 @@ export class BlockChain {
     MAGIC_BYTES.copy(h, 0);
     h.writeUInt32LE(SNAPSHOT_FORMAT_VERSION, 8);
     h.writeUInt32LE(SNAPSHOT_HEADER_BYTES, 12);
-    writeU64(h, meta.lsn, 16);
-    writeU64(h, meta.registryVersion, 24);
-    writeU64(h, meta.createdAtMs, 32);
-    writeU64(h, this.rawBytes, 40);
-    writeU64(h, this.bytes, 48);
+    writeField(h, meta.lsn, 16);
+    writeField(h, meta.registryVersion, 24);
+    writeField(h, meta.createdAtMs, 32);
+    writeField(h, this.rawBytes, 40);
+    writeField(h, this.bytes, 48);
     h.writeUInt32LE(this.crc, BODY_CRC_AT);
     h.writeUInt32LE(crc32c(h, 0, HEADER_CRC_AT), HEADER_CRC_AT);
     return h;
@@ -225,7 +223,7 @@ export function verifySnapshotBytes(file: Buffer, expectedLsn: number): Snapshot
   if (!SNAPSHOT_FORMAT_VERSIONS_READ.includes(version)) return { ok: false, reason: `unknown_version ${version} (reads ${SNAPSHOT_FORMAT_VERSIONS_READ.join(', ')})` };
   if (file.readUInt32LE(12) !== SNAPSHOT_HEADER_BYTES) return { ok: false, reason: 'bad_header_length' };
   for (let at = 16; at < 56; at += 8) {
-    if (file.readUInt32LE(at + 4) > SAFE_HIGH_WORD_MAX) return { ok: false, reason: 'u64_out_of_range' };
+    if (!u64Safe(file, at)) return { ok: false, reason: 'u64_out_of_range' };
   }
   const meta: SnapshotMeta = { lsn: readU64(file, 16), registryVersion: readU64(file, 24), createdAtMs: readU64(file, 32) };
   if (meta.lsn !== expectedLsn) return { ok: false, reason: 'lsn_does_not_match_name' };

@@ -205,7 +205,7 @@ test('kill -9 of a node under load: its partitions are served by the others with
   // Served by the others within 10 s: each survivor's log shows the two-node map
   // (its partitions reassigned) by then, and they serve every key once replayed. The
   // agreement deadline is wider only because the shared 2-core machine may starve the
-  // replay; the measured figure is in bench/RESULTS.md.
+  // replay; the measured figure is in bench/journal/2026-11-23-http-engines-cluster-windowed-ops.md.
   for (const s of live()) {
     const t0 = Date.now();
     let moved: Record<string, unknown> | undefined;

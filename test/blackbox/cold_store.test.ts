@@ -1,5 +1,5 @@
 /**
- * Cold entities leave memory (issue 12 item 6), black-box over real sockets:
+ * Cold entities leave memory, black-box over real sockets:
  * - idle entities past cold_after go to the on-disk cold store (<data>/shard-N/cold/)
  *   and read back exactly; entities whose features are all empty are dropped and
  *   read `{}` like a key never pushed; /metrics shows it;

@@ -2,7 +2,7 @@
  * Issue 14's spec readings and peer forms (docs/compatibility.md), each over HTTP
  * and framed TCP: kind:table nodes with derivation fields, batch_get body shapes,
  * null settings, server_version, declared str columns, entity_id, and the peer
- * forms SPEC.md rules out (empty table key, the `json` type).
+ * forms the interface spec rules out (empty table key, the `json` type).
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -165,7 +165,7 @@ test('item 9: a declared str for a computed column is accepted, the produced typ
   }
 });
 
-test('item 10: batch entries take entity_id for key (not both); peer forms SPEC.md rules out get the spec codes', async () => {
+test('item 10: batch entries take entity_id for key (not both); peer forms the spec rules out get the spec codes', async () => {
   const b = await post(srv.base, '/batch_get', { requests: [{ table: 'KT_http', entity_id: 'kt' }, { table: 'KT_http', key: 'kt', entity_id: 'kt' }] });
   assert.equal(b.status, 200, b.text);
   assert.deepEqual(b.json.results[0], { n_http: 1 });

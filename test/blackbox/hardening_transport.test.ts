@@ -11,9 +11,11 @@ import { frontCpuMs, responsiveDuring } from '../harness/responsive';
 import { CLI, post, startServer, type TestServer } from '../harness/server';
 import { TcpClient, type TcpReply } from '../harness/tcp';
 import { encodeFrame, OP_ERROR_RESPONSE, OP_PING, OP_PUSH } from '../../src/protocol/frame';
-import { SCHEMA_FIELDS_MAX, STRING_VALUE_BYTES_MAX } from '../../src/limits';
+import { SCHEMA_FIELDS_MAX } from '../../src/limits';
 
 const MIB = 1024 * 1024;
+/** Each pad value: SCHEMA_FIELDS_MAX - 1 of them make a push just under the 4 MiB frame limit (within the string cap). */
+const PAD_BYTES = 4_096;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -21,7 +23,7 @@ const PADS = Array.from({ length: SCHEMA_FIELDS_MAX - 1 }, (_, i) => `pad${i}`);
 
 const NODES = [
   // Optional pad fields: a push near the 4 MiB frame limit with every value within
-  // STRING_VALUE_BYTES_MAX (docs/limits.md).
+  // the string cap (--max-string-bytes, docs/limits.md).
   { kind: 'event', name: 'Txn', schema: { fields: { user: 'str', ...Object.fromEntries(PADS.map((p) => [p, 'str'])) }, optional_fields: PADS } },
   { kind: 'table', name: 'UserT', upstreams: ['Txn'], key: ['user'], agg: { cnt: { op: 'count' } } },
 ];
@@ -62,7 +64,7 @@ describe('frames: trickled, incomplete, and the connection cap', () => {
 
   test('a 4 MiB push frame trickled in 4 KiB chunks is served, and /ping stays fast meanwhile', async () => {
     // A valid push padded to ~4 MiB: the frame is assembled from ~1000 reads.
-    const pad = 'x'.repeat(STRING_VALUE_BYTES_MAX);
+    const pad = 'x'.repeat(PAD_BYTES);
     const frame = encodeFrame(OP_PUSH, JSON.stringify({ event: 'Txn', data: { user: 'big', ...Object.fromEntries(PADS.map((p) => [p, pad])) } }));
     assert.ok(frame.length > 3.9 * MIB && frame.length < 4 * MIB, String(frame.length));
     const c = await TcpClient.connect(srv.tcpPort);

@@ -243,13 +243,18 @@ test('malformed heads: 400 http_protocol_error with the JSON envelope, then clos
   assert.equal(rs.length, 2);
   assert.deepEqual(rs[0].json, {});
   assertProtocolError(rs[1], /malformed request line/);
-  // Same (repeated) Content-Length twice is fine; a query string is ignored for routing.
+  // Content-Length twice is refused even with one value (a proxy may read it otherwise); a query string is ignored for routing.
   const d = await RawHttp.connect(srv.httpPort);
+  await d.write('POST /ping?x=1 HTTP/1.1\r\nContent-Length: 0\r\ncontent-length: 0\r\n\r\n');
+  const ds = await d.rest();
+  assert.equal(ds.length, 1);
+  assertProtocolError(ds[0], /two Content-Length/);
+  const q = await RawHttp.connect(srv.httpPort);
   try {
-    await d.write('POST /ping?x=1 HTTP/1.1\r\nContent-Length: 0\r\ncontent-length: 0\r\n\r\n');
-    assert.equal((await d.next())!.json.pong, true);
+    await q.write('POST /ping?x=1 HTTP/1.1\r\nContent-Length: 0\r\n\r\n');
+    assert.equal((await q.next())!.json.pong, true);
   } finally {
-    d.close();
+    q.close();
   }
   await assertServing();
 });

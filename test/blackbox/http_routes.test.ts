@@ -5,9 +5,9 @@
  * bumps registry_version, LSNs keep growing) and outside it
  * (reset_disabled_in_production on both transports).
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { get, post, startServer, type TestServer } from '../harness/server';
+import { get, post, startServer, serverForFile } from '../harness/server';
 import { TcpClient } from '../harness/tcp';
 import { OP_ERROR_RESPONSE, OP_RESET } from '../../src/protocol/frame';
 import { PACKAGE_VERSION } from '../harness/package_version';
@@ -17,16 +17,7 @@ const NODES = [
   { kind: 'table', name: 'UserT', upstreams: ['Txn'], key: ['user'], agg: { cnt: { op: 'count' } } },
 ];
 
-let srv: TestServer;
-
-before(async () => {
-  srv = await startServer({ memoryOnly: true });
-});
-
-after(async () => {
-  await srv.stop();
-  srv.cleanup();
-});
+const srv = serverForFile({ memoryOnly: true });
 
 async function request(method: string, path: string, body?: string): Promise<{ status: number; headers: Headers; json: any; text: string }> {
   const res = await fetch(srv.base + path, { method, body, headers: body === undefined ? {} : { 'content-type': 'application/json' } });
@@ -59,9 +50,9 @@ test('not_found: 404 for unknown routes, with error.path', async () => {
 test('method_not_allowed: 405 echoing method and path, with an Allow header', async () => {
   const cases: Array<[string, string, string]> = [
     ['GET', '/push', 'POST'], ['DELETE', '/register', 'POST'], ['PUT', '/get', 'POST'], ['GET', '/batch_get', 'POST'],
-    ['GET', '/ping', 'POST'], ['PATCH', '/ping', 'POST'], ['GET', '/reset', 'POST'], ['POST', '/registry', 'GET'], ['DELETE', '/registry', 'GET'],
+    ['GET', '/ping', 'POST'], ['PATCH', '/ping', 'POST'], ['GET', '/reset', 'POST'], ['POST', '/registry', 'GET, HEAD'], ['DELETE', '/registry', 'GET, HEAD'],
     // Peer routes (docs/compatibility.md): POST /push/{event}; GET /health and /ready on the data plane.
-    ['DELETE', '/push/Txn', 'POST'], ['GET', '/push/Txn', 'POST'], ['POST', '/health', 'GET'], ['PUT', '/ready', 'GET'],
+    ['DELETE', '/push/Txn', 'POST'], ['GET', '/push/Txn', 'POST'], ['POST', '/health', 'GET, HEAD'], ['PUT', '/ready', 'GET, HEAD'],
   ];
   for (const [method, path, allow] of cases) {
     const r = await request(method, path, method === 'GET' || method === 'DELETE' ? undefined : '{}');

@@ -4,22 +4,13 @@
  * opcodes) runs one full scenario against streamfeat over HTTP and over TCP:
  * register, push, get, batch_get, reset (docs/compatibility.md).
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, type TestServer } from '../harness/server';
+import { serverForFile } from '../harness/server';
 import { PeerError, PeerHttp, PeerTcp, peerEventNode, peerKey, peerTableNode } from '../harness/peer_client';
 import { PACKAGE_VERSION } from '../harness/package_version';
 
-let srv: TestServer;
-
-before(async () => {
-  srv = await startServer({ memoryOnly: true, shards: 2 });
-});
-
-after(async () => {
-  await srv.stop();
-  srv.cleanup();
-});
+const srv = serverForFile({ memoryOnly: true, shards: 2 });
 
 /** What the peer's SDK would send for a small fraud pipeline. */
 function peerNodes(): Array<Record<string, unknown>> {

@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { post, startServer, type TestServer } from '../harness/server';
 import { TcpClient } from '../harness/tcp';
 import { OP_PUSH } from '../../src/protocol/frame';
+import { STRING_VALUE_BYTES_MAX_DEFAULT } from '../../src/limits';
 
 const FIELDS = { user: 'str', amount: 'f64', n: 'i64', flag: 'bool', merchant: 'str' };
 const OPTIONAL = ['n', 'flag', 'merchant'];
@@ -58,7 +59,8 @@ const BODIES = [
   '{"event":EVENT,"data":{"user":"a","amount":1}',
   '{"event":EVENT,"data":{"user":"a","amount":1}}x',
   `{"event":EVENT,"data":{"user":"${'k'.repeat(1025)}","amount":1}}`,
-  `{"event":EVENT,"data":{"user":"a","amount":1,"merchant":"${'k'.repeat(4097)}"}}`,
+  // One byte over the string cap (--max-string-bytes at its default).
+  `{"event":EVENT,"data":{"user":"a","amount":1,"merchant":"${'k'.repeat(STRING_VALUE_BYTES_MAX_DEFAULT + 1)}"}}`,
 ];
 
 let srv: TestServer;

@@ -5,9 +5,9 @@
  * additive changes without force, force applying destructive ones (and which
  * state survives), dry runs that change nothing, declared renames.
  */
-import { after, before, beforeEach, test } from 'node:test';
+import { beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { get, post, startServer, type HttpResult, type TestServer } from '../harness/server';
+import { get, post, startServer, type HttpResult, serverForFile } from '../harness/server';
 
 const TXN = { kind: 'event', name: 'Txn', schema: { fields: { user: 'str', amount: 'f64' }, optional_fields: [] } };
 const USER_T = {
@@ -15,16 +15,7 @@ const USER_T = {
   agg: { cnt: { op: 'count', params: { window: '1h' } }, total: { op: 'sum', params: { field: 'amount', window: 'forever' } } },
 };
 
-let srv: TestServer;
-
-before(async () => {
-  srv = await startServer({ memoryOnly: true });
-});
-
-after(async () => {
-  await srv.stop();
-  srv.cleanup();
-});
+const srv = serverForFile({ memoryOnly: true });
 
 /** Each test starts from an empty registry; returns nothing (versions keep counting). */
 beforeEach(async () => {

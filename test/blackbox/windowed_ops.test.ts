@@ -1,6 +1,6 @@
 /**
  * The windowed forms of the change-over-time ops, the point ops, the count
- * tables and geo_distance (issue 14 item 2) over real sockets, once over HTTP and once over framed TCP: register each op lifetime,
+ * tables and geo_distance over real sockets, once over HTTP and once over framed TCP: register each op lifetime,
  * with a long window ("1h": equals the lifetime value while every event is
  * inside it) and with a short one ("3s"), push a first batch, wait past the short
  * window, push a second batch, get: the short-window features see only the second

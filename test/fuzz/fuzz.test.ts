@@ -1,30 +1,21 @@
 /**
- * The bounded fuzz run of `npm test` (issue 11): seeded HTTP bodies and TCP
+ * The bounded fuzz run of `npm test`: seeded HTTP bodies and TCP
  * frames against the real server (--memory-only --test-mode, 2 shards). Every
  * input gets a coded answer or a closed connection, the server answers /ping
  * after every chunk, and every aggregate equals what the acked pushes imply.
  * SF_FUZZ_SECONDS / SF_FUZZ_SEED change the budget and the seed; the long run
  * is `npm run fuzz -- --seconds N [--seed S]` (bench/fuzz.ts).
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, type TestServer } from '../harness/server';
+import { serverForFile } from '../harness/server';
 import { formatReport, runFuzz } from './engine';
 
 /** Well inside the suite's budget: the file runs next to another one on 2 cores. */
 const SECONDS = Number(process.env.SF_FUZZ_SECONDS ?? 20);
 const SEED = Number(process.env.SF_FUZZ_SEED ?? 11);
 
-let srv: TestServer;
-
-before(async () => {
-  srv = await startServer({ memoryOnly: true, shards: 2 });
-});
-
-after(async () => {
-  await srv.stop();
-  srv.cleanup();
-});
+const srv = serverForFile({ memoryOnly: true, shards: 2 });
 
 test(`fuzz: ${SECONDS} s of seeded HTTP and TCP inputs (seed ${SEED}) get coded answers and change nothing but acked pushes`, { timeout: (SECONDS + 120) * 1000 }, async () => {
   const report = await runFuzz(

@@ -1,5 +1,5 @@
 /**
- * Seeded input generators of the fuzz suite (issue 11): HTTP requests and TCP
+ * Seeded input generators of the fuzz suite: HTTP requests and TCP
  * byte streams, built from valid requests of every endpoint and opcode, then
  * mutated (bit flips, truncation, splicing, duplicated keys, type swaps, deep
  * nesting, huge numbers, unicode, prototype keys) or replaced by random bytes or

@@ -1,6 +1,6 @@
 /**
- * A client that speaks the peer server's wire conventions (beava 0.0.6, as
- * /work/shared/reference/peer-facts.md describes its Python SDK), written without
+ * A client that speaks the peer server's wire conventions (beava 0.0.6's Python
+ * SDK, docs/compatibility.md), written without
  * any of our code so that it checks the server the way a migrated user's client
  * would:
  *
@@ -28,7 +28,7 @@ export const PEER_OP = {
   ERROR: 0xffff,
 } as const;
 
-/** The reply opcode the peer's SDK expects for each request opcode (peer-facts 4.2). */
+/** The reply opcode the peer's SDK expects for each request opcode (0x0023 for GET, BATCH_GET and RESET). */
 const EXPECTED_REPLY: Record<number, number> = {
   [PEER_OP.PING]: PEER_OP.PING,
   [PEER_OP.REGISTER]: PEER_OP.REGISTER,
@@ -61,7 +61,7 @@ export function peerEventNode(name: string, fields: Record<string, string>, opti
   };
 }
 
-/** The peer SDK's table: a derivation whose ops end with group_by (peer-facts 3.7, 5.3). */
+/** The peer SDK's table: a derivation whose ops end with group_by. */
 export function peerTableNode(name: string, root: string, keys: string[], agg: Json, prefixOps: Json[] = []): Json {
   return {
     kind: 'derivation',
@@ -74,7 +74,7 @@ export function peerTableNode(name: string, root: string, keys: string[], agg: J
   };
 }
 
-/** The peer's composite key encoding: values joined by `|` (peer-facts 5.4). */
+/** The peer's composite key encoding: values joined by `|`. */
 export function peerKey(...parts: string[]): string {
   return parts.join('|');
 }

@@ -1,5 +1,5 @@
 /**
- * Responsiveness checks of the hardening tests (issue 11: "a concurrent /ping
+ * Responsiveness checks of the hardening tests (the bar: "a concurrent /ping
  * answers in well under 300 ms"): /ping while a hostile request is served, and the
  * front thread's CPU time, which a loaded CI box does not inflate the way it does
  * wall time.

@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 
 export const CLI = join(__dirname, '..', '..', 'src', 'cli.js');
 
@@ -26,6 +27,8 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** `*_bound` lines beyond HTTP, TCP and admin to wait for (cluster mode's server.peer_bound). */
   extraBound?: number;
+  /** Start the server with this descriptor limit (RLIMIT_NOFILE, soft and hard), as `ulimit -n` would. */
+  nofile?: number;
 }
 
 export interface TestServer {
@@ -64,6 +67,28 @@ export function tempDataDir(): string {
   return mkdtempSync(join(tmpdir(), 'streamfeat-test-'));
 }
 
+/**
+ * One server for a whole test file: started before its first test, stopped and its
+ * data dir removed after its last. The object answers as the started server does
+ * (`srv.base`, `srv.tcpPort`, ...) from inside a test.
+ */
+export function serverForFile(opts: StartOptions = {}): TestServer {
+  let started: TestServer | null = null;
+  before(async () => { started = await startServer(opts); });
+  after(async () => {
+    if (started === null) return;
+    await started.stop();
+    started.cleanup();
+  });
+  return new Proxy({} as TestServer, {
+    get(_target, name) {
+      if (started === null) throw new Error('serverForFile: the server starts before the first test; use it inside a test');
+      const v = (started as unknown as Record<string | symbol, unknown>)[name];
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(started) : v;
+    },
+  });
+}
+
 export async function startServer(opts: StartOptions = {}): Promise<TestServer> {
   const ownDir = opts.dataDir === undefined;
   const dataDir = opts.dataDir ?? tempDataDir();
@@ -77,7 +102,10 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
   const env = { ...process.env, ...(opts.env ?? {}) };
   delete env.SERVICE_TEST_MODE;
   if (opts.env?.SERVICE_TEST_MODE) env.SERVICE_TEST_MODE = opts.env.SERVICE_TEST_MODE;
-  const proc = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // sh's ulimit, then exec: the server keeps the pid the harness signals.
+  const proc = opts.nofile === undefined
+    ? spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn('/bin/sh', ['-c', `ulimit -n ${opts.nofile} && exec "$0" "$@"`, process.execPath, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: Array<Record<string, unknown>> = [];
   let stderr = '';
   proc.stderr!.on('data', (d) => { stderr += d; });

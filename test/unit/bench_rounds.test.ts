@@ -2,7 +2,7 @@
  * `npm run bench -- <scenario> --rounds N`: the option parses, and the rounds
  * summary reports every round's ratio and their median (the bare baseline swings
  * between runs on this machine, so the median over alternated rounds is what
- * bench/RESULTS.md quotes).
+ * bench/CURRENT.md quotes).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -25,7 +25,7 @@
  * window still holds it, exactly when their own full ring would have evicted
  * it). One ring per entity instead of one per window: UserTxn's 1h, 24h, 7d
  * and 5m features hold each event once, and a push reads one ring's per-slot
- * state and block instead of four (bench/RESULTS.md).
+ * state and block instead of four (bench/DECISIONS.md).
  *
  * A cell holds a number as itself; any other value is NaN-boxed (high word a tag,
  * low word the interned id of a string or boolean, intern.ts), so every value
@@ -48,7 +48,7 @@
  * (pend[slot] of them), out of the ring, and folds them later, member by member:
  * one member's buckets and sketch stay in cache across the entries, where folding
  * each entry into every member touched every member's sketch at every push
- * (bench/RESULTS.md "Deferred evictions"). Each member folds the same entries in
+ * (bench/DECISIONS.md "Deferred evictions"). Each member folds the same entries in
  * the same order as at eviction, so its buckets come out the same. The entries
  * are folded (#settle) before anything reads buckets or adds to them: a read,
  * emptyAt, a save or export, a ring entry that joins a shorter window's buckets or

@@ -458,7 +458,7 @@ export class TableColumns {
    * and they take an interned value by its id (colIds; ring_group.ts reads the row
    * only for a field without one). push_apply.ts leaves the row's field undefined
    * for a 0 whose value it looked up by its bytes: loading the string was a cache
-   * miss per value in tables of 10^5-10^6 values (bench/RESULTS.md).
+   * miss per value in tables of 10^5-10^6 values (bench/DECISIONS.md).
    */
   rowReads(): Uint8Array {
     return this.#rowReads ??= this.#deriveRowReads();

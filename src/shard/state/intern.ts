@@ -18,7 +18,7 @@
  * (idOfAscii) without making a string: a value seen before costs no allocation,
  * and the row gets the table's own string (issue 12: cheaper interning). A
  * Map<string, id> cost a fresh string per record value plus a hash-table walk
- * that missed the cache on tables of 10^5-10^6 values (bench/RESULTS.md).
+ * that missed the cache on tables of 10^5-10^6 values (bench/DECISIONS.md).
  *
  * A slot holds the value's length and first 8 code units as well, so a lookup of
  * a short ASCII value (most ids) compares in the slot and never touches the

@@ -1,7 +1,7 @@
 /**
  * JSON text of feature values, byte-identical to JSON.stringify, written for the
  * read path: a /get of a 30-feature row spent about a quarter of its shard time in
- * JSON.stringify and number-to-text conversion (bench/RESULTS.md). Two fast paths:
+ * JSON.stringify and number-to-text conversion (bench/DECISIONS.md). Two fast paths:
  *
  * - Numbers with at most two decimals (money: sums, maxima, last amounts) are
  *   printed from their integer cents, ~3x faster than V8's shortest-round-trip

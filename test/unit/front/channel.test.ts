@@ -1,5 +1,5 @@
 /**
- * A completion that throws costs its own request only (issue 11 finding 1): the
+ * A completion that throws costs its own request only: the
  * other sinks of the batch complete, the failure handler sees the sink (and its
  * reply), and the channel keeps dispatching.
  */

@@ -13,7 +13,9 @@ import { PushRoute, targetsOf } from '../../../src/front/routing';
 import { PushText } from '../../../src/front/push_text';
 import { PushFrameWriter } from '../../../src/wal/push_record';
 import { asSfError } from '../../../src/errors';
-import { KEY_BYTES_MAX, STRING_VALUE_BYTES_MAX } from '../../../src/limits';
+import { KEY_BYTES_MAX } from '../../../src/limits';
+import { stringBytesMax } from '../../../src/string_cap';
+import { isObj } from '../../../src/util/plain_object';
 import { BodyGen, workloadNamed } from '../../../bench/workloads';
 import { prng } from '../../harness/prng';
 
@@ -56,7 +58,6 @@ function compile(nodes: unknown[], version = 1): CompiledRegistry {
 
 type Outcome = { error: string } | { mask: number; records: string[] };
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The JSON.parse path of front.ts push() (single node), as records per shard or the error it answers. */
 function slowPath(reg: CompiledRegistry, text: string, shards: number): Outcome {
@@ -276,14 +277,14 @@ test('events whose rows are not their bodies as pushed are left to JSON.parse', 
   }
 });
 
-test('limits: a string over STRING_VALUE_BYTES_MAX or a key over KEY_BYTES_MAX is left to JSON.parse (which refuses it)', () => {
+test('limits: a string over the string cap or a key over KEY_BYTES_MAX is left to JSON.parse (which refuses it)', () => {
   const reg = compile(NODES);
   const reader = new PushText();
   const long = (n: number): string => `"${'k'.repeat(n)}"`;
   const at = (user: string, merchant: string, note: string): string => `{"event":"E","data":{"user":${user},"amount":1,"merchant":${merchant},"note":${note}}}`;
-  const fits = at(long(KEY_BYTES_MAX), long(KEY_BYTES_MAX), long(STRING_VALUE_BYTES_MAX));
+  const fits = at(long(KEY_BYTES_MAX), long(KEY_BYTES_MAX), long(stringBytesMax()));
   assert.deepEqual(fastPath(reader, reg, fits, 2), slowPath(reg, fits, 2));
-  for (const text of [at(long(KEY_BYTES_MAX + 1), '"m"', '"x"'), at('"u"', long(KEY_BYTES_MAX + 1), '"x"'), at('"u"', '"m"', long(STRING_VALUE_BYTES_MAX + 1))]) {
+  for (const text of [at(long(KEY_BYTES_MAX + 1), '"m"', '"x"'), at('"u"', long(KEY_BYTES_MAX + 1), '"x"'), at('"u"', '"m"', long(stringBytesMax() + 1))]) {
     assert.equal(fastPath(reader, reg, text, 1), null);
     assert.ok('error' in slowPath(reg, text, 1));
   }

@@ -1,5 +1,5 @@
 /**
- * Incremental compile (registry/compile.ts `previous`, issue 11 finding 4): an
+ * Incremental compile (registry/compile.ts `previous`): an
  * unchanged node reuses its compiled artefacts, a change upstream invalidates
  * every dependent, positions and notes belong to the new compile, and the
  * reused registry behaves as a fresh one.

@@ -1,5 +1,5 @@
 /**
- * The limit checks of issue 11, unit by unit: bounded "did you mean" distance,
+ * The limit checks of the hardening review (test/blackbox/hardening_limits.test.ts), unit by unit: bounded "did you mean" distance,
  * registry size limits, name length, pushed string size, derived concatenation,
  * key size on get, and one evaluation of each derived event per push.
  */
@@ -9,11 +9,12 @@ import { boundedEditDistance, nearestName } from '../../../src/util/near_name';
 import { compileExpression } from '../../../src/expr';
 import { compileRegistry } from '../../../src/registry/compile';
 import { register } from '../../../src/coordinator/register';
-import { PushValidator, stringFits } from '../../../src/registry/push_validator';
+import { PushValidator } from '../../../src/registry/push_validator';
+import { setStringBytesMax, stringBytesMax, stringFits } from '../../../src/string_cap';
 import { isValidName } from '../../../src/registry/model';
 import { SfError } from '../../../src/errors';
 import {
-  DERIVATION_DEPTH_MAX, KEY_FIELDS_MAX, NAME_LENGTH_MAX, REGISTRY_EXPRESSIONS_MAX, STRING_VALUE_BYTES_MAX, TABLE_FEATURES_MAX,
+  DERIVATION_DEPTH_MAX, KEY_FIELDS_MAX, NAME_LENGTH_MAX, REGISTRY_EXPRESSIONS_MAX, STRING_VALUE_BYTES_MAX_DEFAULT, TABLE_FEATURES_MAX,
 } from '../../../src/limits';
 import { prng } from '../../harness/prng';
 
@@ -82,29 +83,37 @@ test('registry limits: features per table, expressions, derivation depth, key fi
   assert.equal(verdict([ev, ...tables]).code, 'registry_too_large');
 });
 
-test('pushed str and bytes values are at most STRING_VALUE_BYTES_MAX UTF-8 bytes', () => {
-  const v = new PushValidator({ s: 'str', b: 'bytes' }, ['b'], [], 'nodes[0]');
-  assert.doesNotThrow(() => v.validate({ s: 'x'.repeat(STRING_VALUE_BYTES_MAX) }));
-  const over = (data: unknown): string => { try { v.validate(data); return 'ok'; } catch (e) { return `${(e as SfError).code} ${(e as SfError).detail.path}`; } };
-  assert.equal(over({ s: 'x'.repeat(STRING_VALUE_BYTES_MAX + 1) }), 'invalid_event fields.s');
-  assert.equal(over({ s: '€'.repeat(Math.floor(STRING_VALUE_BYTES_MAX / 3) + 1) }), 'invalid_event fields.s');
-  assert.equal(over({ s: 'ok', b: 'QUJD'.repeat(STRING_VALUE_BYTES_MAX / 4 + 1) }), 'invalid_event fields.b');
-  assert.equal(stringFits('€'.repeat(Math.floor(STRING_VALUE_BYTES_MAX / 3))), true);
-  // The generated check still classifies every other failure as before.
-  assert.equal(over({ s: 1 }), 'invalid_event fields.s');
-  assert.equal(over({ s: 'a', zz: 1 }), 'unknown_field_v0 fields.zz');
-  assert.equal(over({ s: null }), 'missing_field fields.s');
-  assert.equal(over({ s: 'a', b: null }), 'ok');
-  assert.equal(over({ s: 'a', b: '!!' }), 'schema_mismatch fields.b');
-});
+/** The string cap (string_cap.ts) at its default, and again at a small --max-string-bytes. */
+for (const cap of [STRING_VALUE_BYTES_MAX_DEFAULT, 64]) {
+  const withCap = (fn: () => void) => () => {
+    setStringBytesMax(cap);
+    try { fn(); } finally { setStringBytesMax(STRING_VALUE_BYTES_MAX_DEFAULT); }
+  };
+  test(`pushed str and bytes values are at most the cap in UTF-8 bytes (${cap})`, withCap(() => {
+    const v = new PushValidator({ s: 'str', b: 'bytes' }, ['b'], [], 'nodes[0]');
+    assert.doesNotThrow(() => v.validate({ s: 'x'.repeat(cap) }));
+    const over = (data: unknown): string => { try { v.validate(data); return 'ok'; } catch (e) { return `${(e as SfError).code} ${(e as SfError).detail.path}`; } };
+    assert.equal(over({ s: 'x'.repeat(cap + 1) }), 'invalid_event fields.s');
+    assert.equal(over({ s: '€'.repeat(Math.floor(cap / 3) + 1) }), 'invalid_event fields.s');
+    assert.equal(over({ s: 'ok', b: 'QUJD'.repeat(cap / 4 + 1) }), 'invalid_event fields.b');
+    assert.equal(stringFits('€'.repeat(Math.floor(cap / 3))), true);
+    assert.equal(stringBytesMax(), cap);
+    // The generated check still classifies every other failure as before.
+    assert.equal(over({ s: 1 }), 'invalid_event fields.s');
+    assert.equal(over({ s: 'a', zz: 1 }), 'unknown_field_v0 fields.zz');
+    assert.equal(over({ s: null }), 'missing_field fields.s');
+    assert.equal(over({ s: 'a', b: null }), 'ok');
+    assert.equal(over({ s: 'a', b: '!!' }), 'schema_mismatch fields.b');
+  }));
 
-test('a derived concatenation over STRING_VALUE_BYTES_MAX is null', () => {
-  const e = compileExpression('s + s', { s: 'str' });
-  const half = 'x'.repeat(STRING_VALUE_BYTES_MAX / 2);
-  assert.equal(e.fn({ s: half }), half + half);
-  assert.equal(e.fn({ s: `${half}y` }), null);
-  assert.equal(e.fn({ s: null }), null);
-});
+  test(`a derived concatenation over the cap is null (${cap})`, withCap(() => {
+    const e = compileExpression('s + s', { s: 'str' });
+    const half = 'x'.repeat(cap / 2);
+    assert.equal(e.fn({ s: half }), half + half);
+    assert.equal(e.fn({ s: `${half}y` }), null);
+    assert.equal(e.fn({ s: null }), null);
+  }));
+}
 
 test('a derived event is evaluated once per push, whatever the number of tables below it', () => {
   const depth = 40;

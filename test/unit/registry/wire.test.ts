@@ -1,5 +1,5 @@
 /**
- * The registry wire (registry/wire.ts, issue 11: a register must not stall the data
+ * The registry wire (registry/wire.ts: a register must not stall the data
  * plane whatever the registry size): node texts in shared memory, decoded one node
  * at a time by the sliced compile, unchanged nodes not parsed again; and the
  * registry byte limits (REGISTRY_NODE_BYTES_MAX, REGISTRY_BYTES_MAX).

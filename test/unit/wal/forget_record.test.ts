@@ -11,7 +11,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { FORGET_EVERY_TABLE, FRAME_HEADER_BYTES, RECORD_TYPE_FORGET, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH } from '../../../src/wal/constants';
+import { FORGET_EVERY_TABLE, FRAME_LENGTH_CRC_BYTES, RECORD_TYPE_FORGET, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH } from '../../../src/wal/constants';
 import { PushFrameWriter, frameEnd, sealFrame } from '../../../src/wal/push_record';
 import { decodeForget, forgetWellFormed } from '../../../src/wal/forget_record';
 import { WAL_CODEC } from '../../../src/wal/record';
@@ -38,7 +38,7 @@ function batch(): Buffer {
 /** The [body, end) of each frame of `buf`. */
 function frames(buf: Buffer): Array<[number, number]> {
   const out: Array<[number, number]> = [];
-  for (let p = 0; p < buf.length; p = frameEnd(buf, p)) out.push([p + FRAME_HEADER_BYTES, frameEnd(buf, p)]);
+  for (let p = 0; p < buf.length; p = frameEnd(buf, p)) out.push([p + FRAME_LENGTH_CRC_BYTES, frameEnd(buf, p)]);
   return out;
 }
 
@@ -86,7 +86,7 @@ test('recovery hands FORGET records over in their place; a malformed one is skip
     const bad = new PushFrameWriter(64);
     bad.forget(14, 1003, 4, [0], ['k'], null);
     const b = Buffer.from(bad.take());
-    b[FRAME_HEADER_BYTES + 1 + 21] = 2;
+    b[FRAME_LENGTH_CRC_BYTES + 1 + 21] = 2;
     sealFrame(b, 0);
     w.append(b, 14, 14);
     w.close();

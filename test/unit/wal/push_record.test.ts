@@ -14,16 +14,16 @@ import {
   PushFrameWriter, PushRecordReader, pushWellFormed, sealFrame, frameEnd, wellFormed, PUSH_INDEX_MAX,
   TAG_ABSENT, TAG_NULL, TAG_FALSE, TAG_TRUE, TAG_I32, TAG_F64, TAG_STR_ASCII, TAG_STR_UTF8, TAG_STR_UTF16,
 } from '../../../src/wal/push_record';
-import { FRAME_HEADER_BYTES, FRAME_TYPE_BYTES, RECORD_BYTES_MAX, RECORD_TYPE_EVENT, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH } from '../../../src/wal/constants';
+import { FRAME_LENGTH_CRC_BYTES, FRAME_TYPE_BYTES, RECORD_BYTES_MAX, RECORD_TYPE_EVENT, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH } from '../../../src/wal/constants';
 import { checkWalDir, formatWalCheckReport, RecordEncoder, recoverWal, WalWriter, type WalRecord } from '../../../src/wal';
 import { crc32c } from '../../../src/wal/crc32c';
-import { KEY_BYTES_MAX, PUSH_BATCH_BYTES_KEPT_MAX, STRING_VALUE_BYTES_MAX } from '../../../src/limits';
+import { KEY_BYTES_MAX, PUSH_BATCH_BYTES_KEPT_MAX, STRING_VALUE_BYTES_MAX_DEFAULT } from '../../../src/limits';
 import type { Value } from '../../../src/types';
 
 const VALUES: Array<Value | undefined> = [
   undefined, null, false, true, 0, -0, 1, -1, 2147483647, -2147483648, 2147483648, -2147483649,
   Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, 0.1, -1e-300, 1.7976931348623157e308, 5e-324,
-  '', 'ascii', 'é', '日本語', '🙂 emoji', 'x'.repeat(STRING_VALUE_BYTES_MAX), 'é'.repeat(STRING_VALUE_BYTES_MAX / 2),
+  '', 'ascii', 'é', '日本語', '🙂 emoji', 'x'.repeat(STRING_VALUE_BYTES_MAX_DEFAULT), 'é'.repeat(STRING_VALUE_BYTES_MAX_DEFAULT / 2),
   'a\u0000b', '\ud800 lone surrogate', 'tail lone \udc00', 'pair \ud83d\ude42 then lone \ud83d',
 ];
 
@@ -39,7 +39,7 @@ function frame(values: ReadonlyArray<Value | undefined>, key = 'k', dedupe: stri
 
 function readFeed(buf: Buffer): { rd: PushRecordReader; table: number; key: string; values: Array<Value | undefined> } {
   const rd = new PushRecordReader();
-  rd.open(buf, FRAME_HEADER_BYTES);
+  rd.open(buf, FRAME_LENGTH_CRC_BYTES);
   assert.equal(rd.feedCount, 1);
   const table = rd.u16();
   const key = rd.str();
@@ -52,7 +52,7 @@ function readFeed(buf: Buffer): { rd: PushRecordReader; table: number; key: stri
 /** Offset of the first value of the single feed of the frame in `buf` (past its table index, key and value count). */
 function firstValueAt(buf: Buffer): number {
   const rd = new PushRecordReader();
-  rd.open(buf, FRAME_HEADER_BYTES);
+  rd.open(buf, FRAME_LENGTH_CRC_BYTES);
   rd.u16(); rd.str(); rd.u16();
   return rd.p;
 }
@@ -65,7 +65,7 @@ function tagOf(v: Value | undefined): number {
 
 test('every value type round-trips exactly: absent stays absent, null stays null, -0 keeps its sign', () => {
   const buf = frame(VALUES);
-  assert.ok(pushWellFormed(buf, FRAME_HEADER_BYTES, buf.length));
+  assert.ok(pushWellFormed(buf, FRAME_LENGTH_CRC_BYTES, buf.length));
   const { rd, table, key, values } = readFeed(buf);
   assert.equal(rd.lsn, 42);
   assert.equal(rd.timeMs, 1_700_000_000_123);
@@ -104,7 +104,7 @@ test('tags: int32 integers are 4 bytes, everything else numeric is f64; ASCII st
 test('unicode keys and dedupe values, a key of KEY_BYTES_MAX bytes, composite keys', () => {
   for (const key of ['ключ', '🔑🔑', 'lone \udfff key', 'é'.repeat(KEY_BYTES_MAX / 2), 'k'.repeat(KEY_BYTES_MAX), '["a","b|c"]']) {
     const buf = frame([1], key, `dédup-${key.slice(0, 10)}`);
-    assert.ok(pushWellFormed(buf, FRAME_HEADER_BYTES, buf.length));
+    assert.ok(pushWellFormed(buf, FRAME_LENGTH_CRC_BYTES, buf.length));
     const { rd, key: got } = readFeed(buf);
     assert.equal(got, key);
     assert.equal(rd.dedupe, `dédup-${key.slice(0, 10)}`);
@@ -130,9 +130,9 @@ test('limits: u16 indexes and counts are checked when written; many feeds and va
   }
   w.end();
   const buf = Buffer.from(w.take());
-  assert.ok(pushWellFormed(buf, FRAME_HEADER_BYTES, buf.length));
+  assert.ok(pushWellFormed(buf, FRAME_LENGTH_CRC_BYTES, buf.length));
   const rd = new PushRecordReader();
-  rd.open(buf, FRAME_HEADER_BYTES);
+  rd.open(buf, FRAME_LENGTH_CRC_BYTES);
   assert.equal(rd.eventIndex, PUSH_INDEX_MAX);
   assert.equal(rd.feedCount, 300);
   for (let t = 0; t < 300; t++) {
@@ -154,7 +154,7 @@ test('limits: u16 indexes and counts are checked when written; many feeds and va
     }
     w.end();
     const one = Buffer.from(w.take());
-    assert.ok(pushWellFormed(one, FRAME_HEADER_BYTES, one.length));
+    assert.ok(pushWellFormed(one, FRAME_LENGTH_CRC_BYTES, one.length));
     assert.equal(readFeed(one).values.length, PUSH_INDEX_MAX);
   }
 });
@@ -162,24 +162,24 @@ test('limits: u16 indexes and counts are checked when written; many feeds and va
 test('the structural check rejects every truncation, a bad tag and trailing bytes', () => {
   const buf = frame([1, 'two', null, undefined, 2.5], 'key', 'dd');
   const end = buf.length;
-  for (let cut = FRAME_HEADER_BYTES + 1; cut < end; cut++) assert.equal(pushWellFormed(buf, FRAME_HEADER_BYTES, cut), false, `cut at ${cut}`);
+  for (let cut = FRAME_LENGTH_CRC_BYTES + 1; cut < end; cut++) assert.equal(pushWellFormed(buf, FRAME_LENGTH_CRC_BYTES, cut), false, `cut at ${cut}`);
   const longer = Buffer.concat([buf, Buffer.from([0])]);
-  assert.equal(pushWellFormed(longer, FRAME_HEADER_BYTES, longer.length), false);
+  assert.equal(pushWellFormed(longer, FRAME_LENGTH_CRC_BYTES, longer.length), false);
   const badTag = Buffer.from(buf);
   badTag[firstValueAt(badTag)] = 99;
-  assert.equal(pushWellFormed(badTag, FRAME_HEADER_BYTES, end), false);
+  assert.equal(pushWellFormed(badTag, FRAME_LENGTH_CRC_BYTES, end), false);
   // The key's tag, and its length pointing past the end: the walk must stop at the key.
   const rd = new PushRecordReader();
   for (const [at, v] of [[0, 99], [1, 0xff]] as const) {
     const badKey = Buffer.from(buf);
-    rd.open(badKey, FRAME_HEADER_BYTES);
+    rd.open(badKey, FRAME_LENGTH_CRC_BYTES);
     rd.u16();
     badKey[rd.p + at] = v;
-    assert.equal(pushWellFormed(badKey, FRAME_HEADER_BYTES, end), false, `key byte ${at}`);
+    assert.equal(pushWellFormed(badKey, FRAME_LENGTH_CRC_BYTES, end), false, `key byte ${at}`);
   }
   const badFlags = Buffer.from(buf);
-  badFlags[FRAME_HEADER_BYTES + 1 + 22] = 0x80;
-  assert.equal(pushWellFormed(badFlags, FRAME_HEADER_BYTES, end), false);
+  badFlags[FRAME_LENGTH_CRC_BYTES + 1 + 22] = 0x80;
+  assert.equal(pushWellFormed(badFlags, FRAME_LENGTH_CRC_BYTES, end), false);
 });
 
 test('the structural check: LSN and time up to 2^53 - 1 pass and a high word past it fails in either; a last value that is an empty string; a frame without feeds', () => {
@@ -189,51 +189,55 @@ test('the structural check: LSN and time up to 2^53 - 1 pass and a high word pas
   w.value(1);
   w.end();
   const top = Buffer.from(w.take());
-  assert.ok(pushWellFormed(top, FRAME_HEADER_BYTES, top.length));
+  assert.ok(pushWellFormed(top, FRAME_LENGTH_CRC_BYTES, top.length));
   const rd = new PushRecordReader();
-  rd.open(top, FRAME_HEADER_BYTES);
+  rd.open(top, FRAME_LENGTH_CRC_BYTES);
   assert.equal(rd.lsn, Number.MAX_SAFE_INTEGER);
   assert.equal(rd.timeMs, Number.MAX_SAFE_INTEGER);
   // The high words of the LSN and of the time (u64 little endian after the type byte).
-  const fixed = FRAME_HEADER_BYTES + FRAME_TYPE_BYTES;
+  const fixed = FRAME_LENGTH_CRC_BYTES + FRAME_TYPE_BYTES;
   for (const hi of [fixed + 4, fixed + 12]) {
     const bad = Buffer.from(frame([1]));
     bad.writeUInt32LE(0x200000, hi); // 2^53: not a safe integer
-    assert.equal(pushWellFormed(bad, FRAME_HEADER_BYTES, bad.length), false, `high word at ${hi}`);
+    assert.equal(pushWellFormed(bad, FRAME_LENGTH_CRC_BYTES, bad.length), false, `high word at ${hi}`);
   }
   // A record may end exactly after an empty string (its length word is its last byte).
   for (const vals of [[''], ['a', ''], [1, '']]) {
     const buf = frame(vals);
-    assert.ok(pushWellFormed(buf, FRAME_HEADER_BYTES, buf.length), JSON.stringify(vals));
+    assert.ok(pushWellFormed(buf, FRAME_LENGTH_CRC_BYTES, buf.length), JSON.stringify(vals));
     assert.deepEqual(readFeed(buf).values, vals);
   }
   // An event that reaches no table of a shard still has a well-formed record: the fixed part and a feed count of 0.
   w.begin(3, 4, 1, 0, null);
   w.end();
   const bare = Buffer.from(w.take());
-  assert.ok(pushWellFormed(bare, FRAME_HEADER_BYTES, bare.length));
-  rd.open(bare, FRAME_HEADER_BYTES);
+  assert.ok(pushWellFormed(bare, FRAME_LENGTH_CRC_BYTES, bare.length));
+  rd.open(bare, FRAME_LENGTH_CRC_BYTES);
   assert.equal(rd.feedCount, 0);
   // A table whose features read no field (a lifetime count) gets a feed without values; it can be the last.
   const noValues = frame([]);
-  assert.ok(pushWellFormed(noValues, FRAME_HEADER_BYTES, noValues.length));
+  assert.ok(pushWellFormed(noValues, FRAME_LENGTH_CRC_BYTES, noValues.length));
   assert.deepEqual(readFeed(noValues).values, []);
 });
 
-test('a record of exactly RECORD_BYTES_MAX bytes is written; one byte more is refused', () => {
+test('a record of exactly RECORD_BYTES_MAX bytes is written; one byte more is refused and dropped, and the writer goes on', () => {
   const w = new PushFrameWriter();
   const withValue = (n: number): number => {
     w.begin(1, 1, 1, 0, null);
     w.feed(0, 'k');
     w.value('x'.repeat(n));
-    return w.end() - FRAME_HEADER_BYTES;
+    return w.end() - FRAME_LENGTH_CRC_BYTES;
   };
   const base = withValue(0);
   w.take();
   assert.equal(withValue(RECORD_BYTES_MAX - base), RECORD_BYTES_MAX);
   const buf = Buffer.from(w.take());
-  assert.ok(pushWellFormed(buf, FRAME_HEADER_BYTES, buf.length));
-  assert.throws(() => withValue(RECORD_BYTES_MAX - base + 1), /RECORD_BYTES_MAX/);
+  assert.ok(pushWellFormed(buf, FRAME_LENGTH_CRC_BYTES, buf.length));
+  // One byte more: end() refuses it (-1) and drops the frame; the writer takes the next one.
+  assert.equal(withValue(RECORD_BYTES_MAX - base + 1), -1 - FRAME_LENGTH_CRC_BYTES);
+  assert.equal(w.pos, 0);
+  assert.equal(withValue(3), base + 3);
+  assert.equal(w.take().length, FRAME_LENGTH_CRC_BYTES + base + 3);
 });
 
 test('begin() refuses an LSN that is not a safe integer and a begin inside a frame, the batch\'s first frame included; abort() drops the first frame as well as a later one', () => {
@@ -251,8 +255,8 @@ test('begin() refuses an LSN that is not a safe integer and a begin inside a fra
     const out: number[] = [];
     const rd = new PushRecordReader();
     for (let p = 0; p < buf.length; p = frameEnd(buf, p)) {
-      assert.ok(pushWellFormed(buf, p + FRAME_HEADER_BYTES, frameEnd(buf, p)));
-      rd.open(buf, p + FRAME_HEADER_BYTES);
+      assert.ok(pushWellFormed(buf, p + FRAME_LENGTH_CRC_BYTES, frameEnd(buf, p)));
+      rd.open(buf, p + FRAME_LENGTH_CRC_BYTES);
       out.push(rd.lsn);
     }
     return out;
@@ -297,9 +301,9 @@ test('the writer leaves the crc to the shard: sealFrame fills it in; install and
   for (let p = 0; p < buf.length; p = frameEnd(buf, p)) {
     assert.equal(buf.readUInt32LE(p + 4), 0, 'crc not filled in by the front');
     const end = sealFrame(buf, p);
-    assert.equal(buf.readUInt32LE(p + 4), crc32c(buf, p + FRAME_HEADER_BYTES, end));
-    types.push(buf[p + FRAME_HEADER_BYTES]);
-    lsns.push(buf.readUInt32LE(p + FRAME_HEADER_BYTES + 1));
+    assert.equal(buf.readUInt32LE(p + 4), crc32c(buf, p + FRAME_LENGTH_CRC_BYTES, end));
+    types.push(buf[p + FRAME_LENGTH_CRC_BYTES]);
+    lsns.push(buf.readUInt32LE(p + FRAME_LENGTH_CRC_BYTES + 1));
   }
   assert.deepEqual(types, [RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, RECORD_TYPE_INSTALL]);
   assert.deepEqual(lsns, [9, 10, 11]);

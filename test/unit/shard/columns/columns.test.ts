@@ -1,5 +1,5 @@
 /**
- * Columnar entity state (issue 12): the entity index and its free list, the
+ * Columnar entity state: the entity index and its free list, the
  * intern table, slab growth, and the shared rings.
  *
  * Shared-ring correctness is checked against separate computation: every
