@@ -75,15 +75,9 @@ export interface PushRecord {
   body: number;
   end: number;
 }
-/** A FORGET record, not decoded (forget_record.ts decodeForget reads `buf` from `body`). */
-export interface ForgetRecord {
+/** A FORGET record, not decoded either (forget_record.ts decodeForget reads `buf` from `body`). */
+export interface ForgetRecord extends Omit<PushRecord, 'type'> {
   type: typeof RECORD_TYPE_FORGET;
-  lsn: number;
-  timeMs: number;
-  registryVersion: number;
-  buf: Buffer;
-  body: number;
-  end: number;
 }
 export type WalRecord = EventRecord | InstallRecord | ResetRecord | PushRecord | ForgetRecord;
 

@@ -18,11 +18,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLI, get, post, startServer, tempDataDir, type TestServer } from '../harness/server';
 import { TcpClient } from '../harness/tcp';
+import { filesHolding, until } from '../harness/files';
 import { startNats } from '../harness/nats';
 import { parsePrometheus, sampleValue } from '../harness/prom';
 import { OP_AUTH, OP_ERROR_RESPONSE, OP_FORGET, OP_GET_RESPONSE } from '../../src/protocol/frame';
@@ -78,31 +79,6 @@ async function forget(srv: TestServer, body: unknown, headers: Record<string, st
 async function tcpForget(c: TcpClient, body: unknown): Promise<{ op: number; json: any }> {
   const r = await c.request(OP_FORGET, body);
   return { op: r.op, json: r.json };
-}
-
-/** Files under `dir` that hold `text`'s UTF-8 bytes. */
-function filesHold(dir: string, text: string): string[] {
-  const needle = Buffer.from(text);
-  const out: string[] = [];
-  const walk = (d: string): void => {
-    for (const name of readdirSync(d)) {
-      const p = join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else if (readFileSync(p).includes(needle)) out.push(p);
-    }
-  };
-  walk(dir);
-  return out;
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 test('forget over HTTP and TCP: one table, a list, every table, composite keys; rows removed per table; pushed again it counts from zero', async () => {
@@ -216,7 +192,7 @@ test('forget survives kill -9 (WAL replay), a shutdown snapshot and a periodic o
     await setUp(srv);
     const events = [{ user: 'gone-by-wal', card: 'cw', merchant: 'm1', amount: 1, n: 100 }, { user: 'gone-by-snapshot', card: 'cs', merchant: 'm1', amount: 2, n: 101 }];
     for (const data of events) assert.equal((await post(srv.base, '/push', { event: 'Txn', data })).status, 200);
-    assert.ok(filesHold(dataDir, 'gone-by-wal').length > 0, 'the pushes are in the WAL');
+    assert.ok(filesHolding(dataDir, 'gone-by-wal').length > 0, 'the pushes are in the WAL');
     assert.equal((await forget(srv, { tables: '*', key: 'gone-by-wal' })).json.removed, 1);
     assert.equal((await forget(srv, { table: 'UserMerchant', key: ['gone-by-wal', 'm1'] })).json.removed, 1);
     const kept = await allRows(srv);
@@ -231,8 +207,8 @@ test('forget survives kill -9 (WAL replay), a shutdown snapshot and a periodic o
     assert.equal((await forget(srv, { tables: '*', key: ['gone-by-snapshot', 'm1'] })).json.removed, 1);
     assert.equal(await srv.stop(), 0);
     // The shutdown snapshot came after the forgets: it replaced the older ones and the WAL before it.
-    assert.deepEqual(filesHold(dataDir, 'gone-by-wal'), []);
-    assert.deepEqual(filesHold(dataDir, 'gone-by-snapshot'), []);
+    assert.deepEqual(filesHolding(dataDir, 'gone-by-wal'), []);
+    assert.deepEqual(filesHolding(dataDir, 'gone-by-snapshot'), []);
 
     srv = await start('1s');
     assert.deepEqual(await row(srv, 'UserSpend', 'gone-by-wal'), {});
@@ -245,7 +221,7 @@ test('forget survives kill -9 (WAL replay), a shutdown snapshot and a periodic o
     assert.equal(f.json.removed, 1);
     await forget(srv, { table: 'UserMerchant', key: ['gone-live', 'm1'] });
     await until('the snapshot after the forget', () => (srv.logs.some((l) => l.kind === 'shard.snapshot' && Number(l.forget_scrub_lsn) >= f.json.ack_lsn) ? true : undefined));
-    await until('no file holds the key', () => (filesHold(dataDir, 'gone-live').length === 0 ? true : undefined));
+    await until('no file holds the key', () => (filesHolding(dataDir, 'gone-live').length === 0 ? true : undefined));
     await srv.kill9();
     srv = await start('0');
     assert.deepEqual(await row(srv, 'UserSpend', 'gone-live'), {});
@@ -270,11 +246,11 @@ test('a frozen entity is forgotten without a thaw and its cold record overwritte
     await setUp(srv, [hit, totals], keys.map((sid, i) => ({ sid, x: i })));
     const cold = join(dataDir, 'shard-0', 'cold');
     const metric = async (name: string): Promise<number> => sampleValue(parsePrometheus((await get(srv.adminBase!, '/metrics')).text), name, { shard: '0' }) ?? 0;
-    await until('every entity frozen', async () => ((await metric('streamfeat_cold_frozen_total')) >= keys.length && filesHold(cold, 'cold-7#').length > 0 ? true : undefined));
+    await until('every entity frozen', async () => ((await metric('streamfeat_cold_frozen_total')) >= keys.length && filesHolding(cold, 'cold-7#').length > 0 ? true : undefined));
     const f = await forget(srv, { table: 'Totals', key: 'cold-7#' });
     assert.deepEqual({ removed: f.json.removed, tables: f.json.tables }, { removed: 1, tables: { Totals: 1 } });
     assert.equal(await metric('streamfeat_cold_thawed_total'), 0, 'not thawed to be removed');
-    assert.deepEqual(filesHold(cold, 'cold-7#'), [], 'its cold record was overwritten before the answer');
+    assert.deepEqual(filesHolding(cold, 'cold-7#'), [], 'its cold record was overwritten before the answer');
     assert.deepEqual(await row(srv, 'Totals', 'cold-7#'), {});
     assert.deepEqual(await row(srv, 'Totals', 'cold-8#'), { n: 1, sum: 8 }, 'a neighbour thaws exactly');
     assert.equal((await post(srv.base, '/push', { event: 'Hit', data: { sid: 'cold-7#', x: 1000 } })).status, 200);

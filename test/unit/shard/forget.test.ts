@@ -20,7 +20,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compileRegistry, type CompiledRegistry } from '../../../src/registry/compile';
@@ -39,6 +39,7 @@ import { createLogger } from '../../../src/log';
 import { ThreadSampler } from '../../../src/admin/thread_stats';
 import type { Row } from '../../../src/types';
 import { prng } from '../../harness/prng';
+import { filesHolding, until } from '../../harness/files';
 
 const EVENT = { kind: 'event', name: 'Tx', schema: { fields: { user: 'str', merchant: 'str', amount: 'f64' }, optional_fields: [] }, cold_after: '3s' };
 const USERS = { kind: 'table', name: 'Users', upstreams: ['Tx'], key: ['user'], agg: { n: { op: 'count', params: {} }, total: { op: 'sum', params: { field: 'amount', window: '1h' } } } };
@@ -152,21 +153,6 @@ function openStored(dir: string, f?: Feeder): Opened {
   return { shard, state, store, files, close: () => { store.close(); files.close(); } };
 }
 
-/** Whether any file under `dir` holds `text`'s UTF-8 bytes. */
-function filesHold(dir: string, text: string): string[] {
-  const needle = Buffer.from(text);
-  const out: string[] = [];
-  const walk = (d: string): void => {
-    for (const name of readdirSync(d)) {
-      const p = join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else if (readFileSync(p).includes(needle)) out.push(p);
-    }
-  };
-  walk(dir);
-  return out;
-}
-
 test('hot and frozen entities are forgotten without a thaw; the disk cold store overwrites the record, also one still queued', () => {
   const dir = mkdtempSync(join(tmpdir(), 'sf-forget-cold-'));
   try {
@@ -180,13 +166,13 @@ test('hot and frozen entities are forgotten without a thaw; the disk cold store 
     const before = keys.map((k) => s.read('Users', k, null, now));
     assert.ok(s.sweepCold(now) >= 800, 'both tables went cold');
     assert.equal(users.size, 0);
-    assert.ok(filesHold(dir, 'cu42#').length > 0, 'the frozen records (Users and Pairs) are in segment files');
+    assert.ok(filesHolding(dir, 'cu42#').length > 0, 'the frozen records (Users and Pairs) are in segment files');
     const thawed = s.counters.thawed;
     assert.equal(users.forget('cu42#'), true);
     assert.equal(s.tableByName('Pairs')!.forget('["cu42#","m0"]'), true);
     assert.equal(s.counters.thawed, thawed, 'not thawed to be removed');
     assert.equal(users.holds('cu42#'), false);
-    assert.deepEqual(filesHold(dir, 'cu42#'), [], 'their bytes were overwritten in place');
+    assert.deepEqual(filesHolding(dir, 'cu42#'), [], 'their bytes were overwritten in place');
     assert.equal(files.stats.scrubbed, 2);
     assert.equal(users.forget('cu42#'), false, 'a second forget finds nothing');
     assert.equal(s.read('Users', 'cu42#', null, now), '{}');
@@ -205,7 +191,7 @@ test('hot and frozen entities are forgotten without a thaw; the disk cold store 
     assert.equal(users.holds('queued-user'), true);
     assert.equal(users.forget('queued-user'), true);
     files.flush();
-    assert.deepEqual(filesHold(dir, 'queued-user'), []);
+    assert.deepEqual(filesHolding(dir, 'queued-user'), []);
     assert.equal(users.holds('queued-user'), false);
     files.close();
   } finally {
@@ -292,11 +278,6 @@ test('property: pushes, forgets, cold sweeps, snapshots and restarts over a stor
   }
 });
 
-async function until(what: string, ok: () => boolean): Promise<void> {
-  for (let i = 0; i < 1000 && !ok(); i++) await new Promise((r) => setTimeout(r, 10));
-  assert.ok(ok(), what);
-}
-
 test('a forget while a periodic snapshot runs (one entity captured, one not), both pushed again: a restart from that snapshot reads as the model', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'sf-forget-fuzzy-'));
   try {
@@ -357,7 +338,7 @@ test('the snapshot after a forget is the only one kept and the WAL before it goe
     s.store.snapshotNow(s.state, new DedupeLog());
     round(200);
     assert.equal(readdirSync(snaps).length, 2, 'two snapshots kept, as usual');
-    assert.ok(filesHold(join(shardDir, 'wal'), 'erase-me').length > 0, 'the pushes of the entity are in the WAL');
+    assert.ok(filesHolding(join(shardDir, 'wal'), 'erase-me').length > 0, 'the pushes of the entity are in the WAL');
     f.forget({ tables: '*', key: 'erase-me' }, T0 + 300);
     f.forget({ table: 'Pairs', key: ['erase-me', 'm0'] }, T0 + 301);
     assert.deepEqual(s.shard.runBatch(f.batch()).outs, ['[1]', '[1]']);
@@ -365,10 +346,10 @@ test('the snapshot after a forget is the only one kept and the WAL before it goe
     f.items.push({ k: ITEM_SNAPSHOT, sync: false });
     assert.equal(s.shard.runBatch(f.batch()).walError ?? null, null);
     const name = `${String(f.lsn).padStart(20, '0')}.snap`;
-    await until('the snapshot after the forget replaced the older ones', () => readdirSync(snaps).join() === name);
-    await until('the WAL segments before it are gone', () => filesHold(join(shardDir, 'wal'), 'erase-me').length === 0);
+    await until('the snapshot after the forget replaced the older ones', () => (readdirSync(snaps).join() === name ? true : undefined));
+    await until('the WAL segments before it are gone', () => (filesHolding(join(shardDir, 'wal'), 'erase-me').length === 0 ? true : undefined));
     assert.ok(!readNewestSnapshot(snaps)!.body.includes(Buffer.from('erase-me')), 'the snapshot does not hold it');
-    assert.deepEqual(filesHold(shardDir, 'erase-me'), [], 'no file of the shard holds the key');
+    assert.deepEqual(filesHolding(shardDir, 'erase-me'), [], 'no file of the shard holds the key');
     assertSameRows(s.state, f.naive(), 'live');
     s.close();
     s = openStored(dir, f);
