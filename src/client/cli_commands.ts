@@ -54,7 +54,7 @@ export const CLIENT_SPECS: Record<string, CommandSpec> = {
     [`FILE: a file holding a JSON array of {"table","key","features"?} or {"requests": [...]}, or that JSON itself; ${JSON_ARG_NOTE}. Exit 1 when any entry failed.`]),
   forget: spec('forget', ['TABLE', 'KEY?'], 'Forget one entity: streamfeat forget TABLE KEY, or in every table its key fits: streamfeat forget --all-tables KEY.',
     [{ name: 'all-tables', type: 'boolean', help: 'forget KEY in every table whose key it can be read as (the one argument is then KEY)' }],
-    ['KEY as for get: a JSON array or number as parsed, a JSON string unquoted, anything else as written; a composite key is a JSON array. Prints the rows removed per table. A key the server does not hold removes nothing and is not an error (exit 0): a forget can be run again safely. The entity is gone from memory, the cold store and later snapshots at once, and from the data dir within a snapshot interval (docs/durability.md "Forgetting an entity").']),
+    ['KEY as for get: a JSON array or number as parsed, a JSON string unquoted, anything else as written; a composite key is a JSON array. Prints the rows removed per table. A key the server does not hold removes nothing and is not an error (exit 0): a forget can be run again safely. The entity is gone from memory and the cold store at once, and its bytes leave the data dir when the next snapshot is written (docs/durability.md "Forgetting an entity").']),
   register: spec('register', ['FILE'], 'Register events, derived events and tables.', [
     { name: 'force', type: 'boolean', help: 'allow breaking changes (drops state of changed tables)' },
     { name: 'dry-run', type: 'boolean', help: 'print the diff, change nothing; exit 3 if the change needs --force' },
