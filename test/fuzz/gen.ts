@@ -7,7 +7,7 @@
  */
 import {
   encodeFrame, CT_JSON, CT_MSGPACK, OP_BATCH_GET, OP_ERROR_RESPONSE, OP_GET, OP_GET_RESPONSE, OP_PING, OP_PUSH,
-  OP_PUSH_MANY, OP_PUSH_SYNC, OP_REGISTER, OP_RESET, OP_SET_FIRST, OP_SET_LAST,
+  OP_FORGET, OP_PUSH_MANY, OP_PUSH_SYNC, OP_REGISTER, OP_RESET, OP_SET_FIRST, OP_SET_LAST,
 } from '../../src/protocol/frame';
 
 export type Rand = () => number;
@@ -285,14 +285,19 @@ export function httpInput(r: Rand): HttpInput {
 const OPS_BY_ENDPOINT: Partial<Record<Endpoint, number>> = {
   push: OP_PUSH, get: OP_GET, batch_get: OP_BATCH_GET, register: OP_REGISTER, ping: OP_PING, reset: OP_RESET,
 };
-const ODD_OPS = [OP_PUSH_SYNC, OP_PUSH_MANY, OP_GET_RESPONSE, OP_SET_FIRST, OP_SET_LAST, OP_ERROR_RESPONSE, 0x0002, 0x0003, 0x0041, 0x8000];
+/** Opcodes a client should not send (0x0041 is OP_FORGET: a get body sent with it would erase what the shadow model counts). */
+const ODD_OPS = [OP_PUSH_SYNC, OP_PUSH_MANY, OP_GET_RESPONSE, OP_SET_FIRST, OP_SET_LAST, OP_ERROR_RESPONSE, 0x0002, 0x0003, 0x0042, 0x8000];
 
 function tcpFrame(r: Rand): { cat: string; bytes: Buffer } {
   const ep = endpoint(r, false);
   const { cat, body: b } = body(r, ep);
   let op = OPS_BY_ENDPOINT[ep]!;
   let c = `tcp_${ep}_${cat}`;
-  if (r() < 0.08) { op = r() < 0.7 ? pick(r, ODD_OPS) : int(r, 0, 0xffff); c = 'tcp_odd_op'; }
+  if (r() < 0.08) {
+    op = r() < 0.7 ? pick(r, ODD_OPS) : int(r, 0, 0xffff);
+    if (op === OP_FORGET) op++; // see ODD_OPS
+    c = 'tcp_odd_op';
+  }
   let ct = CT_JSON;
   if (r() < 0.05) { ct = r() < 0.5 ? CT_MSGPACK : int(r, 0, 255); c = 'tcp_odd_content_type'; }
   return { cat: c, bytes: encodeFrame(op, b, ct) };
