@@ -23,6 +23,7 @@
  * (V8's sampling heap profiler, counting objects scavenges collected too: an
  * unbiased estimate; the rounds with it are slower, so read CPU from a run without).
  */
+import { readText } from '../test/harness/shard_feed';
 import { serialize, deserialize } from 'node:v8';
 import { Session } from 'node:inspector';
 import { compileRegistry, type CompiledRegistry } from '../src/registry/compile';
@@ -199,7 +200,7 @@ function main(): void {
     for (let s = 0; s < SHARDS && !RECORD_ONLY; s++) {
       const ta = st[s].tableByName(table)!;
       for (const key of ta.cols.index.keyList().slice(0, 200)) {
-        if (st[s].read(table, key, null, T0 + PUSHES) !== sr[s].read(table, key, null, T0 + PUSHES)) throw new Error(`rows differ for ${key}`);
+        if (readText(st[s], table, key, null, T0 + PUSHES) !== readText(sr[s], table, key, null, T0 + PUSHES)) throw new Error(`rows differ for ${key}`);
       }
     }
   }

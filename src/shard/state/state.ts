@@ -350,16 +350,6 @@ export class ShardState {
     this.install(state);
   }
 
-  /** Applies one validated push to every table it feeds whose entity this shard owns. */
-  apply(event: string, row: Row, t: number, lsn: number): void {
-    const plan = this.registry?.events.get(event);
-    if (plan === undefined) {
-      this.advance(t, lsn);
-      return;
-    }
-    this.#applyPlan(plan, row, t, lsn);
-  }
-
   /**
    * A push as logged (the envelope text, registry/row_text.ts), live or replayed
    * from the WAL: parsed under the installed registry, applied, and its dedupe
@@ -465,27 +455,11 @@ export class ShardState {
   }
 
   /**
-   * The row of `key` as JSON text: `{}` for a key never pushed, or dropped once cold and empty. Throws response_too_large
-   * as soon as the text passes `budget` UTF-16 units (each feature's text is
-   * bounded, so the row never grows far past it).
-   */
-  read(table: string, key: string, features: readonly string[] | null, now: number, budget = RESPONSE_BYTES_MAX): string {
-    const ts = this.#byName.get(table);
-    if (ts === undefined) return '{}';
-    let f: number[] | null = null;
-    if (features !== null) {
-      f = [];
-      for (const name of features) {
-        const i = ts.plan.featureIndex.get(name);
-        if (i !== undefined) f.push(i);
-      }
-    }
-    return this.readRow(ts, key, f, now, budget);
-  }
-
-  /**
-   * read() by index (a get resolved on the front, GetItem): `f` lists feature
-   * indexes of `ts.plan` (null: all of them, in order).
+   * The row of `key` as JSON text (a get, resolved to indexes on the front:
+   * GetItem): `f` lists feature indexes of `ts.plan` (null: all of them, in
+   * order). `{}` for a key never pushed, or dropped once cold and empty. Throws
+   * response_too_large as soon as the text passes `budget` UTF-16 units (each
+   * feature's text is bounded, so the row never grows far past it).
    */
   readRow(ts: TableState, key: string, f: readonly number[] | null, now: number, budget = RESPONSE_BYTES_MAX): string {
     const slot = ts.hot(key);

@@ -17,6 +17,7 @@
  *   and a restart restores from it, dedupe entries included (written in chunks); an
  *   install drops a running one, leaving no file.
  */
+import { applyRow, readText } from '../../harness/shard_feed';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
@@ -155,7 +156,7 @@ test('PUSH records applied by the shard read exactly as the object path (chains,
       const tx = randomTx(r, i);
       if (event === 'Big' && r() < 0.5) tx.double = r() * 100;
       const { lsn, row } = front.push(event, tx, t);
-      for (const st of naive) st.apply(event, { ...row }, t, lsn);
+      for (const st of naive) applyRow(st, event, { ...row }, t, lsn);
     }
     for (let s = 0; s < SHARDS; s++) {
       const res = live[s].shard.runBatch(front.batch(s));
@@ -171,7 +172,7 @@ test('PUSH records applied by the shard read exactly as the object path (chains,
       assert.deepEqual(ts.cols.index.keyList().sort(), want.cols.index.keyList().sort(), `${table} keys of shard ${s}`);
       for (const key of ts.cols.index.keyList()) {
         entities++;
-        assert.equal(live[s].state.read(table, key, null, now), naive[s].read(table, key, null, now), `${table} ${key}`);
+        assert.equal(readText(live[s].state, table, key, null, now), readText(naive[s], table, key, null, now), `${table} ${key}`);
       }
     }
   }
@@ -252,14 +253,14 @@ test('with a store: the batch frames are the WAL; a restart recovers the same ro
     }
     const now = Date.now();
     const keys = first.state.tableByName('Users')!.cols.index.keyList();
-    const rows = keys.map((k) => first.state.read('Users', k, null, now));
+    const rows = keys.map((k) => readText(first.state, 'Users', k, null, now));
     const hello = first.shard.hello();
     assert.ok(hello.dedupe.length > 10, 'dedupe values recorded');
     first.store.close();
     const second = open();
     assert.equal(second.info.lastLsn, front.lsn);
     assert.equal(second.state.registryVersion, 2);
-    assert.deepEqual(keys.map((k) => second.state.read('Users', k, null, now)), rows);
+    assert.deepEqual(keys.map((k) => readText(second.state, 'Users', k, null, now)), rows);
     assert.deepEqual(second.shard.hello().dedupe, hello.dedupe, 'dedupe entries survive, same lsn, version and time');
     second.store.close();
   } finally {
@@ -285,13 +286,13 @@ test('with a store: replay after a snapshot starts at the WAL batch the snapshot
     for (let b = 4; b < 7; b++) batch(b * 50);
     const now = Date.now();
     const keys = first.state.tableByName('Users')!.cols.index.keyList();
-    const rows = keys.map((k) => first.state.read('Users', k, null, now));
+    const rows = keys.map((k) => readText(first.state, 'Users', k, null, now));
     first.store.close();
     const second = open();
     assert.equal(second.info.snapshotLsn, snapLsn);
     assert.equal(second.info.records, 150, 'only the records after the snapshot are replayed');
     assert.ok(second.info.resumeSkippedBytes > 0, 'the segment was read from the recorded batch on');
-    assert.deepEqual(keys.map((k) => second.state.read('Users', k, null, now)), rows);
+    assert.deepEqual(keys.map((k) => readText(second.state, 'Users', k, null, now)), rows);
     // A shutdown snapshot right after recovery (nothing appended yet) resumes at the last record recovery read.
     second.store.snapshotNow(second.state, new DedupeLog());
     second.store.close();
@@ -299,7 +300,7 @@ test('with a store: replay after a snapshot starts at the WAL batch the snapshot
     assert.equal(third.info.snapshotLsn, front.lsn);
     assert.equal(third.info.records, 0);
     assert.ok(third.info.resumeSkippedBytes > second.info.resumeSkippedBytes, 'read from the last record on');
-    assert.deepEqual(keys.map((k) => third.state.read('Users', k, null, now)), rows);
+    assert.deepEqual(keys.map((k) => readText(third.state, 'Users', k, null, now)), rows);
     third.store.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -321,7 +322,7 @@ test('an old data dir: EVENT records (the envelope text) replay, then the PUSH r
     wal.close();
     const naive = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
     naive.install(V1);
-    for (let i = 0; i < 60; i++) naive.apply('Tx', { ...txs[i] }, T0 + i, i + 1);
+    for (let i = 0; i < 60; i++) applyRow(naive, 'Tx', { ...txs[i] }, T0 + i, i + 1);
     const open = (): { shard: Shard; state: ShardState; store: ShardStore } => {
       const state = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
       const { store, info } = ShardStore.open(init, state, new DedupeLog(), log);
@@ -338,7 +339,7 @@ test('an old data dir: EVENT records (the envelope text) replay, then the PUSH r
     const restarted = open();
     const now = Date.now();
     const keys = naive.tableByName('Users')!.cols.index.keyList();
-    for (const k of keys) assert.equal(restarted.state.read('Users', k, null, now), naive.read('Users', k, null, now), k);
+    for (const k of keys) assert.equal(readText(restarted.state, 'Users', k, null, now), readText(naive, 'Users', k, null, now), k);
     restarted.store.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -384,7 +385,7 @@ test('with a store: a periodic snapshot streams to its file while batches apply;
     assert.deepEqual(readdirSync(snaps), [`${String(snapLsn).padStart(20, '0')}.snap`], 'one file, no tmp left');
     const now = Date.now();
     const keys = first.state.tableByName('Users')!.cols.index.keyList();
-    const rows = keys.map((k) => first.state.read('Users', k, null, now));
+    const rows = keys.map((k) => readText(first.state, 'Users', k, null, now));
     const dedupe = first.shard.hello().dedupe;
     assert.ok(dedupe.length > SNAPSHOT_DEDUPE_CHUNK_ENTRIES, `dedupe entries span more than one chunk: ${dedupe.length}`);
     first.store.close();
@@ -392,7 +393,7 @@ test('with a store: a periodic snapshot streams to its file while batches apply;
     assert.equal(second.info.snapshotLsn, snapLsn, 'restored from the snapshot');
     assert.deepEqual(second.shard.hello().dedupe, dedupe, 'dedupe entries written in chunks come back, in order');
     assert.ok(second.info.records < front.lsn - snapLsn + 10, 'only the WAL after it replayed');
-    assert.deepEqual(keys.map((k) => second.state.read('Users', k, null, now)), rows);
+    assert.deepEqual(keys.map((k) => readText(second.state, 'Users', k, null, now)), rows);
     second.store.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -418,7 +419,7 @@ function assertSameRows(live: ShardState, naive: ShardState, tables: readonly st
     assert.deepEqual(keys, naive.tableByName(table)!.cols.index.keyList().sort(), `${table} keys`);
     for (const key of keys) {
       entities++;
-      assert.equal(live.read(table, key, null, now), naive.read(table, key, null, now), `${table} ${key}`);
+      assert.equal(readText(live, table, key, null, now), readText(naive, table, key, null, now), `${table} ${key}`);
     }
   }
   return entities;
@@ -451,7 +452,7 @@ test('PUSH records: string columns only ring cells read reach them by id alone (
       const t = T0 + batch * 1000 + i;
       const pay: Row = { user: `u${Math.floor(r() * 6)}`, card: `c${Math.floor(r() * 4)}`, merchant: merchants[Math.floor(r() * merchants.length)], amount: Math.round(r() * 1000) / 10 };
       const { lsn, row } = front.push('Pay', pay, t);
-      naive.apply('Pay', { ...row }, t, lsn);
+      applyRow(naive, 'Pay', { ...row }, t, lsn);
     }
     for (const out of shard.runBatch(front.batch(0)).outs) assert.equal(out, null, 'every push applied');
   }
@@ -485,12 +486,12 @@ test('PUSH records: a column that one ring holds as hashes and another as intern
     for (let i = 0; i < 40; i++) {
       const t = T0 + batch * 700 + i * 10;
       const { lsn, row } = front.push('Pay', { user: `u${Math.floor(r() * 3)}`, merchant: `m${Math.floor(r() * 7)}` }, t);
-      naive.apply('Pay', { ...row }, t, lsn);
+      applyRow(naive, 'Pay', { ...row }, t, lsn);
     }
     for (const out of shard.runBatch(front.batch(0)).outs) assert.equal(out, null, 'every push applied');
     assertSameRows(live, naive, ['Users'], T0 + batch * 700 + 400);
   }
-  const row = JSON.parse(live.read('Users', 'u0', null, T0 + 7_000));
+  const row = JSON.parse(readText(live, 'Users', 'u0', null, T0 + 7_000));
   assert.ok(row.nu8 > 1, `the hashing ring counts values: ${JSON.stringify(row)}`);
 });
 
@@ -523,7 +524,7 @@ test('PUSH records: every column of a wide table reaches the row field its featu
       if (r() < 0.7) w.b = -Math.round(r() * 100);
       if (r() < 0.7) w.e = `e${Math.floor(r() * 9)}`;
       const { lsn, row } = front.push('W', w, t);
-      naive.apply('W', { ...row }, t, lsn);
+      applyRow(naive, 'W', { ...row }, t, lsn);
     }
     for (const out of shard.runBatch(front.batch(0)).outs) assert.equal(out, null, 'every push applied');
   }
@@ -561,11 +562,11 @@ test('PUSH records: f64 values that differ only in one byte or only in their low
     const f: Row = { k: `k${i % 2}`, a: v };
     if (i % 2 === 0) f.b = v;
     const { lsn, row } = front.push('F', f, t);
-    naive.apply('F', { ...row }, t, lsn);
+    applyRow(naive, 'F', { ...row }, t, lsn);
   }
   for (const out of shard.runBatch(front.batch(0)).outs) assert.equal(out, null, 'every push applied');
   assertSameRows(live, naive, ['Fs'], T0 + 1000);
-  const got = JSON.parse(live.read('Fs', 'k0', null, T0 + 1000)) as { la: number[] };
+  const got = JSON.parse(readText(live, 'Fs', 'k0', null, T0 + 1000)) as { la: number[] };
   assert.deepEqual(got.la, values.filter((_, j) => (j + 1) % 2 === 0).slice(-40), 'last_n holds the exact values pushed');
 });
 
@@ -583,7 +584,7 @@ test('PUSH records: an interned value leaves its table once the last cell holdin
   front.push('S', { k: 'a', m: 'third' }, T0 + 2500);
   for (const out of shard.runBatch(front.batch(0)).outs) assert.equal(out, null);
   assert.equal(interns(), 1, 'the expired values (ids 0 and 1) left the intern table');
-  assert.deepEqual(JSON.parse(live.read('Ss', 'a', null, T0 + 2500)).tm.map((e: { value: string }) => e.value), ['third']);
+  assert.deepEqual(JSON.parse(readText(live, 'Ss', 'a', null, T0 + 2500)).tm.map((e: { value: string }) => e.value), ['third']);
 });
 
 test('PUSH records: string columns without an intern table (read by a where, a bloom filter or a lifetime op only) read as the object path', () => {
@@ -601,7 +602,7 @@ test('PUSH records: string columns without an intern table (read by a where, a b
     const t = T0 + i;
     const p: Row = { k: `k${Math.floor(r() * 4)}`, w: r() < 0.5 ? 'yes' : 'no', bl: `b${Math.floor(r() * 9)}`, fs: `f${i}`, x: i };
     const { lsn, row } = front.push('P', p, t);
-    naive.apply('P', { ...row }, t, lsn);
+    applyRow(naive, 'P', { ...row }, t, lsn);
   }
   for (const out of shard.runBatch(front.batch(0)).outs) assert.equal(out, null, 'every push applied');
   assert.ok(live.tableByName('Ps')!.cols.colInterns.some((it) => it === null), 'some string column has no intern table');
@@ -612,7 +613,7 @@ test('PUSH records: a record written under another registry version than the ins
   const { front, live, shard } = recordAndObjectPaths(V1);
   front.push('Tx', { user: 'u1', card: 'c1', amount: 5, ok: true, lat: 1, lon: 2 }, T0);
   for (const out of shard.runBatch(front.batch(0)).outs) assert.equal(out, null);
-  const before = live.read('Users', 'u1', null, T0 + 10);
+  const before = readText(live, 'Users', 'u1', null, T0 + 10);
   live.install(V2);
   // Written under v1 without the install item in between (a front bug): the shard must not decode it with v2's layout.
   front.push('Tx', { user: 'u1', card: 'c1', amount: 7, ok: true, lat: 1, lon: 2 }, T0 + 1);
@@ -621,7 +622,7 @@ test('PUSH records: a record written under another registry version than the ins
   assert.equal(outs.length, 1);
   const errs = outs[0] as Array<{ code: string } | null>;
   assert.ok(Array.isArray(errs) && errs.length === 2 && errs.every((e) => e !== null && e.code === 'internal_error'), JSON.stringify(outs));
-  const after = JSON.parse(live.read('Users', 'u1', null, T0 + 10)) as Record<string, unknown>;
+  const after = JSON.parse(readText(live, 'Users', 'u1', null, T0 + 10)) as Record<string, unknown>;
   for (const [f, v] of Object.entries(JSON.parse(before) as Record<string, unknown>)) assert.deepEqual(after[f], v, f);
   assert.equal(live.tableByName('Users')!.holds('u2'), false);
 });
@@ -636,7 +637,7 @@ test('PUSH records while new entities are refused (--memory-only over --memory-l
   let t = T0;
   const push = (u: string, c: string): void => {
     const { lsn, row } = front.push('R', { u, c, x: 2.5, m: `m-${u}-${c}` }, ++t);
-    try { naive.apply('R', { ...row }, t, lsn); } catch (e) { if ((e as { code?: string }).code !== 'memory_limit_exceeded') throw e; }
+    try { applyRow(naive, 'R', { ...row }, t, lsn); } catch (e) { if ((e as { code?: string }).code !== 'memory_limit_exceeded') throw e; }
   };
   push('u1', 'c1');
   push('u2', 'c2');
@@ -653,7 +654,7 @@ test('PUSH records while new entities are refused (--memory-only over --memory-l
   assert.equal(live.tableByName('ByU')!.holds('u3'), false);
   assert.equal(live.tableByName('ByC')!.holds('c3'), false);
   assertSameRows(live, naive, ['ByU', 'ByC'], t + 1);
-  assert.equal(JSON.parse(live.read('ByU', 'u2', null, t + 1)).n, 2, 'the refused record did not reach its held entity either');
+  assert.equal(JSON.parse(readText(live, 'ByU', 'u2', null, t + 1)).n, 2, 'the refused record did not reach its held entity either');
 });
 
 test('an old-format EVENT record (envelope text, replayed from an old data dir) is applied and records its dedupe value; one without a value records none', () => {
@@ -664,6 +665,6 @@ test('an old-format EVENT record (envelope text, replayed from an old data dir) 
   assert.ok(state.applyText('Tx', tx('n-1'), T0, 7, 1, dedupe));
   assert.ok(state.applyText('Tx', tx(), T0 + 1, 8, 1, dedupe));
   assert.deepEqual(dedupe.entries(T0 + 2), [['Tx', 'n-1', 7, 1, T0]]);
-  assert.deepEqual(JSON.parse(state.read('Users', 'u1', ['n', 'lastNote'], T0 + 2)), { n: 2, lastNote: 'n-1' });
+  assert.deepEqual(JSON.parse(readText(state, 'Users', 'u1', ['n', 'lastNote'], T0 + 2)), { n: 2, lastNote: 'n-1' });
   assert.equal(state.applyText('Nope', tx(), T0 + 2, 9, 1, dedupe), false, 'an event this registry lacks is not applied');
 });

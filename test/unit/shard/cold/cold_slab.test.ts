@@ -6,6 +6,7 @@
  * (v8-serialized [lastT, lastLsn, EntitySave]) still thaws, restores from a
  * snapshot and is remapped by a layout change.
  */
+import { pushRow, readText } from '../../../harness/shard_feed';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { serialize } from 'node:v8';
@@ -72,14 +73,14 @@ function feed(s: ShardState, k: string, events: number, gapMs: number, lsn0 = 0)
     if (i % 3 !== 0) row.x = odd < ODD_X.length ? ODD_X[odd] : i % 7 === 0 ? -0.5 * i : i * 1.25;
     if (i % 4 !== 0) row.c = odd < ODD_C.length ? ODD_C[odd] : i % 9 === 0 ? `only-${k}` : `c${i % 5}é`;
     if (i % 5 !== 0) row.b = i % 2 === 0;
-    s.apply('E', row as Row, T0 + i * gapMs, lsn0 + i + 1);
+    pushRow(s, 'E', row as Row, T0 + i * gapMs, lsn0 + i + 1);
   }
   return lsn0 + events;
 }
 
 /** Reads of `keys` at a few times (windows slide the same after a thaw). */
 function reads(s: ShardState, keys: string[], now: number): string[] {
-  return [now, now + 5_000, now + 20_000, now + 3_600_000].flatMap((t) => keys.map((k) => s.read('T', k, null, t)));
+  return [now, now + 5_000, now + 20_000, now + 3_600_000].flatMap((t) => keys.map((k) => readText(s, 'T', k, null, t)));
 }
 
 /** Freezes every key with freeze() and thaws it back with thaw(); returns the buffers. */
@@ -149,7 +150,7 @@ for (const [regime, events, gapMs] of [['exact', 20, 700], ['bucketed', 300, 1_0
     const ref = shard(reg);
     let rl = 0;
     for (const k of keys) rl = feed(ref, k, events + keys.indexOf(k), gapMs, rl);
-    for (const st of [s, ref]) st.apply('E', { k: 'a', x: 3, c: 'c1é', b: true } as Row, now + 1, 10_000);
+    for (const st of [s, ref]) pushRow(st, 'E', { k: 'a', x: 3, c: 'c1é', b: true } as Row, now + 1, 10_000);
     assert.deepEqual(reads(s, keys, now + 1), reads(ref, keys, now + 1));
   });
 
@@ -190,7 +191,7 @@ function viaSnapshot(s: ShardState, keys: string[], now: number, want: string[])
   // A populated table of another layout (its own ring groups): each frozen entity is mapped.
   const other: RegistryState = { version: 1, nodes: [EVENT, { kind: 'table', name: 'T', upstreams: ['E'], key: ['k'], agg: { ...AGG, extra: { op: 'max', params: { field: 'x', window: '1h' } } } }] as RegistryState['nodes'] };
   const populated = shard(other);
-  populated.apply('E', { k: 'zz', x: 1 } as Row, T0, 1);
+  pushRow(populated, 'E', { k: 'zz', x: 1 } as Row, T0, 1);
   restoreSnapshot(populated, body, () => undefined);
   const strip = (rows: string[]): unknown[] => rows.map((r) => { const o = JSON.parse(r) as Record<string, unknown>; delete o.extra; return o; });
   assert.deepEqual(strip(reads(populated, keys, now)), strip(want), 'mapped into another layout');

@@ -5,6 +5,7 @@
  * and what it must not (every count equals a naive distinct count, in the exact
  * and the bucketed regime; saves of either kind load into tables of the other).
  */
+import { pushRow, readText } from '../../../harness/shard_feed';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ShardState } from '../../../../src/shard/state/state';
@@ -58,7 +59,7 @@ function events(keys: readonly string[], seed: number, from = T0): Ev[] {
 }
 
 function feed(s: ShardState, evs: readonly Ev[], lsn0 = 0): void {
-  evs.forEach((e, i) => s.apply('E', { ...e.row }, e.t, lsn0 + i + 1));
+  evs.forEach((e, i) => pushRow(s, 'E', { ...e.row }, e.t, lsn0 + i + 1));
 }
 
 /** n_unique of `field` over the events of key k in (now - W, now], as the op defines it (null and absent not counted). */
@@ -68,7 +69,7 @@ function naive(evs: readonly Ev[], k: string, field: string, now: number, w = W)
   return seen.size;
 }
 
-const rows = (s: ShardState, keys: readonly string[], now: number): string[] => keys.map((k) => s.read('T', k, null, now));
+const rows = (s: ShardState, keys: readonly string[], now: number): string[] => keys.map((k) => readText(s, 'T', k, null, now));
 
 function bodyOf(s: ShardState): Buffer {
   const job = new SnapshotJob(s);
@@ -104,7 +105,7 @@ test('a field only n_unique reads holds hashes: recorded in the layout, no inter
   const last = evs[evs.length - 1].t;
   for (const now of [last, last + 3_000, last + 9_000, last + 20_000]) {
     for (const k of keys) {
-      const row = JSON.parse(s.read('T', k, null, now));
+      const row = JSON.parse(readText(s, 'T', k, null, now));
       const want = { users: naive(evs, k, 'u', now), usersLong: naive(evs, k, 'u', now, 3_600_000), xs: naive(evs, k, 'x', now), os: naive(evs, k, 'o', now), cs: naive(evs, k, 'c', now) };
       // Key a is past its ring: its older events are bucketed, exact until their buckets reach the window's edge.
       if (k === 'a' && now > last) continue;
@@ -169,7 +170,7 @@ test('saves load across layouts: values into a hashed table are hashed on load; 
   feed(plainOther, events(['m1', 'm2'], 3));
   restoreSnapshot(plainOther, bodyOf(hashed), () => undefined);
   const read = (s: ShardState, now: number): unknown[] => keys.map((k) => {
-    const row = JSON.parse(s.read('T', k, null, now));
+    const row = JSON.parse(readText(s, 'T', k, null, now));
     return [row.users, row.usersLong, row.xs, row.os];
   });
   // The ring's entries reach the object states as their hashes (Prehashed): the same counts, the same expiry.
@@ -198,6 +199,6 @@ test('a registry change carries hashed fields as they were: the carried n_unique
   const last = evs[evs.length - 1].t;
   for (const now of [last, last + 5_000, last + 12_000]) {
     assert.deepEqual(rows(s, keys, now), rows(plain, keys, now), `at ${now}`);
-    for (const k of ['b', 'c']) assert.equal(JSON.parse(s.read('T', k, null, now)).users, naive(evs, k, 'u', now), `${k} users at ${now}`);
+    for (const k of ['b', 'c']) assert.equal(JSON.parse(readText(s, 'T', k, null, now)).users, naive(evs, k, 'u', now), `${k} users at ${now}`);
   }
 });
