@@ -78,7 +78,7 @@ function replay(b: Build, dataDir: string, snapshotAfter = false): { cpuMs: numb
 function main(): void {
   const builds = BUILDS.map(load);
   console.log(`replay CPU: ${EVENTS.toLocaleString()} PUSH records over ${ENTITIES.toLocaleString()} entities, ${ROUNDS} rounds per build`);
-  const dir = buildRecoveryDataDir({ events: EVENTS, entities: ENTITIES, shards: 1, format: 'push' });
+  const dir = buildRecoveryDataDir({ events: EVENTS, entities: ENTITIES, shards: 1 });
   // --snapshot: a data dir per build, holding the WAL and a snapshot that build wrote.
   const dirs = builds.map((b, i) => {
     if (!SNAPSHOT) return dir;

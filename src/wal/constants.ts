@@ -14,24 +14,19 @@ export const FRAME_TYPE_BYTES = 1;
 /** Largest `length` field accepted (type + payload): 16 MiB - 1, top byte 0x00 (src/limits.ts says why). */
 export const RECORD_BYTES_MAX = WAL_RECORD_BYTES_MAX;
 
-/** Record types (u8). 5..15 are reserved for future WAL records; 16+ for other logs. */
-export const RECORD_TYPE_EVENT = 1;
+/**
+ * Record types (u8) of data format 1 (docs/durability.md "Formats"). 4..15 are
+ * reserved for future WAL records; 16+ for other logs.
+ */
+/** One push as its shard applies it: registry indexes, key and typed values (push_record.ts). */
+export const RECORD_TYPE_PUSH = 1;
 export const RECORD_TYPE_INSTALL = 2;
 export const RECORD_TYPE_RESET = 3;
-/** One push as its shard applies it: registry indexes, key and typed values (push_record.ts). */
-export const RECORD_TYPE_PUSH = 4;
 /** Registry log entries: the payload is UTF-8 JSON and carries no lsn. */
 export const RECORD_TYPE_JSON = 16;
 
-/**
- * EVENT payload fixed part: u64 lsn, u64 timeMs, u32 registryVersion, u16 event
- * name bytes, then the name, then u32 row bytes and the row JSON.
- */
-export const EVENT_FIXED_BYTES = 8 + 8 + 4 + 2 + 4;
 /** INSTALL and RESET payload: u64 lsn + u32 registryVersion. */
 export const VERSION_PAYLOAD_BYTES = 8 + 4;
-/** Event names are short identifiers; u16 is the on-disk bound. */
-export const EVENT_NAME_BYTES_MAX = 0xffff;
 
 /** Default segment rotation size (the default of --wal-segment-bytes). */
 export const SEGMENT_BYTES_MAX_DEFAULT = WAL_SEGMENT_BYTES_MAX_DEFAULT;
@@ -53,5 +48,5 @@ export { SNAPSHOT_KEEP_DEFAULT };
 /** Suffix of files that are being written and are not yet part of the store. */
 export const TMP_SUFFIX = '.tmp';
 
-assert(STAGING_BYTES_INITIAL > FRAME_HEADER_BYTES + FRAME_TYPE_BYTES + EVENT_FIXED_BYTES);
+assert(STAGING_BYTES_INITIAL > FRAME_HEADER_BYTES + FRAME_TYPE_BYTES + VERSION_PAYLOAD_BYTES);
 assert(SNAPSHOT_MAGIC.length === 8);

@@ -5,7 +5,6 @@
  */
 export {
   RECORD_BYTES_MAX,
-  RECORD_TYPE_EVENT,
   RECORD_TYPE_INSTALL,
   RECORD_TYPE_JSON,
   RECORD_TYPE_PUSH,
@@ -19,7 +18,6 @@ export {
   RecordEncoder,
   decodeWalRecord,
   encodeJsonFrame,
-  type EventRecord,
   type InstallRecord,
   type PushRecord,
   type ResetRecord,

@@ -41,15 +41,16 @@ function feedOf(state: ShardState): Feed {
 /**
  * One push of `event` with `row` (typed as validation leaves it) at server time `t`
  * and LSN `lsn`, as the shard receives it: only the feeds whose keys this shard
- * owns, the dedupe value recorded in `dedupe` when given. Throws what the shard
- * throws (memory_limit_exceeded).
+ * owns, the dedupe value recorded in `dedupe` when given. With `partition` >= 0
+ * (cluster mode), a stream copy of that partition: only its keys of that partition
+ * (front.ts pushCopy). Throws what the shard throws (memory_limit_exceeded).
  */
-export function pushRow(state: ShardState, event: string, row: Row, t: number, lsn: number, dedupe: DedupeLog | null = null): void {
+export function pushRow(state: ShardState, event: string, row: Row, t: number, lsn: number, dedupe: DedupeLog | null = null, partition = -1): void {
   if (!Number.isSafeInteger(t) || !Number.isSafeInteger(lsn)) throw new Error(`shard_feed: a PUSH record holds whole server ms and LSNs (t ${t}, lsn ${lsn})`);
   const f = feedOf(state);
   const plan = f.front!.events.get(event);
   if (plan === undefined) throw new Error(`shard_feed: no event ${event} in registry v${state.registryVersion}`);
-  const tooLong = route.route(plan, row, state.opts.shardCount);
+  const tooLong = route.route(plan, row, state.opts.shardCount, partition, state.opts.partitions ?? 0);
   if (tooLong >= 0) throw new Error(`shard_feed: the key of feed ${tooLong} is over KEY_BYTES_MAX`);
   const value = plan.dedupeField === null ? null : row[plan.dedupeField];
   route.write(writer, state.opts.shardId, plan, lsn, t, f.front!.version, value === null || value === undefined ? null : String(value));

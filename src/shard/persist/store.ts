@@ -13,7 +13,7 @@ import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import type { Logger } from '../../log';
 import type { RegistryState } from '../../registry/model';
 import type { ShardInit } from '../../protocol/messages';
-import { deleteAllSnapshots, faultyFs, fsError, realFs, type FaultCode, RecordEncoder, RECORD_TYPE_EVENT, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, WalWriter, recoverWal, readNewestSnapshot, SnapshotStream, writeSnapshot, type FaultyFs, type RecoveryProgress, type SnapshotWriteResult, type WalPosition, type WalRecord } from '../../wal';
+import { deleteAllSnapshots, faultyFs, fsError, realFs, type FaultCode, RecordEncoder, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, WalWriter, recoverWal, readNewestSnapshot, SnapshotStream, writeSnapshot, type FaultyFs, type RecoveryProgress, type SnapshotWriteResult, type WalPosition, type WalRecord } from '../../wal';
 import { PushApplier } from '../state/push_apply';
 import { RECOVERY_PROGRESS_INTERVAL_MS, RECOVERY_PROGRESS_RECORDS_STRIDE, SNAPSHOT_LOOP_DELAY_RESOLUTION_MS, SNAPSHOT_SLICE_MS } from '../../limits';
 import type { ShardState } from '../state/state';
@@ -336,21 +336,16 @@ interface BadRecords {
 
 /**
  * One WAL record on replay, under the registry version it was written with (its
- * install comes first). PUSH records are applied in place from the segment
- * buffer; EVENT records (the envelope text, written before PUSH existed) are
- * parsed again, so an old data dir still recovers (docs/durability.md).
+ * install comes first). PUSH records are applied in place from the segment buffer.
  */
 function replay(state: ShardState, pushes: PushApplier, dedupe: DedupeLog, history: Map<number, RegistryState>, r: WalRecord, log: Logger, bad: BadRecords): void {
-  if (r.type === RECORD_TYPE_PUSH || r.type === RECORD_TYPE_EVENT) {
+  if (r.type === RECORD_TYPE_PUSH) {
     if (r.registryVersion !== state.registryVersion) {
       const reg = history.get(r.registryVersion);
       if (reg !== undefined) state.install(reg);
       else log.warn({ kind: 'wal.unknown_registry_version', version: r.registryVersion, lsn: r.lsn });
     }
-    const ok = r.type === RECORD_TYPE_PUSH
-      ? pushes.apply(r.buf, r.body, dedupe)
-      : state.applyText(r.event, r.rowJson, r.timeMs, r.lsn, r.registryVersion, dedupe);
-    if (!ok) {
+    if (!pushes.apply(r.buf, r.body, dedupe)) {
       if (bad.count++ === 0) bad.firstLsn = r.lsn;
       bad.lastLsn = r.lsn;
     }

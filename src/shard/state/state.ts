@@ -4,9 +4,7 @@
  * are synchronous; the registry plans are swapped whole on install.
  */
 import { strict as assert } from 'node:assert';
-import { compileRegistry, SlicedCompile, type CompiledRegistry, type EventPlan, type TablePlan } from '../../registry/compile';
-import { rowFromEnvelope } from '../../registry/row_text';
-import type { DedupeLog } from './dedupe_log';
+import { compileRegistry, SlicedCompile, type CompiledRegistry, type TablePlan } from '../../registry/compile';
 import { partitionOf, shardOf } from '../../registry/key';
 import { renamesBetween, underNewNames } from '../../coordinator/renames';
 import type { RegistryState } from '../../registry/model';
@@ -350,73 +348,19 @@ export class ShardState {
     this.install(state);
   }
 
-  /**
-   * A push as logged (the envelope text, registry/row_text.ts), live or replayed
-   * from the WAL: parsed under the installed registry, applied, and its dedupe
-   * value recorded in `dedupe` (null: not tracked). False when this registry has
-   * no such event or the text is no row: nothing was applied.
-   */
-  applyText(event: string, text: string, t: number, lsn: number, version: number, dedupe: DedupeLog | null, partition = -1): boolean {
-    const plan = this.registry?.events.get(event);
-    const row = plan === undefined ? null : rowFromEnvelope(text, plan.datetimeFields);
-    if (plan === undefined || row === null) return false;
-    this.#applyPlan(plan, row, t, lsn, partition);
-    if (dedupe !== null && plan.dedupeField !== null) {
-      const value = row[plan.dedupeField];
-      if (value !== null && value !== undefined) dedupe.record(event, plan.dedupeWindowMs, String(value), lsn, version, t);
-    }
-    return true;
-  }
-
-  /** Time and LSN of a push applied (or skipped: its event is unknown here). */
+  /** Time and LSN of a push applied (also one that reaches no entity of this shard). */
   advance(t: number, lsn: number): void {
     if (t > this.lastT) this.lastT = t;
     if (lsn > this.appliedLsn) this.appliedLsn = lsn;
   }
 
   /**
-   * `partition` >= 0 (cluster mode): the event came from that partition's stream
-   * subject, which carries it once per partition it reaches; only its keys of that
-   * partition are applied here, so a key never sees the event twice.
-   */
-  #applyPlan(plan: EventPlan, row: Row, t: number, lsn: number, partition = -1): void {
-    this.advance(t, lsn);
-    const { shardId, shardCount } = this.opts;
-    const partitions = this.opts.partitions ?? 0;
-    const feeds = plan.feeds;
-    if (feeds.length === 0) return;
-    const rows = plan.feedRows(row);
-    if (this.refuseNew) this.#refuseIfNew(plan, rows, partition);
-    for (let fi = 0; fi < feeds.length; fi++) {
-      const feed = feeds[fi];
-      const r = rows[fi];
-      if (r === null) continue;
-      const key = feed.key(r);
-      if (key === null || (shardCount > 1 && shardOf(key, shardCount) !== shardId)) continue;
-      if (partition >= 0 && partitionOf(key, partitions) !== partition) continue;
-      this.applyFeed(this.tables[feed.table.index], key, r, t, lsn);
-    }
-  }
-
-  /**
-   * One feed of a push: the row reaching table `ts` for entity `key`, at time `t`
-   * with LSN `lsn`. Skipped when the entity already reflects `lsn` (replay over a
-   * fuzzy snapshot). `r` is only read during the call (callers reuse it).
-   */
-  applyFeed(ts: TableState, key: string, r: Row, t: number, lsn: number): void {
-    let slot = ts.hot(key);
-    const index = ts.cols.index;
-    if (slot < 0) slot = ts.cols.add(key, t, 0);
-    else if (lsn <= index.lastLsn[slot]) return; // replay over a fuzzy snapshot: this entity already has the event
-    index.lastT[slot] = t;
-    index.lastLsn[slot] = lsn;
-    applyFeatures(ts, slot, r, t);
-  }
-
-  /**
-   * applyFeed() for a key given by its bytes in a PUSH record (str tag `tag`,
-   * `len` bytes at `from` of `b`): looked up without a key string; one is decoded
-   * only to ask the cold store about a key that is not hot.
+   * One feed of a PUSH record (push_apply.ts): the row reaching table `ts` for the
+   * entity whose key is `len` bytes at `from` of `b` (str tag `tag`), at time `t`
+   * with LSN `lsn`. The key is looked up without a key string; one is decoded only
+   * to ask the cold store about a key that is not hot. Skipped when the entity
+   * already reflects `lsn` (replay over a fuzzy snapshot). `r` is only read during
+   * the call (the applier reuses it).
    */
   applyFeedBytes(ts: TableState, b: Buffer, from: number, len: number, tag: number, r: Row, t: number, lsn: number): void {
     const index = ts.cols.index;
@@ -428,24 +372,6 @@ export class ShardState {
     index.lastT[slot] = t;
     index.lastLsn[slot] = lsn;
     applyFeatures(ts, slot, r, t);
-  }
-
-  /**
-   * Over --memory-limit in memory-only mode: throws memory_limit_exceeded when any
-   * entity this push reaches on this shard is new, before anything is applied.
-   */
-  #refuseIfNew(plan: EventPlan, rows: ReturnType<EventPlan['feedRows']>, partition: number): void {
-    const { shardId, shardCount } = this.opts;
-    const partitions = this.opts.partitions ?? 0;
-    const feeds = plan.feeds;
-    for (let fi = 0; fi < feeds.length; fi++) {
-      const r = rows[fi];
-      if (r === null) continue;
-      const key = feeds[fi].key(r);
-      if (key === null || (shardCount > 1 && shardOf(key, shardCount) !== shardId)) continue;
-      if (partition >= 0 && partitionOf(key, partitions) !== partition) continue;
-      if (!this.tables[feeds[fi].table.index].holds(key)) this.refuseNewEntity();
-    }
   }
 
   /** The refusal of a push that would create an entity while `refuseNew` (counted). */

@@ -6,7 +6,7 @@
  * partitions alone, and a replay of the tail on top gives the live values; the
  * object framing (cluster/checkpoint.ts) round-trips and rejects damage.
  */
-import { readText } from '../../harness/shard_feed';
+import { pushRow, readText } from '../../harness/shard_feed';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ShardState } from '../../../src/shard/state/state';
@@ -37,7 +37,7 @@ function shards(count: number): ShardState[] {
 function push(node: ShardState[], lsn: number): void {
   const k = KEYS[(lsn * 7) % KEYS.length];
   const s = node[shardOf(k, node.length)];
-  assert.ok(s.applyText('E', JSON.stringify({ event: 'E', data: { k, x: lsn } }), 1_000 + lsn, lsn, 1, null, partitionOf(k, P)));
+  pushRow(s, 'E', { k, x: lsn }, 1_000 + lsn, lsn, null, partitionOf(k, P));
 }
 
 const read = (node: ShardState[], k: string): string => readText(node[shardOf(k, node.length)], 'T', k, null, 10_000_000);

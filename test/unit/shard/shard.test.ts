@@ -2,17 +2,17 @@
  * The shard's batch execution (src/shard/shard.ts) driven directly, with batches
  * built by the front's own code (PushRoute writing PUSH records into a
  * PushFrameWriter, gets resolved to indexes):
- * - PUSH records applied by the shard give the same rows as the object path
- *   (ShardState.apply: chains, keys and hashing on the shard), across derived
- *   events, filters, with_columns, where predicates and geo params, on 3 shards;
+ * - PUSH records applied by the shard give the same rows as the rows applied
+ *   straight through the columns (test/harness/shard_feed.ts applyRow: values
+ *   interned and hashed by the columns, not found by the record's bytes), across
+ *   derived events, filters, with_columns, where predicates and geo params, on 3
+ *   shards;
  * - gets by index: all features, a subset in the order asked, a cold key, a get
  *   resolved under another registry version;
  * - install ordering: pushes before an install apply under the old version, after
  *   it under the new one, in one batch;
  * - with a store: the frames reach the WAL as written, and a restart recovers the
  *   same rows and dedupe entries;
- * - an old data dir (EVENT records) recovers, and keeps recovering once PUSH
- *   records follow them;
  * - a periodic snapshot streams to its file between batches (which keep applying)
  *   and a restart restores from it, dedupe entries included (written in chunks); an
  *   install drops a running one, leaving no file.
@@ -27,7 +27,6 @@ import { compileRegistry, wireOf, type CompiledRegistry } from '../../../src/reg
 import type { RegistryState } from '../../../src/registry/model';
 import { PushRoute } from '../../../src/front/routing';
 import { PushFrameWriter } from '../../../src/wal/push_record';
-import { RecordEncoder, WalWriter } from '../../../src/wal';
 import { ITEM_GET, ITEM_INSTALL, ITEM_PUSH, ITEM_SNAPSHOT, type GetItem, type ShardBatch, type ShardInit, type ShardItem } from '../../../src/protocol/messages';
 import { Shard } from '../../../src/shard/shard';
 import { ShardState } from '../../../src/shard/state/state';
@@ -142,7 +141,7 @@ function randomTx(r: () => number, i: number): Row {
   return tx;
 }
 
-test('PUSH records applied by the shard read exactly as the object path (chains, keys, hashing on the shard), 3 shards', () => {
+test('PUSH records applied by the shard read exactly as the rows applied straight through the columns, 3 shards', () => {
   const r = prng(12);
   const SHARDS = 3;
   const front = new FrontSim(V1, SHARDS);
@@ -307,45 +306,6 @@ test('with a store: replay after a snapshot starts at the WAL batch the snapshot
   }
 });
 
-test('an old data dir: EVENT records (the envelope text) replay, then the PUSH records written after the upgrade', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'sf-shard-legacy-'));
-  try {
-    const init = shardInit(0, 1, dir, false);
-    const r = prng(9);
-    const txs = Array.from({ length: 60 }, (_, i) => randomTx(r, i));
-    // What a build before PUSH records wrote: the envelope as received, per push.
-    const wal = WalWriter.open(join(dir, 'shard-0', 'wal'), { segmentBytesMax: 1 << 20, nextLsnHint: 1 });
-    const enc = new RecordEncoder();
-    for (let i = 0; i < 30; i++) enc.event(i + 1, T0 + i, 1, 'Tx', JSON.stringify({ event: 'Tx', data: txs[i] }));
-    wal.appendStaged(enc);
-    wal.sync();
-    wal.close();
-    const naive = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-    naive.install(V1);
-    for (let i = 0; i < 60; i++) applyRow(naive, 'Tx', { ...txs[i] }, T0 + i, i + 1);
-    const open = (): { shard: Shard; state: ShardState; store: ShardStore } => {
-      const state = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-      const { store, info } = ShardStore.open(init, state, new DedupeLog(), log);
-      if (state.registry === null) state.install(V1);
-      return { shard: new Shard({ init, state, dedupe: new DedupeLog(), store, coldFiles: null, log, recovered: info, sampler: new ThreadSampler('test') }), state, store };
-    };
-    const upgraded = open();
-    assert.equal(upgraded.state.appliedLsn, 30, 'the old records replayed');
-    const front = new FrontSim(V1, 1);
-    front.lsn = 30;
-    for (let i = 30; i < 60; i++) front.push('Tx', txs[i], T0 + i);
-    assert.equal(upgraded.shard.runBatch(front.batch(0)).walError, null);
-    upgraded.store.close();
-    const restarted = open();
-    const now = Date.now();
-    const keys = naive.tableByName('Users')!.cols.index.keyList();
-    for (const k of keys) assert.equal(readText(restarted.state, 'Users', k, null, now), readText(naive, 'Users', k, null, now), k);
-    restarted.store.close();
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
-
 test('with a store: a periodic snapshot streams to its file while batches apply; an install drops a running one; a restart restores from it', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'sf-shard-snap-'));
   try {
@@ -400,8 +360,8 @@ test('with a store: a periodic snapshot streams to its file while batches apply;
   }
 });
 
-/** One shard of `state` fed by PUSH records (front, shard, its state `live`) and a state fed the same rows by the object path (`naive`). */
-function recordAndObjectPaths(state: RegistryState): { front: FrontSim; live: ShardState; shard: Shard; naive: ShardState } {
+/** One shard of `state` fed by PUSH records (front, shard, its state `live`) and a state fed the same rows straight through its columns (`naive`, applyRow). */
+function recordAndRowPaths(state: RegistryState): { front: FrontSim; live: ShardState; shard: Shard; naive: ShardState } {
   const front = new FrontSim(state, 1);
   const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   live.install(state);
@@ -425,7 +385,7 @@ function assertSameRows(live: ShardState, naive: ShardState, tables: readonly st
   return entities;
 }
 
-test('PUSH records: string columns only ring cells read reach them by id alone (the row field is left undefined), and read as the object path; a where or a kept value still reads the string', () => {
+test('PUSH records: string columns only ring cells read reach them by id alone (the row field is left undefined), and read as the rows applied through the columns; a where or a kept value still reads the string', () => {
   const ev = { kind: 'event', name: 'Pay', schema: { fields: { user: 'str', card: 'str', merchant: 'str', amount: 'f64' }, optional_fields: [] } };
   const ringOnly = { kind: 'table', name: 'RingOnly', upstreams: ['Pay'], key: ['user'], agg: {
     merchants: { op: 'n_unique', params: { field: 'merchant', window: '5s' } },
@@ -443,7 +403,7 @@ test('PUSH records: string columns only ring cells read reach them by id alone (
     seen: { op: 'bloom_member', params: { field: 'user', capacity: 64 } },
   } };
   const state: RegistryState = { version: 1, nodes: [ev, ringOnly, withWhere, withKept] as RegistryState['nodes'] };
-  const { front, live, shard, naive } = recordAndObjectPaths(state);
+  const { front, live, shard, naive } = recordAndRowPaths(state);
   const r = prng(34);
   // Short and long (past the 8-unit prefix) values, a few non-ASCII ones (looked up by string, not by bytes).
   const merchants = ['m0', 'm1-long-merchant-name', 'm2', 'märchen', 'm4-also-quite-long'];
@@ -477,7 +437,7 @@ test('PUSH records: a column that one ring holds as hashes and another as intern
   agg.top = { op: 'top_k', params: { field: 'merchant', window: `${RING_GROUP_WINDOWS_MAX + 1}s`, k: 2 } };
   const table = { kind: 'table', name: 'Users', upstreams: ['Pay'], key: ['user'], agg };
   const state: RegistryState = { version: 1, nodes: [ev, table] as RegistryState['nodes'] };
-  const { front, live, shard, naive } = recordAndObjectPaths(state);
+  const { front, live, shard, naive } = recordAndRowPaths(state);
   const cols = live.tableByName('Users')!.cols;
   assert.deepEqual(cols.groups.map((g) => [g.windows.length, g.hashed[0]]), [[RING_GROUP_WINDOWS_MAX, 1], [1, 0]], 'one hashing ring, one interning ring');
   assert.deepEqual([cols.plan.columns, cols.colHashed[0], cols.rowReads()[0]], [['merchant'], 0, 0]);
@@ -495,10 +455,10 @@ test('PUSH records: a column that one ring holds as hashes and another as intern
   assert.ok(row.nu8 > 1, `the hashing ring counts values: ${JSON.stringify(row)}`);
 });
 
-test('PUSH records: every column of a wide table reaches the row field its features read (the generated column setter), as the object path', () => {
+test('PUSH records: every column of a wide table reaches the row field its features read (the generated column setter), as the rows applied through the columns', () => {
   // Seven columns of every kind a feed carries, read by ring members (numbers without
   // an intern id, interned strings), slab rows, kept values and a where; a setter that
-  // confused two columns would answer differently from the object path.
+  // confused two columns would answer differently from the rows applied through the columns.
   const ev = { kind: 'event', name: 'W', schema: { fields: { k: 'str', a: 'f64', b: 'f64', c: 'str', d: 'i64', e: 'str', f: 'bool', g: 'f64' }, optional_fields: ['b', 'e'] } };
   const wide = { kind: 'table', name: 'Wide', upstreams: ['W'], key: ['k'], agg: {
     sa: { op: 'sum', params: { field: 'a', window: '10s' } },
@@ -515,7 +475,7 @@ test('PUSH records: every column of a wide table reaches the row field its featu
     ke: { op: 'top_k', params: { field: 'k', window: '10s', k: 2 } },
   } };
   const state: RegistryState = { version: 1, nodes: [ev, wide, other] as RegistryState['nodes'] };
-  const { front, live, shard, naive } = recordAndObjectPaths(state);
+  const { front, live, shard, naive } = recordAndRowPaths(state);
   const r = prng(56);
   for (let batch = 0; batch < 15; batch++) {
     for (let i = 0; i < 40; i++) {
@@ -532,7 +492,7 @@ test('PUSH records: every column of a wide table reaches the row field its featu
   assert.ok(entities >= 6, `${entities} entities compared`);
 });
 
-test('PUSH records: f64 values that differ only in one byte or only in their low word, one after another, read as the object path (the applier reuses the last number only for the same 8 bytes)', () => {
+test('PUSH records: f64 values that differ only in one byte or only in their low word, one after another, read as the rows applied through the columns (the applier reuses the last number only for the same 8 bytes)', () => {
   const ev = { kind: 'event', name: 'F', schema: { fields: { k: 'str', a: 'f64', b: 'f64' }, optional_fields: ['b'] } };
   const tbl = { kind: 'table', name: 'Fs', upstreams: ['F'], key: ['k'], agg: {
     la: { op: 'last_n', params: { field: 'a', n: 40 } },
@@ -540,7 +500,7 @@ test('PUSH records: f64 values that differ only in one byte or only in their low
     sa: { op: 'sum', params: { field: 'a', window: '1h' } },
   } };
   const state: RegistryState = { version: 1, nodes: [ev, tbl] as RegistryState['nodes'] };
-  const { front, live, shard, naive } = recordAndObjectPaths(state);
+  const { front, live, shard, naive } = recordAndRowPaths(state);
   // Neighbours of a value in each of its 8 bytes, and values whose high word is the same (they differ below 2^-20 of it).
   const base = new DataView(new ArrayBuffer(8));
   const values: number[] = [];
@@ -574,7 +534,7 @@ test('PUSH records: an interned value leaves its table once the last cell holdin
   const ev = { kind: 'event', name: 'S', schema: { fields: { k: 'str', m: 'str' }, optional_fields: [] } };
   const tbl = { kind: 'table', name: 'Ss', upstreams: ['S'], key: ['k'], agg: { tm: { op: 'top_k', params: { field: 'm', window: '1s', k: 3 } } } };
   const state: RegistryState = { version: 1, nodes: [ev, tbl] as RegistryState['nodes'] };
-  const { front, live, shard } = recordAndObjectPaths(state);
+  const { front, live, shard } = recordAndRowPaths(state);
   const interns = (): number => live.tableByName('Ss')!.cols.colInterns.reduce((a, it) => a + (it === null ? 0 : it.size), 0);
   front.push('S', { k: 'a', m: 'first' }, T0);
   front.push('S', { k: 'a', m: 'second' }, T0 + 1);
@@ -587,7 +547,7 @@ test('PUSH records: an interned value leaves its table once the last cell holdin
   assert.deepEqual(JSON.parse(readText(live, 'Ss', 'a', null, T0 + 2500)).tm.map((e: { value: string }) => e.value), ['third']);
 });
 
-test('PUSH records: string columns without an intern table (read by a where, a bloom filter or a lifetime op only) read as the object path', () => {
+test('PUSH records: string columns without an intern table (read by a where, a bloom filter or a lifetime op only) read as the rows applied through the columns', () => {
   const ev = { kind: 'event', name: 'P', schema: { fields: { k: 'str', w: 'str', bl: 'str', fs: 'str', x: 'f64' }, optional_fields: [] } };
   const tbl = { kind: 'table', name: 'Ps', upstreams: ['P'], key: ['k'], agg: {
     hits: { op: 'count', params: { where: 'w == "yes"' } },
@@ -596,7 +556,7 @@ test('PUSH records: string columns without an intern table (read by a where, a b
     sx: { op: 'sum', params: { field: 'x', window: '10s' } },
   } };
   const state: RegistryState = { version: 1, nodes: [ev, tbl] as RegistryState['nodes'] };
-  const { front, live, shard, naive } = recordAndObjectPaths(state);
+  const { front, live, shard, naive } = recordAndRowPaths(state);
   const r = prng(78);
   for (let i = 0; i < 200; i++) {
     const t = T0 + i;
@@ -610,7 +570,7 @@ test('PUSH records: string columns without an intern table (read by a where, a b
 });
 
 test('PUSH records: a record written under another registry version than the installed one is refused (internal_error) and changes nothing', () => {
-  const { front, live, shard } = recordAndObjectPaths(V1);
+  const { front, live, shard } = recordAndRowPaths(V1);
   front.push('Tx', { user: 'u1', card: 'c1', amount: 5, ok: true, lat: 1, lon: 2 }, T0);
   for (const out of shard.runBatch(front.batch(0)).outs) assert.equal(out, null);
   const before = readText(live, 'Users', 'u1', null, T0 + 10);
@@ -633,7 +593,7 @@ test('PUSH records while new entities are refused (--memory-only over --memory-l
   const byU = { kind: 'table', name: 'ByU', upstreams: ['R'], key: ['u'], agg: { n: { op: 'count', params: {} }, sx: { op: 'sum', params: { field: 'x', window: '1h' } }, nm: { op: 'n_unique', params: { field: 'm', window: '1h' } } } };
   const byC = { kind: 'table', name: 'ByC', upstreams: ['R'], key: ['c'], agg: { n: { op: 'count', params: {} }, lm: { op: 'last', params: { field: 'm' } } } };
   const state: RegistryState = { version: 1, nodes: [ev, byU, byC] as RegistryState['nodes'] };
-  const { front, live, shard, naive } = recordAndObjectPaths(state);
+  const { front, live, shard, naive } = recordAndRowPaths(state);
   let t = T0;
   const push = (u: string, c: string): void => {
     const { lsn, row } = front.push('R', { u, c, x: 2.5, m: `m-${u}-${c}` }, ++t);
@@ -655,16 +615,4 @@ test('PUSH records while new entities are refused (--memory-only over --memory-l
   assert.equal(live.tableByName('ByC')!.holds('c3'), false);
   assertSameRows(live, naive, ['ByU', 'ByC'], t + 1);
   assert.equal(JSON.parse(readText(live, 'ByU', 'u2', null, t + 1)).n, 2, 'the refused record did not reach its held entity either');
-});
-
-test('an old-format EVENT record (envelope text, replayed from an old data dir) is applied and records its dedupe value; one without a value records none', () => {
-  const state = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-  state.install(V1);
-  const dedupe = new DedupeLog();
-  const tx = (note?: string): string => JSON.stringify({ event: 'Tx', data: { user: 'u1', card: 'c1', amount: 60, ok: true, lat: 1, lon: 2, ...(note === undefined ? {} : { note }) } });
-  assert.ok(state.applyText('Tx', tx('n-1'), T0, 7, 1, dedupe));
-  assert.ok(state.applyText('Tx', tx(), T0 + 1, 8, 1, dedupe));
-  assert.deepEqual(dedupe.entries(T0 + 2), [['Tx', 'n-1', 7, 1, T0]]);
-  assert.deepEqual(JSON.parse(readText(state, 'Users', 'u1', ['n', 'lastNote'], T0 + 2)), { n: 2, lastNote: 'n-1' });
-  assert.equal(state.applyText('Nope', tx(), T0 + 2, 9, 1, dedupe), false, 'an event this registry lacks is not applied');
 });

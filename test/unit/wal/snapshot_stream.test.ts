@@ -12,10 +12,10 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { compressSync } from 'lz4-napi';
-import { crc32c, readNewestSnapshot, RecordEncoder, recoverWal, SnapshotStream, WalWriter, writeSnapshot } from '../../../src/wal';
+import { crc32c, readNewestSnapshot, recoverWal, SnapshotStream, WalWriter, writeSnapshot } from '../../../src/wal';
 import { retireFile, RETIRED_SUFFIX } from '../../../src/wal/file_ops';
 import { SNAPSHOT_BLOCK_BYTES, SNAPSHOT_BLOCKS_IN_FLIGHT } from '../../../src/limits';
-import { cleanup, makeEvents, prng, stage, tempDir } from './helpers';
+import { appendRecords, cleanup, makePushes, prng, tempDir } from './helpers';
 
 async function settle(dir: string, n: number): Promise<string[]> {
   for (let i = 0; i < 300 && readdirSync(dir).length > n; i++) await new Promise((r) => setTimeout(r, 10));
@@ -193,13 +193,8 @@ test('covered WAL segments retired off-thread: gone from the listing at once, un
   const dir = tempDir('walretire');
   try {
     const w = WalWriter.open(dir, { segmentBytesMax: 1024 });
-    const records = makeEvents(200, 1);
-    const enc = new RecordEncoder(256);
-    for (let i = 0; i < records.length; i += 5) {
-      enc.reset();
-      for (const r of records.slice(i, i + 5)) stage(enc, r);
-      w.appendStaged(enc);
-    }
+    const records = makePushes(200, 1);
+    for (let i = 0; i < records.length; i += 5) appendRecords(w, records.slice(i, i + 5));
     const segs = (): string[] => readdirSync(dir).filter((n) => n.endsWith('.log')).sort();
     const before = segs();
     assert.ok(before.length >= 4);
