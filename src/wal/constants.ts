@@ -37,10 +37,8 @@ export const LSN_DIGITS = 20;
 
 /** Snapshot files. */
 export const SNAPSHOT_MAGIC = 'SFSNAP01';
-/** File version written: 2 = the body as a run of lz4 blocks (snapshot.ts); 1 = one lz4 block. */
-export const SNAPSHOT_FORMAT_VERSION = 2;
-/** File versions read (1: written before streamed snapshots). */
-export const SNAPSHOT_FORMAT_VERSIONS_READ: readonly number[] = [1, 2];
+/** Snapshot file version (data format 1, docs/durability.md "Formats"): the body as a run of lz4 blocks (snapshot.ts). */
+export const SNAPSHOT_FORMAT_VERSION = 1;
 export const SNAPSHOT_HEADER_BYTES = 64;
 /** How many verified snapshots writeSnapshot keeps by default. */
 export { SNAPSHOT_KEEP_DEFAULT };

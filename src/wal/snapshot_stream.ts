@@ -1,9 +1,9 @@
 /**
- * A snapshot file written while its body is being produced (file version 2,
- * snapshot.ts): the caller appends body bytes, which fill a block of
- * SNAPSHOT_BLOCK_BYTES; each full block is lz4-compressed at once, on the caller's
- * thread, and its compressed bytes are written at their place in the `.tmp` file
- * on libuv's threadpool while the caller goes on. finish() writes the last block
+ * A snapshot file written while its body is being produced (snapshot.ts): the
+ * caller appends body bytes, which fill a block of SNAPSHOT_BLOCK_BYTES; each full
+ * block is lz4-compressed at once, on the caller's thread, and its compressed
+ * bytes are written at their place in the `.tmp` file on libuv's threadpool while
+ * the caller goes on. finish() writes the last block
  * and the header, then follows the write protocol of writeSnapshot (fsync, rename,
  * directory fsync, prune).
  *

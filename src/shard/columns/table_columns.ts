@@ -22,7 +22,6 @@
  * an existing ring, whose events it must not see: the new features of that
  * install form groups of their own, empty for every entity.
  */
-import { strict as assert } from 'node:assert';
 import type { FeaturePlan, TablePlan } from '../../registry/compile';
 import type { JsonValue, Row } from '../../types';
 import { EntityIndex } from '../state/entity_index';
@@ -39,11 +38,11 @@ export type EntitySave = [GroupSave[], unknown[]];
 
 /**
  * A table's layout as a snapshot records it: per group its window (the longest),
- * its windows when more than one (absent: [windowMs], as every group was before
- * groups spanned windows), fields and member feature indexes.
+ * its windows when more than one (absent: [windowMs]), fields and member feature
+ * indexes.
  */
 export interface LayoutMeta {
-  /** `hashed`: the fields whose cells hold hashes (ring_group.ts); absent: none (every group before format 7). */
+  /** `hashed`: the fields whose cells hold hashes (ring_group.ts); absent: none. */
   groups: Array<{ windowMs: number; windows?: number[]; fields: string[]; members: number[]; hashed?: string[] }>;
 }
 
@@ -520,20 +519,6 @@ export class TableColumns {
     const groups = this.groups.map((g) => g.save(slot));
     const objs = this.objs.map((col) => (col === null ? null : col.save(slot)));
     return [groups, objs];
-  }
-
-  /** A new entity from a save of the same layout (a frozen entity: layouts change only with every entity hot). */
-  addSaved(key: string, lastT: number, lastLsn: number, saved: EntitySave): number {
-    const [groups, objs] = saved;
-    assert(groups.length === this.groups.length, 'entity save of another layout');
-    const slot = this.index.add(key, lastT, lastLsn);
-    for (let g = 0; g < groups.length; g++) this.groups[g].load(slot, groups[g] as Parameters<RingGroup['load']>[1]);
-    const feats = this.plan.features;
-    for (let i = 0; i < feats.length; i++) {
-      const col = this.objs[i];
-      if (col !== null) col.load(slot, objs[i]);
-    }
-    return slot;
   }
 
   /** After `plan` was replaced by an identical layout (same signatures, same order): members use its configs. */

@@ -16,19 +16,16 @@
  *   fixed[i]  Float64Array        slab rows of lifetime op i (null: not fixed)
  *   objs[i]   unknown[]           saves of feature i held as objects or kept values (null: neither)
  *
- * Snapshot formats 5 and 6 write a chunk as raw bytes (writeSlab), laid out in a scratch
- * buffer the thread keeps and copied into the snapshot stream, so encoding
- * allocates no typed array and no serializer output for the arrays (format 4
- * v8-serialized the object above: ~200 KB of short-lived off-heap buffers per
- * 1,024 entities, which drove major GCs into the shard's snapshot slices). Keys
- * are copied as the entity index stores them (bytes and str tag), so encoding
- * makes no key string (~40 B of young garbage per entity when it did); only the
- * small parts that are not arrays go through v8.serialize:
+ * A chunk is written as raw bytes (writeSlab), laid out in a scratch buffer the
+ * thread keeps and copied into the snapshot stream, so encoding allocates no typed
+ * array and no serializer output for the arrays (v8-serializing the object above
+ * made ~200 KB of short-lived off-heap buffers per 1,024 entities, which drove
+ * major GCs into the shard's snapshot slices). Keys are copied as the entity index
+ * stores them (bytes and str tag), so encoding makes no key string (~40 B of young
+ * garbage per entity when it did); only the small parts that are not arrays go
+ * through v8.serialize:
  *
- *   0   u8     RAW_SLAB_SKIPS_TAG ('W'), RAW_SLAB_KEYS_TAG ('K': written before ring
- *              groups spanned windows, no skip counts; still read) or RAW_SLAB_TAG
- *              ('S': the first format-5 writer, keys in the v8 rest; still read).
- *              A v8-serialized chunk starts with 0xFF.
+ *   0   u8     RAW_SLAB_TAG ('W'); the body's other chunks are v8-serialized and start with 0xFF
  *   1   u8[3]  0
  *   4   u32    t            table index in the snapshot's meta
  *   8   u32    n            entities
@@ -39,13 +36,13 @@
  *                           are 8-aligned in the snapshot body (views on restore, no copy)
  *   28  u32[G] cell doubles of each group
  *       u32[C] width of each fixed column in doubles (0: not a fixed column)
- *       ('W') u32[G] skip counts per entity of each group (its windows but one)
+ *       u32[G] skip counts per entity of each group (its windows but one)
  *       pad bytes
  *       f64[n] lastTs, f64[n] lastLsns, per group its cells, per fixed column f64[n * width],
- *       per group u8[n] lens, ('W') per group u8[n * skip counts],
- *       ('K') u32[n] per key its byte length | str tag << 16 (wal/push_record.ts str tags),
+ *       per group u8[n] lens, per group u8[n * skip counts],
+ *       u32[n] per key its byte length | str tag << 16 (wal/push_record.ts str tags),
  *             then the keys' bytes one after another,
- *       then the rest: v8.serialize({ ids, buckets, objs }) ('S': { keys, ids, buckets, objs })
+ *       then the rest: v8.serialize({ ids, buckets, objs })
  *
  * Each entity is captured whole at the moment its chunk is encoded (fuzzy
  * snapshots, snapshot_job.ts): ids travel with their values because an id may be
@@ -67,30 +64,26 @@ export interface SlabChunk {
   keys: string[];
   lastTs: Float64Array;
   lastLsns: Float64Array;
-  groups: Array<{ lens: Uint8Array; skips?: Uint8Array | null; cells: Float64Array; ids: Array<Array<[number, Interned]>>; buckets: Array<[number, unknown[]]> }>;
+  /** `skips`: per entity the skip counts of a group spanning several windows; null for a group of one window. */
+  groups: Array<{ lens: Uint8Array; skips: Uint8Array | null; cells: Float64Array; ids: Array<Array<[number, Interned]>>; buckets: Array<[number, unknown[]]> }>;
   fixed: Array<Float64Array | null>;
   objs: Array<unknown[] | null>;
 }
 
-/** First byte of a chunk written by writeSlab: keys as bytes, skip counts of groups spanning windows. */
-export const RAW_SLAB_SKIPS_TAG = 0x57;
-/** First byte of a raw chunk with keys as bytes and no skip counts (groups of one window; read). */
-export const RAW_SLAB_KEYS_TAG = 0x4b;
-/** First byte of a raw chunk whose keys are in the v8 rest (written for a while in format 5; read). */
-export const RAW_SLAB_TAG = 0x53;
+/** First byte of a chunk written by writeSlab. */
+export const RAW_SLAB_TAG = 0x57;
 
 /** Whether a body chunk starting with `byte` is a raw slab chunk (readSlab), not a v8-serialized one. */
 export function isRawSlab(byte: number): boolean {
-  return byte === RAW_SLAB_SKIPS_TAG || byte === RAW_SLAB_KEYS_TAG || byte === RAW_SLAB_TAG;
+  return byte === RAW_SLAB_TAG;
 }
 const RAW_HEAD_BYTES = 28;
 /** A key's byte length in its length | tag word (entity_index.ts copyKey). */
 const KEY_LEN_MASK = 0xffff;
 const KEY_TAG_SHIFT = 16;
 
-/** The parts of a raw chunk that are not arrays (v8-serialized after them); `keys` only in an 'S' chunk. */
+/** The parts of a raw chunk that are not arrays (v8-serialized after them). */
 interface SlabRest {
-  keys?: string[];
   ids: Array<Array<Array<[number, Interned]>>>;
   buckets: Array<Array<[number, unknown[]]>>;
   objs: Array<unknown[] | null>;
@@ -160,7 +153,7 @@ export function writeSlab(cols: TableColumns, t: number, slots: ArrayLike<number
   const f64 = scratchF64;
   const dv = scratchView;
   u8.fill(0, s0, s0 + head + pad);
-  u8[s0] = RAW_SLAB_SKIPS_TAG;
+  u8[s0] = RAW_SLAB_TAG;
   dv.setUint32(s0 + 4, t, true);
   dv.setUint32(s0 + 8, n, true);
   dv.setUint32(s0 + 12, G, true);
@@ -251,18 +244,17 @@ function doublesAt(body: Uint8Array, at: number, count: number): Float64Array {
 /** The raw chunk of `len` bytes at `at` of `body` (written by writeSlab) as a SlabChunk; its arrays are views of `body` where aligned. */
 export function readSlab(body: Buffer, at: number, len: number): SlabChunk {
   const dv = new DataView(body.buffer, body.byteOffset + at, len);
-  const tag = dv.getUint8(0);
-  assert(isRawSlab(tag), 'not a raw slab chunk');
+  assert(isRawSlab(dv.getUint8(0)), 'not a raw slab chunk');
   const t = dv.getUint32(4, true);
   const n = dv.getUint32(8, true);
   const G = dv.getUint32(12, true);
   const C = dv.getUint32(16, true);
   const restBytes = dv.getUint32(20, true);
   const pad = dv.getUint32(24, true);
-  // Skip counts per entity of each group (0: one window), only in 'W' chunks.
+  // Skip counts per entity of each group (0: one window).
   const skipWidths: number[] = [];
-  for (let gi = 0; gi < G; gi++) skipWidths.push(tag === RAW_SLAB_SKIPS_TAG ? dv.getUint32(RAW_HEAD_BYTES + 4 * (G + C + gi), true) : 0);
-  let p = at + RAW_HEAD_BYTES + 4 * (tag === RAW_SLAB_SKIPS_TAG ? 2 * G + C : G + C) + pad;
+  for (let gi = 0; gi < G; gi++) skipWidths.push(dv.getUint32(RAW_HEAD_BYTES + 4 * (G + C + gi), true));
+  let p = at + RAW_HEAD_BYTES + 4 * (2 * G + C) + pad;
   const lastTs = doublesAt(body, p, n);
   const lastLsns = doublesAt(body, p + 8 * n, n);
   p += 16 * n;
@@ -289,22 +281,17 @@ export function readSlab(body: Buffer, at: number, len: number): SlabChunk {
     skips.push(sw === 0 ? null : body.subarray(p, p + n * sw));
     p += n * sw;
   }
-  let keys: string[] | undefined;
-  if (tag !== RAW_SLAB_TAG) {
-    keys = new Array<string>(n);
-    let k = p + 4 * n;
-    for (let e = 0; e < n; e++) {
-      const lenTag = dv.getUint32(p - at + 4 * e, true);
-      const kl = lenTag & KEY_LEN_MASK;
-      keys[e] = strOf(body, k, kl, lenTag >>> KEY_TAG_SHIFT);
-      k += kl;
-    }
-    p = k;
+  const keys = new Array<string>(n);
+  let k = p + 4 * n;
+  for (let e = 0; e < n; e++) {
+    const lenTag = dv.getUint32(p - at + 4 * e, true);
+    const kl = lenTag & KEY_LEN_MASK;
+    keys[e] = strOf(body, k, kl, lenTag >>> KEY_TAG_SHIFT);
+    k += kl;
   }
+  p = k;
   assert(p + restBytes === at + len, 'raw slab chunk: length mismatch');
   const rest = deserialize(body.subarray(p, p + restBytes)) as SlabRest;
-  keys ??= rest.keys;
-  assert(keys !== undefined && keys.length === n, 'raw slab chunk without its keys');
   return {
     slab: true, t, keys, lastTs, lastLsns,
     groups: cells.map((c, gi) => ({ lens: lens[gi], skips: skips[gi], cells: c, ids: rest.ids[gi], buckets: rest.buckets[gi] })),
@@ -367,8 +354,7 @@ function loadRings(g: RingGroup, sg: SlabChunk['groups'][number], slots: Int32Ar
   const ids = idMaps(sg);
   const words = new Uint32Array(sg.cells.buffer, sg.cells.byteOffset, sg.cells.length * 2);
   const sw = g.sw;
-  // Format-4 chunks (v8-serialized objects) and 'K'/'S' chunks have none: their groups span one window.
-  const skips = sg.skips ?? null;
+  const skips = sg.skips;
   assert(skips === null ? sw === 0 : skips.length === slots.length * sw, 'slab chunk: skip counts of another layout');
   let at = 0;
   for (let e = 0; e < slots.length; e++) {
@@ -406,7 +392,7 @@ export function slabSaves(ch: SlabChunk, strides: readonly number[], fixedOf: (i
         buckets = bk[1];
         bucketAt[gi]++;
       }
-      const skips = sg.skips ?? null;
+      const skips = sg.skips;
       if (skips === null) return [ring, buckets];
       const sw = skips.length / ch.keys.length;
       return [ring, buckets, Array.from(skips.subarray(e * sw, e * sw + sw))];
@@ -430,8 +416,7 @@ export function slabSaves(ch: SlabChunk, strides: readonly number[], fixedOf: (i
  * it as an EntitySave (frozenSlabSave). The doubles are 8-aligned from the
  * buffer's start.
  *
- *   0   u8      FROZEN_SLAB_TAG ('E'); a frozen entity of the first encoding is
- *               v8-serialized [lastT, lastLsn, EntitySave] and starts with 0xFF
+ *   0   u8      FROZEN_FORMAT (1; data format 1, docs/durability.md "Formats")
  *   1   u8      how the rest is encoded: REST_PLAIN (1) or REST_V8 (0)
  *   2   u16     G   ring groups
  *   4   u16     C   solo columns (cols.objs)
@@ -451,7 +436,7 @@ export function slabSaves(ch: SlabChunk, strides: readonly number[], fixedOf: (i
  *         B, then B times (group, saved buckets): groups with buckets
  *         then (column, OpState save) for each object or kept column
  */
-export const FROZEN_SLAB_TAG = 0x45;
+export const FROZEN_FORMAT = 1;
 const FROZEN_HEAD_BYTES = 24;
 const REST_V8 = 0;
 const REST_PLAIN = 1;
@@ -639,7 +624,7 @@ export function writeFrozen(cols: TableColumns, slot: number): Buffer {
   const f64 = scratchF64;
   const dv = scratchView;
   u8.fill(0, 0, cellsAt);
-  u8[0] = FROZEN_SLAB_TAG;
+  u8[0] = FROZEN_FORMAT;
   dv.setUint16(2, G, true);
   dv.setUint16(4, C, true);
   f64[1] = index.lastT[slot];
@@ -729,7 +714,7 @@ function viewFrozen(buf: Uint8Array): FrozenView {
     b = new Uint8Array(buf.length);
     b.set(buf);
   }
-  assert(b[0] === FROZEN_SLAB_TAG, 'not a frozen slab');
+  assert(b[0] === FROZEN_FORMAT, 'not a frozen entity of this format');
   const dv = new DataView(b.buffer, b.byteOffset, b.length);
   const G = dv.getUint16(2, true);
   const C = dv.getUint16(4, true);
@@ -765,7 +750,7 @@ function viewFrozen(buf: Uint8Array): FrozenView {
 
 /** lastT and lastLsn of a frozen slab, without reading the rest. */
 export function frozenSlabClock(buf: Uint8Array): { lastT: number; lastLsn: number } {
-  assert(buf[0] === FROZEN_SLAB_TAG, 'not a frozen slab');
+  assert(buf[0] === FROZEN_FORMAT, 'not a frozen entity of this format');
   const dv = new DataView(buf.buffer, buf.byteOffset, buf.length);
   return { lastT: dv.getFloat64(8, true), lastLsn: dv.getFloat64(16, true) };
 }

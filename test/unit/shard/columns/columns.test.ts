@@ -552,7 +552,7 @@ test('a dropped table is released in slices: a deadline already passed still mov
 // ---------------------------------------------------------------- snapshots of columns
 
 import { deserialize, serialize } from 'node:v8';
-import { restoreSnapshot, SnapshotJob } from '../../../../src/shard/persist/snapshot_job';
+import { restoreSnapshot, SnapshotJob, SNAPSHOT_FORMAT } from '../../../../src/shard/persist/snapshot_job';
 import { DedupeLog } from '../../../../src/shard/state/dedupe_log';
 
 /**
@@ -669,34 +669,24 @@ test('an entity frozen and thawed again takes a ring block between live ones wit
   }
 });
 
-test('snapshot format 2 (one save per feature) still loads, as object columns; unknown formats are refused by number', () => {
+test('a snapshot body of another format is refused by number; this format restores', () => {
   const reg = registry([]);
   const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   live.install(reg);
   const keys = ['a', 'b', 'c'];
   const t = feed(live, keys, 400, 9);
-  // The format-2 body as the previous version wrote it: per entity, per feature OpState.save().
-  const ts = live.tableByName('T')!;
-  const feats = ts.plan.features;
-  // Every feature in its own format: a shard whose features are all object columns, fed the same events.
-  const states: unknown[][] = keys.map(() => []);
-  const sep = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-  sep.install(reg);
-  const sepTs = sep.tableByName('T')!;
-  for (const f of feats) if (sepTs.cols.featGroup[f.index] !== null) sepTs.cols.objectify(f.index);
-  feed(sep, keys, 400, 9);
-  keys.forEach((k, e) => feats.forEach((_, i) => { states[e][i] = sepTs.cols.objs[i]!.save(sepTs.cols.index.slotOf(k)); }));
-  const meta = { format: 2, shardId: 0, shardCount: 1, registryVersion: 1, startLsn: live.appliedLsn, tables: [{ name: 'T', keySignature: ts.plan.keySignature, features: feats.map((f) => [f.name, f.signature]) }] };
-  const chunk = { t: 0, keys, lastTs: keys.map(() => t), lastLsns: keys.map(() => live.appliedLsn), states, frozen: null };
-  const end = { end: true, appliedLsn: live.appliedLsn, lastT: t, dedupe: [] };
+  const body = bodyOf(live);
+  const metaBytes = body.readUInt32LE(0);
+  const meta = deserialize(body.subarray(4, 4 + metaBytes)) as { format: number };
+  assert.equal(meta.format, SNAPSHOT_FORMAT);
+  for (const format of [0, 2, 8, SNAPSHOT_FORMAT + 1]) {
+    const other = Buffer.concat([frame({ ...meta, format }), body.subarray(4 + metaBytes)]);
+    assert.throws(() => restoreSnapshot(new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true }), other, () => reg),
+      new RegExp(`snapshot format ${format} is not readable by this build \\(it reads format ${SNAPSHOT_FORMAT}\\)`));
+  }
   const restored = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-  restoreSnapshot(restored, Buffer.concat([frame(meta), frame(chunk), frame(end)]), () => reg);
+  restoreSnapshot(restored, body, () => reg);
   for (const now of [t, t + 5_000, t + 30_000]) assert.deepEqual(rowsOf(restored, keys, now), rowsOf(live, keys, now));
-  const rts = restored.tableByName('T')!;
-  assert.equal(rts.cols.groups.length, 0, 'format 2 restores every windowed feature as an object column');
-  // Format 1 predates per-entity LSNs: refused, naming the version.
-  assert.throws(() => restoreSnapshot(new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true }), Buffer.concat([frame({ ...meta, format: 1 }), frame(end)]), () => reg),
-    /snapshot format 1 is not readable by this version \(reads formats 2, 3, 4, 5, 6, 7, 8\)/);
 });
 
 test('a snapshot restores the layout it was taken with (rings split by a registry change), or maps into a populated table', () => {
@@ -727,37 +717,27 @@ test('a snapshot restores the layout it was taken with (rings split by a registr
   assert.deepEqual(rowsOf(other, mine, t), before, 'the table\'s own entities are unchanged');
 });
 
-test('snapshot format 3 (one EntitySave per hot entity) still loads; format 6 writes raw slab chunks', () => {
+test('a snapshot of raw slab chunks restores the rows; the restored rings keep sliding like the live ones', () => {
   const reg = registry(['x']);
   const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   live.install(reg);
   const keys = ['a', 'b', 'c', 'd', 'e'];
   const t = feed(live, keys, 900, 12);
   const ts = live.tableByName('T')!;
-  const body4 = bodyOf(live);
-  const meta = {
-    format: 3, shardId: 0, shardCount: 1, registryVersion: 1, startLsn: live.appliedLsn,
-    tables: [{ name: 'T', keySignature: ts.plan.keySignature, features: ts.plan.features.map((f) => [f.name, f.signature]), layout: ts.cols.layoutMeta() }],
-  };
-  const slots = keys.map((k) => ts.cols.index.slotOf(k));
-  const chunk = { t: 0, keys, lastTs: slots.map((s) => ts.cols.index.lastT[s]), lastLsns: slots.map((s) => ts.cols.index.lastLsn[s]), states: slots.map((s) => ts.cols.save(s)), frozen: null };
-  const end = { end: true, appliedLsn: live.appliedLsn, lastT: t, dedupe: [] };
-  for (const body of [Buffer.concat([frame(meta), frame(chunk), frame(end)]), body4]) {
-    const restored = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-    restoreSnapshot(restored, body, () => reg);
-    for (const now of [t, t + 5_000, t + 30_000]) assert.deepEqual(rowsOf(restored, keys, now), rowsOf(live, keys, now));
-    // Restored rings keep sliding like the live ones.
-    const t2 = feed(restored, keys, 200, 13, t);
-    const reference = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-    reference.install(reg);
-    feed(reference, keys, 900, 12);
-    feed(reference, keys, 200, 13, t);
-    assert.deepEqual(rowsOf(restored, keys, t2), rowsOf(reference, keys, t2));
-    assert.equal(restored.tableByName('T')!.cols.interns.get('c')!.size, ts.cols.interns.get('c')!.size, 'intern counts rebuilt from the cells');
-  }
+  const body = bodyOf(live);
+  const restored = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  restoreSnapshot(restored, body, () => reg);
+  for (const now of [t, t + 5_000, t + 30_000]) assert.deepEqual(rowsOf(restored, keys, now), rowsOf(live, keys, now));
+  const t2 = feed(restored, keys, 200, 13, t);
+  const reference = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  reference.install(reg);
+  feed(reference, keys, 900, 12);
+  feed(reference, keys, 200, 13, t);
+  assert.deepEqual(rowsOf(restored, keys, t2), rowsOf(reference, keys, t2));
+  assert.equal(restored.tableByName('T')!.cols.interns.get('c')!.size, ts.cols.interns.get('c')!.size, 'intern counts rebuilt from the cells');
 });
 
-import { encodeSlab, loadSlab, RAW_SLAB_KEYS_TAG, RAW_SLAB_SKIPS_TAG, RAW_SLAB_TAG, type SlabChunk } from '../../../../src/shard/persist/slab_chunk';
+import { encodeSlab, loadSlab, RAW_SLAB_TAG } from '../../../../src/shard/persist/slab_chunk';
 
 test('slab chunks: a key loaded twice keeps the later copy, and the older one leaves nothing behind', () => {
   const reg = registry([]);
@@ -786,88 +766,7 @@ test('slab chunks: a key loaded twice keeps the later copy, and the older one le
   for (const table of cols.interns.values()) assert.equal(table.size, 0);
 });
 
-/**
- * A 'W' chunk (at `at` of a body) whose groups all span one window, as the 'K'
- * writer laid it out before groups spanned windows: no skip-count words in the
- * head, the pad shifted so the doubles keep their alignment in the body.
- */
-function asKeysChunk(chunk: Buffer): Buffer {
-  assert.equal(chunk[0], RAW_SLAB_SKIPS_TAG);
-  const G = chunk.readUInt32LE(12);
-  const C = chunk.readUInt32LE(16);
-  const pad = chunk.readUInt32LE(24);
-  for (let gi = 0; gi < G; gi++) assert.equal(chunk.readUInt32LE(28 + 4 * (G + C + gi)), 0, 'a group of one window');
-  const headK = 28 + 4 * (G + C);
-  const padK = (pad + 4 * G) % 8;
-  const out = Buffer.concat([chunk.subarray(0, headK), Buffer.alloc(padK), chunk.subarray(headK + 4 * G + pad)]);
-  out[0] = RAW_SLAB_KEYS_TAG;
-  out.writeUInt32LE(padK, 24);
-  return out;
-}
-
-/** The body with its first chunk (after the meta) replaced. */
-function withFirstChunk(body: Buffer, chunk: Buffer): Buffer {
-  const at = 4 + body.readUInt32LE(0) + 4;
-  const len = Buffer.alloc(4);
-  len.writeUInt32LE(chunk.length, 0);
-  return Buffer.concat([body.subarray(0, at - 4), len, chunk, body.subarray(at + body.readUInt32LE(at - 4))]);
-}
-
-test('snapshot format 4 (slab chunks v8-serialized) and format 5 (raw chunks K and S, groups of one window) still load', () => {
-  // The layouts those writers saw: every group of one window (here all windowed features share 10 s).
-  const agg: Record<string, unknown> = { ...SHARED_AGG };
-  delete agg.n1m;
-  const reg: RegistryState = { ...registry(['x']), nodes: [registry(['x']).nodes[0], { ...(registry(['x']).nodes[1] as object), agg } as RegistryState['nodes'][number]] };
-  const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-  live.install(reg);
-  const keys = Array.from({ length: 40 }, (_, i) => `k${i}é`);
-  const t = feed(live, keys, 2_000, 31);
-  const ts = live.tableByName('T')!;
-  assert.ok(ts.cols.groups.every((g) => g.windows.length === 1));
-  // What format 4 wrote: the meta, then each slab chunk as one v8-serialized object (no skip counts).
-  const meta = {
-    format: 4, shardId: 0, shardCount: 1, registryVersion: 1, startLsn: live.appliedLsn,
-    tables: [{ name: 'T', keySignature: ts.plan.keySignature, features: ts.plan.features.map((f) => [f.name, f.signature]), layout: ts.cols.layoutMeta() }],
-  };
-  const slots = ts.cols.index.liveSlots();
-  const end = { end: true, appliedLsn: live.appliedLsn, lastT: t, dedupe: [] };
-  const old4 = (part: number[]): SlabChunk => {
-    const ch = encodeSlab(ts.cols, 0, part);
-    for (const g of ch.groups) delete g.skips;
-    return ch;
-  };
-  const body4 = Buffer.concat([frame(meta), frame(old4(slots.slice(0, 17))), frame(old4(slots.slice(17))), frame(end)]);
-  const body5 = bodyOf(live);
-  const at = 4 + body5.readUInt32LE(0) + 4;
-  const chunkK = asKeysChunk(body5.subarray(at, at + body5.readUInt32LE(at - 4)));
-  const bodyK = withFirstChunk(body5, chunkK);
-  const n = chunkK.readUInt32LE(8);
-  const G = chunkK.readUInt32LE(12);
-  const C = chunkK.readUInt32LE(16);
-  const pad = chunkK.readUInt32LE(24);
-  assert.equal(n, keys.length);
-  assert.equal((at + 28 + 4 * (G + C) + pad) % 8, 0);
-  // The first format-5 writer ('S'): keys in the v8 rest instead of as bytes. Made from the 'K' chunk.
-  let doubles = 2 * n;
-  for (let i = 0; i < G; i++) doubles += chunkK.readUInt32LE(28 + 4 * i);
-  for (let i = 0; i < C; i++) doubles += n * chunkK.readUInt32LE(28 + 4 * (G + i));
-  const lensEnd = 28 + 4 * (G + C) + pad + 8 * doubles + G * n;
-  let keysEnd = lensEnd + 4 * n;
-  for (let e = 0; e < n; e++) keysEnd += chunkK.readUInt32LE(lensEnd + 4 * e) & 0xffff;
-  const rest = deserialize(chunkK.subarray(keysEnd)) as Record<string, unknown>;
-  const restS = serialize({ keys: ts.cols.index.keyList(), ...rest });
-  const chunkS = Buffer.concat([chunkK.subarray(0, lensEnd), restS]);
-  chunkS[0] = RAW_SLAB_TAG;
-  chunkS.writeUInt32LE(restS.length, 20);
-  const bodyS = withFirstChunk(body5, chunkS);
-  for (const body of [body4, bodyK, bodyS]) {
-    const restored = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-    restoreSnapshot(restored, body, () => reg);
-    for (const now of [t, t + 5_000, t + 30_000]) assert.deepEqual(rowsOf(restored, keys, now), rowsOf(live, keys, now));
-  }
-});
-
-test('format 6 lays the arrays out raw, aligned in the body, with the skip counts of groups spanning windows', () => {
+test('a raw slab chunk lays the arrays out raw, aligned in the body, with the skip counts of groups spanning windows', () => {
   const reg = registry(['x']);
   const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   live.install(reg);
@@ -881,7 +780,7 @@ test('format 6 lays the arrays out raw, aligned in the body, with the skip count
   const body5 = bodyOf(live);
   // The hot chunk is raw (its tag, not v8's 0xFF), and its doubles start 8-aligned in the body.
   const at = 4 + body5.readUInt32LE(0) + 4;
-  assert.equal(body5[at], RAW_SLAB_SKIPS_TAG);
+  assert.equal(body5[at], RAW_SLAB_TAG);
   const pad = body5.readUInt32LE(at + 24);
   const n = body5.readUInt32LE(at + 8);
   const G = body5.readUInt32LE(at + 12);
