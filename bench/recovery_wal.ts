@@ -5,7 +5,7 @@
  * writing PUSH records, sealed as the shard seals them), so building 10M events
  * takes seconds instead of a long push run.
  */
-import { mkdirSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PushFrameWriter, RegistryLog, sealFrame, WalWriter } from '../src/wal';
@@ -13,6 +13,7 @@ import { hashKey } from '../src/registry/key';
 import { compileRegistry } from '../src/registry/compile';
 import { PushRoute } from '../src/front/routing';
 import { RECOVERY_NODES } from './recovery_registry';
+import { dataDirIdentity } from '../src/data_format';
 
 /** Pushes per WAL append (a front batch). */
 const BATCH = 512;
@@ -21,6 +22,7 @@ const NODES = RECOVERY_NODES;
 export function buildRecoveryDataDir(o: { events: number; entities: number; shards: number }): string {
   const { events: EVENTS, entities: ENTITIES, shards: SHARDS } = o;
   const dir = mkdtempSync(join(tmpdir(), 'streamfeat-recovery-'));
+  writeFileSync(join(dir, 'streamfeat.json'), JSON.stringify(dataDirIdentity(SHARDS)));
   mkdirSync(join(dir, 'registry'), { recursive: true });
   const { log } = RegistryLog.open(join(dir, 'registry', 'registry.log'));
   log.append({ version: 1, nodes: NODES });
