@@ -22,6 +22,7 @@
 import { pushRow, readText } from '../../harness/shard_feed';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { columnState } from '../ops/column_state';
 import { register } from '../../../src/coordinator/register';
 import { compileRegistry } from '../../../src/registry/compile';
 import { shardOf } from '../../../src/registry/key';
@@ -270,7 +271,7 @@ class World {
     if (hits.length === 0) return {};
     const out: Obj = {};
     for (const f of plan.features) {
-      const st = f.factory.create();
+      const st = columnState(f.factory);
       const since = this.featEpoch.get(table.name)!.get(f.name)!;
       for (const h of hits) {
         if (h.i < since) continue;

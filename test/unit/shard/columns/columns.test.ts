@@ -3,17 +3,17 @@
  * intern table, slab growth, and the shared rings.
  *
  * Shared-ring correctness is checked against separate computation: every
- * feature's own OpState (factory.create(), the op as the unit property tests
- * check it against naive recomputation) fed the same events. When every event
- * carries every field, each feature accepts every event, so a shared ring goes
- * through exactly the same expiries and evictions as the feature's own ring and
- * the answers are identical, bucketed regime included. With absent fields the
- * shared ring also holds events a feature skips; inside the exact regime (at most
- * RING_ENTRIES_MAX events per window) both are exact, hence equal.
+ * feature in a column of its own (test/unit/ops/column_state.ts: a ring group of
+ * that feature alone, the column the op unit property tests check against naive
+ * recomputation) fed the same events. A ring holds every event that reached it,
+ * whether or not a feature accepts it, so a ring shared by several features and
+ * windows goes through exactly the same expiries and evictions as each feature's
+ * own, and the answers are identical, bucketed regime included.
  */
 import { pushRow, readText } from '../../../harness/shard_feed';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { columnState } from '../../ops/column_state';
 import { EntityIndex, ENTITY_SLOTS_MIN } from '../../../../src/shard/state/entity_index';
 import { InternTable } from '../../../../src/shard/state/intern';
 import { ShardState } from '../../../../src/shard/state/state';
@@ -246,7 +246,7 @@ function compareWithSeparate(seed: number, reg: RegistryState, keys: number, eve
     if (rnd() < absent) row.c = null;
     pushRow(s, 'E', row, te, i + 1);
     let states = sep.get(k);
-    if (states === undefined) sep.set(k, (states = feats.map((f) => f.factory.create())));
+    if (states === undefined) sep.set(k, (states = feats.map((f) => columnState(f.factory))));
     feats.forEach((f, j) => {
       const x = f.get === null ? undefined : f.get(row);
       if (f.where === null || f.where(row)) states![j].update(x, te, row);
@@ -302,9 +302,6 @@ test('one ring per entity over four windows answers exactly as separate states: 
   const spans = s.tableByName('T')!.cols.groups.map((g) => g.windows);
   assert.deepEqual(spans, [[10_000], [1_000, 10_000, 60_000, 300_000]], 'every window shares one ring; the `where` feature has its own');
   // 2 keys ~20 ms apart: hundreds of events per minute, rings full, evictions into every window's buckets.
-  // (Every value present: with absent ones a shared ring holds events a feature skips, so the bucketed
-  // regime starts at another event than a feature's own ring, and float sums may differ in the last
-  // bit; docs/ops.md "Windows".)
   compareWithSeparate(4, reg, 2, 6000, 40, 0);
   // 500 keys: a few events per key and window (the exact regime), shorter windows skipping entries the longer ones still read.
   compareWithSeparate(5, reg, 500, 8000, 60, 0.2);
@@ -360,7 +357,7 @@ test('an entity emptyAt calls empty reads as a fresh one, shared ring or standal
       const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
       s.install(reg);
       const feats = s.tableByName('T')!.plan.features;
-      const solo = feats.map((f) => f.factory.create());
+      const solo = feats.map((f) => columnState(f.factory));
       evs.forEach(([t, x], i) => {
         const row: Row = { k: 'a', x, c: `c${x % 5}` };
         pushRow(s, 'E', row, t, i + 1);
@@ -389,7 +386,7 @@ test('an entity emptyAt calls empty reads as a fresh one, shared ring or standal
         if (st.emptyAt === undefined || !st.emptyAt(t)) return;
         assert.deepEqual(st.read(t), st.read(FAR), `${name}: ${f.name} standalone emptyAt(${t})`);
         const x = f.get === null ? undefined : f.get(row);
-        const fresh1 = f.factory.create();
+        const fresh1 = columnState(f.factory);
         st.update(x, t, row);
         fresh1.update(x, t, row);
         assert.deepEqual(st.read(t), fresh1.read(t), `${name}: ${f.name} standalone emptyAt(${t}), then a push`);
