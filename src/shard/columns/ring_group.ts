@@ -3,8 +3,9 @@
  * without `where`, whatever its window: count, sum, mean, min, max, var/std,
  * quantile, n_unique, top_k, ... over 1h, 24h and 7d all read the same ring of
  * (t, field values) cells while it is exact, and each keeps only its own bucket
- * part (events pushed out of the full ring) as today (ops/num_window.ts,
- * ops/val_window.ts; semantics and bounds in docs/ops.md).
+ * part (events pushed out of the full ring: the bucket functions and folds of
+ * ops/num_window.ts and ops/val_window.ts). Semantics and bounds: docs/ops.md
+ * "Windows".
  *
  *   per slot (typed arrays):  cls  blk  head  len  rec  skip[sw] (per window but the longest)
  *                              |    |
@@ -39,7 +40,7 @@
  * members read through DistinctHashAgg (ops/sketch_ops.ts). A group's hashed
  * fields are fixed when it is made (a later member change keeps them) and recorded
  * in its layout (table_columns.ts LayoutMeta), so saves of its cells (hashes) only
- * load where cells are hashes, or go through memberView.
+ * load where cells are hashes (TableColumns.planLoad).
  *
  * Deferred evictions: a full ring whose every window still holds its oldest
  * entry (no skip count, the usual state of a hot entity) does not fold that entry
@@ -80,7 +81,7 @@ import { InternTable, type Interned } from '../state/intern';
 import { decodeCell, decodeExported, encodeCell, HI_ID, isNullCell, releaseCell } from './cells';
 import { ClassPool, RING_CLASS_MAX, RING_CLASS_PENDING } from './ring_pool';
 import { grown } from '../../util/unaccounted';
-import { hashedCfg, isScalar, prehashed, readsHashes, type Prehashed } from '../../ops/sketch_ops';
+import { hashedCfg, isScalar, readsHashes } from '../../ops/sketch_ops';
 import type { SharedWindow } from '../../ops/factory';
 import { hashValue } from '../../ops/sketch/hash';
 
@@ -949,44 +950,6 @@ export function skipsOf(saved: GroupSave): number[] | undefined {
   return saved.length > 2 ? (saved as [unknown, unknown, number[]])[2] : undefined;
 }
 
-/**
- * One member's state out of a group save, in the format of its own OpState.save()
- * (NumWindowState / ValWindowState: the entries it accepts and its buckets), for
- * loading it as a standalone state (a snapshot of another layout, snapshot_job.ts).
- * `win` is the member's window's position in the saved group's windows: its ring
- * starts after that window's skip count.
- */
-export function memberView(
-  saved: GroupSave, stride: number, col: number, memberAt: number, num: NumWindowCfg | null, val: ValWindowCfg<unknown> | null, win: number, hashed = false,
-): unknown {
-  const [ring, buckets] = saved;
-  const skips = skipsOf(saved);
-  const from = stride * (skips === undefined || win < 0 || win >= skips.length ? 0 : skips[win]);
-  const b = buckets[memberAt];
-  if (num !== null) {
-    const out: number[] = [];
-    for (let at = from; at < ring.length; at += stride) {
-      const v = numInput(num, col < 0 ? undefined : ring[at + 1 + col]);
-      if (v !== v) continue;
-      out.push(ring[at] as number);
-      if (num.stride === 2) out.push(v);
-    }
-    return [out, b === null || b === undefined ? [] : b];
-  }
-  const c = hashed ? hashedCfg(val as ValWindowCfg<unknown>) : (val as ValWindowCfg<unknown>);
-  const ts: number[] = [];
-  const vs: Array<string | number | boolean | Prehashed> = [];
-  for (let at = from; at < ring.length; at += stride) {
-    const x = col < 0 ? undefined : ring[at + 1 + col];
-    if (!c.agg.accepts(x)) continue;
-    ts.push(ring[at] as number);
-    // A hashed field's cell is the hash, not the value: the standalone n_unique takes it as such (Prehashed).
-    vs.push(hashed ? prehashed(x as number) : x === undefined ? 0 : (x as string | number | boolean));
-  }
-  const [be, ba] = b === null || b === undefined ? [[], []] : (b as [number[], unknown[]]);
-  return [ts, vs, be, ba];
-}
-
 /** Decodes exported cells (RingGroup.exportSlot) back into a GroupSave's ring part: values as pushed. */
 export function decodeCells(src: Uint32Array, at: number, len: number, stride: number, ids: Array<Map<number, Interned>>): GroupSave[0] {
   const f64 = new Float64Array(src.buffer, src.byteOffset, src.length >> 1);
@@ -1004,18 +967,6 @@ function classFor(len: number): number {
   let cls = 1;
   while (1 << cls < len) cls++;
   return cls;
-}
-
-/** What a numeric member adds for a cell value: NaN when it does not take the event (num_window.ts update). */
-function numInput(c: NumWindowCfg, x: Value | undefined): number {
-  switch (c.input) {
-    case Input.Number:
-      return typeof x === 'number' && Number.isFinite(x) ? x : NaN;
-    case Input.Present:
-      return x === null || x === undefined ? NaN : 1;
-    default:
-      return 1;
-  }
 }
 
 export type { Interned };

@@ -978,7 +978,7 @@ test('a push skips the expiry walk only when it would move nothing: every window
   }
 });
 
-test('a grouped feature taken out of its ring (objectify, as a registry change does) answers as it did: counts of a field that is sometimes absent, sums, sketches; bucketed and exact regimes', () => {
+test('a grouped feature moved to a ring of its own (detachMember, as a load of another layout does) answers as it did: counts of a field that is sometimes absent, sums, sketches; bucketed and exact regimes', () => {
   const agg = {
     nx: { op: 'count', params: { field: 'x', window: '10s' } },
     nc: { op: 'count', params: { field: 'c', window: '1m' } },
@@ -1005,8 +1005,10 @@ test('a grouped feature taken out of its ring (objectify, as a registry change d
     const reads = (): unknown[] => [t, t + 4_000, t + 30_000].map((now) => keys.map((k) => JSON.parse(readText(s, 'T', k, null, now))));
     const before = reads();
     assert.ok(ts.cols.groups.length > 0);
-    for (const f of ts.plan.features) if (ts.cols.featGroup[f.index] !== null) ts.cols.objectify(f.index);
-    assert.equal(ts.cols.groups.length, 0, 'every feature left its ring');
+    const shared = ts.cols.groups.length;
+    for (const f of ts.plan.features) if (ts.cols.featGroup[f.index]!.members.length > 1) ts.cols.detachMember(f.index);
+    assert.ok(shared < ts.plan.features.length);
+    assert.equal(ts.cols.groups.length, ts.plan.features.length, 'every feature has a ring of its own');
     assert.deepEqual(reads(), before, `${events} events`);
     if (events > 24) assert.ok((before[0] as Array<Record<string, number>>).every((r) => r.nx < r.n), 'some events lacked x: the field counts are below the event counts');
   }

@@ -1,6 +1,6 @@
 /**
  * Lifetime sketch ops kept as exact values (shard/columns/exact_column.ts): every answer
- * equals the op's own state (factory.create(), which the sketch unit tests check
+ * equals the op's own state (its object form, which the sketch unit tests check
  * against naive recomputation) fed the same events, before, at and past
  * LIFE_EXACT_VALUES_MAX values; saves round-trip through snapshots and the cold
  * store as cells; intern references are given back.
@@ -8,6 +8,7 @@
 import { pushRow, readText } from '../../../harness/shard_feed';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { columnState } from '../../ops/column_state';
 import { ShardState } from '../../../../src/shard/state/state';
 import { ExactColumn } from '../../../../src/shard/columns/exact_column';
 import { restoreSnapshot, SnapshotJob } from '../../../../src/shard/persist/snapshot_job';
@@ -81,7 +82,8 @@ test('every lifetime sketch op holds its values as cells: each answer equals the
       const row = rowOf(rnd, k);
       pushRow(s, 'E', row, 1_000 + i, i + 1);
       let states = sep.get(k);
-      if (states === undefined) sep.set(k, (states = feats.map((f) => f.factory.create())));
+      // A sketch op's own object form; the others (a count) in their columns.
+      if (states === undefined) sep.set(k, (states = feats.map((f) => (f.factory.exact != null ? f.factory.object!.create() : columnState(f.factory)))));
       feats.forEach((f, j) => states![j].update(f.get === null ? undefined : f.get(row), 1_000 + i, row));
       if (i % 7 === 0) check();
     }
@@ -100,7 +102,7 @@ test('exact values: promotion at the value past the capacity, saves as values or
   assert.deepEqual(col.save(slot), { exactValues: Array.from({ length: LIFE_EXACT_VALUES_MAX }, (_, i) => `v${i % 3}`) });
   assert.equal(col.promotedCount, 0);
   // The restore of a ValLifeState from the values answers as the column does.
-  const fromValues = ts.plan.features[fi].factory.load(col.save(slot));
+  const fromValues = ts.plan.features[fi].factory.object!.load(col.save(slot));
   assert.deepEqual(fromValues.read(0), col.read(slot, 0));
   pushRow(s, 'E', { k: 'a', c: 'v9' }, 2_000, LIFE_EXACT_VALUES_MAX + 1);
   assert.equal(col.promotedCount, 1, 'one more value: the op\'s object');

@@ -161,7 +161,7 @@ test('saves load across layouts: values into a hashed table are hashed on load; 
   feed(plain, more, 10_000);
   const end = more[more.length - 1].t;
   for (const now of [end, end + 5_000]) assert.deepEqual(rows(hashedOther, keys, now), rows(plain, keys, now), `values -> hashed, then pushed, at ${now}`);
-  // Hashes into a populated table of values: its members become object states whose buckets take the ring's entries.
+  // Hashes into a populated table of values: its n_unique members move to rings of their own, which hash.
   const hashed = shard();
   feed(hashed, evs);
   const plainOther = unhashedShard();
@@ -171,12 +171,12 @@ test('saves load across layouts: values into a hashed table are hashed on load; 
     const row = JSON.parse(readText(s, 'T', k, null, now));
     return [row.users, row.usersLong, row.xs, row.os];
   });
-  // The ring's entries reach the object states as their hashes (Prehashed): the same counts, the same expiry.
+  // The saved ring's hashes load into those rings as they are: the same counts, the same expiry.
   for (const now of [last, last + 3_000, last + 9_000, last + 12_000]) assert.deepEqual(read(plainOther, now), read(hashed, now), `hashes -> values at ${now}`);
   feed(plainOther, more, 10_000);
   feed(hashed, more, 10_000);
   for (const now of [end, end + 5_000]) assert.deepEqual(read(plainOther, now), read(hashed, now), `hashes -> values, then pushed, at ${now}`);
-  assert.ok(plainOther.tableByName('T')!.cols.objs.some((c) => c !== null), 'the n_unique features left their ring');
+  assert.ok(plainOther.tableByName('T')!.cols.groups.some((g) => g.members.length === 1 && g.hashed[0] === 1), 'the n_unique features moved to rings of their own, which hash');
 });
 
 test('a registry change carries hashed fields as they were: the carried n_unique keeps reading hashes, a field that loses its other readers stays interned', () => {
