@@ -141,7 +141,7 @@ export class ExactColumn implements SoloColumn {
       this.data[at] = vals.length;
       return;
     }
-    // A sketch's own save (a state past its exact values, or data from before this column).
+    // A sketch's own save (a state past its exact values).
     this.data[slot * WIDTH] = PROMOTED;
     this.#promoted.set(slot, this.#object.load(saved));
   }

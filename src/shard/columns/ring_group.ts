@@ -924,8 +924,7 @@ export class RingGroup {
 /**
  * A group's save (RingGroup.save): entries oldest first (t, then a value per
  * field), per member its buckets or null, and for a group of several windows the
- * skip count of each window but the longest (absent: all 0, as in a group of one
- * window, the only kind saved before groups spanned windows).
+ * skip count of each window but the longest (absent in a group of one window).
  */
 export type GroupSave = [Array<Value | undefined>, unknown[]] | [Array<Value | undefined>, unknown[], number[]];
 

@@ -1,7 +1,8 @@
 /**
- * The feature state of one table, column by column (issue 12, "columnar entity
- * state"): an entity is a slot of the table's EntityIndex, and each feature keeps
- * its state for every slot in a column.
+ * The feature state of one table, column by column: an entity is a slot of the
+ * table's EntityIndex, and each feature keeps its state for every slot in a column
+ * (an object per entity and feature cost hundreds of bytes each, and a GC that
+ * walks them all; docs/ops.md "Memory").
  *
  *   index (entity_index.ts)   key -> slot, lastT, lastLsn
  *   groups (ring_group.ts)    windowed ops with a shared ring: one ring per

@@ -38,7 +38,7 @@ import type { WalPosition } from '../../wal';
 import { SNAPSHOT_CHUNK_ENTITIES_MAX, SNAPSHOT_CHUNK_ENTITIES_MIN, SNAPSHOT_COLD_CHUNK_ENTITIES, SNAPSHOT_DEDUPE_CHUNK_ENTRIES } from '../../limits';
 import { frozenClock, frozenParts } from '../cold/cold';
 import type { FixedOp } from '../../ops/fixed';
-import type { DedupeEntry, DedupeLog } from '../state/dedupe_log';
+import type { DedupeLogEntry, DedupeLog } from '../state/dedupe_log';
 import type { ShardState, TableState } from '../state/state';
 import { TableColumns, type LayoutMeta } from '../columns/table_columns';
 import { isRawSlab, loadSlab, readSlab, slabSaves, writeSlab, type SlabChunk } from './slab_chunk';
@@ -116,14 +116,14 @@ interface EntityChunk {
 
 /** Some of the dedupe entries (a periodic snapshot writes them in chunks before the end chunk). */
 interface DedupeChunk {
-  dedupeMore: DedupeEntry[];
+  dedupeMore: DedupeLogEntry[];
 }
 
 interface EndChunk {
   end: true;
   appliedLsn: number;
   lastT: number;
-  dedupe: DedupeEntry[];
+  dedupe: DedupeLogEntry[];
 }
 
 export class SnapshotJob {
@@ -140,7 +140,7 @@ export class SnapshotJob {
   #it: Iterator<[string, Buffer]> | null = null;
   /** Next slot to capture of the current table (hot phase). */
   #slot = 0;
-  #dedupeIt: Generator<DedupeEntry> | null = null;
+  #dedupeIt: Generator<DedupeLogEntry> | null = null;
   #dedupeDone = false;
   /** The slots of the hot chunk being encoded (reused by every chunk). */
   readonly #slots = new Int32Array(SNAPSHOT_CHUNK_ENTITIES_MAX);
@@ -299,7 +299,7 @@ export class SnapshotJob {
     const t0 = performance.now();
     const it = (this.#dedupeIt ??= dedupe.each(Date.now()));
     while (!this.#dedupeDone && !this.sink.full && performance.now() - t0 < budgetMs) {
-      const batch: DedupeEntry[] = [];
+      const batch: DedupeLogEntry[] = [];
       while (batch.length < SNAPSHOT_DEDUPE_CHUNK_ENTRIES) {
         const r = it.next();
         if (r.done === true) { this.#dedupeDone = true; break; }
@@ -343,7 +343,7 @@ function* chunks(body: Buffer): Generator<unknown> {
  */
 export function restoreSnapshot(
   state: ShardState, body: Buffer, registryOf: (version: number) => RegistryState | undefined, keep: ((key: string) => boolean) | null = null,
-): { startLsn: number; dedupe: DedupeEntry[]; entities: number; walResume: WalPosition | null } {
+): { startLsn: number; dedupe: DedupeLogEntry[]; entities: number; walResume: WalPosition | null } {
   const it = chunks(body);
   const meta = it.next().value as SnapshotMeta;
   if (meta === undefined || meta.format !== SNAPSHOT_FORMAT) {
@@ -354,7 +354,7 @@ export function restoreSnapshot(
   const targets = meta.tables.map((t) => targetOf(state, t));
   let end: EndChunk | null = null;
   let entities = 0;
-  const dedupe: DedupeEntry[] = [];
+  const dedupe: DedupeLogEntry[] = [];
   for (const c of it) {
     if ((c as EndChunk).end === true) { end = c as EndChunk; break; }
     const more = (c as DedupeChunk).dedupeMore;

@@ -1,6 +1,6 @@
 /**
- * A shard's durability (DESIGN.md section 4): its WAL segments and snapshots under
- * `<data>/shard-<i>/`. Recovery = newest valid snapshot + WAL records after it,
+ * A shard's durability: its WAL segments and snapshots under `<data>/shard-<i>/`
+ * (formats: docs/durability.md). Recovery = newest valid snapshot + WAL records after it,
  * replayed under the registry version each record was validated with and with
  * its recorded server time, so windows and decays rebuild exactly.
  *

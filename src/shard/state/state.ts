@@ -1,7 +1,9 @@
 /**
- * The aggregates a shard owns: per table, entity key -> one op state per feature.
- * Only the shard thread touches this; no locks. Applying a push and reading a row
- * are synchronous; the registry plans are swapped whole on install.
+ * The aggregates a shard owns: per table its entities (key -> slot) and every
+ * feature's state in columns by slot (../columns/table_columns.ts), its cold store
+ * and the registry plans. Only the shard thread touches this; no locks. Applying a
+ * push and reading a row are synchronous; the registry plans are swapped whole on
+ * install.
  */
 import { strict as assert } from 'node:assert';
 import { compileRegistry, SlicedCompile, type CompiledRegistry, type TablePlan } from '../../registry/compile';
@@ -127,7 +129,7 @@ export interface ShardOptions {
 
 /**
  * A registry version made ready ahead of its install, in slices between batches
- * (PREPARE items, shard_main.ts): first its compile, then the column storage of
+ * (PREPARE items, shard.ts): first its compile, then the column storage of
  * each table that will start empty (allocating rings for a 100-feature table
  * costs milliseconds, a 4,000-feature registry ~150 ms: too long for one turn).
  * Nothing here is visible until the INSTALL swaps it in.
@@ -226,7 +228,7 @@ export class ShardState {
   readonly #dropped: DroppedCells[] = [];
   readonly #onDropped = (cells: DroppedCells): void => { this.#dropped.push(cells); };
   /**
-   * Memory-only mode over --memory-limit (shard_main.ts sets it each tick): a push
+   * Memory-only mode over --memory-limit (shard.ts sets it at each memory check): a push
    * that would create an entity is refused with memory_limit_exceeded; existing
    * entities keep updating.
    */
@@ -299,7 +301,7 @@ export class ShardState {
   }
 
   /**
-   * The version a PREPARE started compiling in slices between batches (shard_main.ts),
+   * The version a PREPARE started compiling in slices between batches (shard.ts),
    * swapped in by the INSTALL of that version without compiling again.
    */
   #prepared: PreparedVersion | null = null;
