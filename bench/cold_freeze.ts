@@ -14,7 +14,7 @@
  * running each build's copy of this file.
  */
 import { pushRow, readText } from '../test/harness/shard_feed';
-import { freeze, thaw } from '../src/shard/cold/cold';
+import { freeze, thaw } from '../src/shard/cold/frozen_entity';
 import { ShardState } from '../src/shard/state/state';
 import { flagPairs } from './flags';
 import { FEATURES, registry, rowFor } from './memory';

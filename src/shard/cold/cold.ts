@@ -4,8 +4,8 @@
  * and may leave hot memory).
  *
  * A cold entity leaves hot memory without losing anything: its slot's bytes are
- * copied out of the columns into one compact Buffer (a frozen slab, slab_chunk.ts
- * writeFrozen: lastT, lastLsn, ring cells, lengths and skip counts, slab rows of the
+ * copied out of the columns into one compact Buffer (frozen_entity.ts freeze:
+ * lastT, lastLsn, ring cells, lengths and skip counts, slab rows of the
  * fixed columns, and a small rest for what is genuinely an object: buckets,
  * kept and object-column saves, the values of interned ids; plain-encoded, or
  * v8-serialized when it holds buckets or anything but JSON-like arrays), handed
@@ -22,39 +22,6 @@
  */
 import type { EntityIndex } from '../state/entity_index';
 import { COLD_SWEEP_CLOCK_STRIDE } from '../../limits';
-import type { FixedOp } from '../../ops/fixed';
-import { frozenSlabClock, frozenSlabSave, thawFrozen, writeFrozen } from '../persist/slab_chunk';
-import type { EntitySave, TableColumns } from '../columns/table_columns';
-
-/**
- * The frozen encoding of the entity at `slot`: a frozen slab (slab_chunk.ts
- * writeFrozen), thawed by copying its bytes back (thawFrozen). It is valid for the
- * table layout it was frozen under: a layout change maps every cold entity into
- * the new one (state.ts carryOver).
- */
-export function freeze(cols: TableColumns, slot: number): Buffer {
-  return writeFrozen(cols, slot);
-}
-
-/** lastT and lastLsn of a frozen entity, without reading its states. */
-export function frozenClock(buf: Buffer): { lastT: number; lastLsn: number } {
-  return frozenSlabClock(buf);
-}
-
-/**
- * The parts of a frozen entity, without loading its states: its save in the layout
- * it was frozen under (for TableColumns.addMapped). A frozen slab's fixed rows
- * become saves through `fixedOf(i)`: the live op taking saved feature i (same
- * signature), null when none does.
- */
-export function frozenParts(buf: Buffer, fixedOf: (i: number) => FixedOp | null): { lastT: number; lastLsn: number; saved: EntitySave } {
-  return frozenSlabSave(buf, fixedOf);
-}
-
-/** Makes a frozen entity hot again under `key`; returns its slot. */
-export function thaw(buf: Buffer, cols: TableColumns, key: string): number {
-  return thawFrozen(buf, cols, key);
-}
 
 /** Resumable cursor over one table's slots. */
 export class SweepCursor {

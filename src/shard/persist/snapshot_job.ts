@@ -36,7 +36,7 @@ import { deserialize, serialize } from 'node:v8';
 import type { RegistryState } from '../../registry/model';
 import type { WalPosition } from '../../wal';
 import { SNAPSHOT_CHUNK_ENTITIES_MAX, SNAPSHOT_CHUNK_ENTITIES_MIN, SNAPSHOT_COLD_CHUNK_ENTITIES, SNAPSHOT_DEDUPE_CHUNK_ENTRIES } from '../../limits';
-import { frozenClock, frozenParts } from '../cold/cold';
+import { frozenClock, frozenParts } from '../cold/frozen_entity';
 import type { FixedOp } from '../../ops/fixed';
 import type { DedupeLogEntry, DedupeLog } from '../state/dedupe_log';
 import type { ShardState, TableState } from '../state/state';

@@ -8,8 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pushRow, readText } from '../../../harness/shard_feed';
-import { freeze, frozenClock, frozenParts, thaw } from '../../../../src/shard/cold/cold';
-import { FROZEN_FORMAT } from '../../../../src/shard/persist/slab_chunk';
+import { FROZEN_FORMAT, freeze, frozenClock, frozenParts, thaw } from '../../../../src/shard/cold/frozen_entity';
 import { FixedColumn, ObjectColumn } from '../../../../src/shard/columns/solo_column';
 import { ExactColumn } from '../../../../src/shard/columns/exact_column';
 import { KeptColumn } from '../../../../src/shard/columns/kept_column';
