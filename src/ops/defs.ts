@@ -5,14 +5,13 @@
  * The semantics of each op live in its family file; docs/ops.md has the table.
  */
 import { SfError } from '../errors';
-import { BUFFER_N_MAX, CATEGORIES_MAX, HISTOGRAM_EDGES_MAX, LIST_BUCKETS_PER_WINDOW, MOTION_BUCKETS_PER_WINDOW, SAMPLES_MAX, SKETCH_BUCKETS_PER_WINDOW, STR_BUCKETS_PER_WINDOW, TOP_K_K_DEFAULT, TOP_K_K_MAX } from '../limits';
+import { BUFFER_N_MAX, BURST_SLOTS_MAX, CATEGORIES_MAX, HISTOGRAM_EDGES_MAX, LIST_BUCKETS_PER_WINDOW, MOTION_BUCKETS_PER_WINDOW, SAMPLES_MAX, SKETCH_BUCKETS_PER_WINDOW, STR_BUCKETS_PER_WINDOW, TOP_K_K_DEFAULT, TOP_K_K_MAX } from '../limits';
 import type { FieldType } from '../types';
 import { HistogramCfg, HistogramState, MixCfg, MixState, ReservoirState, SeasonalState, TimeHistogramState } from './buffer';
 import { DecayedFixed, EwOut, EwFixed, TwaAgg } from './decay';
 import { Factory, type StoredState } from './factory';
 import { GeoOut, GeoPathAgg, GeoPathState, GeoSpreadAgg, GeoSpreadState, HomeState } from './geo';
 import {
-  BURST_SLOTS_MAX,
   BurstState,
   DeltaState,
   InterArrivalAgg,
@@ -61,7 +60,6 @@ export interface OpDef {
   build(c: BuildCtx): Factory;
 }
 
-export { CATEGORIES_MAX, HISTOGRAM_EDGES_MAX, SAMPLES_MAX };
 const ENTROPY_CATEGORIES_DEFAULT = 1024;
 const MIX_CATEGORIES_DEFAULT = 256;
 const HOME_SAMPLES_DEFAULT = 100;

@@ -20,7 +20,6 @@ import type { StoredState } from './factory';
 import { newDoubles } from './values';
 
 import { VAL_RING_ENTRIES_MAX } from '../limits';
-export { VAL_RING_ENTRIES_MAX };
 const RING_ENTRIES_MIN = 2;
 const BUCKET_SLOTS_MIN = 2;
 

@@ -6,9 +6,13 @@
  * so a body a million levels deep costs one linear scan, not a parse (issue 11, finding 7).
  * The limit itself is in limits.ts.
  */
-import { JSON_DEPTH_MAX } from '../limits';
+import { JSON_DEPTH_MAX as DEPTH_MAX } from '../limits';
 
-export { JSON_DEPTH_MAX };
+/**
+ * The limit (limits.ts) under this module's name for its callers: a value, not a
+ * re-export, whose getter would make every read of this module's exports slow.
+ */
+export const JSON_DEPTH_MAX = DEPTH_MAX;
 
 export function jsonDepthExceeds(v: unknown, max: number = JSON_DEPTH_MAX): boolean {
   const stack: Array<[unknown, number]> = [[v, 1]];

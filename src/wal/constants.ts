@@ -4,7 +4,7 @@
  * every other limit, and re-exported here under the library's names.
  */
 import { strict as assert } from 'node:assert';
-import { SNAPSHOT_KEEP_DEFAULT, WAL_RECORD_BYTES_MAX, WAL_SEGMENT_BYTES_MAX_DEFAULT, WAL_STAGING_BYTES_INITIAL } from '../limits';
+import { WAL_RECORD_BYTES_MAX, WAL_SEGMENT_BYTES_MAX_DEFAULT, WAL_STAGING_BYTES_INITIAL } from '../limits';
 
 /** Frame header: u32 LE length + u32 LE crc32c. The type byte is counted in `length`. */
 export const FRAME_HEADER_BYTES = 8;
@@ -40,8 +40,6 @@ export const SNAPSHOT_MAGIC = 'SFSNAP01';
 /** Snapshot file version (data format 1, docs/durability.md "Formats"): the body as a run of lz4 blocks (snapshot.ts). */
 export const SNAPSHOT_FORMAT_VERSION = 1;
 export const SNAPSHOT_HEADER_BYTES = 64;
-/** How many verified snapshots writeSnapshot keeps by default. */
-export { SNAPSHOT_KEEP_DEFAULT };
 
 /** Suffix of files that are being written and are not yet part of the store. */
 export const TMP_SUFFIX = '.tmp';

@@ -29,11 +29,10 @@ import { strict as assert } from 'node:assert';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { compressSync, uncompressSync } from 'lz4-napi';
-import { SNAPSHOT_BLOCK_BYTES } from '../limits';
+import { SNAPSHOT_BLOCK_BYTES, SNAPSHOT_KEEP_DEFAULT } from '../limits';
 import {
   SNAPSHOT_FORMAT_VERSION,
   SNAPSHOT_HEADER_BYTES,
-  SNAPSHOT_KEEP_DEFAULT,
   SNAPSHOT_MAGIC,
   TMP_SUFFIX,
 } from './constants';

@@ -30,7 +30,7 @@
 import { strict as assert } from 'node:assert';
 import { deserialize, serialize } from 'node:v8';
 import type { Interned } from '../state/intern';
-import { decodeCells, type GroupSave } from '../columns/ring_group';
+import { decodeCells, type GroupSave } from '../columns/ring_save';
 import type { FixedOp } from '../../ops/fixed';
 import { FixedColumn } from '../columns/solo_column';
 import type { EntitySave, TableColumns } from '../columns/table_columns';

@@ -32,15 +32,8 @@
  * low word the interned id of a string or boolean, intern.ts), so every value
  * comes back exactly as pushed, null and absent included.
  *
- * Hashed fields: a field that only n_unique members read (the fraud tables' user,
- * card and device ids) holds each value's 53-bit hashValue in its cells (null
- * cells for what n_unique does not count), the hash the sketch would compute: no
- * intern table, no string for a new value, no reference to take and give back,
- * and the push computes the hash from the record's bytes (push_apply.ts). Those
- * members read through DistinctHashAgg (ops/sketch_ops.ts). A group's hashed
- * fields are fixed when it is made (a later member change keeps them) and recorded
- * in its layout (table_columns.ts LayoutMeta), so saves of its cells (hashes) only
- * load where cells are hashes (TableColumns.planLoad).
+ * Hashed fields (ring_member.ts): a field that only n_unique members read holds
+ * each value's hash in its cells instead of the value.
  *
  * Deferred evictions: a full ring whose every window still holds its oldest
  * entry (no skip count, the usual state of a hot entity) does not fold that entry
@@ -78,12 +71,12 @@ import {
 } from '../../ops/val_window';
 import { RING_ENTRIES_MAX, RING_GROUP_RECORDS_MIN } from '../../limits';
 import { InternTable, type Interned } from '../state/intern';
-import { decodeCell, decodeExported, encodeCell, HI_ID, isNullCell, releaseCell } from './cells';
+import { decodeCell, encodeCell, HI_ID, isNullCell, releaseCell } from './cells';
 import { ClassPool, RING_CLASS_MAX, RING_CLASS_PENDING } from './ring_pool';
+import { hashOrNull, readHashes, RingMember } from './ring_member';
+import { classFor, skipsOf, type GroupSave } from './ring_save';
 import { grown } from '../../util/unaccounted';
-import { hashedCfg, isScalar, readsHashes } from '../../ops/sketch_ops';
 import type { SharedWindow } from '../../ops/factory';
-import { hashValue } from '../../ops/sketch/hash';
 
 assert(1 << RING_CLASS_MAX === RING_ENTRIES_MAX, 'the largest ring class holds RING_ENTRIES_MAX entries');
 
@@ -98,24 +91,6 @@ const CELL_SKIP = -2;
 
 /** #foldEntry's `win` for an entry evicted from a full ring (not expiring from one window). */
 const EVICT = -1;
-
-/** One feature reading a group's ring. */
-export class RingMember {
-  /** Its position in the group's members (its column in the bucket records). */
-  at = -1;
-  /** Its window's position in the group's windows. */
-  win = 0;
-  constructor(
-    /** Index of the feature in its table plan. */
-    public feature: number,
-    /** Ring column of its field, -1 without a field. */
-    readonly col: number,
-    public num: NumWindowCfg | null,
-    public val: ValWindowCfg<unknown> | null,
-  ) {
-    assert((num === null) !== (val === null));
-  }
-}
 
 export class RingGroup {
   readonly stride: number;
@@ -243,9 +218,7 @@ export class RingGroup {
 
   /** A member of a hashed field reads hashes: its config takes DistinctHashAgg. */
   #adoptCfg(m: RingMember): void {
-    if (m.col < 0 || this.hashed[m.col] === 0) return;
-    assert(m.val !== null && readsHashes(m.val), 'only n_unique reads a hashed field');
-    m.val = hashedCfg(m.val);
+    if (m.col >= 0 && this.hashed[m.col] === 1) readHashes(m);
   }
 
   /** Drops member `at` and its buckets (the feature leaves the group). */
@@ -921,51 +894,5 @@ export class RingGroup {
   }
 }
 
-/**
- * A group's save (RingGroup.save): entries oldest first (t, then a value per
- * field), per member its buckets or null, and for a group of several windows the
- * skip count of each window but the longest (absent in a group of one window).
- */
-export type GroupSave = [Array<Value | undefined>, unknown[]] | [Array<Value | undefined>, unknown[], number[]];
-
-/** What a hashed field's cell holds for value v: its hashValue, null for what n_unique does not count. */
-export function hashOrNull(v: Value | undefined): number | null {
-  return isScalar(v) ? hashValue(v) : null;
-}
-
-/**
- * The fields of a new group that hold hashes: those every member that reads them
- * is an n_unique (readsHashes), and that one reads at least.
- */
-export function hashedFieldsOf(fields: readonly string[], members: readonly RingMember[]): string[] {
-  return fields.filter((_, c) => {
-    const readers = members.filter((m) => m.col === c);
-    return readers.length > 0 && readers.every((m) => m.val !== null && readsHashes(m.val));
-  });
-}
-
-/** A group save's skip counts, undefined when it has none (all 0). */
-export function skipsOf(saved: GroupSave): number[] | undefined {
-  return saved.length > 2 ? (saved as [unknown, unknown, number[]])[2] : undefined;
-}
-
-/** Decodes exported cells (RingGroup.exportSlot) back into a GroupSave's ring part: values as pushed. */
-export function decodeCells(src: Uint32Array, at: number, len: number, stride: number, ids: Array<Map<number, Interned>>): GroupSave[0] {
-  const f64 = new Float64Array(src.buffer, src.byteOffset, src.length >> 1);
-  const out: GroupSave[0] = [];
-  for (let k = 0; k < len; k++) {
-    const e = at + k * stride;
-    out.push(f64[e]);
-    for (let c = 0; c < stride - 1; c++) out.push(decodeExported(f64, src, e + 1 + c, ids[c]));
-  }
-  return out;
-}
-
-/** The smallest block class (2^cls entries, cls >= 1) that holds a ring of `len` entries: a load or import takes no more. */
-function classFor(len: number): number {
-  let cls = 1;
-  while (1 << cls < len) cls++;
-  return cls;
-}
 
 export type { Interned };

@@ -27,7 +27,9 @@ import type { FeaturePlan, TablePlan } from '../../registry/compile';
 import type { JsonValue, Row } from '../../types';
 import { EntityIndex } from '../state/entity_index';
 import { InternTable } from '../state/intern';
-import { hashedFieldsOf, hashOrNull, RingGroup, RingMember, skipsOf, type GroupSave } from './ring_group';
+import { RingGroup } from './ring_group';
+import { hashedFieldsOf, hashOrNull, RingMember } from './ring_member';
+import { memberPart, skipsOf, type GroupSave } from './ring_save';
 import { ObjectColumn, soloColumn, type SoloColumn } from './solo_column';
 import { KeptColumn } from './kept_column';
 import { ExactColumn } from './exact_column';
@@ -592,23 +594,6 @@ export class TableColumns {
     next.#assign(fresh);
     return next;
   }
-}
-
-/**
- * Member `memberAt`'s part of a group save, as the save of a ring of that member
- * alone (detachMember): the entries from window `win`'s skip count on (-1: the
- * longest window, all of them) with the member's field only (`col`, -1: none),
- * hashed when `toHash`, and its buckets.
- */
-function memberPart(saved: GroupSave, stride: number, col: number, memberAt: number, win: number, toHash: boolean): GroupSave {
-  const [ring, buckets] = saved;
-  const skips = skipsOf(saved);
-  const ringOut: GroupSave[0] = [];
-  for (let at = stride * (win < 0 || skips === undefined ? 0 : skips[win]); at < ring.length; at += stride) {
-    ringOut.push(ring[at]);
-    if (col >= 0) ringOut.push(toHash ? hashOrNull(ring[at + 1 + col]) : ring[at + 1 + col]);
-  }
-  return [ringOut, [buckets[memberAt]]];
 }
 
 /** The window of a feature that can share a ring. */

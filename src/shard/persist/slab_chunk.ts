@@ -51,7 +51,8 @@
 import { strict as assert } from 'node:assert';
 import { deserialize, serialize } from 'node:v8';
 import type { Interned } from '../state/intern';
-import { decodeCells, type GroupSave, type RingGroup } from '../columns/ring_group';
+import type { RingGroup } from '../columns/ring_group';
+import { decodeCells, type GroupSave } from '../columns/ring_save';
 import type { FixedOp } from '../../ops/fixed';
 import { FixedColumn } from '../columns/solo_column';
 import { strOf } from '../../wal/push_record';

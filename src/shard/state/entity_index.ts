@@ -47,7 +47,6 @@ import { TL, tlNow, tlSpan } from '../../timeline';
 import { ProbeTable } from './probe_table';
 import { grown } from '../../util/unaccounted';
 
-export { ENTITY_SLOTS_MIN };
 
 /**
  * Zeroes `a[from, to)`. A loop rather than `TypedArray#fill`: fill with a range

@@ -11,7 +11,8 @@
  */
 import type { OpFactory, OpState } from '../../../src/ops/op';
 import type { JsonValue, Row, Value } from '../../../src/types';
-import { RingGroup, RingMember, hashedFieldsOf } from '../../../src/shard/columns/ring_group';
+import { RingGroup } from '../../../src/shard/columns/ring_group';
+import { hashedFieldsOf, RingMember } from '../../../src/shard/columns/ring_member';
 import { ObjectColumn, soloColumn, type SoloColumn } from '../../../src/shard/columns/solo_column';
 import { InternTable } from '../../../src/shard/state/intern';
 

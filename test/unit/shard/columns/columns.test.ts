@@ -14,14 +14,14 @@ import { pushRow, readText } from '../../../harness/shard_feed';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { columnState } from '../../ops/column_state';
-import { EntityIndex, ENTITY_SLOTS_MIN } from '../../../../src/shard/state/entity_index';
+import { EntityIndex } from '../../../../src/shard/state/entity_index';
 import { InternTable } from '../../../../src/shard/state/intern';
 import { ShardState } from '../../../../src/shard/state/state';
 import type { OpState } from '../../../../src/ops/op';
 import type { RegistryState } from '../../../../src/registry/model';
 import type { Row } from '../../../../src/types';
 import { prng } from '../../../harness/prng';
-import { RING_GROUP_WINDOWS_MAX } from '../../../../src/limits';
+import { ENTITY_SLOTS_MIN, RING_GROUP_WINDOWS_MAX } from '../../../../src/limits';
 
 test('entity index: slots are reused from the free list, storage doubles, keys and times follow their slot', () => {
   const ix = new EntityIndex();
