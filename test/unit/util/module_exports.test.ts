@@ -9,27 +9,19 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { filesUnder } from '../../harness/files';
 
 const SRC = join(__dirname, '..', '..', '..', 'src');
 /** Read once per process or per call of a command, not per event. */
 const ENTRY_POINTS = new Set(['server.js', 'config.js', 'cluster/node.js', 'client/cli_commands.js']);
 const ACCESSOR = /Object\.defineProperty\(exports, "(\w+)", \{ enumerable: true, get:/g;
 
-function compiled(dir: string, out: string[]): string[] {
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) compiled(p, out);
-    else if (name.endsWith('.js')) out.push(p);
-  }
-  return out;
-}
-
 test('no module outside the index and entry files re-exports a binding (an accessor on its exports object)', () => {
   const found: string[] = [];
   let files = 0;
-  for (const file of compiled(SRC, [])) {
+  for (const file of filesUnder(SRC, '.js')) {
     const rel = relative(SRC, file);
     files++;
     if (rel.endsWith('index.js') || ENTRY_POINTS.has(rel)) continue;
