@@ -15,8 +15,16 @@ export const EXIT_OK = 0;
 export const EXIT_ERROR = 1;
 export const EXIT_USAGE = 2;
 
-/** A bad command line or input: one line, exit 2. */
-export class UsageError extends Error {}
+/**
+ * A bad command line or input: one line, exit 2. `withHelpHint` false leaves off
+ * the "see --help" pointer, for messages that carry their own fix (a server that
+ * cannot start because of its data dir or a port).
+ */
+export class UsageError extends Error {
+  constructor(message: string, readonly withHelpHint = true) {
+    super(message);
+  }
+}
 
 export interface OptionSpec {
   /** Long name without the dashes. */
@@ -140,7 +148,7 @@ export async function runCli<Io extends CliIo>(program: string, cmd: CliCommand<
     return await cmd.run(p, io);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
-    io.err(`error: ${e.message} (see: ${program} ${cmd.spec.name} --help)`);
+    io.err(e.withHelpHint ? `error: ${e.message} (see: ${program} ${cmd.spec.name} --help)` : `error: ${e.message}`);
     return EXIT_USAGE;
   }
 }

@@ -72,10 +72,16 @@ export const EXPRESSION_LENGTH_MAX = 4_096;
 export const EXPRESSION_DEPTH_MAX = 256;
 /**
  * "Did you mean" hints: edit-distance cells per thread and second (about 20 ms of
- * CPU). Past it, unknown_field_reference goes out without a hint, so a register
- * full of unknown names against 1,000 similar long field names stays cheap.
+ * CPU). Past it, unknown-name errors go out without a hint, so a register full
+ * of unknown names against 1,000 similar long field names stays cheap.
  */
 export const HINT_CELLS_PER_SECOND = 4_000_000;
+/**
+ * An unknown-name error (event, table, feature, op, upstream) lists the names that
+ * exist when there are at most this many; past it only the "did you mean" remains,
+ * so an error message stays one readable line.
+ */
+export const HINT_NAMES_LISTED_MAX = 12;
 /** Compiled expressions kept per thread for re-registration (expr/compile.ts); least recently used leave first. */
 export const EXPRESSION_CACHE_ENTRIES = 20_000;
 /**
@@ -259,8 +265,30 @@ export const RECOVERY_PROGRESS_INTERVAL_MS = 1_000;
 export const RECOVERY_PROGRESS_RECORDS_STRIDE = 1_024;
 /** After a shard's WAL append fails, /ready says wal_unavailable this long unless a later append succeeds (lifecycle.ts). */
 export const WAL_UNAVAILABLE_READY_HOLD_MS = 5_000;
+/**
+ * Server time (clock/server_clock.ts, docs/time.md): the front compares it with the
+ * wall clock this often, so a wall clock stepped forward is followed within a second.
+ */
+export const CLOCK_CHECK_INTERVAL_MS = 1_000;
+/**
+ * A wall clock that moved this far against the monotonic clock between two checks has
+ * jumped: one server.clock_jump warn line and streamfeat_clock_jumps_total. Below it
+ * (NTP's small step corrections) a forward move is followed quietly and a backward
+ * one absorbed quietly.
+ */
+export const CLOCK_JUMP_THRESHOLD_MS = 1_000;
+/** Test hook (SERVICE_FAULT_CLOCK_FILE): how often the front re-reads the clock shift, so a test's step lands within a check. */
+export const CLOCK_FAULT_FILE_POLL_MS = 100;
 /** Test hook (SERVICE_FAULT_WAL_FILE): how often a shard reads the fault file, so a test's fault is armed within a batch or two. */
 export const WAL_FAULT_FILE_POLL_MS = 20;
+/**
+ * A data dir on a filesystem with less than this free (for unprivileged users, as
+ * `df` counts it) is refused at start with a one-line "full" message: the first
+ * WAL batch, snapshot or registry write would fail, so every push would get
+ * wal_unavailable. Deliberately small (a nearly full disk still starts, so its
+ * data can be read and snapshotted); it only catches a disk that is full.
+ */
+export const DATA_DIR_FREE_BYTES_MIN = 1024 * 1024;
 /**
  * Floor of --wal-segment-bytes. The writer needs room for more than a frame header
  * (it asserts so, which at startup was a stack trace instead of a one-line setting
@@ -413,6 +441,13 @@ export const COLD_COMPACT_BYTES_PER_TICK = 2 * 1024 * 1024;
 export const COLD_WRITE_ERROR_LOG_INTERVAL_MS = 1_000;
 /** The front logs a full dedupe store (front.dedupe_full) at most once per this interval; every refusal is counted. */
 export const DEDUPE_FULL_LOG_INTERVAL_MS = 1_000;
+/**
+ * A WAL error that repeats per batch or per sync (wal.write_failed, wal.sync_failed:
+ * a full disk, EMFILE) is logged in full once, then as one summary line with the
+ * count per this interval (log_throttle.ts): 30,959 lines in 48 s under EMFILE
+ * before, at most one per shard and kind per 10 s now.
+ */
+export const WAL_ERROR_LOG_INTERVAL_MS = 10_000;
 /**
  * Periodic snapshots (shard/persist/snapshot_job.ts): encoding work per event-loop turn of
  * a job, between batches. With the chunk being encoded when it runs out (~0.5 ms

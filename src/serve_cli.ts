@@ -53,12 +53,16 @@ export const SERVE_CLI: CliCommand = {
       const server = await startServer(config, log);
       close = () => server.close();
     } catch (err) {
-      // Data dir in use or written with another shard count, a port taken, a bad token file: exit 2 with
+      // A data dir problem (unwritable, a file, full, in use, written with another shard count), a port
+      // taken, a bad token file: exit 2 with
       // the message. What start-up acquired before it failed (worker threads, a bound listener) would keep
       // the process alive, so exit once the message is written (the next macrotask).
-      if (err instanceof StartupError) {
+      // A filesystem error under the data dir that a worker thread met while recovering (the front
+      // checked the data dir first, so this is rare: a file changed meanwhile) is one line too.
+      const oneLine = err instanceof StartupError ? err : config.memoryOnly ? null : (await import('./data_dir')).startupFsError(err, config.dataDir);
+      if (oneLine !== null) {
         setImmediate(() => process.exit(2));
-        throw new UsageError(err.message);
+        throw new UsageError(oneLine.message, false);
       }
       // Loaded only in cluster mode (a single node never loads the NATS client).
       if (config.cluster !== null && err instanceof (await import('./cluster/node')).ClusterSetupError) throw new UsageError(err.message);

@@ -7,10 +7,10 @@ import { BASE, PARAMS, getBody, pushBody, scenarioOptions, setupFraud } from './
 
 const PUSH_SHARE = Number(__ENV.PUSH_SHARE || 0.9);
 
-export const options = scenarioOptions({
-  http_req_failed: ['rate<0.001'],
-  'http_req_duration{kind:push}': ['p(99)<2'],
-});
+export const options = scenarioOptions(
+  { http_req_failed: ['rate<0.001'] },
+  { 'http_req_duration{kind:push}': ['p(99)<2'] },
+);
 
 export function setup() {
   return setupFraud(true);

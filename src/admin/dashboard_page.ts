@@ -145,6 +145,15 @@ footer { color: var(--muted); font-size: 11.5px; padding: 0 24px 18px; }
     if (a !== Math.floor(a)) return n.toFixed(a < 10 ? 2 : 1);
     return String(n);
   }
+  /**
+   * A feature value's number for people: ten significant digits, which drops the binary
+   * rounding noise of float arithmetic (49.20000000000001 reads 49.2) and keeps every digit
+   * anyone pushed; the exact value is the cell's tooltip. Integers are shown as they are.
+   */
+  function readable(v) {
+    if (typeof v !== 'number' || !isFinite(v) || Math.floor(v) === v) return v;
+    return Number(v.toPrecision(10));
+  }
   function bytes(n) {
     if (n === null || n === undefined) return '-';
     var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], i = 0;
@@ -247,14 +256,23 @@ footer { color: var(--muted); font-size: 11.5px; padding: 0 24px 18px; }
     });
     rows('threads', th, 6);
 
+    renderTables(s);
+    if (s.registry_version !== registryVersion) {
+      // The tables card shows each table's key and features from the registry: draw it again once
+      // the new registry is here, not at the next poll a second later.
+      registryVersion = s.registry_version;
+      loadRegistry().then(function () { renderTables(s); });
+    }
+  }
+
+  /** The tables card: counts from /api/stats, key and features from the registry. */
+  function renderTables(s) {
     var tb = '';
     s.tables.forEach(function (t) {
       var node = registry === null ? null : registry.nodes.filter(function (n) { return n.name === t.table; })[0];
       tb += '<tr><td class="code">' + esc(t.table) + '</td><td class="code">' + (node ? esc(node.key.join(', ')) : '') + '</td><td class="n">' + (node ? node.features.length : '') + '</td><td class="n">' + num(t.entities) + '</td><td class="n">' + num(t.cold) + '</td><td class="n">' + bytes(t.state_bytes) + '</td></tr>';
     });
     rows('tables', tb, 6);
-
-    if (s.registry_version !== registryVersion) { registryVersion = s.registry_version; loadRegistry(); }
   }
 
   /** history: [[time ms, pushes/s, gets/s, errors/s], ...] from the server, oldest first. */
@@ -283,7 +301,7 @@ footer { color: var(--muted); font-size: 11.5px; padding: 0 24px 18px; }
   }
 
   function loadRegistry() {
-    getJson('/api/registry').then(function (r) {
+    return getJson('/api/registry').then(function (r) {
       if (r.status !== 200 || r.json === null) return;
       registry = r.json;
       renderLineage(registry);
@@ -390,7 +408,8 @@ footer { color: var(--muted); font-size: 11.5px; padding: 0 24px 18px; }
         (x.found ? '<div>last push</div><div>' + new Date(x.last_push_ms).toISOString().replace('T', ' ').slice(0, 23) + ' UTC (LSN ' + x.last_lsn + ')</div>' : '') + '</div>';
       h += '<table><thead><tr><th>feature</th><th>op</th><th>window</th><th class="n">value</th></tr></thead><tbody>';
       x.features.forEach(function (f) {
-        h += '<tr><td class="code">' + esc(f.name) + '</td><td class="code">' + esc(f.op) + '</td><td>' + esc(f.window || 'lifetime') + '</td><td class="n code">' + esc(JSON.stringify(f.value)) + '</td></tr>';
+        var shown = JSON.stringify(f.value, function (k, v) { return readable(v); }), exact = JSON.stringify(f.value);
+        h += '<tr><td class="code">' + esc(f.name) + '</td><td class="code">' + esc(f.op) + '</td><td>' + esc(f.window || 'lifetime') + '</td><td class="n code"' + (shown === exact ? '' : ' title="' + esc(exact) + '"') + '>' + esc(shown) + '</td></tr>';
       });
       out.innerHTML = h + '</tbody></table>';
     });

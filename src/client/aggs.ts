@@ -15,6 +15,7 @@
 import type { JsonValue } from '../types';
 import { exprText } from './expr';
 import type { Expr } from './expr';
+import type { InputValue, InputValues } from './typed';
 import type { WireAggSpec } from './wire';
 
 /** A duration: a window string (`90s`, `5m`, `forever`) or integer milliseconds. */
@@ -54,9 +55,16 @@ const CAMEL_TO_WIRE: Record<string, string> = {
 
 const DURATION_PARAMS = new Set(['window', 'half_life', 'sub_window']);
 
-export class Agg {
+/**
+ * One aggregation. `Out` is the type of its value in a feature row and `Field` the
+ * column it reads (never for ops without one): types only, so that table() can
+ * check the column exists upstream and get() can type the row (typed.ts).
+ */
+export class Agg<Out = unknown, Field extends string = string> {
   readonly op: string;
   readonly params: Record<string, JsonValue>;
+  declare readonly __out?: Out;
+  declare readonly __field?: Field;
 
   constructor(op: string, params: Record<string, JsonValue>) {
     this.op = op;
@@ -94,15 +102,18 @@ export function wireParams(field: string | null, params: AggParams | undefined):
   return out;
 }
 
-function make(op: string, field: string | null, params?: AggParams): Agg {
-  return new Agg(op, wireParams(field, params));
+function make<Out, F extends string = never>(op: string, field: F | null, params?: AggParams): Agg<Out, F> {
+  return new Agg<Out, F>(op, wireParams(field, params));
 }
 
-type FieldAgg = (field: string, params?: AggParams) => Agg;
-type PlainAgg = (params?: AggParams) => Agg;
+type FieldAgg<Out> = <F extends string>(field: F, params?: AggParams) => Agg<Out, F>;
+type PlainAgg<Out> = (params?: AggParams) => Agg<Out, never>;
 
-const fieldOp = (op: string): FieldAgg => (field, params) => make(op, field, params);
-const plainOp = (op: string): PlainAgg => (params) => make(op, null, params);
+const fieldOp = <Out>(op: string): FieldAgg<Out> => (field, params) => make<Out, typeof field>(op, field, params);
+const plainOp = <Out>(op: string): PlainAgg<Out> => (params) => make<Out>(op, null, params);
+
+/** Value types of the rows (docs/ops.md "value in /get"): null where the op has no value yet. */
+type Num = number | null;
 
 /** Canonical op names the builders emit, by family (one builder each, below). */
 export const AGG_OPS = {
@@ -139,91 +150,91 @@ export const AGG_ALIASES: Readonly<Record<string, string>> = {
  */
 export const agg = {
   // Core.
-  count: plainOp('count'),
-  sum: fieldOp('sum'),
-  mean: fieldOp('mean'),
-  avg: fieldOp('mean'),
-  min: fieldOp('min'),
-  max: fieldOp('max'),
-  var: fieldOp('var'),
-  variance: fieldOp('var'),
-  std: fieldOp('std'),
-  stddev: fieldOp('std'),
+  count: plainOp<number>('count'),
+  sum: fieldOp<Num>('sum'),
+  mean: fieldOp<Num>('mean'),
+  avg: fieldOp<Num>('mean'),
+  min: fieldOp<InputValue>('min'),
+  max: fieldOp<InputValue>('max'),
+  var: fieldOp<Num>('var'),
+  variance: fieldOp<Num>('var'),
+  std: fieldOp<Num>('std'),
+  stddev: fieldOp<Num>('std'),
   /** Matching events / all events reaching the table; `where` gates the numerator. */
-  ratio: (where: Expr | string, params?: AggParams) => make('ratio', null, { ...params, where }),
+  ratio: (where: Expr | string, params?: AggParams) => make<Num>('ratio', null, { ...params, where }),
 
   // Point values.
-  first: fieldOp('first'),
-  last: fieldOp('last'),
-  firstN: (field: string, n: number, params?: AggParams) => make('first_n', field, { ...params, n }),
-  lastN: (field: string, n: number, params?: AggParams) => make('last_n', field, { ...params, n }),
-  lag: (field: string, n = 1, params?: AggParams) => make('lag', field, { ...params, n }),
+  first: fieldOp<InputValue>('first'),
+  last: fieldOp<InputValue>('last'),
+  firstN: <F extends string>(field: F, n: number, params?: AggParams) => make<InputValues, F>('first_n', field, { ...params, n }),
+  lastN: <F extends string>(field: F, n: number, params?: AggParams) => make<InputValues, F>('last_n', field, { ...params, n }),
+  lag: <F extends string>(field: F, n = 1, params?: AggParams) => make<InputValue, F>('lag', field, { ...params, n }),
 
   // Recency.
-  firstSeen: plainOp('first_seen'),
-  lastSeen: plainOp('last_seen'),
-  age: plainOp('age'),
-  hasSeen: plainOp('has_seen'),
-  timeSince: plainOp('time_since'),
-  timeSinceLastN: (n: number, params?: AggParams) => make('time_since_last_n', null, { ...params, n }),
-  firstSeenInWindow: (window: Duration, params?: AggParams) => make('first_seen_in_window', null, { ...params, window }),
+  firstSeen: plainOp<Num>('first_seen'),
+  lastSeen: plainOp<Num>('last_seen'),
+  age: plainOp<Num>('age'),
+  hasSeen: plainOp<boolean>('has_seen'),
+  timeSince: plainOp<Num>('time_since'),
+  timeSinceLastN: (n: number, params?: AggParams) => make<Num>('time_since_last_n', null, { ...params, n }),
+  firstSeenInWindow: (window: Duration, params?: AggParams) => make<boolean>('first_seen_in_window', null, { ...params, window }),
 
   // Streaks.
-  streak: plainOp('streak'),
-  maxStreak: plainOp('max_streak'),
-  negativeStreak: plainOp('negative_streak'),
+  streak: plainOp<number>('streak'),
+  maxStreak: plainOp<number>('max_streak'),
+  negativeStreak: plainOp<number>('negative_streak'),
 
   // Decay.
-  ewma: (field: string, halfLife: Duration, params?: AggParams) => make('ewma', field, { ...params, half_life: halfLife }),
-  ema: (field: string, halfLife: Duration, params?: AggParams) => make('ewma', field, { ...params, half_life: halfLife }),
-  ewvar: (field: string, halfLife: Duration, params?: AggParams) => make('ewvar', field, { ...params, half_life: halfLife }),
-  ewZscore: (field: string, halfLife: Duration, params?: AggParams) =>
-    make('ew_zscore', field, { ...params, half_life: halfLife }),
-  decayedSum: (field: string, halfLife: Duration, params?: AggParams) =>
-    make('decayed_sum', field, { ...params, half_life: halfLife }),
-  decayedCount: (halfLife: Duration, params?: AggParams) => make('decayed_count', null, { ...params, half_life: halfLife }),
-  twa: fieldOp('twa'),
+  ewma: <F extends string>(field: F, halfLife: Duration, params?: AggParams) => make<Num, F>('ewma', field, { ...params, half_life: halfLife }),
+  ema: <F extends string>(field: F, halfLife: Duration, params?: AggParams) => make<Num, F>('ewma', field, { ...params, half_life: halfLife }),
+  ewvar: <F extends string>(field: F, halfLife: Duration, params?: AggParams) => make<Num, F>('ewvar', field, { ...params, half_life: halfLife }),
+  ewZscore: <F extends string>(field: F, halfLife: Duration, params?: AggParams) =>
+    make<Num, F>('ew_zscore', field, { ...params, half_life: halfLife }),
+  decayedSum: <F extends string>(field: F, halfLife: Duration, params?: AggParams) =>
+    make<Num, F>('decayed_sum', field, { ...params, half_life: halfLife }),
+  decayedCount: (halfLife: Duration, params?: AggParams) => make<number>('decayed_count', null, { ...params, half_life: halfLife }),
+  twa: fieldOp<Num>('twa'),
 
   // Velocity, rates and change.
-  rateOfChange: fieldOp('rate_of_change'),
-  interArrivalStats: plainOp('inter_arrival_stats'),
-  burstCount: (subWindow: Duration, params?: AggParams) => make('burst_count', null, { ...params, sub_window: subWindow }),
-  deltaFromPrev: fieldOp('delta_from_prev'),
-  trend: fieldOp('trend'),
-  trendResidual: fieldOp('trend_residual'),
-  outlierCount: fieldOp('outlier_count'),
-  valueChangeCount: fieldOp('value_change_count'),
+  rateOfChange: fieldOp<Num>('rate_of_change'),
+  interArrivalStats: plainOp<Num>('inter_arrival_stats'),
+  burstCount: (subWindow: Duration, params?: AggParams) => make<number>('burst_count', null, { ...params, sub_window: subWindow }),
+  deltaFromPrev: fieldOp<Num>('delta_from_prev'),
+  trend: fieldOp<Num>('trend'),
+  trendResidual: fieldOp<Num>('trend_residual'),
+  outlierCount: fieldOp<number>('outlier_count'),
+  valueChangeCount: fieldOp<number>('value_change_count'),
   /** Sum of the field per second over the window. */
-  velocity: (field: string, window: Duration, params?: AggParams) => make('velocity', field, { ...params, window }),
+  velocity: <F extends string>(field: F, window: Duration, params?: AggParams) => make<number, F>('velocity', field, { ...params, window }),
   /** Events per second over the window. */
-  rate: (window: Duration, params?: AggParams) => make('rate', null, { ...params, window }),
-  zScore: fieldOp('z_score'),
+  rate: (window: Duration, params?: AggParams) => make<number>('rate', null, { ...params, window }),
+  zScore: fieldOp<Num>('z_score'),
 
   // Sketches.
-  nUnique: fieldOp('n_unique'),
-  countDistinct: fieldOp('n_unique'),
-  quantile: (field: string, q: number, params?: AggParams) => make('quantile', field, { ...params, q }),
-  percentile: (field: string, q: number, params?: AggParams) => make('quantile', field, { ...params, q }),
-  topK: fieldOp('top_k'),
-  bloomMember: fieldOp('bloom_member'),
-  entropy: fieldOp('entropy'),
+  nUnique: fieldOp<number>('n_unique'),
+  countDistinct: fieldOp<number>('n_unique'),
+  quantile: <F extends string>(field: F, q: number, params?: AggParams) => make<Num, F>('quantile', field, { ...params, q }),
+  percentile: <F extends string>(field: F, q: number, params?: AggParams) => make<Num, F>('quantile', field, { ...params, q }),
+  topK: fieldOp<Array<{ value: JsonValue; count: number }>>('top_k'),
+  bloomMember: fieldOp<boolean>('bloom_member'),
+  entropy: fieldOp<number>('entropy'),
 
   // Buffers and histograms.
-  histogram: (field: string, buckets: number[], params?: AggParams) => make('histogram', field, { ...params, buckets }),
-  hourOfDayHistogram: plainOp('hour_of_day_histogram'),
-  dowHourHistogram: plainOp('dow_hour_histogram'),
-  seasonalDeviation: fieldOp('seasonal_deviation'),
-  eventTypeMix: fieldOp('event_type_mix'),
-  mostRecentN: (field: string, n: number, params?: AggParams) => make('most_recent_n', field, { ...params, n }),
-  reservoirSample: (field: string, samples: number, params?: AggParams) =>
-    make('reservoir_sample', field, { ...params, samples }),
+  histogram: <F extends string>(field: F, buckets: number[], params?: AggParams) => make<Record<string, number>, F>('histogram', field, { ...params, buckets }),
+  hourOfDayHistogram: plainOp<number[]>('hour_of_day_histogram'),
+  dowHourHistogram: plainOp<Record<string, number>>('dow_hour_histogram'),
+  seasonalDeviation: fieldOp<Num>('seasonal_deviation'),
+  eventTypeMix: fieldOp<Record<string, number>>('event_type_mix'),
+  mostRecentN: <F extends string>(field: F, n: number, params?: AggParams) => make<InputValues, F>('most_recent_n', field, { ...params, n }),
+  reservoirSample: <F extends string>(field: F, samples: number, params?: AggParams) =>
+    make<InputValues, F>('reservoir_sample', field, { ...params, samples }),
 
   // Geo (lat_field / lon_field default to the columns `lat` / `lon` server-side).
-  geoVelocity: plainOp('geo_velocity'),
-  geoDistance: plainOp('geo_distance'),
-  geoSpread: plainOp('geo_spread'),
-  distanceFromHome: plainOp('distance_from_home'),
+  geoVelocity: plainOp<Num>('geo_velocity'),
+  geoDistance: plainOp<number>('geo_distance'),
+  geoSpread: plainOp<Num>('geo_spread'),
+  distanceFromHome: plainOp<Num>('distance_from_home'),
 
-  /** Any op by name, for ops newer than this client. */
-  op: (op: string, field: string | null = null, params?: AggParams) => make(op, field, params),
+  /** Any op by name, for ops newer than this client (its value is untyped JSON). */
+  op: <F extends string = never>(op: string, field: F | null = null, params?: AggParams) => make<JsonValue, F>(op, field, params),
 };

@@ -13,6 +13,10 @@
  * registering it as is fails with `invalid_descriptor` (spec 2.2: anonymous
  * chains are not addressable). Joins, unions and class-form tables exist as
  * names only, to fail with their coded errors (spec 7.2, 9.1).
+ *
+ * Every builder carries the row type it produces (typed.ts): `event()` infers
+ * it from the field declarations, chain ops derive it, `table()` checks its key
+ * and aggregated fields against it and carries the feature row type to get().
  */
 import { Agg, durationText } from './aggs';
 import type { Duration } from './aggs';
@@ -21,11 +25,14 @@ import { exprText } from './expr';
 import type { Expr } from './expr';
 import { buildSchema } from './schema';
 import type { FieldsSpec } from './schema';
-import type { WireAggSpec, WireChainOp, WireDerivedEventNode, WireEventNode, WireTableNode } from './wire';
+import type { AggValue, ColumnOf, EventRow, KeyOf, OptionalNames, Renamed, Simplify, WithColumns } from './typed';
+import type { KeyInput, NativeData } from './values';
+import type { FeatureRow, WireAggSpec, WireChainOp, WireDerivedEventNode, WireEventNode, WireTableNode } from './wire';
+import type { JsonValue } from '../types';
 
 export interface EventSettings {
   /** More optional fields, besides those declared with optional(...). */
-  optional?: string[];
+  optional?: readonly string[];
   dedupe_key?: string;
   dedupeKey?: string;
   dedupe_window?: Duration;
@@ -39,38 +46,42 @@ export interface EventSettings {
   validators?: Array<Expr | string>;
 }
 
-/** Shared base of everything chain ops hang off: sources, derived events, chains, refs. */
-export abstract class Stream {
+/**
+ * Shared base of everything chain ops hang off: sources, derived events, chains, refs.
+ * `Row` is the row type it produces (an event's push data; NativeData when untyped).
+ */
+export abstract class Stream<Row extends object = NativeData> {
   /** The named node this stream starts from (itself for named nodes). */
   abstract readonly source: NamedSource;
   /** Chain ops applied after `source` (empty for named nodes). */
   abstract readonly ops: readonly WireChainOp[];
+  declare readonly __row?: Row;
 
-  filter(predicate: Expr | string): Chain {
+  filter(predicate: Expr | string): Chain<Row> {
     return this.then({ op: 'filter', expr: exprText(predicate) });
   }
 
-  withColumns(columns: Record<string, Expr | string>): Chain {
+  withColumns<const C extends Record<string, Expr | string>>(columns: C): Chain<WithColumns<Row, C>> {
     const exprs: Record<string, string> = {};
     for (const name of Object.keys(columns)) exprs[name] = exprText(columns[name]);
     return this.then({ op: 'with_columns', exprs });
   }
 
-  select(...fields: Array<string | string[]>): Chain {
-    return this.then({ op: 'select', fields: fields.flat() });
+  select<const K extends ColumnOf<Row>>(...fields: Array<K | readonly K[]>): Chain<Simplify<Pick<Row, K>>> {
+    return this.then({ op: 'select', fields: (fields as Array<string | string[]>).flat() });
   }
 
-  drop(...fields: Array<string | string[]>): Chain {
-    return this.then({ op: 'drop', fields: fields.flat() });
+  drop<const K extends ColumnOf<Row>>(...fields: Array<K | readonly K[]>): Chain<Simplify<Omit<Row, K>>> {
+    return this.then({ op: 'drop', fields: (fields as Array<string | string[]>).flat() });
   }
 
-  rename(mapping: Record<string, string>): Chain {
-    return this.then({ op: 'rename', mapping: { ...mapping } });
+  rename<const M extends { [K in ColumnOf<Row>]?: string }>(mapping: M): Chain<Renamed<Row, M>> {
+    return this.then({ op: 'rename', mapping: { ...mapping } as Record<string, string> });
   }
 
   /** Names this stream as a derived event (output_kind "event") that can be pushed to and feed tables. */
-  as(name: string): DerivedEvent {
-    return new DerivedEvent(name, this.source, this.ops);
+  as(name: string): DerivedEvent<Row> {
+    return new DerivedEvent<Row>(name, this.source, this.ops);
   }
 
   /** Cross-stream joins are not supported in v0. Always throws `joins_not_supported`. */
@@ -83,15 +94,16 @@ export abstract class Stream {
     throw new StreamfeatError('unions_not_supported_in_v0', 'unions are not supported in v0');
   }
 
-  private then(op: WireChainOp): Chain {
-    return new Chain(this.source, [...this.ops, op]);
+  private then<R extends object>(op: WireChainOp): Chain<R> {
+    return new Chain<R>(this.source, [...this.ops, op]);
   }
 }
 
 /** A named node other nodes can start from. */
-export type NamedSource = EventSource | DerivedEvent | Ref;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type NamedSource = EventSource<any> | DerivedEvent<any> | Ref<any>;
 
-export class EventSource extends Stream {
+export class EventSource<Row extends object = NativeData> extends Stream<Row> {
   readonly name: string;
   readonly fields: FieldsSpec;
   readonly settings: EventSettings;
@@ -104,7 +116,7 @@ export class EventSource extends Stream {
     this.settings = settings;
   }
 
-  get source(): EventSource {
+  get source(): EventSource<Row> {
     return this;
   }
 
@@ -126,8 +138,8 @@ export class EventSource extends Stream {
   }
 }
 
-/** A named chain over one upstream (kind "derivation", output_kind "event"). */
-export class DerivedEvent extends Stream {
+/** A named chain over one upstream (kind "derivation", output_kind "event"); pushed with its chain's output row. */
+export class DerivedEvent<Row extends object = NativeData> extends Stream<Row> {
   readonly name: string;
   readonly upstream: NamedSource;
   readonly chainOps: readonly WireChainOp[];
@@ -139,7 +151,7 @@ export class DerivedEvent extends Stream {
     this.chainOps = ops;
   }
 
-  get source(): DerivedEvent {
+  get source(): DerivedEvent<Row> {
     return this;
   }
 
@@ -159,7 +171,7 @@ export class DerivedEvent extends Stream {
 }
 
 /** An unnamed chain: usable as a table's `from` or named with `.as()`; not registrable. */
-export class Chain extends Stream {
+export class Chain<Row extends object = NativeData> extends Stream<Row> {
   readonly source: NamedSource;
   readonly ops: readonly WireChainOp[];
 
@@ -170,8 +182,8 @@ export class Chain extends Stream {
   }
 }
 
-/** A node registered elsewhere, named only (nothing of it is sent on register). */
-export class Ref extends Stream {
+/** A node registered elsewhere, named only (nothing of it is sent on register); `Row` if the caller gives it. */
+export class Ref<Row extends object = NativeData> extends Stream<Row> {
   readonly name: string;
   readonly ops: readonly WireChainOp[] = [];
 
@@ -180,28 +192,45 @@ export class Ref extends Stream {
     this.name = name;
   }
 
-  get source(): Ref {
+  get source(): Ref<Row> {
     return this;
   }
 }
 
-export interface TableSpec {
+/**
+ * Feature name -> aggregation over a column of `Row`, or a raw `{op, params}` spec
+ * (unchecked; an Agg is not one, else any Agg would pass as a raw spec).
+ */
+export type Features<Row extends object = NativeData> = Record<string, Agg<unknown, ColumnOf<Row>> | (WireAggSpec & { readonly __field?: never })>;
+
+export interface TableSpec<Row extends object = NativeData, K extends ColumnOf<Row> | readonly ColumnOf<Row>[] = ColumnOf<Row> | readonly ColumnOf<Row>[], F extends Features<Row> = Features<Row>> {
   /** The upstream: an event, a derived event, an unnamed chain over one, or a registered name. */
-  from: Stream | string;
+  from: Stream<Row> | string;
   /** Entity key field(s); a composite key is ordered. */
-  key: string | string[];
+  key: K;
   /** Feature name -> aggregation. */
-  features: Record<string, Agg | WireAggSpec>;
+  features: F;
 }
 
-export class Table {
+/** The feature row of a table with features F over an upstream row Row. */
+export type FeatureRowOf<Row, F> = Simplify<{ -readonly [N in keyof F]: F[N] extends Agg<infer O, infer Fd> ? AggValue<O, Fd, Row> : JsonValue }>;
+
+/**
+ * A table. `Row` is its feature row (what get() answers for a key that received
+ * events), `Key` what it is read by.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export class Table<Row extends object = FeatureRow, Key = KeyInput> {
   readonly name: string;
   readonly upstream: NamedSource;
   readonly chainOps: readonly WireChainOp[];
   readonly key: string[];
   readonly features: Record<string, Agg | WireAggSpec>;
+  declare readonly __row?: Row;
+  declare readonly __key?: Key;
 
-  constructor(name: string, spec: TableSpec) {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  constructor(name: string, spec: TableSpec<any, any, any>) {
     const from = typeof spec.from === 'string' ? new Ref(spec.from) : spec.from;
     this.name = name;
     this.upstream = from.source;
@@ -252,22 +281,38 @@ export function classFormError(): StreamfeatError {
 
 // ---- Entry points -------------------------------------------------------------
 
-export function event(name: string, fields: FieldsSpec, settings?: EventSettings): EventSource {
+/** An event; its push data type is inferred from `fields` (and `settings.optional`). */
+export function event<const F extends FieldsSpec, const S extends EventSettings = {}>(name: string, fields: F, settings?: S): EventSource<EventRow<F, OptionalNames<S>>> {
   return new EventSource(name, fields, settings);
 }
 
-export function derive(name: string, from: Stream | string): DerivedEvent {
+export function derive<Row extends object>(name: string, from: Stream<Row>): DerivedEvent<Row>;
+export function derive(name: string, from: string): DerivedEvent;
+export function derive(name: string, from: Stream<object> | string): DerivedEvent<object> {
   const stream = typeof from === 'string' ? new Ref(from) : from;
   return stream.as(name);
 }
 
-export function table(name: string, spec: TableSpec): Table {
+/**
+ * A table over a typed upstream: `key` must name its columns, every aggregation's
+ * field must be one of them, and the table's row type follows from the features.
+ * With `from: 'Name'` (or an untyped upstream) nothing is checked.
+ */
+export function table<Row extends object, const K extends ColumnOf<Row> | readonly ColumnOf<Row>[], const F extends Features<Row>>(
+  name: string, spec: { from: Stream<Row>; key: K; features: F },
+): Table<FeatureRowOf<Row, F>, KeyOf<Row, K>>;
+export function table<const F extends Features>(name: string, spec: { from: string; key: string | readonly string[]; features: F }): Table<FeatureRowOf<NativeData, F>, KeyInput>;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function table(name: string, spec: TableSpec<any, any, any>): Table<any, any> {
   return new Table(name, spec);
 }
 
-/** A node registered earlier (by this or another client), to build on by name. */
-export function ref(name: string): Ref {
-  return new Ref(name);
+/**
+ * A node registered earlier (by this or another client), to build on by name.
+ * Give its row type to have tables and chains over it checked: `ref<{ user: string }>('Txn')`.
+ */
+export function ref<Row extends object = NativeData>(name: string): Ref<Row> {
+  return new Ref<Row>(name);
 }
 
 /** Class-form tables are not supported in v0. Always throws `svc_table_class_form_not_supported`. */

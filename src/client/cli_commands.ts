@@ -4,7 +4,9 @@
  * its own spec (and so its own --help) in CLIENT_SPECS.
  *
  * Exit codes: 0 ok; 1 the server (or the connection) reported an error, printed
- * as "error: <code> (<status>): <message>"; 2 bad command line or input file.
+ * as "error: <code> (<status>): <message>"; 2 bad command line or input file;
+ * 3 `register --dry-run` of a change the server would refuse without --force
+ * (so a CI step can gate on it).
  */
 import { readFileSync } from 'node:fs';
 import { type CliCommand, type CliIo as BaseIo, type CommandSpec, type OptionSpec, type ParsedCommand, EXIT_ERROR, EXIT_OK, EXIT_USAGE, numberArg, processIo, runCli, stringValue, UsageError } from '../cli_args';
@@ -16,6 +18,8 @@ import type { WireNode } from './wire';
 import type { KeyInput, NativeData } from './values';
 
 export { EXIT_ERROR, EXIT_OK, EXIT_USAGE };
+/** `register --dry-run`: the change is destructive and would be refused without --force. */
+export const EXIT_NEEDS_FORCE = 3;
 export const CLI_URL_DEFAULT = 'http://127.0.0.1:8080';
 
 export interface CliIo extends BaseIo {
@@ -35,9 +39,11 @@ const COMMON: OptionSpec[] = [
 ];
 const EXIT_NOTE = 'exit codes: 0 ok, 1 the server or the connection reported an error, 2 bad command line or input';
 
-function spec(name: string, args: string[], summary: string, own: OptionSpec[] = [], notes: string[] = []): CommandSpec {
-  return { name, args, summary, options: [...own, ...COMMON], notes: [...notes, EXIT_NOTE] };
+function spec(name: string, args: string[], summary: string, own: OptionSpec[] = [], notes: string[] = [], exitNote = EXIT_NOTE): CommandSpec {
+  return { name, args, summary, options: [...own, ...COMMON], notes: [...notes, exitNote] };
 }
+/** What a JSON argument may be: the text itself, a file, or - for stdin. */
+const JSON_ARG_NOTE = 'an argument that starts with [ or { is inline JSON unless a file has that name; - reads stdin';
 
 export const CLIENT_SPECS: Record<string, CommandSpec> = {
   push: spec('push', ['EVENT', 'JSON'], "Push one event: streamfeat push Txn '{\"card\":\"c1\",\"amount\":5}'.",
@@ -45,11 +51,12 @@ export const CLIENT_SPECS: Record<string, CommandSpec> = {
   get: spec('get', ['TABLE', 'KEY'], 'Read one row. KEY: a JSON array or number as parsed, a JSON string unquoted, anything else as written.',
     [{ name: 'features', type: 'string', value: 'A,B', help: 'only these features' }]),
   'batch-get': spec('batch-get', ['FILE'], 'Read many rows in one request.', [],
-    ['FILE: JSON array of {"table","key","features"?} or {"requests": [...]}; - reads stdin. Exit 1 when any entry failed.']),
+    [`FILE: a file holding a JSON array of {"table","key","features"?} or {"requests": [...]}, or that JSON itself; ${JSON_ARG_NOTE}. Exit 1 when any entry failed.`]),
   register: spec('register', ['FILE'], 'Register events, derived events and tables.', [
     { name: 'force', type: 'boolean', help: 'allow breaking changes (drops state of changed tables)' },
-    { name: 'dry-run', type: 'boolean', help: 'print the diff, change nothing' },
-  ], ['FILE: {"nodes": [...]} or an array of nodes (the wire form of spec 3).']),
+    { name: 'dry-run', type: 'boolean', help: 'print the diff, change nothing; exit 3 if the change needs --force' },
+  ], [`FILE: a file holding {"nodes": [...]} or an array of nodes (the wire form of spec 3), or that JSON itself; ${JSON_ARG_NOTE}.`],
+  'exit codes: 0 ok (with --dry-run: the change would apply as it is), 1 the server or the connection reported an error (a register refused with force_required included), 2 bad command line or input, 3 with --dry-run: the change is destructive and would be refused without --force'),
   ping: spec('ping', [], 'Check that the server answers; prints its registry version.'),
   registry: spec('registry', [], 'Print the registered nodes.'),
   reset: spec('reset', [], 'Drop every registration and all state (server must run with --test-mode).'),
@@ -146,6 +153,10 @@ async function runCommand(client: Client, command: string, args: string[], p: Pa
       const nodes = readNodes(io, file);
       const r = await client.register(nodes, { force: p.values.force === true, dryRun: p.values['dry-run'] === true });
       print(r, formatRegister(r));
+      if (r.dry_run === true && r.would_apply === false) {
+        if (!json) io.err(`refused without --force: the change is destructive (exit ${EXIT_NEEDS_FORCE}); re-run with --force to apply it`);
+        return EXIT_NEEDS_FORCE;
+      }
       return EXIT_OK;
     }
     case 'ping': {
@@ -166,10 +177,10 @@ async function runCommand(client: Client, command: string, args: string[], p: Pa
   }
 }
 
-async function batchGet(client: Client, file: string, json: boolean, io: CliIo): Promise<number> {
-  const input = parseJson(readInput(io, file), file);
+async function batchGet(client: Client, arg: string, json: boolean, io: CliIo): Promise<number> {
+  const { value: input, from } = readJsonArg(io, arg);
   const requests = Array.isArray(input) ? input : (input as { requests?: unknown } | null)?.requests;
-  if (!Array.isArray(requests)) throw new UsageError(`${file}: expected an array of {table, key, features?} or {"requests": [...]}`);
+  if (!Array.isArray(requests)) throw new UsageError(`${from}: expected an array of {table, key, features?} or {"requests": [...]}`);
   const results = await client.batchGet(requests as BatchGetEntry[]);
   const failed = results.filter((r) => r instanceof StreamfeatError).length;
   if (json) {
@@ -186,12 +197,34 @@ async function batchGet(client: Client, file: string, json: boolean, io: CliIo):
   return failed > 0 ? EXIT_ERROR : EXIT_OK;
 }
 
-function readNodes(io: CliIo, file: string): WireNode[] {
-  const input = parseJson(readInput(io, file), file);
+function readNodes(io: CliIo, arg: string): WireNode[] {
+  const { value: input, from } = readJsonArg(io, arg);
   if (Array.isArray(input)) return input as WireNode[];
   const nodes = (input as { nodes?: unknown } | null)?.nodes;
-  if (!Array.isArray(nodes)) throw new UsageError(`${file}: expected {"nodes": [...]} or an array of nodes`);
+  if (!Array.isArray(nodes)) throw new UsageError(`${from}: expected {"nodes": [...]} or an array of nodes`);
   return nodes as WireNode[];
+}
+
+/**
+ * A JSON argument: `-` is stdin, a path that can be read is a file, and text
+ * that starts with `[` or `{` and names no file is the JSON itself. Errors say
+ * which was tried, so `ENOENT` never hides a typo in inline JSON.
+ */
+function readJsonArg(io: CliIo, arg: string): { value: unknown; from: string } {
+  const from = arg === '-' ? 'stdin' : `file ${arg}`;
+  let text: string;
+  try {
+    text = io.readFile(arg);
+  } catch (e) {
+    const looksInline = /^\s*[[{]/.test(arg);
+    if (!looksInline) throw new UsageError(`cannot read ${from}: ${(e as Error).message} (an argument that starts with [ or { is read as inline JSON)`);
+    try {
+      return { value: JSON.parse(arg), from: 'inline JSON' };
+    } catch (pe) {
+      throw new UsageError(`inline JSON is not valid: ${(pe as Error).message} (no file has that name either)`);
+    }
+  }
+  return { value: parseJson(text, from), from };
 }
 
 /** KEY: a JSON array or number as parsed, a JSON string unquoted, anything else as written. */
@@ -221,13 +254,5 @@ function parseJson(text: string, what: string): unknown {
     return JSON.parse(text);
   } catch (e) {
     throw new UsageError(`${what} is not valid JSON: ${(e as Error).message}`);
-  }
-}
-
-function readInput(io: CliIo, file: string): string {
-  try {
-    return io.readFile(file);
-  } catch (e) {
-    throw new UsageError(`cannot read ${file}: ${(e as Error).message}`);
   }
 }

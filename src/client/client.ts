@@ -83,14 +83,19 @@ export interface RegisterOptions extends CallOptions {
   dryRun?: boolean;
 }
 
-export interface BatchGetEntry {
-  table: string | Table;
-  key: KeyInput;
-  features?: string[];
+export interface BatchGetEntry<T extends AnyTable | string = AnyTable | string> {
+  table: T;
+  key: T extends Table<object, infer K> ? K : KeyInput;
+  features?: readonly string[];
 }
 
 /** One batchGet answer: the row, or the entry's own error (other entries still answer). */
-export type BatchGetResult = FeatureRow | StreamfeatError;
+export type BatchGetResult<Row extends object = FeatureRow> = Partial<Row> | StreamfeatError;
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyTable = Table<any, any>;
+/** The row a get answers for table T: every feature may be absent (a key that never received events reads as `{}`). */
+type RowOfTable<T> = T extends Table<infer R, unknown> ? Partial<R> : FeatureRow;
 
 export class Client {
   readonly url: string;
@@ -137,7 +142,11 @@ export class Client {
     return reply;
   }
 
-  async push(event: string | EventSource | DerivedEvent, data: NativeData, opts: PushOptions = {}): Promise<PushAck> {
+  /** Pushes one event: to a builder, `data` is checked against its schema; by name it is not. */
+  push<Row extends object>(event: EventSource<Row> | DerivedEvent<Row>, data: Row, opts?: PushOptions): Promise<PushAck>;
+  push(event: string, data: NativeData, opts?: PushOptions): Promise<PushAck>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  async push(event: string | EventSource<any> | DerivedEvent<any>, data: NativeData, opts: PushOptions = {}): Promise<PushAck> {
     const name = typeof event === 'string' ? event : event.name;
     const retry = opts.retry ?? this.#dedupe.get(name) === true;
     const body = JSON.stringify({ event: name, data: toWireData(data) });
@@ -149,13 +158,21 @@ export class Client {
     return ack;
   }
 
-  async get(table: string | Table, key: KeyInput, features?: string[], opts: CallOptions = {}): Promise<FeatureRow> {
+  /**
+   * Reads one row. From a table builder the key and feature names are checked and the
+   * row is typed; every feature may be absent (a key that never received events is `{}`).
+   */
+  get<Row extends object, Key, const N extends keyof Row & string = keyof Row & string>(
+    table: Table<Row, Key>, key: Key, features?: readonly N[], opts?: CallOptions): Promise<Partial<Pick<Row, N>>>;
+  get(table: string, key: KeyInput, features?: readonly string[], opts?: CallOptions): Promise<FeatureRow>;
+  async get(table: string | AnyTable, key: KeyInput, features?: readonly string[], opts: CallOptions = {}): Promise<FeatureRow> {
     const body: Record<string, unknown> = { table: tableName(table), key: toWireKey(key) };
     if (features !== undefined) body.features = features;
     return (await this.#json('get', JSON.stringify(body), Idempotence.Full, opts)) as FeatureRow;
   }
 
-  async batchGet(entries: readonly BatchGetEntry[], opts: CallOptions = {}): Promise<BatchGetResult[]> {
+  /** Many rows in one request; a result per entry, typed by its table when it is a builder. */
+  async batchGet<const E extends readonly BatchGetEntry[]>(entries: E, opts: CallOptions = {}): Promise<{ -readonly [I in keyof E]: RowOfTable<E[I]['table']> | StreamfeatError }> {
     const requests = entries.map((e) => {
       const r: Record<string, unknown> = { table: tableName(e.table), key: toWireKey(e.key) };
       if (e.features !== undefined) r.features = e.features;
@@ -164,7 +181,7 @@ export class Client {
     const reply = await this.#json('batch_get', JSON.stringify({ requests }), Idempotence.Full, opts);
     const results = Array.isArray(reply) ? reply : asObject(reply)?.results;
     if (!Array.isArray(results)) throw unparseable(JSON.stringify(reply), 200, 'batch_get reply has no results array');
-    return results.map(batchEntry);
+    return results.map(batchEntry) as { -readonly [I in keyof E]: RowOfTable<E[I]['table']> | StreamfeatError };
   }
 
   async ping(opts: CallOptions = {}): Promise<PingReply> {
@@ -260,7 +277,7 @@ function parseBody(text: string): JsonValue {
   }
 }
 
-function tableName(t: string | Table): string {
+function tableName(t: string | AnyTable): string {
   return typeof t === 'string' ? t : t.name;
 }
 

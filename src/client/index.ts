@@ -10,7 +10,8 @@ export { StreamfeatError, CLIENT_ERROR_CODES, CONNECTION_ERROR_CODES, RETRYABLE_
 export type { ClientErrorCode, StreamfeatErrorCode, ValidationItem } from './errors';
 
 export { event, derive, table, ref, classForm, TableClass, Stream, Chain, EventSource, DerivedEvent, Table, Ref } from './builders';
-export type { EventSettings, TableSpec, NamedSource } from './builders';
+export type { EventSettings, TableSpec, NamedSource, Features, FeatureRowOf } from './builders';
+export type { AggValue, ColumnOf, ColumnValue, EventRow, FieldValue, KeyOf, PushData, RowOf, KeyOfTable } from './typed';
 
 export { agg, Agg, AGG_OPS, AGG_ALIASES } from './aggs';
 export type { AggParams, Duration } from './aggs';
@@ -18,7 +19,7 @@ export type { AggParams, Duration } from './aggs';
 export { col, lit, raw, fn, and, or, not, isnull, cast, Expr } from './expr';
 export type { CastTarget, ExprInput, LiteralValue } from './expr';
 
-export { optional, int, wireType } from './schema';
+export { optional, int, wireType, str, f64, i64, bool, bytes, datetime } from './schema';
 export type { FieldDecl, FieldSpec, FieldsSpec, NativeType } from './schema';
 
 export { buildNodes } from './register_payload';

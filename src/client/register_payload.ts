@@ -11,7 +11,9 @@ import { Chain, DerivedEvent, EventSource, Ref, Table, classFormError } from './
 import { StreamfeatError } from './errors';
 import type { WireNode } from './wire';
 
-export type Registrable = EventSource | DerivedEvent | Table | Chain | Ref | WireNode;
+// Builders of any row type (their types only matter to push, get and table).
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Registrable = EventSource<any> | DerivedEvent<any> | Table<any, any> | Chain<any> | Ref<any> | WireNode;
 
 export function buildNodes(items: Registrable | readonly Registrable[] | { nodes: readonly Registrable[] }): WireNode[] {
   const list = Array.isArray(items) ? (items as readonly Registrable[]) : isPayload(items) ? items.nodes : [items as Registrable];

@@ -37,13 +37,26 @@ const TYPE_NAME_ALIASES: Record<string, FieldType> = {
   boolean: 'bool',
 };
 
+/**
+ * The wire type names as constants, for declarations that read like the wire:
+ * `event('Txn', { user: str, amount: f64, n: i64, at: optional(datetime) })`.
+ */
+export const str = 'str';
+export const f64 = 'f64';
+export const i64 = 'i64';
+export const bool = 'bool';
+export const bytes = 'bytes';
+export const datetime = 'datetime';
+
 /** Marks a field optional: `{ country: optional(String) }`. */
-export function optional(spec: FieldSpec): FieldDecl {
+export function optional<const S extends FieldSpec>(spec: S): (S extends FieldDecl ? Omit<S, 'optional'> : { type: S }) & { optional: true };
+export function optional(spec: FieldSpec): object {
   return isFieldDecl(spec) ? { ...spec, optional: true } : { type: spec, optional: true };
 }
 
 /** An integer number field: `{ count: int() }` or `{ count: int({ optional: true }) }`. */
-export function int(opts: { optional?: boolean } = {}): FieldDecl {
+export function int<const O extends { optional?: boolean } = {}>(opts?: O): { type: NumberConstructor; int: true; optional: O['optional'] extends true ? true : false };
+export function int(opts: { optional?: boolean } = {}): { type: NumberConstructor; int: true; optional: boolean } {
   return { type: Number, int: true, optional: opts.optional === true };
 }
 

@@ -20,6 +20,7 @@ import { parseNode, upstreamOf } from '../registry/node_parse';
 import { combineErrors } from '../registry/register_errors';
 import { stableStringify } from '../util/stable_json';
 import { stripNullMembers } from '../util/strip_nulls';
+import { unknownNameHint } from '../util/near_name';
 import { descriptorKind, diffNode, sortDiff, type Diff } from './diff';
 import { RENAMED_FROM } from './renames';
 
@@ -80,7 +81,7 @@ function parseAll(nodes: unknown[], registered: Map<string, NodeDef>): NodeDef[]
     if (up === null) return;
     const j = index.get(up);
     if (j === undefined) {
-      if (!registered.has(up)) errors.push(new SfError('missing_upstream', `upstream ${JSON.stringify(up)} is neither in the payload nor registered`, { path: `nodes[${i}].upstreams[0]` }));
+      if (!registered.has(up)) errors.push(new SfError('missing_upstream', `upstream ${JSON.stringify(up)} is neither in the payload nor registered${unknownNameHint(up, [...new Set([...registered.keys(), ...index.keys()])], 'known names')}`, { path: `nodes[${i}].upstreams[0]` }));
       return;
     }
     if (j < i) return;

@@ -8,7 +8,7 @@ import { isFieldType, type FieldMap, type FieldType } from '../types';
 import type { ArithMode, CastTarget, CmpMode, CmpOp, Expr, ExprType, LitExpr, TExpr } from './ast';
 import { exprError } from './error';
 import { parseRfc3339 } from './runtime';
-import { HINT_CELLS_PER_SECOND, NAME_LENGTH_MAX } from '../limits';
+import { nearestName } from '../util/near_name';
 
 export interface Checked {
   readonly expr: TExpr;
@@ -271,71 +271,4 @@ function checkCoalesce(e: Expr, args: TExpr[]): TExpr {
   if (live.length === 0) return NULL_LIT;
   if (live.length === 1 && live[0].type === type) return live[0];
   return { kind: 'coalesce', type, args: live };
-}
-
-/** Largest edit distance a "did you mean" hint accepts. */
-const HINT_DISTANCE_MAX = 2;
-/** Distance cells computed for hints in the current one-second window of this thread. */
-let hintCells = 0;
-let hintWindowStartMs = 0;
-
-/**
- * Closest declared field within edit distance 2, for "did you mean". Bounded
- * cost: names longer than NAME_LENGTH_MAX + 2 cannot be near a valid name and get
- * no hint, candidates whose length differs by more than the best distance so far
- * are skipped, and the distance is computed in a band (O(length), not O(length²)),
- * so a register full of long unknown names costs microseconds per reference.
- */
-export function nearestName(name: string, candidates: readonly string[]): string | null {
-  if (name.length > NAME_LENGTH_MAX + HINT_DISTANCE_MAX) return null;
-  const now = Date.now();
-  if (now - hintWindowStartMs >= 1000) { hintWindowStartMs = now; hintCells = 0; }
-  const lower = name.toLowerCase();
-  let best: string | null = null;
-  let bestD = HINT_DISTANCE_MAX + 1;
-  for (const c of candidates) {
-    if (Math.abs(c.length - name.length) >= bestD) continue;
-    // Many unknown references against many similar long names still add up: past
-    // the budget the error goes out without a hint (hints are a courtesy).
-    hintCells += name.length * (2 * HINT_DISTANCE_MAX + 1);
-    if (hintCells > HINT_CELLS_PER_SECOND) return null;
-    const d = boundedEditDistance(lower, c.toLowerCase(), bestD - 1);
-    if (d < bestD) {
-      bestD = d;
-      best = c;
-    }
-  }
-  return best;
-}
-
-/**
- * Levenshtein distance of a and b if it is at most `max`, else max + 1. Only the
- * diagonal band |i - j| <= max can hold a distance <= max, so each row computes
- * 2 * max + 1 cells.
- */
-export function boundedEditDistance(a: string, b: string, max: number): number {
-  if (Math.abs(a.length - b.length) > max) return max + 1;
-  const big = max + 1;
-  let prev = new Array<number>(b.length + 1);
-  let cur = new Array<number>(b.length + 1);
-  for (let j = 0; j <= b.length; j++) prev[j] = j <= max ? j : big;
-  for (let i = 1; i <= a.length; i++) {
-    const lo = Math.max(1, i - max);
-    const hi = Math.min(b.length, i + max);
-    cur[0] = i <= max ? i : big;
-    if (lo > 1) cur[lo - 1] = big;
-    let rowMin = cur[0];
-    for (let j = lo; j <= hi; j++) {
-      const sub = prev[j - 1] + (a.charCodeAt(i - 1) === b.charCodeAt(j - 1) ? 0 : 1);
-      const del = j <= i - 1 + max ? prev[j] + 1 : big;
-      const ins = j - 1 >= lo - 1 ? cur[j - 1] + 1 : big;
-      const v = Math.min(sub, del, ins, big);
-      cur[j] = v;
-      if (v < rowMin) rowMin = v;
-    }
-    if (hi < b.length) cur[hi + 1] = big;
-    if (rowMin > max) return big;
-    const t = prev; prev = cur; cur = t;
-  }
-  return Math.min(prev[b.length], big);
 }

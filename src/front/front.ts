@@ -33,7 +33,9 @@ import { PushCtx, PushCtxPool, type PushDone } from './push';
 import type { Reply } from './reply';
 import type { Auth } from './auth';
 import { DEDUPE_ENTRIES_MAX, KEY_BYTES_MAX } from '../limits';
+import type { ServerClock } from '../clock';
 import { VERSION } from '../version';
+import { unknownNameHint } from '../util/near_name';
 
 /** `"server_version":"x.y.z"` of the ping answer, built once. */
 const SERVER_VERSION_JSON = `"server_version":${JSON.stringify(VERSION)}`;
@@ -87,6 +89,8 @@ export class Front implements PushDone, ControlHost {
     lastLsn: number,
     readonly metrics: Metrics,
     readonly log: Logger,
+    /** Server time, owned here (clock/server_clock.ts): push times; the shards read the same clock. */
+    readonly clock: ServerClock,
   ) {
     this.dedupe = new PushDedupe(this, opts.dedupeEntriesMax ?? DEDUPE_ENTRIES_MAX);
     this.#registry = compileRegistry(initial, { memoryGovEnforce: opts.memoryGovEnforce, pushValidators: true, features: false });
@@ -181,7 +185,7 @@ export class Front implements PushDone, ControlHost {
     const reg = this.registry;
     const plan = reg.events.get(body.event);
     if (plan === undefined) {
-      this.#failWith(reply, 'event_not_found', { message: `event ${JSON.stringify(body.event)} is not registered`, path: 'event' });
+      this.#failWith(reply, 'event_not_found', { message: `event ${JSON.stringify(body.event)} is not registered${unknownNameHint(body.event, reg.events.keys(), 'registered events', 'no events are registered')}`, path: 'event' });
       return;
     }
     for (const k in body) {
@@ -224,17 +228,17 @@ export class Front implements PushDone, ControlHost {
     let dedupeValue = '';
     /** The dedupe value the shards record (null: none). */
     let recorded: string | null = null;
-    const now = Date.now();
     if (plan.dedupeField !== null) {
       const v = row[plan.dedupeField];
       if (v !== null && v !== undefined) {
         dedupeValue = String(v);
         recorded = dedupeValue;
-        dedupe = this.dedupe.claim(plan, dedupeValue, now, reply);
+        // Windows of dedupe count on the monotonic clock (dedupe.ts): no wall clock step lets a duplicate through.
+        dedupe = this.dedupe.claim(plan, dedupeValue, startMs, reply);
         if (dedupe === null) return; // answered: a replay, or the store is full
       }
     }
-    const t = this.#stamp(now);
+    const t = this.#stamp(this.clock.at(startMs));
     if (this.#cluster !== null) {
       this.#cluster.append({ plan, row, text, t, version: reg.version, reply, startMs, dedupe, dedupeValue });
       return;
@@ -262,7 +266,7 @@ export class Front implements PushDone, ControlHost {
     const n = this.channels.length;
     const keyed = reader.route(ev, b, n);
     if (keyed < 0) return false;
-    const t = this.#stamp(Date.now());
+    const t = this.#stamp(this.clock.at(startMs));
     const lsn = this.lsn.take();
     const mask = targetsOf(keyed, lsn, n);
     const ctx = this.#ctxPool.take(lsn, reg.version, reply, targetCount(mask), startMs, null, ev.plan.name, '');
@@ -281,7 +285,10 @@ export class Front implements PushDone, ControlHost {
     return true;
   }
 
-  /** A push's time: now, never before the last push's (acks and records stay in time order). */
+  /**
+   * A push's time: server time at its arrival (which never goes backwards by
+   * itself), and never before the last push's (acks and records stay in time order).
+   */
   #stamp(now: number): number {
     const t = now > this.#lastT ? now : this.#lastT;
     this.#lastT = t;
@@ -330,7 +337,7 @@ export class Front implements PushDone, ControlHost {
   #resolve(tableName: string, featuresRaw: unknown, key: string, path: string): ResolvedGet {
     const at = `${path}${path ? '.' : ''}`;
     const table: TablePlan | undefined = this.#registry.tables.get(tableName);
-    if (table === undefined) throw new SfError('unknown_table', `table ${JSON.stringify(tableName)} is not registered`, { path: `${at}table` });
+    if (table === undefined) throw new SfError('unknown_table', `table ${JSON.stringify(tableName)} is not registered${unknownNameHint(tableName, this.#registry.tables.keys(), 'registered tables', 'no tables are registered')}`, { path: `${at}table` });
     let features: string[] | null = null;
     let f: number[] | null = null;
     if (featuresRaw !== undefined && featuresRaw !== null) {
@@ -345,7 +352,7 @@ export class Front implements PushDone, ControlHost {
         if (j !== undefined) { f[i] = j; continue; }
         const owners = this.#registry.featureTables.get(name);
         if (owners !== undefined) throw new SfError('feature_not_in_table', `feature ${JSON.stringify(name)} is not in table ${table.name} (it is in ${owners.join(', ')})`, { path: `${at}features` });
-        throw new SfError('feature_not_found', `feature ${JSON.stringify(name)} is not registered`, { path: `${at}features` });
+        throw new SfError('feature_not_found', `feature ${JSON.stringify(name)} is not registered${unknownNameHint(name, table.featureIndex.keys(), `features of ${table.name}`)}`, { path: `${at}features` });
       }
     }
     return {

@@ -5,6 +5,7 @@
  * defs.ts, the semantics in the family files, the user-facing table in docs/ops.md.
  */
 import { SfError } from '../errors';
+import { unknownNameHint } from '../util/near_name';
 import type { FieldMap } from '../types';
 import { OP_DEFS, type OpDef, type WindowRule } from './defs';
 import { durationKey, parseDuration } from './duration';
@@ -59,7 +60,7 @@ export function compileAgg(spec: unknown, ctx: AggContext): OpFactory {
   }
   const def = BY_NAME.get(op);
   if (def === undefined) {
-    throw new SfError('unknown_op', `op "${op}" is not in the catalogue`, { path: `${ctx.path}.op` });
+    throw new SfError('unknown_op', `op "${op}" is not in the catalogue${unknownNameHint(op, BY_NAME.keys(), 'ops')} (docs/ops.md lists every op)`, { path: `${ctx.path}.op` });
   }
   const params = spec.params === undefined ? {} : spec.params;
   if (!isPlainObject(params)) {

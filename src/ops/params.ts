@@ -8,6 +8,7 @@
 import { SfError, type ErrorCode } from '../errors';
 import type { FieldMap, FieldType } from '../types';
 import { parseDuration } from './duration';
+import { unknownNameHint } from '../util/near_name';
 
 /** Keys accepted on every op: `where` is compiled by the registry; the others are sent by the
  * peer's SDK and carry no meaning here (documented in docs/ops.md). */
@@ -106,7 +107,7 @@ export class ParamReader {
     }
     if (typeof name !== 'string') this.fail('schema_mismatch', key, `${key} must be a string column name, got ${show(name)}`);
     if (!Object.prototype.hasOwnProperty.call(this.fields, name)) {
-      this.fail('schema_propagation_failure', key, `column "${name}" is not produced by the upstream chain`);
+      this.fail('schema_propagation_failure', key, `column "${name}" is not produced by the upstream chain${unknownNameHint(name, Object.keys(this.fields), 'upstream columns')}`);
     }
     const type = this.fields[name];
     if (!types.includes(type)) {

@@ -21,6 +21,7 @@ import { SfError } from '../errors';
 import type { FieldMap, FieldType, Row } from '../types';
 import { isValidName, NAME_RULE, type ChainOpDef } from './model';
 import { withPath } from './with_path';
+import { unknownNameHint } from '../util/near_name';
 
 /** Returns the (possibly new) row, or null when a filter drops it. */
 export type RowFn = (row: Row) => Row | null;
@@ -37,7 +38,7 @@ function copyFields(f: FieldMap): FieldMap {
 
 function requireField(fields: FieldMap, name: string, path: string, what: string): void {
   if (!(name in fields)) {
-    throw new SfError('schema_propagation_failure', `${what} references column ${JSON.stringify(name)}, which the upstream chain does not produce`, { path });
+    throw new SfError('schema_propagation_failure', `${what} references column ${JSON.stringify(name)}, which the upstream chain does not produce${unknownNameHint(name, Object.keys(fields), 'upstream columns')}`, { path });
   }
 }
 

@@ -36,6 +36,7 @@ import { PushValidator } from './push_validator';
 import { combineErrors } from './register_errors';
 import { checkNodeBytes, checkRegistryLimits } from './registry_limits';
 import { withPath } from './with_path';
+import { unknownNameHint } from '../util/near_name';
 import { encodeWire, isWire, nodeCount, wireNodeText, type RegistrySource, type RegistryWire } from './wire';
 
 export interface CompileOptions {
@@ -327,7 +328,7 @@ function* compileTable(def: TableNodeDef, up: NodeArtefact, index: number, path:
   const chain = compileChain(def.ops, up.fields, up.optional, path);
   const keyTypes: FieldType[] = def.key.map((k) => {
     const t = chain.fields[k];
-    if (t === undefined) throw new SfError('table_key_invalid', `key field ${JSON.stringify(k)} is not a column of the upstream schema`, { path: `${path}.key` });
+    if (t === undefined) throw new SfError('table_key_invalid', `key field ${JSON.stringify(k)} is not a column of the upstream schema${unknownNameHint(k, Object.keys(chain.fields), 'upstream columns')}`, { path: `${path}.key` });
     if (t === 'f64') throw new SfError('table_key_invalid', `key field ${JSON.stringify(k)} is f64; floats are not entity keys`, { path: `${path}.key` });
     return t;
   });
@@ -536,7 +537,7 @@ function* compileSteps(source: RegistrySource, opts: CompileOptions): Generator<
         if (tables.has(def.upstream) || defs.get(def.upstream)?.kind === 'table') {
           throw new SfError('aggregation_on_table_not_supported', `upstream ${JSON.stringify(def.upstream)} is a table; aggregating a table is not supported in v0`, { path: `${path}.upstreams[0]` });
         }
-        throw new SfError('missing_upstream', `upstream ${JSON.stringify(def.upstream)} is neither in the payload nor registered`, { path: `${path}.upstreams[0]` });
+        throw new SfError('missing_upstream', `upstream ${JSON.stringify(def.upstream)} is neither in the payload nor registered${unknownNameHint(def.upstream, [...outs].filter(([, o]) => o.table === null).map(([n]) => n), 'events')}`, { path: `${path}.upstreams[0]` });
       }
       if (def.kind === 'derived') {
         const chain = compileChain(def.ops, up.fields, up.optional, path);

@@ -10,6 +10,9 @@ import { isFieldType, type FieldMap, type FieldType } from '../types';
 import type { ChainOpDef, DerivedEventNodeDef, EventNodeDef, NodeDef, TableNodeDef } from './model';
 import { isValidName, NAME_RULE } from './model';
 import { parseDuration } from '../ops/duration';
+import { didYouMean } from '../util/near_name';
+
+const CHAIN_OPS = ['filter', 'with_columns', 'map', 'select', 'drop', 'rename', 'cast', 'fillna'];
 
 type Obj = Record<string, unknown>;
 
@@ -194,7 +197,7 @@ function parseChainOp(raw: unknown, path: string): ChainOpDef {
     case 'rename':
       return { op, mapping: pairs(raw.mapping, `${path}.mapping`, 'mapping') };
     default:
-      fail('unknown_op', `${path}.op`, `unknown chain op ${JSON.stringify(op)}; supported: filter, with_columns (map), select, drop, rename, cast, fillna`);
+      fail('unknown_op', `${path}.op`, `unknown chain op ${JSON.stringify(op)}${didYouMean(op, CHAIN_OPS)}; supported: filter, with_columns (map), select, drop, rename, cast, fillna`);
   }
 }
 

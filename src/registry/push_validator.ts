@@ -15,6 +15,7 @@ import { STRING_VALUE_BYTES_MAX } from '../limits';
 import { SfError } from '../errors';
 import type { FieldMap, FieldType, Row } from '../types';
 import { withPath } from './with_path';
+import { didYouMean } from '../util/near_name';
 
 /** Standard base64 (with optional padding) or base64url. */
 const BASE64 = /^(?:[A-Za-z0-9+/_-]{4})*(?:[A-Za-z0-9+/_-]{2}(?:==)?|[A-Za-z0-9+/_-]{3}=?)?$/;
@@ -126,7 +127,7 @@ export class PushValidator {
       if (k === 'event_time' || k === 'event_time_ms') {
         throw new SfError('unknown_field_event_time_v0', `${k} is not supported in v0: time is the server's processing time`, { path: `fields.${k}` });
       }
-      throw new SfError('unknown_field_v0', `${JSON.stringify(k)} is not a declared field of this event in v0`, { path: `fields.${k}` });
+      throw new SfError('unknown_field_v0', `${JSON.stringify(k)} is not a declared field of this event in v0${didYouMean(k, Object.keys(this.#fields))}`, { path: `fields.${k}` });
     }
     for (const [f, t] of Object.entries(this.#fields)) {
       const v = Object.prototype.hasOwnProperty.call(obj, f) ? obj[f] : undefined;

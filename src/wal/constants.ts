@@ -15,18 +15,28 @@ export const FRAME_TYPE_BYTES = 1;
 export const RECORD_BYTES_MAX = WAL_RECORD_BYTES_MAX;
 
 /**
- * Record types (u8) of data format 1 (docs/durability.md "Formats"). 4..15 are
+ * Record types (u8) of data format 1 (docs/durability.md "Formats"). 5..15 are
  * reserved for future WAL records; 16+ for other logs.
  */
 /** One push as its shard applies it: registry indexes, key and typed values (push_record.ts). */
 export const RECORD_TYPE_PUSH = 1;
 export const RECORD_TYPE_INSTALL = 2;
 export const RECORD_TYPE_RESET = 3;
+/**
+ * The first frame of every segment: the highest lsn the shard had before the
+ * segment (0: none, its history starts here). Not in the lsn sequence; recovery
+ * uses it to prove that nothing between two segments is missing.
+ */
+export const RECORD_TYPE_SEGMENT = 4;
 /** Registry log entries: the payload is UTF-8 JSON and carries no lsn. */
 export const RECORD_TYPE_JSON = 16;
 
 /** INSTALL and RESET payload: u64 lsn + u32 registryVersion. */
 export const VERSION_PAYLOAD_BYTES = 8 + 4;
+/** SEGMENT payload: u64 lsn the segment follows. */
+export const SEGMENT_PAYLOAD_BYTES = 8;
+/** A whole SEGMENT frame: a segment of this size or less holds no record. */
+export const SEGMENT_HEADER_FRAME_BYTES = FRAME_HEADER_BYTES + FRAME_TYPE_BYTES + SEGMENT_PAYLOAD_BYTES;
 
 /** Default segment rotation size (the default of --wal-segment-bytes). */
 export const SEGMENT_BYTES_MAX_DEFAULT = WAL_SEGMENT_BYTES_MAX_DEFAULT;

@@ -106,7 +106,7 @@ test('inspect prints the row with each feature\'s op and window', async () => {
 test('errors: unknown table and bad key exit 1 with the coded error; unreachable admin exits 1; bad command lines exit 2', async () => {
   const unknown = await cli(['inspect', 'Nope', 'x', '--admin', admin]);
   assert.equal(unknown.code, 1);
-  assert.match(unknown.stderr, /^error: unknown_table \(404\): table "Nope" is not registered$/m);
+  assert.match(unknown.stderr, /^error: unknown_table \(404\): table "Nope" is not registered \(registered tables: UserShop, UserSpend\)$/m);
   const badKey = await cli(['inspect', 'UserShop', 'just-one-part', '--admin', admin]);
   assert.equal(badKey.code, 1);
   assert.match(badKey.stderr, /^error: key_shape_mismatch \(400\)/m);

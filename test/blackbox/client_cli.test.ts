@@ -112,7 +112,7 @@ for (const transport of ['http', 'tcp'] as const) {
 
     r = await viaBinary(['batch-get', join(dir, 'batch.json'), ...common]);
     assert.equal(r.code, 1, 'one entry failed');
-    assert.equal(r.stdout, '[0] CardStats "c1": {"n":2,"spend":170}\n[1] Nope "c1": error: unknown_table (404): table "Nope" is not registered at requests[1].table\n[2] BigStats "c1": {"big":1}\n');
+    assert.equal(r.stdout, '[0] CardStats "c1": {"n":2,"spend":170}\n[1] Nope "c1": error: unknown_table (404): table "Nope" is not registered (registered tables: BigStats, CardStats) at requests[1].table\n[2] BigStats "c1": {"big":1}\n');
     assert.equal(r.stderr, 'error: 1 of 3 entries failed\n');
     r = await cli(['batch-get', join(dir, 'batch_ok.json'), ...common, '--json']);
     assert.equal(r.code, 0, r.stderr);
@@ -135,7 +135,7 @@ for (const transport of ['http', 'tcp'] as const) {
 
     r = await cli(['get', 'Nope', 'k', ...common]);
     assert.equal(r.code, 1);
-    assert.equal(r.stderr, 'error: unknown_table (404): table "Nope" is not registered at table\n');
+    assert.equal(r.stderr, 'error: unknown_table (404): table "Nope" is not registered (registered tables: BigStats, CardStats) at table\n');
     r = await viaBinary(['push', 'Txn', '{"id":"c"}', ...common, '--json']);
     assert.equal(r.code, 1);
     assert.equal(JSON.parse(r.stdout).error.code, 'invalid_event');
@@ -144,3 +144,50 @@ for (const transport of ['http', 'tcp'] as const) {
     assert.match(r.stderr, /push data is not valid JSON/);
   });
 }
+
+test('register --dry-run gates CI: exit 0 when the change applies, 3 when it needs --force; batch-get and register take inline JSON and say what they tried', { skip: SKIP }, async () => {
+  const common = ['--url', srv!.base];
+  const quiet = { out: (): void => undefined, err: (): void => undefined, readFile: (): string => '' };
+  assert.equal(await runClientCommand(['reset', ...common], quiet), 0);
+  let r = await binary(['register', JSON.stringify({ nodes: buildNodes([Stats]) }), ...common]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^registered: /);
+
+  r = await binary(['register', join(dir, 'changed.json'), '--dry-run', ...common]);
+  assert.equal(r.code, 3, r.stderr);
+  assert.match(r.stdout, /^dry run: would_apply=no /);
+  assert.match(r.stdout, /\n {2}- window change CardStats\.n: 1h -> 2h\n/);
+  assert.equal(r.stderr, 'refused without --force: the change is destructive (exit 3); re-run with --force to apply it\n');
+  r = await binary(['register', join(dir, 'changed.json'), '--dry-run', '--json', ...common]);
+  assert.equal(r.code, 3);
+  assert.equal(JSON.parse(r.stdout).would_apply, false);
+  assert.equal(r.stderr, '', '--json prints the reply only');
+  r = await binary(['register', join(dir, 'changed.json'), '--dry-run', '--force', ...common]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^dry run: would_apply=yes /);
+  r = await binary(['register', join(dir, 'nodes.json'), '--dry-run', ...common]);
+  assert.equal(r.code, 0, 'additive changes apply without --force');
+  r = await binary(['register', '{"nodes":[{"kind":"table","name":"T","upstreams":["Missing"],"key":["k"],"agg":{}}]}', '--dry-run', ...common]);
+  assert.equal(r.code, 1, 'an invalid change is a server error, not a --force gate');
+  const help = await binary(['register', '--help']);
+  assert.match(help.stdout, /3 with --dry-run: the change is destructive and would be refused without --force/);
+
+  r = await binary(['batch-get', '[{"table":"CardStats","key":"c1"}]', ...common]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout, '[0] CardStats "c1": (no events for this key)\n');
+  r = await binary(['batch-get', '{"requests":[{"table":"CardStats","key":"c1","features":["n"]}]}', '--json', ...common]);
+  assert.deepEqual(JSON.parse(r.stdout), { results: [{}] }, 'a key without events reads as {}');
+  r = await binary(['batch-get', '[{"table":"CardStats",', ...common]);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /^error: inline JSON is not valid: .* \(no file has that name either\)/);
+  r = await binary(['batch-get', join(dir, 'no-such.json'), ...common]);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, new RegExp(`^error: cannot read file ${join(dir, 'no-such.json').replace(/[.]/g, '\\.')}: ENOENT.*\\(an argument that starts with \\[ or \\{ is read as inline JSON\\)`));
+  writeFileSync(join(dir, 'bad.json'), '[oops');
+  r = await binary(['batch-get', join(dir, 'bad.json'), ...common]);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /^error: file .*bad\.json is not valid JSON: /);
+  r = await binary(['batch-get', '{"nope":1}', ...common]);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /^error: inline JSON: expected an array of \{table, key, features\?\} or \{"requests": \[\.\.\.\]\}/);
+});

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { CLI, startServer } from '../harness/server';
 import type { TestServer } from '../harness/server';
-import { Client, StreamfeatError, TableClass, agg, col, event, int, optional, ref, table } from '../../src/client';
+import { Agg, Client, StreamfeatError, TableClass, agg, col, event, int, optional, ref, table } from '../../src/client';
 
 const SKIP = existsSync(CLI) ? false : `server not built (${CLI} missing)`;
 
@@ -212,26 +212,35 @@ for (const transport of ['http', 'tcp'] as const) {
       await c.register(ALL);
       // Push.
       await rejects(c.push('Ghost', { a: 1 }), 'event_not_found', 404);
+      // @ts-expect-error -- required fields missing: does not compile; sent anyway, the server refuses it too
       const missing = await rejects(c.push(Txn, { txn_id: 'x' }), 'invalid_event', 400);
       assert.equal(missing.path, 'fields.card_id');
+      // @ts-expect-error -- amount is a number: does not compile; sent anyway, the server refuses it too
       await rejects(c.push(Txn, { txn_id: 'x', card_id: 'c', amount: 'ten' }), 'invalid_event', 400);
+      // @ts-expect-error -- no field `extra`: does not compile; sent anyway, the server refuses it too
       await rejects(c.push(Txn, { txn_id: 'x', card_id: 'c', amount: 1, extra: 1 }), 'unknown_field_v0', 400);
+      // @ts-expect-error -- card_id is required (not null): does not compile; sent anyway, the server refuses it too
       await rejects(c.push(Txn, { txn_id: 'x', card_id: null, amount: 1 }), 'missing_field', 400);
       await rejects(c.push(Txn, { txn_id: 'x', card_id: 'c', amount: 1, blob: 'not base64 %%' }), 'schema_mismatch', 400);
+      // @ts-expect-error -- no field `event_time`: does not compile; sent anyway, the server refuses it too
       await rejects(c.push(Txn, { txn_id: 'x', card_id: 'c', amount: 1, event_time: 5 }), 'unknown_field_event_time_v0', 400);
       // A BigInt beyond 2^53 is sent as its digits; the server refuses it rather than the client rounding it.
       await rejects(c.push(Txn, { txn_id: 'x', card_id: 'c', amount: 1, shop: 2n ** 62n }), 'invalid_event', 400);
       // Get.
       const unknown = await rejects(c.get('NoSuchTable', 'k'), 'unknown_table', 404);
       assert.equal(unknown.path, 'table');
+      // @ts-expect-error -- a composite key is a tuple: does not compile; sent anyway, the server refuses it too
       await rejects(c.get(PairStats, 'c1'), 'key_shape_mismatch', 400);
+      // @ts-expect-error -- the key has two parts: does not compile; sent anyway, the server refuses it too
       await rejects(c.get(PairStats, ['c1', 'US', 'extra']), 'key_parse_failure', 400);
+      // @ts-expect-error -- no feature `nope`: does not compile; sent anyway, the server refuses it too
       await rejects(c.get(CardStats, 'c1', ['nope']), 'feature_not_found', 400);
+      // @ts-expect-error -- pair_n is another table's: does not compile; sent anyway, the server refuses it too
       await rejects(c.get(CardStats, 'c1', ['pair_n']), 'feature_not_in_table', 400);
       await rejects(c.batchGet(Array.from({ length: 10_001 }, () => ({ table: 'CardStats', key: 'c' }))), 'batch_too_large', 400);
       // Register validation.
       const v = c.registryVersion;
-      const t = (features: Record<string, ReturnType<typeof agg.count>>): ReturnType<typeof table> =>
+      const t = (features: Record<string, Agg<unknown, 'amount' | 'country'>>): ReturnType<typeof table> =>
         table('Bad', { from: Txn, key: 'card_id', features });
       await rejects(c.register(t({ a: agg.op('no_such_op', 'amount') })), 'unknown_op', 400);
       await rejects(c.register(t({ a: agg.sum('amount') })), 'aggregation_invalid_window', 400);
@@ -250,6 +259,7 @@ for (const transport of ['http', 'tcp'] as const) {
       await rejects(c.register(event('Bad', { event_time: Number })), 'event_time_not_supported_in_v0', 400);
       await rejects(c.register(table('Bad', { from: ref('Nope'), key: 'k', features: { n: agg.count() } })), 'missing_upstream', 400);
       await rejects(c.register(table('Bad', { from: ref('CardStats'), key: 'card_id', features: { n: agg.count() } })), 'aggregation_on_table_not_supported', 400);
+      // @ts-expect-error -- a key the upstream lacks does not compile; sent anyway, the server refuses it too
       await rejects(c.register(table('Bad', { from: Txn, key: 'nope', features: { n: agg.count() } })), 'table_key_invalid', 400);
       const dup = await rejects(c.register([event('Dup', { a: String }), event('Dup', { b: String })]), 'duplicate_name', 400);
       assert.equal(dup.path, 'nodes[1].name');

@@ -4,7 +4,8 @@
  * the page is self-contained, the rendered DOM names the registered tables (in
  * the lineage graph and the tables card), shows the live push count, and the
  * entity inspector (opened by URL) shows the row with each feature's op and
- * window. The screenshot is saved to <tmpdir>/streamfeat-dashboard.png
+ * window, with float noise rounded away. The first paint already shows every
+ * table with its key and features. The screenshot is saved to <tmpdir>/streamfeat-dashboard.png
  * (docs/img/dashboard.png is a copy of one).
  */
 import { after, before, test } from 'node:test';
@@ -20,6 +21,8 @@ import { OP_PUSH } from '../../src/protocol/frame';
 const CHROMIUM = '/usr/bin/chromium';
 export const SCREENSHOT = join(tmpdir(), 'streamfeat-dashboard.png');
 const PUSHES = 37;
+/** Two more pushes for user f1, whose float sum is 0.30000000000000004. */
+const FLOAT_PUSHES = [0.1, 0.2];
 
 let srv: TestServer;
 let admin: string;
@@ -31,14 +34,17 @@ function ensureChromium(): void {
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} missing after install`);
 }
 
-/** Runs headless Chromium on `url` with extra flags; resolves with stdout. A fresh profile each time. */
-function chromium(url: string, extra: string[]): Promise<string> {
+/**
+ * Runs headless Chromium on `url` with extra flags; resolves with stdout. A fresh profile each time.
+ * `budgetMs`: virtual time the page gets before the dump (fetches finish within it whatever it is).
+ */
+function chromium(url: string, extra: string[], budgetMs = 8000): Promise<string> {
   const profile = mkdtempSync(join(tmpdir(), 'streamfeat-chromium-'));
   const args = [
     '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
     '--disable-component-update', '--disable-sync', `--user-data-dir=${profile}`,
     // Lets the page's fetches and first polls finish before the DOM is dumped or the shot taken.
-    '--virtual-time-budget=8000', ...extra, url,
+    `--virtual-time-budget=${budgetMs}`, ...extra, url,
   ];
   return new Promise((resolve, reject) => {
     execFile(CHROMIUM, args, { timeout: 120_000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
@@ -69,6 +75,7 @@ before(async () => {
       if (i % 2 === 0) assert.equal((await post(srv.base, '/push', body)).status, 200);
       else assert.equal((await tcp.request(OP_PUSH, body)).op, OP_PUSH);
     }
+    for (const amount of FLOAT_PUSHES) assert.equal((await post(srv.base, '/push', { event: 'Txn', data: { user: 'f1', merchant: 'm0', amount } })).status, 200);
   } finally {
     tcp.close();
   }
@@ -92,7 +99,7 @@ test('the page is one self-contained HTML document (no external scripts, styles 
 test('headless Chromium renders the tables, the live push count and an inspected entity', async () => {
   const dom = await chromium(`${admin}/?inspect=UserSpend&key=u1`, ['--dump-dom']);
   assert.match(dom, /id="status">live</, 'the page reached /api/stats');
-  assert.match(dom, new RegExp(`id="push-total">${PUSHES}<`), 'the live push count is shown');
+  assert.match(dom, new RegExp(`id="push-total">${PUSHES + FLOAT_PUSHES.length}<`), 'the live push count is shown');
   for (const name of ['Txn', 'BigTxn', 'UserSpend', 'MerchantBig']) assert.match(dom, new RegExp(`data-name="${name}"`), `lineage node ${name}`);
   assert.match(dom, /class="node node-derived" data-name="BigTxn"/);
   const tables = /<tbody id="tables">(.*?)<\/tbody>/s.exec(dom)?.[1] ?? '';
@@ -103,6 +110,24 @@ test('headless Chromium renders the tables, the live push count and an inspected
   assert.match(inspected, /UserSpend \/ u1/);
   assert.match(inspected, /<td class="code">n<\/td><td class="code">count<\/td><td>lifetime<\/td><td class="n code">8<\/td>/);
   assert.match(inspected, /<td class="code">spend_1h<\/td><td class="code">sum<\/td><td>1h<\/td><td class="n code">148<\/td>/);
+});
+
+test('first paint: the tables card shows every table with its key and feature count before the second poll', async () => {
+  // 500 ms of virtual time: the first /api/stats and /api/registry answers arrive, the next poll
+  // (1 s later) does not happen. The card used to show key and features only after that poll.
+  const dom = await chromium(`${admin}/`, ['--dump-dom'], 500);
+  assert.match(dom, /id="status">live</);
+  const tables = /<tbody id="tables">(.*?)<\/tbody>/s.exec(dom)?.[1] ?? '';
+  assert.match(tables, /<td class="code">UserSpend<\/td><td class="code">user<\/td><td class="n">2<\/td>/, tables);
+  assert.match(tables, /<td class="code">MerchantBig<\/td><td class="code">merchant<\/td><td class="n">1<\/td>/, tables);
+});
+
+test('the inspector rounds float noise away (0.1 + 0.2 reads 0.3) and keeps the exact value as the tooltip', async () => {
+  const dom = await chromium(`${admin}/?inspect=UserSpend&key=f1`, ['--dump-dom']);
+  const inspected = /<div id="inspect-out">(.*?)<\/table>/s.exec(dom)?.[1] ?? '';
+  assert.match(inspected, /<td class="code">spend_1h<\/td><td class="code">sum<\/td><td>1h<\/td><td class="n code" title="0.30000000000000004">0.3<\/td>/, inspected);
+  assert.match(inspected, /<td class="code">n<\/td><td class="code">count<\/td><td>lifetime<\/td><td class="n code">2<\/td>/, 'integers have no tooltip');
+  assert.doesNotMatch(dom, />0\.30000000000000004</);
 });
 
 test('headless Chromium takes a screenshot of the dashboard', async (t) => {

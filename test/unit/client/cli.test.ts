@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { runClientCommand, parseKey, EXIT_ERROR, EXIT_OK, EXIT_USAGE } from '../../../src/client/cli_commands';
+import { runClientCommand, parseKey, EXIT_ERROR, EXIT_OK, EXIT_USAGE, EXIT_NEEDS_FORCE } from '../../../src/client/cli_commands';
 import type { CliIo } from '../../../src/client/cli_commands';
 import { formatDiffItem } from '../../../src/client/cli_format';
 import { closedPort, startFakeHttp, startFakeTcp } from './fake_servers';
@@ -142,7 +142,7 @@ test('cli: every command, human output and --json, exit codes', async () => {
       'hint: re-run with --force to apply the destructive changes',
     ]);
     c = io(files);
-    assert.equal(await runClientCommand(['register', 'list.json', '--dry-run', ...u], c), EXIT_OK);
+    assert.equal(await runClientCommand(['register', 'list.json', '--dry-run', ...u], c), EXIT_NEEDS_FORCE, 'would_apply false: the change needs --force');
     assert.equal(c.stdout[0], 'dry run: would_apply=no registry_version=4 (nothing changed)');
     assert.deepEqual(srv.requests.at(-1)?.json, { nodes: JSON.parse(files['list.json']), dry_run: true });
     c = io(files);
@@ -182,7 +182,7 @@ test('cli: usage errors exit 2 and never contact the server', async () => {
     [['push', 'Txn', '[1,2]', ...u], /must be a JSON object/],
     [['push', 'Txn', '{}', 'extra', ...u], /unexpected argument extra/],
     [['get', 'T', ...u], /expected: streamfeat get TABLE KEY/],
-    [['batch-get', 'missing.json', ...u], /cannot read missing.json/],
+    [['batch-get', 'missing.json', ...u], /cannot read file missing.json/],
     [['batch-get', 'bad.json', ...u], /bad.json is not valid JSON/],
     [['batch-get', 'obj.json', ...u], /expected an array/],
     [['register', 'obj.json', ...u], /expected \{"nodes"/],

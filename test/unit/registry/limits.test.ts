@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { boundedEditDistance, nearestName } from '../../../src/expr/typecheck';
+import { boundedEditDistance, nearestName } from '../../../src/util/near_name';
 import { compileExpression } from '../../../src/expr';
 import { compileRegistry } from '../../../src/registry/compile';
 import { register } from '../../../src/coordinator/register';
