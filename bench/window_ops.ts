@@ -42,7 +42,10 @@ function gc(): void {
   (globalThis as { gc?: () => void }).gc?.();
 }
 
-function heap(): number {
+/** Heap, array buffers and growable buffers in use, after a GC and a turn (growable buffers are counted off by finalizers, which run between turns). */
+async function heap(): Promise<number> {
+  gc();
+  await new Promise((resolve) => setTimeout(resolve, 0));
   gc();
   const m = process.memoryUsage();
   return m.heapUsed + m.arrayBuffers + growableBytes();
@@ -76,7 +79,7 @@ function speed(f: OpFactory, events: number): { upd: number; read: number } {
 }
 
 /** Retained bytes per entity of a table holding only the op `op` with `params`, after `events` events each. */
-function bytesPer(op: string, params: Record<string, unknown>, entities: number, events: number): number {
+async function bytesPer(op: string, params: Record<string, unknown>, entities: number, events: number): Promise<number> {
   const reg: RegistryState = {
     version: 1,
     nodes: [
@@ -87,17 +90,17 @@ function bytesPer(op: string, params: Record<string, unknown>, entities: number,
   const state = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   state.install(reg);
   pushRow(state, 'E', { k: 'warm', ...rowAt(0) }, BASE_T, 1);
-  const before = heap();
+  const before = await heap();
   let lsn = 1;
   for (let e = 0; e < entities; e++) {
     for (let i = 0; i < events; i++) pushRow(state, 'E', { k: `e${e}`, ...rowAt(e * 7 + i) }, BASE_T + i * STEP_MS, ++lsn);
   }
-  const after = heap();
+  const after = await heap();
   if (state.tableByName('T')!.size !== entities + 1) throw new Error('unreachable');
   return (after - before) / entities;
 }
 
-function main(): void {
+async function main(): Promise<void> {
   const events = Number(process.argv[2] ?? 200_000);
   const busyEvents = (5 * 60_000) / STEP_MS + 1000;
   console.log(`events per op: ${events}; busy entity: an event every ${STEP_MS} ms, window 5m (${(5 * 60_000) / STEP_MS} events in it)`);
@@ -108,11 +111,11 @@ function main(): void {
       const f = compile(op, p);
       speed(f, Math.min(events, 20_000)); // warm-up
       const s = speed(f, events);
-      const quiet = bytesPer(op, p, QUIET_ENTITIES, 3);
-      const busy = bytesPer(op, p, BUSY_ENTITIES, busyEvents);
+      const quiet = await bytesPer(op, p, QUIET_ENTITIES, 3);
+      const busy = await bytesPer(op, p, BUSY_ENTITIES, busyEvents);
       console.log(`| ${op} | ${form} | ${s.upd.toFixed(0)} | ${s.read.toFixed(0)} | ${quiet.toFixed(0)} | ${busy.toFixed(0)} |`);
     }
   }
 }
 
-main();
+main().catch((err) => { console.error(err); process.exit(1); });
