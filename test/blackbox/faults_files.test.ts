@@ -99,7 +99,7 @@ async function assertRefused(dataDir: string, lines: string[]): Promise<Boot> {
   const b = await bootRefused(dataDir);
   assert.equal(b.code, 2, b.stderr);
   const message = [`data dir ${dataDir}: acknowledged data is lost (${lines.length} finding${lines.length === 1 ? '' : 's'}), refusing to start:`, ...lines.map((l) => `  ${l}`), ADVICE].join('\n');
-  assert.equal(b.stderr, `error: ${message} (see: streamfeat serve --help)\n`);
+  assert.equal(b.stderr, `error: ${message}\n`);
   assert.equal(b.logs.filter((l) => l.kind === 'server.boot_refused').length, 1);
   assert.ok(!b.logs.some((l) => l.kind === 'server.http_bound'), 'nothing listened');
   assert.deepEqual(readFileSync(join(dataDir, 'registry', 'registry.log'), { flag: 'a+' }), regBefore, 'a refused boot leaves the registry log as it found it');
@@ -350,15 +350,28 @@ test('a failing disk logs wal.write_failed in full once, counts the rest, and on
       assert.equal(r.json.error?.code, 'wal_unavailable', r.text);
     }
     rmSync(fault);
-    await new Promise((r) => setTimeout(r, 100));
-    await pushN(srv, 1);
+    // The fault file is polled: on a loaded machine a push right after removing it may
+    // still fail. Each such push is one more failed batch in the streak.
+    let failures = 30;
+    for (;;) {
+      const r = await post(srv.base, '/push', { event: 'Txn', data: { user: 'u1', amount: 1 } });
+      if (r.status === 200) break;
+      assert.equal(r.json.error?.code, 'wal_unavailable', r.text);
+      failures++;
+      await new Promise((res) => setTimeout(res, 20));
+    }
     await new Promise((r) => setTimeout(r, 200));
     const failed = srv.logs.filter((l) => l.kind === 'wal.write_failed');
     assert.equal(failed.length, 1, 'one line for 30 failed batches (the next would come after WAL_ERROR_LOG_INTERVAL_MS)');
     assert.equal(failed[0].level, 50);
     assert.match(String((failed[0].err as { message?: string })?.message), /ENOSPC/);
     const recovered = srv.logs.filter((l) => l.kind === 'wal.write_recovered');
-    assert.deepEqual(recovered.map((l) => [l.failures, l.unlogged]), [[30, 29]]);
+    assert.equal(recovered.length, 1);
+    // At least every refused push; one more when a batch of another kind (the register's
+    // INSTALL, answered before every shard wrote it) met the fault too.
+    const streak = Number(recovered[0].failures);
+    assert.ok(streak >= failures && streak <= failures + 1, `streak ${streak}, refused pushes ${failures}`);
+    assert.equal(recovered[0].unlogged, streak - 1);
   } finally {
     await srv.kill9();
     srv.cleanup();
