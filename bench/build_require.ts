@@ -19,3 +19,34 @@ export function requireBuild<T>(dir: string, path: string): T {
     return require(join(dir, flat)) as T;
   }
 }
+
+type PushRow = typeof import('../test/harness/shard_feed').pushRow;
+type ReadText = typeof import('../test/harness/shard_feed').readText;
+/** ShardState of a build from before test/harness/shard_feed.ts: rows went in and out by name on the state itself. */
+interface NamedRows {
+  apply(event: string, row: unknown, t: number, lsn: number): void;
+  read(table: string, key: string, features: readonly string[] | null, now: number): string;
+}
+
+/** How the benches push a row into a ShardState of the build in `dir` (its own front and PushApplier, or its ShardState.apply). */
+export function buildPushRow(dir: string): PushRow {
+  const feed = feedOf(dir);
+  if (feed !== null) return feed.pushRow;
+  return (state, event, row, t, lsn) => (state as unknown as NamedRows).apply(event, row, t, lsn);
+}
+
+/** How the benches read a row of a ShardState of the build in `dir`. */
+export function buildReadText(dir: string): ReadText {
+  const feed = feedOf(dir);
+  if (feed !== null) return feed.readText;
+  return (state, table, key, features, now) => (state as unknown as NamedRows).read(table, key, features, now);
+}
+
+function feedOf(dir: string): typeof import('../test/harness/shard_feed') | null {
+  try {
+    return requireBuild<typeof import('../test/harness/shard_feed')>(dir, 'test/harness/shard_feed');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND' && String((err as Error).message).includes('shard_feed')) return null;
+    throw err;
+  }
+}

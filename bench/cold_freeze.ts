@@ -13,7 +13,8 @@
  * ring keeps exact (RING_ENTRIES_MAX, 64): the bucketed regime. Compare builds by
  * running each build's copy of this file.
  */
-import { freeze, thaw } from '../src/shard/cold/cold';
+import { pushRow, readText } from '../test/harness/shard_feed';
+import { freeze, thaw } from '../src/shard/cold/frozen_entity';
 import { ShardState } from '../src/shard/state/state';
 import { flagPairs } from './flags';
 import { FEATURES, registry, rowFor } from './memory';
@@ -40,7 +41,7 @@ function main(): void {
   state.install(registry(FEATURES));
   let lsn = 0;
   for (let j = 0; j < EVENTS; j++) {
-    for (let e = 0; e < ENTITIES; e++) state.apply('Tx', rowFor(e, j), BASE_T + j * STEP_MS + Math.floor(e / 1000), ++lsn);
+    for (let e = 0; e < ENTITIES; e++) pushRow(state, 'Tx', rowFor(e, j), BASE_T + j * STEP_MS + Math.floor(e / 1000), ++lsn);
   }
   const now = BASE_T + EVENTS * STEP_MS + ENTITIES;
   const ts = state.tableByName('Users')!;
@@ -48,7 +49,7 @@ function main(): void {
   const keys: string[] = [];
   for (let e = 0; e < ENTITIES; e++) keys.push(`u${e}`);
   const probe = keys.filter((_, e) => e % 97 === 0);
-  const want = probe.map((k) => state.read('Users', k, null, now));
+  const want = probe.map((k) => readText(state, 'Users', k, null, now));
   console.log(`node ${process.version}, ${ENTITIES} entities x ${FEATURES.length} features, ${EVENTS} events each ${STEP_MS / 1000} s apart, ${ROUNDS} rounds`);
   const freezeUs: number[] = [];
   const thawUs: number[] = [];
@@ -71,7 +72,7 @@ function main(): void {
     for (let e = 0; e < ENTITIES; e++) thaw(bufs[e], cols, keys[e]);
     const tUs = Number(process.hrtime.bigint() - t0) / 1e3 / ENTITIES;
     probe.forEach((k, i) => {
-      const got = state.read('Users', k, null, now);
+      const got = readText(state, 'Users', k, null, now);
       if (got !== want[i]) throw new Error(`round ${r}: ${k} reads ${got}, before the freeze ${want[i]}`);
     });
     freezeUs.push(fUs);

@@ -3,9 +3,10 @@
  * with the same load generator: framed TCP, `--connections` connections with
  * `--depth` requests pipelined on each (closed loop), over a preloaded key space.
  * Per phase: throughput, latency percentiles, the server's CPU per request (every
- * thread, /proc/<pid>/stat) and its RSS. Phases, on one fresh server per round:
+ * thread, and the front thread alone: /proc/<pid>/task/<tid>/schedstat, ns) and its RSS. Phases, on one fresh server per round:
  *
  *   push          pushes to preloaded entities (the baseline)
+ *   get           gets of preloaded entities (for scale: a request the front parses as JSON, as it does a forget)
  *   forget        forgets of one table's entities, each removing one row
  *   forget-every  forgets naming every table ("*"), each removing one row
  *   push-after    pushes again, after the forgets
@@ -16,12 +17,11 @@
  *   node dist/bench/forget.js [--entities 60000] [--requests 20000] [--connections 8] [--depth 32]
  *        [--rounds 3] [--shards N] [--cli A.js,B.js]
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
-import { encodeFrame, FrameDecoder, OP_ERROR_RESPONSE, OP_FORGET, OP_PUSH, OP_REGISTER } from '../src/protocol/frame';
+import { encodeFrame, FrameDecoder, OP_ERROR_RESPONSE, OP_FORGET, OP_GET, OP_PUSH, OP_REGISTER } from '../src/protocol/frame';
 import { Histogram } from './hist';
 import { killChildrenOnExit, SERVER_CLI, startServer, type Target } from './procs';
-import { cpuTimes, type CpuTimes } from './procstat';
 import { flagPairs } from './flags';
 
 const args = flagPairs();
@@ -49,11 +49,26 @@ function push(i: number): Buffer {
   return encodeFrame(OP_PUSH, JSON.stringify({ event: 'Txn', data: { user: `user-${i}`, card: `card-${i % 5000}`, amount: (i % 977) / 10 } }));
 }
 
+function getRow(i: number): Buffer {
+  return encodeFrame(OP_GET, JSON.stringify({ table: 'UserSpend', key: `user-${i}` }));
+}
+
 function forget(i: number, every: boolean): Buffer {
   return encodeFrame(OP_FORGET, JSON.stringify(every ? { tables: '*', key: `user-${i}` } : { table: 'UserSpend', key: `user-${i}` }));
 }
 
-interface Result { rps: number; lat: Histogram; cpuUsPerReq: number; rssMb: number; errors: number; sample: string }
+interface Result { rps: number; lat: Histogram; cpuUsPerReq: number; frontUsPerReq: number; rssMb: number; errors: number; sample: string }
+
+/** ns on CPU per thread of `pid` (schedstat: finer than the clock ticks of /proc/<pid>/stat). */
+function threadCpu(pid: number): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      out.set(Number(t), Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]));
+    } catch { /* thread gone */ }
+  }
+  return out;
+}
 
 /** Sends every frame of `load` over CONNS connections, DEPTH in flight each; measures the server `t` meanwhile. */
 async function run(t: Target, load: Load): Promise<Result> {
@@ -61,7 +76,7 @@ async function run(t: Target, load: Load): Promise<Result> {
   let next = 0;
   let errors = 0;
   let sample = '';
-  const c0: CpuTimes | null = cpuTimes(t.pid);
+  const c0 = threadCpu(t.pid);
   const t0 = performance.now();
   await Promise.all(Array.from({ length: CONNS }, () => new Promise<void>((resolve, reject) => {
     const s = net.connect({ port: t.tcpPort!, host: '127.0.0.1' });
@@ -90,10 +105,13 @@ async function run(t: Target, load: Load): Promise<Result> {
     });
   })));
   const wall = (performance.now() - t0) / 1000;
-  const c1 = cpuTimes(t.pid);
-  const cpu = c0 === null || c1 === null ? NaN : (c1.user + c1.sys - c0.user - c0.sys);
+  const c1 = threadCpu(t.pid);
+  let ns = 0;
+  for (const [tid, v] of c1) ns += v - (c0.get(tid) ?? 0);
+  const frontNs = (c1.get(t.pid) ?? 0) - (c0.get(t.pid) ?? 0);
   const rss = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${t.pid}/status`, 'utf8'));
-  return { rps: load.frames.length / wall, lat, cpuUsPerReq: (cpu / load.frames.length) * 1e6, rssMb: rss === null ? NaN : Number(rss[1]) / 1024, errors, sample };
+  const n = load.frames.length;
+  return { rps: n / wall, lat, cpuUsPerReq: ns / 1000 / n, frontUsPerReq: frontNs / 1000 / n, rssMb: rss === null ? NaN : Number(rss[1]) / 1024, errors, sample };
 }
 
 async function register(t: Target): Promise<void> {
@@ -115,7 +133,7 @@ async function register(t: Target): Promise<void> {
 
 function line(name: string, r: Result): string {
   const q = (us: number): string => `${(us / 1000).toFixed(2)} ms`;
-  return `${name.padEnd(13)} ${String(Math.round(r.rps)).padStart(7)} req/s | p50 ${q(r.lat.quantile(0.5))} p99 ${q(r.lat.quantile(0.99))} max ${q(r.lat.max)} | server CPU ${r.cpuUsPerReq.toFixed(1)} µs/req (all threads) | RSS ${r.rssMb.toFixed(0)} MB | errors ${r.errors}`;
+  return `${name.padEnd(13)} ${String(Math.round(r.rps)).padStart(7)} req/s | p50 ${q(r.lat.quantile(0.5))} p99 ${q(r.lat.quantile(0.99))} max ${q(r.lat.max)} | server CPU ${r.cpuUsPerReq.toFixed(1)} µs/req (all threads; front ${r.frontUsPerReq.toFixed(1)}) | RSS ${r.rssMb.toFixed(0)} MB | errors ${r.errors}`;
 }
 
 async function server(cli: string): Promise<Target> {
@@ -133,17 +151,19 @@ async function forgetVsPush(round: number): Promise<void> {
     // Pushes to existing entities, forgets of existing ones (each removes a row), in the same key space.
     const pick = (i: number): number => (i * 7919) % ENTITIES;
     const p = await run(t, { frames: range(0, REQUESTS).map((i) => push(pick(i))) });
+    const g = await run(t, { frames: range(0, REQUESTS).map((i) => getRow(pick(i))) });
     const half = Math.floor(ENTITIES / 2);
     const f = await run(t, { frames: range(0, Math.min(REQUESTS, half)).map((i) => forget(i, false)) });
     const e = await run(t, { frames: range(half, Math.min(REQUESTS, ENTITIES - half)).map((i) => forget(i, true)) });
     const a = await run(t, { frames: range(0, REQUESTS).map((i) => push(pick(i))) });
     console.log(`round ${round}`);
     console.log(`  ${line('push', p)}`);
+    console.log(`  ${line('get', g)}   (${(g.cpuUsPerReq / p.cpuUsPerReq).toFixed(2)}x push CPU, ${(g.rps / p.rps).toFixed(2)}x push rate)`);
     console.log(`  ${line('forget', f)}   (${(f.cpuUsPerReq / p.cpuUsPerReq).toFixed(2)}x push CPU, ${(f.rps / p.rps).toFixed(2)}x push rate)`);
     console.log(`  ${line('forget-every', e)}   (${(e.cpuUsPerReq / p.cpuUsPerReq).toFixed(2)}x push CPU, ${(e.rps / p.rps).toFixed(2)}x push rate)`);
     console.log(`  ${line('push-after', a)}`);
     if (round === 1) console.log(`  sample answers: forget ${f.sample} | every ${e.sample}`);
-    if (f.errors + e.errors + p.errors + a.errors > 0) throw new Error('requests failed');
+    if (f.errors + e.errors + p.errors + g.errors + a.errors > 0) throw new Error('requests failed');
   } finally {
     await t.stop();
   }

@@ -18,6 +18,7 @@
  *
  *   node dist/bench/growth.js [entities]    (default 2,100,000: past the doubling at 2^21)
  */
+import { pushRow } from '../test/harness/shard_feed';
 import { readFileSync } from 'node:fs';
 import { ShardState } from '../src/shard/state/state';
 import { hashKey, KeyIndex } from '../src/shard/cold/key_index';
@@ -47,7 +48,7 @@ function main(): void {
   for (let e = 0; e < n; e++) {
     const row = { user: `u${e}`, amount: (e % 1000) / 10, merchant: `m${e % 5000}`, country: `C${e % 50}` };
     const t0 = performance.now();
-    state.apply('Tx', row, BASE_T + Math.floor(e / 100), e + 1);
+    pushRow(state, 'Tx', row, BASE_T + Math.floor(e / 100), e + 1);
     us[e] = (performance.now() - t0) * 1000;
   }
   const totalS = (performance.now() - started) / 1000;

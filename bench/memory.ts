@@ -22,6 +22,7 @@
  * a window ("forever"): lifetime slab rows, kept values, and the sketches as
  * exact values (shard/columns/exact_column.ts) where the windowed table has rings.
  */
+import { pushRow, readText } from '../test/harness/shard_feed';
 import { ShardState } from '../src/shard/state/state';
 import type { RegistryState } from '../src/registry/model';
 import type { Row } from '../src/types';
@@ -100,14 +101,14 @@ function load(features: Array<[string, unknown]>, entities: number, events: numb
   let lsn = 0;
   // Events interleave across entities as a live stream does (time moves forward for all).
   for (let j = 0; j < events; j++) {
-    for (let e = 0; e < entities; e++) state.apply('Tx', rowFor(e, j), BASE_T + j * 20_000 + Math.floor(e / 1000), ++lsn);
+    for (let e = 0; e < entities; e++) pushRow(state, 'Tx', rowFor(e, j), BASE_T + j * 20_000 + Math.floor(e / 1000), ++lsn);
   }
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
   const after = usage();
   // Read a sample so the work cannot be optimized away, and keep `state` alive until here.
   let checksum = 0;
   const now = BASE_T + events * 20_000 + entities;
-  for (let e = 0; e < entities; e += Math.max(1, Math.floor(entities / 1000))) checksum += state.read('Users', `u${e}`, null, now).length;
+  for (let e = 0; e < entities; e += Math.max(1, Math.floor(entities / 1000))) checksum += readText(state, 'Users', `u${e}`, null, now).length;
   return { rss: after.rss - before.rss, heap: after.heap - before.heap, checksum, ms };
 }
 

@@ -1,27 +1,23 @@
 /**
- * Per-push CPU of the data path, front and shard, before and after PUSH records
- * (one parse per event), in one process, single-threaded, measured as CPU time
- * (process.cpuUsage), so a shared machine changes the numbers less than it
- * changes a load run. Same bodies (bench/workloads.ts BodyGen, Zipf keys), same
- * registry, 2 shards' worth of routing.
+ * Per-push CPU of the data path, front and shard, in one process, single-threaded,
+ * measured as CPU time (process.cpuUsage), so a shared machine changes the numbers
+ * less than it changes a load run. Same bodies (bench/workloads.ts BodyGen, Zipf
+ * keys), same registry, 2 shards' worth of routing.
  *
- *   text path (before): front  JSON.parse + validate + chains + keys + hash, a
- *                              PushItem object per target shard, structured clone
- *                              of the batch (v8.serialize, what postMessage does)
- *                       shard  deserialize, then per push JSON.parse of the
- *                              envelope + chains + keys + hash + apply
- *   record path (now):  front  JSON.parse + validate + chains + keys + hash, a
- *                              PUSH record per target shard into the batch bytes,
- *                              structured clone of {items, bytes}
- *                       shard  deserialize, seal the crcs, apply each record
+ *   front  JSON.parse + validate + chains + keys + hash, a PUSH record per target
+ *          shard into the batch bytes, structured clone of {items, bytes}
+ *   shard  deserialize, seal the crcs, apply each record
  *
- *   node dist/bench/push_path.js [--workload medium|fraud] [--pushes 200000] [--batch 128] [--rounds 3] [--record-only 1] [--keys zipf|uniform] [--entities 1000000] [--alloc 1 [--alloc-top 20]]
+ * (Before PUSH records the shard parsed each push's envelope text again and ran
+ * the chains, keys and hashing itself: bench/RESULTS.md has that comparison.)
+ *
+ *   node dist/bench/push_path.js [--workload medium|fraud] [--pushes 200000] [--batch 128] [--rounds 3] [--keys zipf|uniform] [--entities 1000000] [--alloc 1 [--alloc-top 20]]
  *
  * Prints µs of CPU per push for each side (best of the rounds). The WAL write
- * itself is the same for both (one write per batch) and is left out. With
- * `--alloc 1`, also the bytes the record path's shard side allocates per push
- * (V8's sampling heap profiler, counting objects scavenges collected too: an
- * unbiased estimate; the rounds with it are slower, so read CPU from a run without).
+ * itself (one write per batch) is left out. With `--alloc 1`, also the bytes the
+ * shard side allocates per push (V8's sampling heap profiler, counting objects
+ * scavenges collected too: an unbiased estimate; the rounds with it are slower, so
+ * read CPU from a run without).
  */
 import { serialize, deserialize } from 'node:v8';
 import { Session } from 'node:inspector';
@@ -32,7 +28,6 @@ import { PushFrameWriter, sealFrame, frameEnd } from '../src/wal/push_record';
 import { FRAME_LENGTH_CRC_BYTES } from '../src/wal/constants';
 import { ShardState } from '../src/shard/state/state';
 import { PushApplier } from '../src/shard/state/push_apply';
-import { shardOf } from '../src/registry/key';
 import { ITEM_PUSH } from '../src/protocol/messages';
 import { BodyGen, workloadNamed } from './workloads';
 import { ENTITIES_DEFAULT, type KeyDist } from './keys';
@@ -48,8 +43,6 @@ const SHARDS = 2;
 const ALLOC = args.get('alloc') === '1';
 /** With --alloc 1: print this many allocation sites of the shard side, largest first. */
 const ALLOC_TOP = Number(args.get('alloc-top') ?? 0);
-/** Only the record path (what the server runs): for --cpu-prof of it, without the text path's state in the same heap. */
-const RECORD_ONLY = args.get('record-only') === '1';
 
 const wl = workloadNamed(WORKLOAD);
 const STATE: RegistryState = { version: 1, nodes: wl.register.nodes as RegistryState['nodes'] };
@@ -64,46 +57,7 @@ function cpuUs(): number {
   return u.user + u.system;
 }
 
-interface TextItem { k: number; lsn: number; t: number; v: number; e: string; j: string }
-
-/** The front before: items with the envelope text, per shard, serialized per batch. */
-function frontText(front: CompiledRegistry, out: Buffer[][]): number {
-  const c0 = cpuUs();
-  let items: TextItem[][] = [[], []];
-  for (let i = 0; i < PUSHES; i++) {
-    const text = bodies[i];
-    const body = JSON.parse(text) as { event: string; data: unknown };
-    const plan = front.events.get(body.event)!;
-    const row = plan.validator!.validate(body.data);
-    let mask = 0;
-    const rows = plan.feedRows(row);
-    for (let f = 0; f < plan.feeds.length; f++) {
-      const r = rows[f];
-      const key = r === null ? null : plan.feeds[f].key(r);
-      if (key !== null) mask |= 1 << shardOf(key, SHARDS);
-    }
-    if (mask === 0) mask = 1;
-    const item = { k: ITEM_PUSH, lsn: i + 1, t: T0 + i, v: 1, e: plan.name, j: text };
-    for (let s = 0; s < SHARDS; s++) if (mask & (1 << s)) items[s].push(item);
-    if ((i + 1) % BATCH === 0 || i === PUSHES - 1) {
-      for (let s = 0; s < SHARDS; s++) out[s].push(serialize({ items: items[s] }));
-      items = [[], []];
-    }
-  }
-  return cpuUs() - c0;
-}
-
-/** The shard before: parse the envelope again, chains, keys, hashing, apply. */
-function shardText(state: ShardState, batches: Buffer[]): number {
-  const c0 = cpuUs();
-  for (const b of batches) {
-    const { items } = deserialize(b) as { items: TextItem[] };
-    for (const it of items) state.applyText(it.e, it.j, it.t, it.lsn, it.v, null);
-  }
-  return cpuUs() - c0;
-}
-
-/** The front now: PUSH records into per-shard batch bytes. */
+/** The front: PUSH records into per-shard batch bytes. */
 function frontRecords(front: CompiledRegistry, out: Buffer[][]): number {
   const route = new PushRoute();
   const writers = [new PushFrameWriter(), new PushFrameWriter()];
@@ -159,7 +113,7 @@ function allocated(fn: () => void): number {
   return bytes;
 }
 
-/** The shard now: seal, then apply each record in place. */
+/** The shard: seal, then apply each record in place. */
 function shardRecords(state: ShardState, batches: Buffer[]): number {
   const applier = new PushApplier(state);
   const c0 = cpuUs();
@@ -179,39 +133,24 @@ function shards(): ShardState[] {
 function main(): void {
   const front = compileRegistry(STATE, { memoryGovEnforce: true, pushValidators: true, features: false });
   console.log(`push path: ${WORKLOAD}, ${PUSHES.toLocaleString()} pushes, batches of ${BATCH}, ${SHARDS} shards; CPU µs per push, best of ${ROUNDS}`);
-  const best = { ft: Infinity, st: Infinity, fr: Infinity, sr: Infinity, bt: 0, br: 0 };
+  const best = { fr: Infinity, sr: Infinity, br: 0 };
   for (let round = 0; round < ROUNDS; round++) {
-    const textOut: Buffer[][] = [[], []];
     const recOut: Buffer[][] = [[], []];
-    if (!RECORD_ONLY) best.ft = Math.min(best.ft, frontText(front, textOut) / PUSHES);
     best.fr = Math.min(best.fr, frontRecords(front, recOut) / PUSHES);
-    const st = RECORD_ONLY ? [] : shards();
     const sr = shards();
-    let ts = 0;
     let rs = 0;
-    for (let s = 0; s < SHARDS; s++) { if (!RECORD_ONLY) ts += shardText(st[s], textOut[s]); rs += shardRecords(sr[s], recOut[s]); }
-    best.st = Math.min(best.st, ts / PUSHES);
+    for (let s = 0; s < SHARDS; s++) rs += shardRecords(sr[s], recOut[s]);
     best.sr = Math.min(best.sr, rs / PUSHES);
-    best.bt = textOut.flat().reduce((a, b) => a + b.length, 0) / PUSHES;
     best.br = recOut.flat().reduce((a, b) => a + b.length, 0) / PUSHES;
-    // Same state either way: the record path must not change a single value.
-    const table = wl.getTable;
-    for (let s = 0; s < SHARDS && !RECORD_ONLY; s++) {
-      const ta = st[s].tableByName(table)!;
-      for (const key of ta.cols.index.keyList().slice(0, 200)) {
-        if (st[s].read(table, key, null, T0 + PUSHES) !== sr[s].read(table, key, null, T0 + PUSHES)) throw new Error(`rows differ for ${key}`);
-      }
-    }
   }
-  console.log(`             front µs/push   shard µs/push (all shards)   bytes/push to shards`);
-  if (!RECORD_ONLY) console.log(`text path    ${best.ft.toFixed(2).padStart(13)}   ${best.st.toFixed(2).padStart(26)}   ${best.bt.toFixed(0).padStart(20)}`);
-  console.log(`record path  ${best.fr.toFixed(2).padStart(13)}   ${best.sr.toFixed(2).padStart(26)}   ${best.br.toFixed(0).padStart(20)}`);
+  console.log(`front µs/push   shard µs/push (all shards)   bytes/push to shards`);
+  console.log(`${best.fr.toFixed(2).padStart(13)}   ${best.sr.toFixed(2).padStart(26)}   ${best.br.toFixed(0).padStart(20)}`);
   if (ALLOC) {
     const recOut: Buffer[][] = [[], []];
     frontRecords(front, recOut);
     const sr = shards();
     const bytes = allocated(() => { for (let s = 0; s < SHARDS; s++) shardRecords(sr[s], recOut[s]); });
-    console.log(`record path, shard side: ${(bytes / PUSHES).toFixed(0)} B allocated per push (sampled)`);
+    console.log(`shard side: ${(bytes / PUSHES).toFixed(0)} B allocated per push (sampled)`);
   }
 }
 

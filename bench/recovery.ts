@@ -3,13 +3,12 @@
  * restart takes with N events in the WAL, and how long a snapshot pauses a
  * shard holding M entities.
  *
- *   node dist/bench/recovery.js [--events 10000000] [--entities 1000000] [--shards 1] [--format push|event] [--load-rate 0]
+ *   node dist/bench/recovery.js [--events 10000000] [--entities 1000000] [--shards 1] [--load-rate 0]
  *
  * The WAL is generated directly with the code the server uses (the front's
  * PushRoute writing PUSH records, sealed as the shard seals them), so building
  * 10M events takes seconds instead of a long push run; then the real server is
- * started on it and its own log lines give the timings. `--format event` writes
- * the previous record format (the envelope text), which recovery still replays.
+ * started on it and its own log lines give the timings.
  * `--load-rate R` pushes R/s over HTTP (64 keep-alive connections, latency from
  * the time each push was due) while the periodic snapshot of the third start
  * runs, and compares the push latency inside the snapshot's window with the
@@ -26,7 +25,6 @@ const args = flagPairs();
 const EVENTS = Number(args.get('events') ?? 10_000_000);
 const ENTITIES = Number(args.get('entities') ?? 1_000_000);
 const SHARDS = Number(args.get('shards') ?? 1);
-const FORMAT = args.get('format') === 'event' ? 'event' : 'push';
 const LOAD_RATE = Number(args.get('load-rate') ?? 0);
 const LOAD_CONNECTIONS = 64;
 
@@ -58,9 +56,9 @@ function runServer(dir: string, extra: string[]): Promise<{ lines: LogLine[]; bo
 }
 
 async function main(): Promise<void> {
-  console.log(`recovery benchmark: ${EVENTS.toLocaleString()} events over ${ENTITIES.toLocaleString()} entities, ${SHARDS} shard(s), ${FORMAT} records`);
+  console.log(`recovery benchmark: ${EVENTS.toLocaleString()} events over ${ENTITIES.toLocaleString()} entities, ${SHARDS} shard(s)`);
   let t = Date.now();
-  const dir = buildRecoveryDataDir({ events: EVENTS, entities: ENTITIES, shards: SHARDS, format: FORMAT });
+  const dir = buildRecoveryDataDir({ events: EVENTS, entities: ENTITIES, shards: SHARDS });
   console.log(`  WAL generated in ${((Date.now() - t) / 1000).toFixed(1)} s`);
   try {
     t = Date.now();

@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { buildRecoveryDataDir } from './recovery_wal';
 import { RECOVERY_NODES } from './recovery_registry';
 import { flagPairs } from './flags';
-import { requireBuild } from './build_require';
+import { buildReadText, requireBuild } from './build_require';
 
 const args = flagPairs();
 const EVENTS = Number(args.get('events') ?? 1_000_000);
@@ -39,6 +39,7 @@ interface Build {
   ShardState: typeof import('../src/shard/state/state').ShardState;
   DedupeLog: typeof import('../src/shard/state/dedupe_log').DedupeLog;
   createLogger: typeof import('../src/log').createLogger;
+  readText: ReturnType<typeof buildReadText>;
 }
 
 function load(dir: string): Build {
@@ -48,6 +49,7 @@ function load(dir: string): Build {
     ShardState: requireBuild<typeof import('../src/shard/state/state')>(dir, 'src/shard/state/state').ShardState,
     DedupeLog: requireBuild<typeof import('../src/shard/state/dedupe_log')>(dir, 'src/shard/state/dedupe_log').DedupeLog,
     createLogger: (require(join(dir, 'src/log')) as typeof import('../src/log')).createLogger,
+    readText: buildReadText(dir),
   };
 }
 
@@ -69,14 +71,14 @@ function replay(b: Build, dataDir: string, snapshotAfter = false): { cpuMs: numb
   store.close();
   const ts = state.tableByName('U')!;
   let sample = `${ts.size}`;
-  for (let i = 0; i < SAMPLE_KEYS; i++) sample += state.read('U', `user${(i * 7919) % ENTITIES}`, null, state.lastT);
+  for (let i = 0; i < SAMPLE_KEYS; i++) sample += b.readText(state, 'U', `user${(i * 7919) % ENTITIES}`, null, state.lastT);
   return { cpuMs: (c.user + c.system) / 1000, wallMs, records: info.records, sample };
 }
 
 function main(): void {
   const builds = BUILDS.map(load);
   console.log(`replay CPU: ${EVENTS.toLocaleString()} PUSH records over ${ENTITIES.toLocaleString()} entities, ${ROUNDS} rounds per build`);
-  const dir = buildRecoveryDataDir({ events: EVENTS, entities: ENTITIES, shards: 1, format: 'push' });
+  const dir = buildRecoveryDataDir({ events: EVENTS, entities: ENTITIES, shards: 1 });
   // --snapshot: a data dir per build, holding the WAL and a snapshot that build wrote.
   const dirs = builds.map((b, i) => {
     if (!SNAPSHOT) return dir;

@@ -21,7 +21,7 @@
 import { join } from 'node:path';
 import { RECOVERY_NODES } from './recovery_registry';
 import { flagPairs } from './flags';
-import { requireBuild } from './build_require';
+import { buildPushRow, requireBuild } from './build_require';
 
 const args = flagPairs();
 const ENTITIES = Number(args.get('entities') ?? 1_000_000);
@@ -38,6 +38,7 @@ const REGISTRY = { version: 1, nodes: RECOVERY_NODES };
 const { ShardState } = requireBuild<typeof import('../src/shard/state/state')>(BUILD, 'src/shard/state/state');
 const { SnapshotJob, restoreSnapshot } = requireBuild<typeof import('../src/shard/persist/snapshot_job')>(BUILD, 'src/shard/persist/snapshot_job');
 const { DedupeLog } = requireBuild<typeof import('../src/shard/state/dedupe_log')>(BUILD, 'src/shard/state/dedupe_log');
+const pushRow = buildPushRow(BUILD);
 
 function cpuMs(since: NodeJS.CpuUsage): number {
   const d = process.cpuUsage(since);
@@ -55,7 +56,7 @@ function main(): void {
   let lsn = 0;
   const push = (amount: number): void => {
     lsn++;
-    state.apply('Txn', { user: `user${(lsn * 2654435761) % ENTITIES}`, amount }, t0 + Math.floor(lsn / 1000), lsn);
+    pushRow(state, 'Txn', { user: `user${(lsn * 2654435761) % ENTITIES}`, amount }, t0 + Math.floor(lsn / 1000), lsn);
   };
   let c = process.cpuUsage();
   for (let i = 0; i < EVENTS; i++) push((i % 997) + 0.5);

@@ -28,7 +28,7 @@ import { monitorEventLoopDelay, PerformanceObserver, performance } from 'node:pe
 import { RECOVERY_NODES } from './recovery_registry';
 import { SNAPSHOT_SLICE_MS } from '../src/limits';
 import { flagPairs } from './flags';
-import { requireBuild } from './build_require';
+import { buildPushRow, requireBuild } from './build_require';
 
 const args = flagPairs();
 const ENTITIES = Number(args.get('entities') ?? 1_000_000);
@@ -44,6 +44,7 @@ const REGISTRY = { version: 1, nodes: RECOVERY_NODES };
 const { ShardState } = requireBuild<typeof import('../src/shard/state/state')>(BUILD, 'src/shard/state/state');
 const { ShardStore } = requireBuild<typeof import('../src/shard/persist/store')>(BUILD, 'src/shard/persist/store');
 const { DedupeLog } = requireBuild<typeof import('../src/shard/state/dedupe_log')>(BUILD, 'src/shard/state/dedupe_log');
+const pushRow = buildPushRow(BUILD);
 type Store = import('../src/shard/persist/store').ShardStore;
 type Job = NonNullable<ReturnType<Store['beginSnapshot']>>;
 
@@ -160,7 +161,7 @@ async function main(): Promise<void> {
     let lsn = 0;
     const push = (): void => {
       lsn++;
-      state.apply('Txn', { user: `user${(lsn * 2654435761) % ENTITIES}`, amount: (lsn % 997) + 0.5 }, t0 + Math.floor(lsn / 1000), lsn);
+      pushRow(state, 'Txn', { user: `user${(lsn * 2654435761) % ENTITIES}`, amount: (lsn % 997) + 0.5 }, t0 + Math.floor(lsn / 1000), lsn);
     };
     for (let i = 0; i < EVENTS; i++) push();
     console.log(`${BUILD}: ${ENTITIES.toLocaleString()} entities (${EVENTS.toLocaleString()} pushes), ${RATE.toLocaleString()} pushes/s during the windows, slice ${SLICE_MS} ms`);

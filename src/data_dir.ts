@@ -15,14 +15,15 @@
  * Identity: each shard's WAL and snapshots hold only the entity keys that hash to
  * it, so a data directory written with N shards can only be recovered with N
  * shards: starting with another count would route keys to shards that never saw
- * them. Refused at boot with a message saying how to proceed.
+ * them. Refused at boot with a message saying how to proceed. The identity file
+ * also names the data format of everything under the data dir (data_format.ts),
+ * checked first.
  */
 import { accessSync, constants, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, statfsSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { DATA_DIR_FREE_BYTES_MIN } from './limits';
 import { StartupError } from './startup_error';
-
-export const DATA_DIR_FORMAT = 1;
+import { checkDataFormat, checkUnmarkedDataDir, DATA_FORMAT, dataDirIdentity } from './data_format';
 
 export class DataDirError extends StartupError {}
 
@@ -46,20 +47,22 @@ export function prepareDataDir(dataDir: string): void {
 export function checkDataDir(dataDir: string, shards: number): void {
   const path = join(dataDir, IDENTITY_FILE);
   if (existsSync(path)) {
-    let meta: { format?: unknown; shards?: unknown };
+    let meta: { data_format?: unknown; shards?: unknown };
     try {
-      meta = JSON.parse(readFileSync(path, 'utf8')) as { format: number; shards: number };
+      meta = JSON.parse(readFileSync(path, 'utf8')) as { data_format: number; shards: number };
     } catch (err) {
       if (isErrno(err)) throw fsError(err, path, dataDir);
-      throw new DataDirError(`${path} is not valid JSON (${(err as Error).message}): restore it from a backup of ${dataDir}; it reads {"format":${DATA_DIR_FORMAT},"shards":N} with the --shards the data dir was written with`);
+      throw new DataDirError(`${path} is not valid JSON (${(err as Error).message}): restore it from a backup of ${dataDir}; it reads {"data_format":${DATA_FORMAT},"shards":N} with the --shards the data dir was written with`);
     }
+    checkDataFormat(dataDir, meta);
     if (meta.shards !== shards) {
       throw new DataDirError(`data dir ${dataDir} was written with --shards ${meta.shards}; start with --shards ${meta.shards} (re-sharding an existing data dir is not supported in v0)`);
     }
     return;
   }
+  checkUnmarkedDataDir(dataDir);
   try {
-    writeFileSync(`${path}.tmp`, JSON.stringify({ format: DATA_DIR_FORMAT, shards }));
+    writeFileSync(`${path}.tmp`, JSON.stringify(dataDirIdentity(shards)));
     renameSync(`${path}.tmp`, path);
   } catch (err) {
     if (isErrno(err)) throw fsError(err, path, dataDir);

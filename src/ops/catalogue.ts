@@ -12,7 +12,6 @@ import { durationKey, parseDuration } from './duration';
 import type { OpFactory } from './op';
 import { ParamReader, show } from './params';
 
-export { parseDuration } from './duration';
 
 export interface AggContext {
   /** Schema of the row that reaches the table (after its chain). */

@@ -5,14 +5,13 @@
  * The semantics of each op live in its family file; docs/ops.md has the table.
  */
 import { SfError } from '../errors';
-import { BUFFER_N_MAX, CATEGORIES_MAX, HISTOGRAM_EDGES_MAX, LIST_BUCKETS_PER_WINDOW, MOTION_BUCKETS_PER_WINDOW, SAMPLES_MAX, SKETCH_BUCKETS_PER_WINDOW, STR_BUCKETS_PER_WINDOW, TOP_K_K_DEFAULT, TOP_K_K_MAX } from '../limits';
+import { BUFFER_N_MAX, BURST_SLOTS_MAX, CATEGORIES_MAX, HISTOGRAM_EDGES_MAX, LIST_BUCKETS_PER_WINDOW, MOTION_BUCKETS_PER_WINDOW, SAMPLES_MAX, SKETCH_BUCKETS_PER_WINDOW, STR_BUCKETS_PER_WINDOW, TOP_K_K_DEFAULT, TOP_K_K_MAX } from '../limits';
 import type { FieldType } from '../types';
 import { HistogramCfg, HistogramState, MixCfg, MixState, ReservoirState, SeasonalState, TimeHistogramState } from './buffer';
 import { DecayedFixed, EwOut, EwFixed, TwaAgg } from './decay';
 import { Factory, type StoredState } from './factory';
 import { GeoOut, GeoPathAgg, GeoPathState, GeoSpreadAgg, GeoSpreadState, HomeState } from './geo';
 import {
-  BURST_SLOTS_MAX,
   BurstState,
   DeltaState,
   InterArrivalAgg,
@@ -24,10 +23,10 @@ import {
   ValueChangeAgg,
 } from './motion';
 import { CountFixed, ExtremeFixed, MomentOut, MomentsFixed, RatioFixed, StrExtremeLife, SumFixed } from './num_life';
-import { FixedState, type FixedOp } from './fixed';
+import type { FixedOp } from './fixed';
 import { Input, NumKind, NumWindowCfg, NumWindowState } from './num_window';
 import type { ParamReader } from './params';
-import { FirstNState, FirstState, LastNState, LastState, PointAgg, PointOut } from './point';
+import { PointAgg, PointOut } from './point';
 import { RecencyFixed, RecencyOut, StreakOut, StreakState, TimeSinceLastNState } from './recency';
 import { BloomMemberState, DistinctAgg, EntropyAgg, QuantileAgg, StrExtremeAgg, TopKAgg } from './sketch_ops';
 import { bloomGeometry, BLOOM_CAPACITY_DEFAULT, BLOOM_CAPACITY_MAX, BLOOM_FPR_DEFAULT, QUANTILE_DEFAULT_CONFIG } from './sketch';
@@ -61,7 +60,6 @@ export interface OpDef {
   build(c: BuildCtx): Factory;
 }
 
-export { CATEGORIES_MAX, HISTOGRAM_EDGES_MAX, SAMPLES_MAX };
 const ENTROPY_CATEGORIES_DEFAULT = 1024;
 const MIX_CATEGORIES_DEFAULT = 256;
 const HOME_SAMPLES_DEFAULT = 100;
@@ -79,7 +77,7 @@ function f(name: string, field: string | null, make: () => StoredState, wantsMis
 
 /** A lifetime op of a fixed number of doubles (fixed.ts): a slab row per entity in the shard. */
 function fixed(name: string, field: string | null, op: FixedOp, wantsMiss = false): Factory {
-  return new Factory(name, field, wantsMiss, () => new FixedState(op), null, op);
+  return new Factory(name, field, wantsMiss, null, null, op);
 }
 
 /** The bound `key` of a buffer op (spec 2.4): required when memory governance is on. */
@@ -96,9 +94,9 @@ function bound(c: BuildCtx, op: string, keys: string[], max: number, ungoverned:
 
 function numWindow(name: string, kind: NumKind, input: Input, field: string | null, c: BuildCtx, wantsMiss = false): Factory {
   const cfg = new NumWindowCfg(kind, input, c.windowMs);
-  // ratio also counts misses (events failing its where): it keeps its own ring.
-  const shared = wantsMiss ? null : { num: cfg, val: null };
-  return new Factory(name, field, wantsMiss, () => new NumWindowState(cfg), shared);
+  // ratio also counts misses (events failing its where): it keeps a ring of its own, as an object.
+  if (wantsMiss) return new Factory(name, field, wantsMiss, () => new NumWindowState(cfg));
+  return new Factory(name, field, wantsMiss, null, { num: cfg, val: null });
 }
 
 function valOp<A>(name: string, field: string | null, agg: WindowAgg<A>, c: BuildCtx, buckets: number, numeric: boolean): Factory {
@@ -108,7 +106,7 @@ function valOp<A>(name: string, field: string | null, agg: WindowAgg<A>, c: Buil
     return new Factory(name, field, false, () => new ValLifeState(agg), null, null, null, null, exact);
   }
   const cfg = new ValWindowCfg(agg, c.windowMs, buckets, numeric);
-  return new Factory(name, field, false, () => new ValWindowState(cfg), { num: null, val: cfg as ValWindowCfg<unknown> });
+  return new Factory(name, field, false, null, { num: null, val: cfg as ValWindowCfg<unknown> });
 }
 
 function fieldOf(c: BuildCtx, types: readonly FieldType[]): string {
@@ -207,12 +205,12 @@ function perSecondDef(name: 'rate' | 'velocity'): OpDef {
 
 // ---------------------------------------------------------------- point and buffers of values
 
-/** first / last: lifetime state, or the same answer over the values of a sliding window. */
-function pointDef(name: 'first' | 'last', make: () => StoredState): OpDef {
+/** first / last: lifetime kept values, or the same answer over the values of a sliding window. */
+function pointDef(name: 'first' | 'last'): OpDef {
   return windowableDef(name, (c) => {
     const field = fieldOf(c, ANY_TYPES);
     const agg = new PointAgg(1, name === 'last', PointOut.One);
-    if (c.windowMs === 0) return new Factory(name, field, false, make, null, null, agg);
+    if (c.windowMs === 0) return new Factory(name, field, false, null, null, null, agg);
     return valOp(name, field, agg, c, LIST_BUCKETS_PER_WINDOW, false);
   });
 }
@@ -231,28 +229,36 @@ function simpleFieldDef(name: string, types: readonly FieldType[], make: (c: Bui
 }
 
 /**
- * The ops bounded by `n`. With `windowed` (first_n, last_n, most_recent_n, lag) a
- * sliding window is optional: the same answer over the values of the window, each
- * window bucket keeping at most n (+1 for lag) values.
+ * The point ops bounded by `n` (first_n, last_n, most_recent_n, lag): lifetime kept
+ * values (a slab per feature in the shard, kept_column.ts), or over a sliding window
+ * the same answer over the window's values, each window bucket keeping at most n
+ * (+1 for lag) values. The same PointAgg describes both.
  */
-function boundedDef(
-  name: string,
-  ungoverned: number,
-  make: (n: number) => () => StoredState,
-  windowed: ((n: number) => PointAgg) | null,
-  hasField = true,
-): OpDef {
+function keptDef(name: string, ungoverned: number, agg: (n: number) => PointAgg): OpDef {
   return {
     name,
     aliases: [],
-    window: windowed === null ? 'lifetime' : 'optional',
+    window: 'optional',
     defaults: {},
     build(c) {
-      const field = hasField ? fieldOf(c, ANY_TYPES) : null;
+      const field = fieldOf(c, ANY_TYPES);
       const n = bound(c, name, ['n'], BUFFER_N_MAX, ungoverned);
-      // Lifetime: the same PointAgg describes the kept values (a slab per feature in the shard).
-      if (c.windowMs === 0 || windowed === null || field === null) return new Factory(name, field, false, make(n), null, null, windowed === null || field === null ? null : windowed(n));
-      return valOp(name, field, windowed(n), c, LIST_BUCKETS_PER_WINDOW, false);
+      if (c.windowMs === 0) return new Factory(name, field, false, null, null, null, agg(n));
+      return valOp(name, field, agg(n), c, LIST_BUCKETS_PER_WINDOW, false);
+    },
+  };
+}
+
+/** time_since_last_n: lifetime, bounded by `n`, no field (an object per entity). */
+function timeSinceLastNDef(): OpDef {
+  return {
+    name: 'time_since_last_n',
+    aliases: [],
+    window: 'lifetime',
+    defaults: {},
+    build(c) {
+      const n = bound(c, 'time_since_last_n', ['n'], BUFFER_N_MAX, UNGOVERNED_N_DEFAULT);
+      return f('time_since_last_n', null, () => new TimeSinceLastNState(n));
     },
   };
 }
@@ -573,18 +579,18 @@ export const OP_DEFS: readonly OpDef[] = [
   ratioDef(),
   perSecondDef('rate'),
   perSecondDef('velocity'),
-  pointDef('first', () => new FirstState()),
-  pointDef('last', () => new LastState()),
-  boundedDef('first_n', UNGOVERNED_N_DEFAULT, (n) => () => new FirstNState(n), (n) => new PointAgg(n, false, PointOut.All)),
-  boundedDef('last_n', UNGOVERNED_N_DEFAULT, (n) => () => new LastNState(n, false), (n) => new PointAgg(n, true, PointOut.All)),
-  boundedDef('most_recent_n', UNGOVERNED_N_DEFAULT, (n) => () => new LastNState(n, false), (n) => new PointAgg(n, true, PointOut.All)),
-  boundedDef('lag', UNGOVERNED_LAG_DEFAULT, (n) => () => new LastNState(n, true), (n) => new PointAgg(n + 1, true, PointOut.Lag, n)),
+  pointDef('first'),
+  pointDef('last'),
+  keptDef('first_n', UNGOVERNED_N_DEFAULT, (n) => new PointAgg(n, false, PointOut.All)),
+  keptDef('last_n', UNGOVERNED_N_DEFAULT, (n) => new PointAgg(n, true, PointOut.All)),
+  keptDef('most_recent_n', UNGOVERNED_N_DEFAULT, (n) => new PointAgg(n, true, PointOut.All)),
+  keptDef('lag', UNGOVERNED_LAG_DEFAULT, (n) => new PointAgg(n + 1, true, PointOut.Lag, n)),
   recencyDef('first_seen', RecencyOut.FirstSeen),
   recencyDef('last_seen', RecencyOut.LastSeen),
   recencyDef('age', RecencyOut.Age),
   recencyDef('has_seen', RecencyOut.HasSeen),
   recencyDef('time_since', RecencyOut.TimeSince),
-  boundedDef('time_since_last_n', UNGOVERNED_N_DEFAULT, (n) => () => new TimeSinceLastNState(n), null, false),
+  timeSinceLastNDef(),
   recencyDef('first_seen_in_window', RecencyOut.SeenInWindow),
   streakDef('streak', StreakOut.Streak),
   streakDef('max_streak', StreakOut.MaxStreak),

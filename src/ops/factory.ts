@@ -1,9 +1,10 @@
 /**
  * The OpFactory every compiled feature hands to the shard: a canonical name, the
- * column read as x, whether `miss` matters, and how to make or reload a state.
- * `make` runs once per new entity (not per event), so a closure is fine here.
+ * column read as x, whether `miss` matters, and the form of its state (op.ts).
+ * `make` (the object form) runs once per new entity (not per event), so a closure
+ * is fine here.
  */
-import type { OpFactory, OpState } from './op';
+import type { ObjectOp, OpFactory, OpState } from './op';
 import type { NumWindowCfg } from './num_window';
 import type { ValWindowCfg, WindowAgg } from './val_window';
 import type { FixedOp } from './fixed';
@@ -37,19 +38,24 @@ export class Factory implements OpFactory {
   readonly bloom: BloomGeometry | null;
   /** A lifetime value op over a timeless agg (n_unique, quantile, top_k, entropy): its agg, for a slot's values kept exactly while few (shard/columns/exact_column.ts); null otherwise. */
   readonly exact: WindowAgg<unknown> | null;
-  private readonly make: () => StoredState;
+  readonly object: ObjectOp | null;
 
-  constructor(op: string, field: string | null, wantsMiss: boolean, make: () => StoredState, shared: SharedWindow | null = null, fixed: FixedOp | null = null, kept: PointAgg | null = null, bloom: BloomGeometry | null = null, exact: WindowAgg<unknown> | null = null) {
+  /** `make`: the object form's state (null for an op kept in a column form: shared, fixed or kept). */
+  constructor(op: string, field: string | null, wantsMiss: boolean, make: (() => StoredState) | null, shared: SharedWindow | null = null, fixed: FixedOp | null = null, kept: PointAgg | null = null, bloom: BloomGeometry | null = null, exact: WindowAgg<unknown> | null = null) {
     this.op = op;
     this.field = field;
     this.wantsMiss = wantsMiss;
-    this.make = make;
+    this.object = make === null ? null : new MadeState(make);
     this.shared = shared;
     this.fixed = fixed;
     this.kept = kept;
     this.bloom = bloom;
     this.exact = exact;
   }
+}
+
+class MadeState implements ObjectOp {
+  constructor(private readonly make: () => StoredState) {}
 
   create(): OpState {
     return this.make();

@@ -1,12 +1,10 @@
 /**
  * Ops whose state is a fixed number of doubles (the lifetime core ops,
  * num_life.ts): the shard keeps them as rows of one Float64Array per feature
- * (shard/columns/table_columns.ts), indexed by entity slot; FixedState gives such an op
- * a row of its own where an OpState is wanted (op unit tests, object columns).
- * A row of zeros is the empty state.
+ * (shard/columns/solo_column.ts FixedColumn), indexed by entity slot. A row of
+ * zeros is the empty state.
  */
-import type { JsonValue, Row, Value } from '../types';
-import type { StoredState } from './factory';
+import type { JsonValue, Value } from '../types';
 
 export interface FixedOp {
   /** Doubles per row. */
@@ -43,27 +41,5 @@ export abstract class RowFixedOp implements FixedOp {
   }
   load(a: Float64Array, at: number, saved: unknown): void {
     rowLoad(a, at, saved, this.width);
-  }
-}
-
-export class FixedState implements StoredState {
-  readonly a: Float64Array;
-  constructor(readonly op: FixedOp) {
-    this.a = new Float64Array(op.width);
-  }
-  update(x: Value | undefined, t: number, _row: Row): void {
-    this.op.update(this.a, 0, x, t);
-  }
-  miss(t: number): void {
-    this.op.miss(this.a, 0, t);
-  }
-  read(now: number): JsonValue {
-    return this.op.read(this.a, 0, now);
-  }
-  save(): unknown {
-    return this.op.save(this.a, 0);
-  }
-  restore(saved: unknown): void {
-    this.op.load(this.a, 0, saved);
   }
 }

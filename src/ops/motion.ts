@@ -447,7 +447,6 @@ export class ValueChangeAgg implements WindowAgg<ChangeAcc> {
  * counts of non-empty slots live in a ring of at most window / sub_window + 1
  * entries ([slot, count] pairs), bounded at register time (BURST_SLOTS_MAX).
  */
-export { BURST_SLOTS_MAX } from '../limits';
 
 const EMPTY: number[] = [];
 

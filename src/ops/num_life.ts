@@ -2,9 +2,8 @@
  * Lifetime (`window: "forever"`) states of the core ops: constant memory per
  * entity, a fixed number of doubles. Each op is a FixedOp working on a row of a
  * Float64Array: the shard keeps one slab per feature, a row per entity slot
- * (shard/columns/table_columns.ts), so these states are no objects there; FixedState
- * wraps a row of its own for everything that wants an OpState. A row of zeros is
- * the empty state. String min/max keeps a string: it stays a class.
+ * (shard/columns/solo_column.ts FixedColumn), so these states are no objects. A row
+ * of zeros is the empty state. String min/max keeps a string: it stays a class.
  */
 import type { JsonValue, Row, Value } from '../types';
 import type { StoredState } from './factory';

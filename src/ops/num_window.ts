@@ -131,6 +131,13 @@ export class NumBuckets {
   }
 }
 
+/**
+ * A numeric window with a ring of its own, as an object per entity: for the ops
+ * that cannot share the table's rings, ratio (it also counts the events that
+ * fail its `where`) and outlier_count's flags (motion.ts). Every other numeric
+ * window reads a shared ring (shard/columns/ring_group.ts) with the same bucket
+ * part (below) and the same folds.
+ */
 export class NumWindowState implements StoredState {
   readonly cfg: NumWindowCfg;
   buf: number[];
@@ -334,8 +341,8 @@ export function numResult(c: NumWindowCfg, f: Fold): JsonValue {
 }
 
 /**
- * The bucket part of a window, shared by NumWindowState (its own ring) and the
- * shard's shared rings (shard/columns/ring_group.ts, one ring read by several features):
+ * The bucket part of a window, shared by the shard's rings (shard/columns/ring_group.ts,
+ * one ring read by several features) and NumWindowState (a ring of its own):
  * the functions below take the buckets (null: none) and return them, since they
  * are dropped once every bucket has expired.
  */

@@ -1,15 +1,18 @@
 /**
- * The one interface every aggregation implements (DESIGN.md section 3).
- *
- * A feature of a table is compiled once per registry version into an OpFactory;
- * each entity of the table holds one OpState per feature. The shard hot loop is:
+ * What a compiled feature hands the shard: an OpFactory, made once per registry
+ * version. It names the op's input field, whether it needs misses, and the form
+ * its state takes in the shard's columns (shard/columns/): a ring member
+ * (`shared`), a slab row (`fixed`), kept values (`kept`), a pooled filter
+ * (`bloom`), exact values then a sketch (`exact`), or an OpState object per
+ * entity (`object`, for every other op). Each op has one of these forms; the
+ * shard applies each row that reaches the table as
  *
  *   x = factory.field === null ? undefined : row[factory.field]   (compiled accessor)
- *   if (where === null || where(row) === true) state.update(x, t, row)
- *   else state.miss(t)
+ *   if (where === null || where(row) === true) update(x, t, row)
+ *   else if (factory.wantsMiss) miss(t)
  *
- * Times are server wall-clock milliseconds (processing time). `read(now)` is called
- * with the query time (>= every t passed to update so far).
+ * Times are server wall-clock milliseconds (processing time). A read at `now` is
+ * asked with the query time (>= every t passed to update so far).
  */
 import type { JsonValue, Row, Value } from '../types';
 import type { SharedWindow } from './factory';
@@ -37,6 +40,13 @@ export interface OpState {
   emptyAt?(t: number): boolean;
 }
 
+/** An op whose state is an object per entity (ObjectColumn; a lifetime sketch past its exact values, ExactColumn). */
+export interface ObjectOp {
+  create(): OpState;
+  /** Inverse of OpState.save(). */
+  load(saved: unknown): OpState;
+}
+
 export interface OpFactory {
   /** Canonical op name (aliases resolved). */
   readonly op: string;
@@ -54,7 +64,6 @@ export interface OpFactory {
   readonly bloom?: BloomGeometry | null;
   /** Set for a lifetime value op over a timeless agg (shard/columns/exact_column.ts): the agg; null otherwise. */
   readonly exact?: WindowAgg<unknown> | null;
-  create(): OpState;
-  /** Inverse of OpState.save(). */
-  load(saved: unknown): OpState;
+  /** The op's state as an object per entity; null for an op the shard keeps in a ring, a slab row, kept values or a pooled filter. */
+  readonly object: ObjectOp | null;
 }

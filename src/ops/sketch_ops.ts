@@ -36,28 +36,10 @@ function isFiniteNum(x: Value | undefined): x is number {
   return typeof x === 'number' && Number.isFinite(x);
 }
 
-/**
- * A value n_unique knows only by its hashValue: what a hashed ring field
- * (shard/columns/ring_group.ts) holds, when a feature leaves its ring for a standalone
- * state (memberView). That state's ring keeps it among plain values; DistinctAgg
- * adds its hash as is. A plain object, so it survives v8 serialization (saves).
- */
-export interface Prehashed {
-  h: number;
-}
-
-export function prehashed(h: number): Prehashed {
-  return { h };
-}
-
-function isPrehashed(x: unknown): x is Prehashed {
-  return typeof x === 'object' && x !== null && typeof (x as Prehashed).h === 'number';
-}
-
 export class DistinctAgg implements WindowAgg<DistinctSketch> {
   readonly timeless = true;
   accepts(x: Value | undefined): x is Scalar {
-    return isScalar(x) || isPrehashed(x);
+    return isScalar(x);
   }
   empty(): DistinctSketch {
     return new DistinctSketch();
@@ -67,8 +49,7 @@ export class DistinctAgg implements WindowAgg<DistinctSketch> {
     return a;
   }
   add(a: DistinctSketch, v: Scalar): DistinctSketch {
-    if (typeof v === 'object') a.addHash((v as Prehashed).h);
-    else a.add(v);
+    a.add(v);
     return a;
   }
   merge(into: DistinctSketch, from: DistinctSketch): DistinctSketch {

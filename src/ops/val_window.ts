@@ -20,7 +20,6 @@ import type { StoredState } from './factory';
 import { newDoubles } from './values';
 
 import { VAL_RING_ENTRIES_MAX } from '../limits';
-export { VAL_RING_ENTRIES_MAX };
 const RING_ENTRIES_MIN = 2;
 const BUCKET_SLOTS_MIN = 2;
 
@@ -135,6 +134,12 @@ export class ValBuckets<A> {
   }
 }
 
+/**
+ * A value window with a ring of its own, as an object per entity: for the geo
+ * ops, whose events carry a second column (the longitude, `auxField`) that the
+ * shared rings do not hold. Every other value window reads a shared ring
+ * (shard/columns/ring_group.ts) with the same bucket part (below).
+ */
 export class ValWindowState<A> implements StoredState {
   readonly cfg: ValWindowCfg<A>;
   ts: number[];
@@ -295,8 +300,8 @@ export class ValWindowState<A> implements StoredState {
 }
 
 /*
- * The bucket part of a value window, shared by ValWindowState (its own ring) and
- * the shard's shared rings (shard/columns/ring_group.ts): the functions take the buckets
+ * The bucket part of a value window, shared by the shard's rings
+ * (shard/columns/ring_group.ts) and ValWindowState (a ring of its own): the functions take the buckets
  * (null: none) and return them, since they are dropped once all have expired.
  */
 

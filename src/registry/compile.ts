@@ -67,12 +67,8 @@ export interface CompileOptions {
   previous?: CompiledRegistry | null;
 }
 
-/** Stands in for an op on threads that compile feature names only (the front); never called there. */
-const NAME_ONLY: OpFactory = {
-  op: 'name_only', field: null, wantsMiss: false,
-  create() { throw new Error('feature ops are not compiled on this thread'); },
-  load() { throw new Error('feature ops are not compiled on this thread'); },
-};
+/** Stands in for an op on threads that compile feature names only (the front): no state of any form. */
+const NAME_ONLY: OpFactory = { op: 'name_only', field: null, wantsMiss: false, object: null };
 
 export class FeaturePlan {
   /** `"name":` as JSON text, for writing rows without building objects. */

@@ -7,9 +7,13 @@
  * overflow JSON.parse's stack either.
  * The limit itself is in limits.ts.
  */
-import { JSON_DEPTH_MAX } from '../limits';
+import { JSON_DEPTH_MAX as DEPTH_MAX } from '../limits';
 
-export { JSON_DEPTH_MAX };
+/**
+ * The limit (limits.ts) under this module's name for its callers: a value, not a
+ * re-export, whose getter would make every read of this module's exports slow.
+ */
+export const JSON_DEPTH_MAX = DEPTH_MAX;
 
 export function jsonDepthExceeds(v: unknown, max: number = JSON_DEPTH_MAX): boolean {
   const stack: Array<[unknown, number]> = [[v, 1]];

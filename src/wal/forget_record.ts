@@ -1,5 +1,5 @@
 /**
- * FORGET records (WAL type 7): entity keys a forget request removed, as one shard
+ * FORGET records (WAL type 5): entity keys a forget request removed, as one shard
  * applies them (docs/durability.md "Forgetting an entity").
  *
  *   payload: [u64 lsn][u64 timeMs][u32 registryVersion][u8 flags][u16 entryCount]

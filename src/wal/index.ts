@@ -5,22 +5,20 @@
  */
 export {
   RECORD_BYTES_MAX,
-  RECORD_TYPE_EVENT,
   RECORD_TYPE_FORGET,
   RECORD_TYPE_INSTALL,
   RECORD_TYPE_JSON,
   RECORD_TYPE_PUSH,
   RECORD_TYPE_RESET,
   SEGMENT_BYTES_MAX_DEFAULT,
-  SNAPSHOT_KEEP_DEFAULT,
 } from './constants';
+export { SNAPSHOT_KEEP_DEFAULT } from '../limits';
 export { crc32c } from './crc32c';
 export { faultyFs, fsError, realFs, type FaultCode, type FaultyFs, type FsLike, type StatLike } from './fs_like';
 export {
   RecordEncoder,
   decodeWalRecord,
   encodeJsonFrame,
-  type EventRecord,
   type ForgetRecord,
   type InstallRecord,
   type PushRecord,

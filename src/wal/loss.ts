@@ -40,7 +40,7 @@
  * a shard whose every file is gone.
  */
 import { strict as assert } from 'node:assert';
-import { RECORD_TYPE_EVENT, RECORD_TYPE_PUSH, RECORD_TYPE_RESET } from './constants';
+import { RECORD_TYPE_PUSH, RECORD_TYPE_RESET } from './constants';
 import type { RecoveryLogEntry, SegmentFact } from './recover';
 
 export const EV_TORN_TAIL = 0;
@@ -217,7 +217,7 @@ export class VersionTally {
     }
     if (version > this.#maxSeen) this.#maxSeen = version;
     const m = this.#lossOf(version);
-    if (type === RECORD_TYPE_PUSH || type === RECORD_TYPE_EVENT) m.pushes++;
+    if (type === RECORD_TYPE_PUSH) m.pushes++;
     else m.others++;
     if (m.firstLsn < 0) m.firstLsn = lsn;
     m.lastLsn = lsn;

@@ -1,5 +1,5 @@
 /**
- * PUSH records (WAL type 4): one push as one shard applies it, built once on the
+ * PUSH records (WAL type 1): one push as one shard applies it, built once on the
  * front and stored in the WAL byte for byte (byte diagram in docs/durability.md).
  *
  *   payload: [u64 lsn][u64 timeMs][u32 registryVersion][u16 eventIndex]

@@ -4,16 +4,12 @@
  *   frame:   [u32 LE length][u32 LE crc32c][u8 type][payload ...]
  *            length = 1 + payload bytes; crc32c covers type + payload
  *
- *   EVENT   (1): [u64 lsn][u64 timeMs][u32 registryVersion][u16 nameBytes][name utf8][u32 rowBytes][row utf8]
+ *   PUSH    (1): [u64 lsn][u64 timeMs][u32 registryVersion][u16 eventIndex]... (push_record.ts)
  *   INSTALL (2): [u64 lsn][u32 registryVersion]
  *   RESET   (3): [u64 lsn][u32 registryVersion]
- *   PUSH    (4): [u64 lsn][u64 timeMs][u32 registryVersion][u16 eventIndex]... (push_record.ts)
- *   SEGMENT (5): [u64 prevLsn]         (first frame of a segment; not in the lsn sequence)
- *   FORGET  (7): [u64 lsn][u64 timeMs][u32 registryVersion][u8 flags][u16 entries]... (forget_record.ts)
+ *   SEGMENT (4): [u64 prevLsn]         (first frame of a segment; not in the lsn sequence)
+ *   FORGET  (5): [u64 lsn][u64 timeMs][u32 registryVersion][u8 flags][u16 entries]... (forget_record.ts)
  *   JSON   (16): [utf8 JSON]            (registry log only; no lsn)
- *
- * EVENT is the format before PUSH (the envelope text, parsed again by the shard):
- * still replayed from old data dirs, no longer written by the server.
  *
  * Every WAL payload starts with a u64 lsn, so tools can read the lsn of any
  * WAL record without knowing its type (a SEGMENT's is the lsn it follows; the
@@ -22,12 +18,9 @@
  */
 import { strict as assert } from 'node:assert';
 import {
-  EVENT_FIXED_BYTES,
-  EVENT_NAME_BYTES_MAX,
   FRAME_LENGTH_CRC_BYTES,
   FRAME_TYPE_BYTES,
   RECORD_BYTES_MAX,
-  RECORD_TYPE_EVENT,
   RECORD_TYPE_FORGET,
   RECORD_TYPE_INSTALL,
   RECORD_TYPE_JSON,
@@ -44,14 +37,6 @@ import { pushWellFormed } from './push_record';
 import { forgetWellFormed } from './forget_record';
 import { readU64, u64Safe, writeU64 } from './u64';
 
-export interface EventRecord {
-  type: typeof RECORD_TYPE_EVENT;
-  lsn: number;
-  timeMs: number;
-  registryVersion: number;
-  event: string;
-  rowJson: string;
-}
 export interface InstallRecord {
   type: typeof RECORD_TYPE_INSTALL;
   lsn: number;
@@ -79,12 +64,10 @@ export interface PushRecord {
 export interface ForgetRecord extends Omit<PushRecord, 'type'> {
   type: typeof RECORD_TYPE_FORGET;
 }
-export type WalRecord = EventRecord | InstallRecord | ResetRecord | PushRecord | ForgetRecord;
+export type WalRecord = InstallRecord | ResetRecord | PushRecord | ForgetRecord;
 
 /** Bytes before the payload: frame header + type. */
 const PAYLOAD_OFFSET = FRAME_LENGTH_CRC_BYTES + FRAME_TYPE_BYTES;
-/** Worst case UTF-8 bytes per UTF-16 code unit (a surrogate pair is 2 units -> 4 bytes). */
-const UTF8_BYTES_PER_UNIT_MAX = 3;
 
 
 // ---------------------------------------------------------------------------
@@ -143,29 +126,6 @@ export class RecordEncoder {
   /** View of the staged frames. */
   bytes(): Buffer {
     return this.#buf.subarray(0, this.#used);
-  }
-
-  event(lsn: number, timeMs: number, registryVersion: number, event: string, rowJson: string): void {
-    this.#checkHeader(lsn, registryVersion);
-    assert(Number.isSafeInteger(timeMs), 'timeMs must be an integer (server ms)');
-    assert(timeMs >= 0, 'timeMs must be >= 0');
-    const worst =
-      PAYLOAD_OFFSET + EVENT_FIXED_BYTES + UTF8_BYTES_PER_UNIT_MAX * (event.length + rowJson.length);
-    this.#ensure(worst);
-    const buf = this.#buf;
-    const start = this.#used;
-    const p = start + PAYLOAD_OFFSET;
-    writeU64(buf, lsn, p);
-    writeU64(buf, timeMs, p + 8);
-    buf.writeUInt32LE(registryVersion, p + 16);
-    // Write the string first and patch its length: one UTF-8 pass, no byteLength scan.
-    const nameBytes = buf.write(event, p + 22);
-    assert(nameBytes <= EVENT_NAME_BYTES_MAX, 'event name too long for the u16 length');
-    buf.writeUInt16LE(nameBytes, p + 20);
-    const rowAt = p + 22 + nameBytes;
-    const rowBytes = buf.write(rowJson, rowAt + 4);
-    buf.writeUInt32LE(rowBytes, rowAt);
-    this.#finish(start, RECORD_TYPE_EVENT, rowAt + 4 + rowBytes, lsn);
   }
 
   install(lsn: number, registryVersion: number): void {
@@ -281,16 +241,6 @@ export interface FrameCodec {
   lsnOf(buf: Buffer, body: number): number;
 }
 
-function eventWellFormed(buf: Buffer, body: number, end: number): boolean {
-  const p = body + FRAME_TYPE_BYTES;
-  if (end - p < EVENT_FIXED_BYTES) return false;
-  if (!u64Safe(buf, p) || !u64Safe(buf, p + 8)) return false;
-  const nameBytes = buf.readUInt16LE(p + 20);
-  const rowLengthAt = p + 22 + nameBytes;
-  if (rowLengthAt + 4 > end) return false;
-  return rowLengthAt + 4 + buf.readUInt32LE(rowLengthAt) === end;
-}
-
 function versionWellFormed(buf: Buffer, body: number, end: number): boolean {
   const p = body + FRAME_TYPE_BYTES;
   return end - p === VERSION_PAYLOAD_BYTES && u64Safe(buf, p);
@@ -302,12 +252,11 @@ function segmentWellFormed(buf: Buffer, body: number, end: number): boolean {
 }
 
 export const WAL_CODEC: FrameCodec = {
-  knows: (type) => type === RECORD_TYPE_PUSH || type === RECORD_TYPE_EVENT || type === RECORD_TYPE_INSTALL || type === RECORD_TYPE_RESET
-    || type === RECORD_TYPE_SEGMENT || type === RECORD_TYPE_FORGET,
+  knows: (type) => type === RECORD_TYPE_PUSH || type === RECORD_TYPE_INSTALL || type === RECORD_TYPE_RESET || type === RECORD_TYPE_SEGMENT
+    || type === RECORD_TYPE_FORGET,
   wellFormed(buf, body, end) {
     const type = buf[body];
     if (type === RECORD_TYPE_PUSH) return pushWellFormed(buf, body, end);
-    if (type === RECORD_TYPE_EVENT) return eventWellFormed(buf, body, end);
     if (type === RECORD_TYPE_INSTALL || type === RECORD_TYPE_RESET) return versionWellFormed(buf, body, end);
     if (type === RECORD_TYPE_SEGMENT) return segmentWellFormed(buf, body, end);
     if (type === RECORD_TYPE_FORGET) return forgetWellFormed(buf, body, end);
@@ -334,19 +283,6 @@ export function decodeWalRecord(buf: Buffer, body: number, end: number): WalReco
   }
   if (type === RECORD_TYPE_FORGET) {
     return { type: RECORD_TYPE_FORGET, lsn, timeMs: readU64(buf, p + 8), registryVersion: buf.readUInt32LE(p + 16), buf, body, end };
-  }
-  if (type === RECORD_TYPE_EVENT) {
-    const nameBytes = buf.readUInt16LE(p + 20);
-    const rowAt = p + 22 + nameBytes + 4;
-    assert(rowAt <= end, 'decodeWalRecord: malformed event (check wellFormed first)');
-    return {
-      type: RECORD_TYPE_EVENT,
-      lsn,
-      timeMs: readU64(buf, p + 8),
-      registryVersion: buf.readUInt32LE(p + 16),
-      event: buf.toString('utf8', p + 22, p + 22 + nameBytes),
-      rowJson: buf.toString('utf8', rowAt, end),
-    };
   }
   assert(end - p === VERSION_PAYLOAD_BYTES, 'decodeWalRecord: malformed version record');
   const registryVersion = buf.readUInt32LE(p + 8);

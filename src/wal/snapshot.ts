@@ -5,7 +5,7 @@
  *
  *   offset size field
  *   0      8    magic "SFSNAP01"
- *   8      4    u32 file version (2; version 1 is still read)
+ *   8      4    u32 file version (1)
  *   12     4    u32 header bytes (64)
  *   16     8    u64 lsn               every WAL record with lsn <= this is in the body
  *   24     8    u64 registryVersion
@@ -15,14 +15,11 @@
  *   56     4    u32 crc32c of the compressed bytes
  *   60     4    u32 crc32c of header bytes [0, 60)
  *
- * What follows the header:
- *   version 2: blocks of at most SNAPSHOT_BLOCK_BYTES raw body bytes, each
- *              [u32 LE n][n bytes: lz4-napi block, with its own u32 raw size prefix];
- *              the raw body is the blocks' raw bytes one after another. Blocks let a
- *              writer compress and write the body as it is produced
- *              (snapshot_stream.ts) instead of building it whole first.
- *   version 1: the whole body as one lz4-napi block (written before snapshots were
- *              streamed; still read).
+ * What follows the header: blocks of at most SNAPSHOT_BLOCK_BYTES raw body bytes,
+ * each [u32 LE n][n bytes: lz4-napi block, with its own u32 raw size prefix]; the
+ * raw body is the blocks' raw bytes one after another. Blocks let a writer
+ * compress and write the body as it is produced (snapshot_stream.ts) instead of
+ * building it whole first.
  *
  * Write protocol: `<name>.tmp`, write, fsync, close, rename, fsync directory; only
  * then are older snapshots pruned, so a crash at any point leaves the previous
@@ -32,12 +29,10 @@ import { strict as assert } from 'node:assert';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { compressSync, uncompressSync } from 'lz4-napi';
-import { SNAPSHOT_BLOCK_BYTES } from '../limits';
+import { SNAPSHOT_BLOCK_BYTES, SNAPSHOT_KEEP_DEFAULT } from '../limits';
 import {
   SNAPSHOT_FORMAT_VERSION,
-  SNAPSHOT_FORMAT_VERSIONS_READ,
   SNAPSHOT_HEADER_BYTES,
-  SNAPSHOT_KEEP_DEFAULT,
   SNAPSHOT_MAGIC,
   TMP_SUFFIX,
 } from './constants';
@@ -84,9 +79,8 @@ function writeField(buf: Buffer, value: number, at: number): void {
 }
 
 /**
- * The bytes after the header of a version-2 file as they are produced, block by
- * block: each block's length frame, the running crc32c and the byte counts the
- * header records. Shared by the synchronous writer and the streamed one.
+ * The bytes after the header as they are produced, block by block: each block's
+ * length frame, the running crc32c and the byte counts the header records. Shared by the synchronous writer and the streamed one.
  */
 export class BlockChain {
   crc = 0;
@@ -220,7 +214,7 @@ export function verifySnapshotBytes(file: Buffer, expectedLsn: number): Snapshot
   if (!file.subarray(0, 8).equals(MAGIC_BYTES)) return { ok: false, reason: 'bad_magic' };
   if (crc32c(file, 0, HEADER_CRC_AT) !== file.readUInt32LE(HEADER_CRC_AT)) return { ok: false, reason: 'header_crc_mismatch' };
   const version = file.readUInt32LE(8);
-  if (!SNAPSHOT_FORMAT_VERSIONS_READ.includes(version)) return { ok: false, reason: `unknown_version ${version} (reads ${SNAPSHOT_FORMAT_VERSIONS_READ.join(', ')})` };
+  if (version !== SNAPSHOT_FORMAT_VERSION) return { ok: false, reason: `unknown_version ${version} (reads ${SNAPSHOT_FORMAT_VERSION})` };
   if (file.readUInt32LE(12) !== SNAPSHOT_HEADER_BYTES) return { ok: false, reason: 'bad_header_length' };
   for (let at = 16; at < 56; at += 8) {
     if (!u64Safe(file, at)) return { ok: false, reason: 'u64_out_of_range' };
@@ -235,16 +229,7 @@ export function verifySnapshotBytes(file: Buffer, expectedLsn: number): Snapshot
 
 /** Decompresses a verified snapshot body (`verdict` of verifySnapshotBytes); null when lz4 or the raw length disagree. */
 export function decodeSnapshotBody(file: Buffer, verdict: { version: number; rawBytes: number }): Buffer | null {
-  const { version, rawBytes } = verdict;
-  if (version === 1) {
-    let body: Buffer;
-    try {
-      body = uncompressSync(file.subarray(SNAPSHOT_HEADER_BYTES));
-    } catch {
-      return null;
-    }
-    return body.length === rawBytes ? body : null;
-  }
+  const { rawBytes } = verdict;
   const body = Buffer.allocUnsafe(rawBytes);
   let out = 0;
   for (let at = SNAPSHOT_HEADER_BYTES; at < file.length;) {

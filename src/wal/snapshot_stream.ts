@@ -1,9 +1,9 @@
 /**
- * A snapshot file written while its body is being produced (file version 2,
- * snapshot.ts): the caller appends body bytes, which fill a block of
- * SNAPSHOT_BLOCK_BYTES; each full block is lz4-compressed at once, on the caller's
- * thread, and its compressed bytes are written at their place in the `.tmp` file
- * on libuv's threadpool while the caller goes on. finish() writes the last block
+ * A snapshot file written while its body is being produced (snapshot.ts): the
+ * caller appends body bytes, which fill a block of SNAPSHOT_BLOCK_BYTES; each full
+ * block is lz4-compressed at once, on the caller's thread, and its compressed
+ * bytes are written at their place in the `.tmp` file on libuv's threadpool while
+ * the caller goes on. finish() writes the last block
  * and the header, then follows the write protocol of writeSnapshot (fsync, rename,
  * directory fsync, prune).
  *
@@ -24,8 +24,8 @@ import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { compressSync } from 'lz4-napi';
-import { SNAPSHOT_BLOCK_BYTES, SNAPSHOT_BLOCKS_IN_FLIGHT, SNAPSHOT_BLOCKS_KEPT } from '../limits';
-import { SNAPSHOT_HEADER_BYTES, SNAPSHOT_KEEP_DEFAULT, TMP_SUFFIX } from './constants';
+import { SNAPSHOT_BLOCK_BYTES, SNAPSHOT_BLOCKS_IN_FLIGHT, SNAPSHOT_BLOCKS_KEPT, SNAPSHOT_KEEP_DEFAULT } from '../limits';
+import { SNAPSHOT_HEADER_BYTES, TMP_SUFFIX } from './constants';
 import { lsnFileName, retireFile, unlinkQuietly } from './file_ops';
 import { realFs } from './fs_like';
 import { BlockChain, pruneSnapshots, type SnapshotWriteResult } from './snapshot';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileSizeOrMissing, listLsnFiles } from './file_ops';
 import { realFs, type FsLike } from './fs_like';
 import { recoverWal, type RecoveryLogEntry } from './recover';
-import { RECORD_TYPE_EVENT, RECORD_TYPE_FORGET, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH } from './constants';
+import { RECORD_TYPE_FORGET, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH } from './constants';
 import { WalCorruptionError, scanRegistryLog } from './registry_log';
 import { decodeSnapshotBody, verifySnapshotBytes } from './snapshot';
 import { recoverShardFiles } from './audit';
@@ -33,8 +33,8 @@ export interface WalCheckReport {
   snapshotDir: string;
   segments: Array<{ name: string; bytes: number }>;
   records: number;
-  /** Records by type: push (PUSH, the current format), event (EVENT, the format before it), install, reset. */
-  types: { push: number; event: number; install: number; reset: number; forget: number };
+  /** Records by type. */
+  types: { push: number; install: number; reset: number; forget: number };
   lastLsn: number;
   snapshots: SnapshotCheck[];
   /** Recovery findings (what a restart would log and do) and snapshot failures. */
@@ -61,10 +61,9 @@ export function checkWalDir(dir: string, opts: { fs?: FsLike } = {}): WalCheckRe
     name: f.name,
     bytes: fileSizeOrMissing(fs, join(walDir, f.name)),
   }));
-  const types = { push: 0, event: 0, install: 0, reset: 0, forget: 0 };
+  const types = { push: 0, install: 0, reset: 0, forget: 0 };
   const recovery = recoverWal(walDir, -1, (r) => {
     if (r.type === RECORD_TYPE_PUSH) types.push++;
-    else if (r.type === RECORD_TYPE_EVENT) types.event++;
     else if (r.type === RECORD_TYPE_INSTALL) types.install++;
     else if (r.type === RECORD_TYPE_FORGET) types.forget++;
     else types.reset++;
@@ -150,7 +149,7 @@ export function formatWalCheckReport(r: WalCheckReport): string {
   const lines: string[] = [];
   lines.push(`wal ${r.walDir}: ${r.segments.length} segment(s), ${r.records} record(s), last lsn ${r.lastLsn}`);
   const t = r.types;
-  lines.push(`records by type: ${t.push} push, ${t.event} event (old format), ${t.install} install, ${t.reset} reset, ${t.forget} forget`);
+  lines.push(`records by type: ${t.push} push, ${t.install} install, ${t.reset} reset, ${t.forget} forget`);
   for (const s of r.snapshots) {
     lines.push(`snapshot ${s.name}: ${s.ok ? `ok (registry v${s.registryVersion}, ${s.rawBytes} raw bytes)` : `INVALID (${s.reason})`}`);
   }

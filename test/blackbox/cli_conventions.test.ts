@@ -7,11 +7,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { resolveServerConfig, SERVER_ENV } from '../../src/config';
 import { CLI } from '../harness/server';
+import { filesUnder } from '../harness/files';
 
 const ROOT = join(__dirname, '..', '..', '..');
 
@@ -203,19 +204,10 @@ test('config: a real server started from a config file binds where the file says
   }
 });
 
-function tsFiles(dir: string, out: string[] = []): string[] {
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) tsFiles(p, out);
-    else if (name.endsWith('.ts')) out.push(p);
-  }
-  return out;
-}
-
 test('config: every SERVICE_* variable named in src/ is a setting and is documented in the README', () => {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
   const named = new Set<string>();
-  for (const f of tsFiles(join(ROOT, 'src'))) for (const m of readFileSync(f, 'utf8').matchAll(/SERVICE_[A-Z0-9_]+/g)) named.add(m[0]);
+  for (const f of filesUnder(join(ROOT, 'src'), '.ts')) for (const m of readFileSync(f, 'utf8').matchAll(/SERVICE_[A-Z0-9_]+/g)) named.add(m[0]);
   assert.ok(named.size >= 10, `found ${[...named].join(' ')}`);
   for (const v of named) {
     assert.ok(SERVER_ENV.includes(v), `${v} is read through src/config.ts`);

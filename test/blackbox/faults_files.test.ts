@@ -16,6 +16,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CLI, onJsonLines, post, startServer, tempDataDir, type TestServer } from '../harness/server';
+import { RECORD_TYPE_PUSH } from '../../src/wal/constants';
 
 const EV = { kind: 'event', name: 'Txn', schema: { fields: { user: 'str', amount: 'f64' }, optional_fields: [] } };
 const TA = { kind: 'table', name: 'A', upstreams: ['Txn'], key: ['user'], agg: { n: { op: 'count', params: {} } } };
@@ -125,7 +126,7 @@ function frames(path: string): Array<[number, number, number, number]> {
   return out;
 }
 
-const PUSH = 4;
+const PUSH = RECORD_TYPE_PUSH;
 
 /** Starts with --accept-data-loss; checks the accepted-loss lines; returns the server. */
 async function accepted(dataDir: string, extra: string[] = []): Promise<TestServer> {

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { RECORD_TYPE_PUSH, RecordEncoder, recoverWal, WalWriter, type WalRecord } from '../../src/wal';
+import { PushFrameWriter, PushRecordReader, RECORD_TYPE_PUSH, recoverWal, sealFrame, WalWriter, type PushRecord } from '../../src/wal';
 import { CLI, onJsonLines, post, startServer, tempDataDir } from '../harness/server';
 
 const NODES = [
@@ -59,23 +59,39 @@ const addrOf = (line: Record<string, any>): string => `http://${line.addr as str
 
 /**
  * Appends `count` pushes of other keys to shard 0's WAL, after the real seed push,
- * so recovery takes a while. They are written as EVENT records (the envelope text,
- * the format before PUSH records), which recovery still replays and which replay
- * slower: the test needs a recovery of over a second.
+ * so recovery takes a while (the test needs a recovery of over a second): PUSH
+ * records like the seed's (same event and table, same values), each for a new
+ * user, so replay also creates an entity per record.
  */
 function growWal(dataDir: string, count: number): void {
   const dir = join(dataDir, 'shard-0', 'wal');
-  let sample: WalRecord | null = null;
-  const report = recoverWal(dir, 0, (r) => { if (r.type === RECORD_TYPE_PUSH) sample = r; });
-  assert.ok(sample !== null, 'the seed push is in the WAL');
-  const seed = { ...(sample as WalRecord & { timeMs: number }), event: 'Hit' };
+  const seeds: Array<{ timeMs: number; registryVersion: number; eventIndex: number; table: number; values: unknown[] }> = [];
+  const rd = new PushRecordReader();
+  const report = recoverWal(dir, 0, (r) => {
+    if (r.type !== RECORD_TYPE_PUSH) return;
+    const p = r as PushRecord;
+    rd.open(p.buf, p.body);
+    const table = rd.u16();
+    rd.str();
+    const values = Array.from({ length: rd.u16() }, () => rd.value());
+    seeds.push({ timeMs: p.timeMs, registryVersion: p.registryVersion, eventIndex: rd.eventIndex, table, values });
+  });
+  assert.equal(seeds.length, 1, 'the seed push is in the WAL');
+  const s = seeds[0];
   const writer = WalWriter.open(dir, { segmentBytesMax: 64 * 1024 * 1024, nextLsnHint: report.nextLsnMin });
-  const enc = new RecordEncoder();
+  const w = new PushFrameWriter();
   let lsn = report.nextLsnMin;
   for (let done = 0; done < count;) {
-    enc.reset();
-    for (let i = 0; i < 10_000 && done < count; i++, done++) enc.event(lsn++, seed.timeMs, seed.registryVersion, seed.event, JSON.stringify({ user: `u${done % 5000}`, v: 1 }));
-    writer.appendStaged(enc);
+    const first = lsn;
+    for (let i = 0; i < 10_000 && done < count; i++, done++) {
+      w.begin(lsn++, s.timeMs, s.registryVersion, s.eventIndex, null);
+      w.feed(s.table, `u${done}`);
+      for (const v of s.values) w.value(v as string | number);
+      w.end();
+    }
+    const bytes = Buffer.from(w.take());
+    for (let p = 0; p < bytes.length;) p = sealFrame(bytes, p);
+    writer.append(bytes, first, lsn - 1);
   }
   writer.sync();
   writer.close();

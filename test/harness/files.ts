@@ -1,20 +1,21 @@
-/** What a data dir holds on disk, for tests that check that bytes are gone (a forgotten entity's key). */
+/** Files under a directory, by name or by what they hold (a forgotten entity's key must be in none). */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+
+/** Every file under `dir` (recursively) whose name ends with `ending`. */
+export function filesUnder(dir: string, ending: string, out: string[] = []): string[] {
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) filesUnder(p, ending, out);
+    else if (name.endsWith(ending)) out.push(p);
+  }
+  return out;
+}
 
 /** The files under `dir` (recursively) whose bytes contain `text`'s UTF-8 bytes. */
 export function filesHolding(dir: string, text: string): string[] {
   const needle = Buffer.from(text);
-  const out: string[] = [];
-  const walk = (d: string): void => {
-    for (const name of readdirSync(d)) {
-      const p = join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else if (readFileSync(p).includes(needle)) out.push(p);
-    }
-  };
-  walk(dir);
-  return out;
+  return filesUnder(dir, '').filter((p) => readFileSync(p).includes(needle));
 }
 
 /** Polls `fn` every 50 ms until it returns something other than undefined; throws after `ms`. */

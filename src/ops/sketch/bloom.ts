@@ -31,7 +31,6 @@ import { HashList, TYPED_ARRAY_OVERHEAD_BYTES, objectBytes } from './hash_list';
 
 export const BLOOM_CAPACITY_DEFAULT = 1024;
 export const BLOOM_FPR_DEFAULT = 0.01;
-export { BLOOM_BITS_MAX, BLOOM_CAPACITY_MAX, BLOOM_FPR_MIN };
 const SAVE_VERSION = 1;
 
 /** The shape of a filter, computed once per feature and shared by its entities. */

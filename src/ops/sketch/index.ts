@@ -70,10 +70,9 @@ export {
   QuantileConfig,
   QUANTILE_DEFAULT_CONFIG,
   QUANTILE_ALPHA_DEFAULT,
-  QUANTILE_EXACT_MAX_DEFAULT,
-  QUANTILE_STORE_BUCKETS_MAX_DEFAULT,
   type QuantileSaved,
 } from './quantile';
+export { BLOOM_BITS_MAX, BLOOM_CAPACITY_MAX, QUANTILE_EXACT_MAX_DEFAULT, QUANTILE_STORE_BUCKETS_MAX_DEFAULT } from '../../limits';
 export {
   TopKSketch,
   topKCapacity,
@@ -90,8 +89,6 @@ export {
   BLOOM_DEFAULT_GEOMETRY,
   BLOOM_CAPACITY_DEFAULT,
   BLOOM_FPR_DEFAULT,
-  BLOOM_CAPACITY_MAX,
-  BLOOM_BITS_MAX,
   type BloomGeometry,
   type BloomSaved,
 } from './bloom';

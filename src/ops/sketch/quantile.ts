@@ -40,8 +40,6 @@ import { TYPED_ARRAY_OVERHEAD_BYTES, objectBytes } from './hash_list';
 import { QUANTILE_EXACT_MAX_DEFAULT, QUANTILE_STORE_BUCKETS_MAX_DEFAULT } from '../../limits';
 
 export const QUANTILE_ALPHA_DEFAULT = 0.01;
-/** Limits: in src/limits.ts, re-exported for the sketch library (sketch/index.ts). */
-export { QUANTILE_EXACT_MAX_DEFAULT, QUANTILE_STORE_BUCKETS_MAX_DEFAULT };
 const VALUES_CAPACITY_MIN = 8;
 /** Exact-mode sorts up to this many values by insertion (no NaN here: add() drops them). */
 const INSERTION_SORT_MAX = 64;

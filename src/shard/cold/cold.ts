@@ -4,8 +4,8 @@
  * and may leave hot memory).
  *
  * A cold entity leaves hot memory without losing anything: its slot's bytes are
- * copied out of the columns into one compact Buffer (a frozen slab, slab_chunk.ts
- * writeFrozen: lastT, lastLsn, ring cells, lengths and skip counts, slab rows of the
+ * copied out of the columns into one compact Buffer (frozen_entity.ts freeze:
+ * lastT, lastLsn, ring cells, lengths and skip counts, slab rows of the
  * fixed columns, and a small rest for what is genuinely an object: buckets,
  * kept and object-column saves, the values of interned ids; plain-encoded, or
  * v8-serialized when it holds buckets or anything but JSON-like arrays), handed
@@ -14,65 +14,14 @@
  * that key. An entity whose every state is back to empty is dropped instead
  * (OpState.emptyAt; state.ts). Lifetime aggregates therefore keep their exact values, and
  * windowed ones read exactly as if the entity had stayed hot. Snapshots carry
- * cold entities as their buffers. A buffer of the first encoding (v8-serialized
- * [lastT, lastLsn, EntitySave], before issue 12's slab freeze; first byte 0xFF),
- * from a cold store or a snapshot, still thaws: thaw tells them apart by that byte.
+ * cold entities as their buffers.
  *
  * The sweep is incremental: each tick looks at a bounded number of entities
  * (COLD_SWEEP_ENTITIES_PER_TICK) within a time budget (COLD_SWEEP_SLICE_MS),
  * resuming where the previous tick stopped, so a shard never stalls on a large table.
  */
-import { deserialize } from 'node:v8';
 import type { EntityIndex } from '../state/entity_index';
 import { COLD_SWEEP_CLOCK_STRIDE } from '../../limits';
-import type { FixedOp } from '../../ops/fixed';
-import { FROZEN_SLAB_TAG, frozenSlabClock, frozenSlabSave, thawFrozen, writeFrozen } from '../persist/slab_chunk';
-import type { EntitySave, TableColumns } from '../columns/table_columns';
-
-
-/**
- * The frozen encoding of the entity at `slot`: a frozen slab (slab_chunk.ts
- * writeFrozen; first byte FROZEN_SLAB_TAG), thawed by copying its bytes back
- * (thawFrozen). Until issue 12's slab freeze it was [lastT, lastLsn, EntitySave]
- * (table_columns.ts: per ring group its entries and buckets, per other feature its
- * OpState.save()), v8-serialized (first byte 0xFF): such buffers, in a cold store
- * or a snapshot, still thaw. Either is valid for the table layout it was frozen
- * under: a layout change thaws every cold entity first (state.ts carryOver).
- */
-export function freeze(cols: TableColumns, slot: number): Buffer {
-  return writeFrozen(cols, slot);
-}
-
-/** Whether a frozen buffer is of the first encoding (v8-serialized [lastT, lastLsn, EntitySave]). */
-function isV8(buf: Uint8Array): boolean {
-  return buf[0] !== FROZEN_SLAB_TAG;
-}
-
-/** lastT and lastLsn of a frozen entity, without reading its states. */
-export function frozenClock(buf: Buffer): { lastT: number; lastLsn: number } {
-  if (!isV8(buf)) return frozenSlabClock(buf);
-  const [lastT, lastLsn] = deserialize(buf) as [number, number, EntitySave];
-  return { lastT, lastLsn };
-}
-
-/**
- * The parts of a frozen entity, without loading its states: its save in the layout
- * it was frozen under (for TableColumns.addMapped). A frozen slab's fixed rows
- * become saves through `fixedOf(i)`: the live op taking saved feature i (same
- * signature), null when none does.
- */
-export function frozenParts(buf: Buffer, fixedOf: (i: number) => FixedOp | null): { lastT: number; lastLsn: number; saved: EntitySave } {
-  if (!isV8(buf)) return frozenSlabSave(buf, fixedOf);
-  const [lastT, lastLsn, saved] = deserialize(buf) as [number, number, EntitySave];
-  return { lastT, lastLsn, saved };
-}
-
-/** Makes a frozen entity hot again under `key`; returns its slot. */
-export function thaw(buf: Buffer, cols: TableColumns, key: string): number {
-  if (!isV8(buf)) return thawFrozen(buf, cols, key);
-  const [lastT, lastLsn, saved] = deserialize(buf) as [number, number, EntitySave];
-  return cols.addSaved(key, lastT, lastLsn, saved);
-}
 
 /** Resumable cursor over one table's slots. */
 export class SweepCursor {

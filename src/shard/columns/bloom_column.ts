@@ -1,8 +1,8 @@
 /**
- * bloom_member for every entity slot of a table without an object per entity
- * (issue 12: per-entity variable parts in pooled buffers). Same answers and save
+ * bloom_member for every entity slot of a table without an object per entity: the
+ * variable part of each slot's filter in pooled blocks. Same answers and save
  * format as ops/sketch_ops.ts BloomMemberState over ops/sketch/bloom.ts
- * BloomFilter, whose phases it keeps:
+ * BloomFilter (the form of filters too large to pool), whose phases it keeps:
  *
  *   per slot (typed arrays)   seen  mode  cls  len  blk  inserted
  *   mode NONE                 no value yet (the object form's null filter)

@@ -22,7 +22,8 @@
  * restored from a snapshot or the cold store comes back as cells, not as an object.
  */
 import { isExactSave, type WindowAgg } from '../../ops/val_window';
-import type { OpFactory, OpState } from '../../ops/op';
+import { strict as assert } from 'node:assert';
+import type { ObjectOp, OpFactory, OpState } from '../../ops/op';
 import type { JsonValue, Row, Value } from '../../types';
 import { LIFE_EXACT_VALUES_MAX } from '../../limits';
 import { decodeCell, encodeCell, releaseCell } from './cells';
@@ -43,7 +44,12 @@ export class ExactColumn implements SoloColumn {
   readonly #promoted = new Map<number, OpState>();
   #scratch: unknown;
 
-  constructor(readonly factory: OpFactory, readonly agg: WindowAgg<unknown>, readonly intern: InternTable, capacity: number) {
+  /** The op's object form (ValLifeState over `agg`): what a slot becomes past LIFE_EXACT_VALUES_MAX values. */
+  readonly #object: ObjectOp;
+
+  constructor(factory: OpFactory, readonly agg: WindowAgg<unknown>, readonly intern: InternTable, capacity: number) {
+    assert(factory.object !== null, 'a lifetime sketch op has an object form');
+    this.#object = factory.object;
     this.data = new Float64Array(capacity * WIDTH);
     this.u32 = wordsOf(this.data);
     this.#scratch = agg.empty();
@@ -89,7 +95,7 @@ export class ExactColumn implements SoloColumn {
   #promote(slot: number): OpState {
     const at = slot * WIDTH;
     const len = this.data[at];
-    const st = this.factory.create();
+    const st = this.#object.create();
     for (let k = 0; k < len; k++) {
       // Timeless aggs: ValLifeState passes t on to an add that ignores it, and reads nothing else of the row.
       st.update(decodeCell(this.data, this.u32, at + 1 + k, this.intern), 0, EMPTY_ROW);
@@ -135,9 +141,9 @@ export class ExactColumn implements SoloColumn {
       this.data[at] = vals.length;
       return;
     }
-    // A sketch's own save (a state past its exact values, or data from before this column).
+    // A sketch's own save (a state past its exact values).
     this.data[slot * WIDTH] = PROMOTED;
-    this.#promoted.set(slot, this.factory.load(saved));
+    this.#promoted.set(slot, this.#object.load(saved));
   }
 
   grow(capacity: number): void {

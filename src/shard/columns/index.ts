@@ -4,7 +4,11 @@
  *
  *   table_columns.ts  TableColumns: a table's columns, built and carried per
  *                     registry version, and its layout
- *   ring_group.ts     one raw-event ring per entity shared by the windowed features
+ *   ring_group.ts     one raw-event ring per entity shared by the windowed features:
+ *                     pushes, windows (skip counts), expiry, bucket records,
+ *                     deferred evictions, reads (one class: the push path reads them all)
+ *   ring_member.ts    a feature reading a ring; hashed fields
+ *   ring_save.ts      a ring slot's save as plain data, and what reshapes one
  *   ring_pool.ts      the pooled blocks the rings live in
  *   cells.ts          one value in one double (numbers as themselves, the rest NaN-boxed)
  *   solo_column.ts    features without a shared ring: FixedColumn, ObjectColumn and

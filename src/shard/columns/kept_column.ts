@@ -3,10 +3,9 @@
  * every entity slot of a table: a row of 2 + cap cells per slot in one
  * Float64Array, [len, head, value 0, ..., value cap-1], the values as cells
  * (cells.ts: numbers as themselves, strings and booleans as ids of the column's
- * intern table, one reference per cell). Same answers and save format as the
- * per-entity classes of ops/point.ts (FirstState, LastState, FirstNState,
- * LastNState); the op's parameters are its PointAgg (ops/point.ts), which the
- * windowed forms use too.
+ * intern table, one reference per cell). The op's parameters are its PointAgg
+ * (ops/point.ts), which the windowed forms use too; a save is the kept values
+ * (oldest first; the value or null for first and last).
  *
  *   keep the newest (last, last_n, lag): a ring of cap values, the oldest at head,
  *     overwritten when full
@@ -91,7 +90,7 @@ export class KeptColumn implements SoloColumn {
     }
   }
 
-  /** As FirstState / LastState (the value or null) and FirstNState / LastNState (oldest first). */
+  /** The kept values, oldest first; first and last: the value or null. */
   save(slot: number): unknown {
     const at = slot * this.width;
     const len = this.data[at];
@@ -105,7 +104,7 @@ export class KeptColumn implements SoloColumn {
     this.clear(slot);
     if (saved === null || saved === undefined) return;
     const vals = Array.isArray(saved) ? (saved as Kept[]) : [saved as Kept];
-    // The newest ones for last_n / lag (LastNState.restore), the first ones for first_n.
+    // The newest ones for last_n / lag, the first ones for first_n.
     const from = this.agg.newest ? Math.max(0, vals.length - this.cap) : 0;
     const to = Math.min(vals.length, from + this.cap);
     for (let k = from; k < to; k++) this.update(slot, vals[k]);

@@ -3,8 +3,9 @@
  * without `where`, whatever its window: count, sum, mean, min, max, var/std,
  * quantile, n_unique, top_k, ... over 1h, 24h and 7d all read the same ring of
  * (t, field values) cells while it is exact, and each keeps only its own bucket
- * part (events pushed out of the full ring) as today (ops/num_window.ts,
- * ops/val_window.ts; semantics and bounds in docs/ops.md).
+ * part (events pushed out of the full ring: the bucket functions and folds of
+ * ops/num_window.ts and ops/val_window.ts). Semantics and bounds: docs/ops.md
+ * "Windows".
  *
  *   per slot (typed arrays):  cls  blk  head  len  rec  skip[sw] (per window but the longest)
  *                              |    |
@@ -13,6 +14,10 @@
  *   per slot:                  rec -> bucket record r (only busy entities: 0 = none)
  *   per record r:              bk[r * members + i]: member i's buckets or null,
  *                              recBusy[r] (members holding buckets), recNext[r]
+ *
+ * The bucket records are fields of this class, not an object of their own: behind
+ * one more object they cost the replay of a 1.2M-push WAL ~11% more CPU
+ * (bench/replay_cpu.ts, same run), since every push and fold reads them.
  *
  * Windows: the ring keeps an entry until the longest window (`windowMs`) has
  * left it. A shorter window w sees the entries from skip[slot * sw + w] on: the
@@ -31,15 +36,8 @@
  * low word the interned id of a string or boolean, intern.ts), so every value
  * comes back exactly as pushed, null and absent included.
  *
- * Hashed fields: a field that only n_unique members read (the fraud tables' user,
- * card and device ids) holds each value's 53-bit hashValue in its cells (null
- * cells for what n_unique does not count), the hash the sketch would compute: no
- * intern table, no string for a new value, no reference to take and give back,
- * and the push computes the hash from the record's bytes (push_apply.ts). Those
- * members read through DistinctHashAgg (ops/sketch_ops.ts). A group's hashed
- * fields are fixed when it is made (a later member change keeps them) and recorded
- * in its layout (table_columns.ts LayoutMeta), so saves of its cells (hashes) only
- * load where cells are hashes, or go through memberView.
+ * Hashed fields (ring_member.ts): a field that only n_unique members read holds
+ * each value's hash in its cells instead of the value.
  *
  * Deferred evictions: a full ring whose every window still holds its oldest
  * entry (no skip count, the usual state of a hot entity) does not fold that entry
@@ -77,12 +75,12 @@ import {
 } from '../../ops/val_window';
 import { RING_ENTRIES_MAX, RING_GROUP_RECORDS_MIN } from '../../limits';
 import { InternTable, type Interned } from '../state/intern';
-import { decodeCell, decodeExported, encodeCell, HI_ID, isNullCell, releaseCell } from './cells';
+import { decodeCell, encodeCell, HI_ID, isNullCell, releaseCell } from './cells';
 import { ClassPool, RING_CLASS_MAX, RING_CLASS_PENDING } from './ring_pool';
+import { hashOrNull, readHashes, RingMember } from './ring_member';
+import { classFor, skipsOf, type GroupSave } from './ring_save';
 import { grown } from '../../util/unaccounted';
-import { hashedCfg, isScalar, prehashed, readsHashes, type Prehashed } from '../../ops/sketch_ops';
 import type { SharedWindow } from '../../ops/factory';
-import { hashValue } from '../../ops/sketch/hash';
 
 assert(1 << RING_CLASS_MAX === RING_ENTRIES_MAX, 'the largest ring class holds RING_ENTRIES_MAX entries');
 
@@ -97,24 +95,6 @@ const CELL_SKIP = -2;
 
 /** #foldEntry's `win` for an entry evicted from a full ring (not expiring from one window). */
 const EVICT = -1;
-
-/** One feature reading a group's ring. */
-export class RingMember {
-  /** Its position in the group's members (its column in the bucket records). */
-  at = -1;
-  /** Its window's position in the group's windows. */
-  win = 0;
-  constructor(
-    /** Index of the feature in its table plan. */
-    public feature: number,
-    /** Ring column of its field, -1 without a field. */
-    readonly col: number,
-    public num: NumWindowCfg | null,
-    public val: ValWindowCfg<unknown> | null,
-  ) {
-    assert((num === null) !== (val === null));
-  }
-}
 
 export class RingGroup {
   readonly stride: number;
@@ -242,9 +222,7 @@ export class RingGroup {
 
   /** A member of a hashed field reads hashes: its config takes DistinctHashAgg. */
   #adoptCfg(m: RingMember): void {
-    if (m.col < 0 || this.hashed[m.col] === 0) return;
-    assert(m.val !== null && readsHashes(m.val), 'only n_unique reads a hashed field');
-    m.val = hashedCfg(m.val);
+    if (m.col >= 0 && this.hashed[m.col] === 1) readHashes(m);
   }
 
   /** Drops member `at` and its buckets (the feature leaves the group). */
@@ -920,102 +898,5 @@ export class RingGroup {
   }
 }
 
-/**
- * A group's save (RingGroup.save): entries oldest first (t, then a value per
- * field), per member its buckets or null, and for a group of several windows the
- * skip count of each window but the longest (absent: all 0, as in a group of one
- * window, the only kind saved before groups spanned windows).
- */
-export type GroupSave = [Array<Value | undefined>, unknown[]] | [Array<Value | undefined>, unknown[], number[]];
-
-/** What a hashed field's cell holds for value v: its hashValue, null for what n_unique does not count. */
-export function hashOrNull(v: Value | undefined): number | null {
-  return isScalar(v) ? hashValue(v) : null;
-}
-
-/**
- * The fields of a new group that hold hashes: those every member that reads them
- * is an n_unique (readsHashes), and that one reads at least.
- */
-export function hashedFieldsOf(fields: readonly string[], members: readonly RingMember[]): string[] {
-  return fields.filter((_, c) => {
-    const readers = members.filter((m) => m.col === c);
-    return readers.length > 0 && readers.every((m) => m.val !== null && readsHashes(m.val));
-  });
-}
-
-/** A group save's skip counts, undefined when it has none (all 0). */
-export function skipsOf(saved: GroupSave): number[] | undefined {
-  return saved.length > 2 ? (saved as [unknown, unknown, number[]])[2] : undefined;
-}
-
-/**
- * One member's state out of a group save, in the format of its own OpState.save()
- * (NumWindowState / ValWindowState: the entries it accepts and its buckets), for
- * loading it as a standalone state (a snapshot of another layout, snapshot_job.ts).
- * `win` is the member's window's position in the saved group's windows: its ring
- * starts after that window's skip count.
- */
-export function memberView(
-  saved: GroupSave, stride: number, col: number, memberAt: number, num: NumWindowCfg | null, val: ValWindowCfg<unknown> | null, win: number, hashed = false,
-): unknown {
-  const [ring, buckets] = saved;
-  const skips = skipsOf(saved);
-  const from = stride * (skips === undefined || win < 0 || win >= skips.length ? 0 : skips[win]);
-  const b = buckets[memberAt];
-  if (num !== null) {
-    const out: number[] = [];
-    for (let at = from; at < ring.length; at += stride) {
-      const v = numInput(num, col < 0 ? undefined : ring[at + 1 + col]);
-      if (v !== v) continue;
-      out.push(ring[at] as number);
-      if (num.stride === 2) out.push(v);
-    }
-    return [out, b === null || b === undefined ? [] : b];
-  }
-  const c = hashed ? hashedCfg(val as ValWindowCfg<unknown>) : (val as ValWindowCfg<unknown>);
-  const ts: number[] = [];
-  const vs: Array<string | number | boolean | Prehashed> = [];
-  for (let at = from; at < ring.length; at += stride) {
-    const x = col < 0 ? undefined : ring[at + 1 + col];
-    if (!c.agg.accepts(x)) continue;
-    ts.push(ring[at] as number);
-    // A hashed field's cell is the hash, not the value: the standalone n_unique takes it as such (Prehashed).
-    vs.push(hashed ? prehashed(x as number) : x === undefined ? 0 : (x as string | number | boolean));
-  }
-  const [be, ba] = b === null || b === undefined ? [[], []] : (b as [number[], unknown[]]);
-  return [ts, vs, be, ba];
-}
-
-/** Decodes exported cells (RingGroup.exportSlot) back into a GroupSave's ring part: values as pushed. */
-export function decodeCells(src: Uint32Array, at: number, len: number, stride: number, ids: Array<Map<number, Interned>>): GroupSave[0] {
-  const f64 = new Float64Array(src.buffer, src.byteOffset, src.length >> 1);
-  const out: GroupSave[0] = [];
-  for (let k = 0; k < len; k++) {
-    const e = at + k * stride;
-    out.push(f64[e]);
-    for (let c = 0; c < stride - 1; c++) out.push(decodeExported(f64, src, e + 1 + c, ids[c]));
-  }
-  return out;
-}
-
-/** The smallest block class (2^cls entries, cls >= 1) that holds a ring of `len` entries: a load or import takes no more. */
-function classFor(len: number): number {
-  let cls = 1;
-  while (1 << cls < len) cls++;
-  return cls;
-}
-
-/** What a numeric member adds for a cell value: NaN when it does not take the event (num_window.ts update). */
-function numInput(c: NumWindowCfg, x: Value | undefined): number {
-  switch (c.input) {
-    case Input.Number:
-      return typeof x === 'number' && Number.isFinite(x) ? x : NaN;
-    case Input.Present:
-      return x === null || x === undefined ? NaN : 1;
-    default:
-      return 1;
-  }
-}
 
 export type { Interned };

@@ -12,14 +12,17 @@
  *                 most_recent_n, lag): kept values as cells (kept_column.ts)
  *   ExactColumn   the lifetime sketch ops (n_unique, quantile, top_k, entropy):
  *                 a few values as cells, the op's object past them (exact_column.ts)
- *   ObjectColumn  any other op: one OpState per slot (the hybrid that keeps every
- *                 op working; convert an op to a FixedOp or a shared ring to drop it)
+ *   ObjectColumn  every other op (the op's object form, OpFactory.object): one
+ *                 OpState per slot: ops whose state is a structure of its own
+ *                 (histograms, geo paths, streaks, reservoirs, ...), ratio and
+ *                 the geo ops over a window, bloom filters too large to pool
  *
- * Both save a slot in the op's own OpState.save() format, so snapshots and cold
- * entities do not depend on which kind holds a feature.
+ * Each op is held by exactly one kind (its factory's form, ops/op.ts); a slot's
+ * save is that kind's, the form snapshots and cold entities keep.
  */
 import type { FixedOp } from '../../ops/fixed';
-import type { OpFactory, OpState } from '../../ops/op';
+import { strict as assert } from 'node:assert';
+import type { ObjectOp, OpFactory, OpState } from '../../ops/op';
 import type { JsonValue, Row, Value } from '../../types';
 import { zeroRange } from '../state/entity_index';
 import { grown } from '../../util/unaccounted';
@@ -84,9 +87,9 @@ export class FixedColumn implements SoloColumn {
 
 export class ObjectColumn implements SoloColumn {
   readonly states: Array<OpState | undefined> = [];
-  constructor(readonly factory: OpFactory) {}
+  constructor(readonly op: ObjectOp) {}
   create(slot: number): void {
-    this.states[slot] = this.factory.create();
+    this.states[slot] = this.op.create();
   }
   clear(slot: number): void {
     this.states[slot] = undefined;
@@ -104,7 +107,7 @@ export class ObjectColumn implements SoloColumn {
     return (this.states[slot] as OpState).save();
   }
   load(slot: number, saved: unknown): void {
-    this.states[slot] = this.factory.load(saved);
+    this.states[slot] = this.op.load(saved);
   }
   grow(): void {}
   emptyAt(slot: number, t: number): boolean {
@@ -123,5 +126,6 @@ export function soloColumn(factory: OpFactory, capacity: number, internOf: (fiel
   if (kept !== null && kept !== undefined && factory.field !== null) return new KeptColumn(kept, internOf(factory.field), capacity);
   const exact = factory.exact;
   if (exact !== null && exact !== undefined && factory.field !== null) return new ExactColumn(factory, exact, internOf(factory.field), capacity);
-  return new ObjectColumn(factory);
+  assert(factory.object !== null, `op ${factory.op} has no column form and no object form`);
+  return new ObjectColumn(factory.object);
 }

@@ -1,7 +1,8 @@
 /**
- * The feature state of one table, column by column (issue 12, "columnar entity
- * state"): an entity is a slot of the table's EntityIndex, and each feature keeps
- * its state for every slot in a column.
+ * The feature state of one table, column by column: an entity is a slot of the
+ * table's EntityIndex, and each feature keeps its state for every slot in a column
+ * (an object per entity and feature cost hundreds of bytes each, and a GC that
+ * walks them all; docs/ops.md "Memory").
  *
  *   index (entity_index.ts)   key -> slot, lastT, lastLsn
  *   groups (ring_group.ts)    windowed ops with a shared ring: one ring per
@@ -10,9 +11,9 @@
  *                             buckets per feature
  *   objs (solo_column.ts)     every other op: lifetime ops of K doubles as a
  *                             slab row per slot, kept values and lifetime
- *                             sketches' first values as cells of a slab row; the
- *                             rest one OpState per slot (a hybrid: every op keeps
- *                             working, converted or not)
+ *                             sketches' first values as cells of a slab row,
+ *                             bloom filters in pooled blocks; the rest one
+ *                             OpState per slot (the op's object form)
  *
  * Grouping: the windowed features of a fresh table without `where` share one
  * group whatever their windows (up to RING_GROUP_WINDOWS_MAX windows a group:
@@ -22,28 +23,29 @@
  * an existing ring, whose events it must not see: the new features of that
  * install form groups of their own, empty for every entity.
  */
-import { strict as assert } from 'node:assert';
 import type { FeaturePlan, TablePlan } from '../../registry/compile';
 import type { JsonValue, Row } from '../../types';
 import { EntityIndex } from '../state/entity_index';
 import { InternTable } from '../state/intern';
-import { hashedFieldsOf, hashOrNull, memberView, RingGroup, RingMember, skipsOf, type GroupSave } from './ring_group';
+import { RingGroup } from './ring_group';
+import { hashedFieldsOf, hashOrNull, RingMember } from './ring_member';
+import { memberPart, skipsOf, type GroupSave } from './ring_save';
 import { ObjectColumn, soloColumn, type SoloColumn } from './solo_column';
 import { KeptColumn } from './kept_column';
 import { ExactColumn } from './exact_column';
 import { DroppedCells } from './dropped_cells';
 import { RING_GROUP_WINDOWS_MAX } from '../../limits';
 
-/** Per entity, as a frozen or per-entity snapshot stores it: per group its save, per object feature its OpState.save() (null for grouped features). */
+/** Per entity, as plain data (a layout change, a snapshot of another layout): per group its save, per solo feature its column's save (null for grouped features). */
 export type EntitySave = [GroupSave[], unknown[]];
 
 /**
  * A table's layout as a snapshot records it: per group its window (the longest),
- * its windows when more than one (absent: [windowMs], as every group was before
- * groups spanned windows), fields and member feature indexes.
+ * its windows when more than one (absent: [windowMs]), fields and member feature
+ * indexes.
  */
 export interface LayoutMeta {
-  /** `hashed`: the fields whose cells hold hashes (ring_group.ts); absent: none (every group before format 7). */
+  /** `hashed`: the fields whose cells hold hashes (ring_group.ts); absent: none. */
   groups: Array<{ windowMs: number; windows?: number[]; fields: string[]; members: number[]; hashed?: string[] }>;
 }
 
@@ -64,14 +66,18 @@ function sameWindows(a: readonly number[], b: readonly number[]): boolean {
 /**
  * How an EntitySave of another layout loads into this one (planLoad): per live
  * group its source group in the save (-1: starts empty), the source field of each
- * of its fields and the source member of each of its members; per live object
- * feature its source (an object state, a member of a saved group, or nothing).
+ * of its fields, the source member of each of its members, and `winSrc`: -1 when
+ * it has the source group's windows (its skip counts carry over), else the
+ * position of its one window among the source group's (a member moved to a ring
+ * of its own: its ring starts after that window's skip count); per live solo
+ * feature the saved solo feature it loads (-1: starts empty).
  */
 export interface SaveMap {
   groupSrc: number[];
   colSrc: number[][];
   memberSrc: number[][];
-  objSrc: Array<{ obj: number } | { group: number; member: number } | null>;
+  winSrc: number[];
+  objSrc: number[];
 }
 
 /** Out-parameter of EntityIndex.addReplacing (one per thread: restores are synchronous). */
@@ -106,7 +112,7 @@ export class TableColumns {
   /** rowReads(), null when the layout changed since it was derived. */
   #rowReads: Uint8Array | null = null;
   groups: RingGroup[] = [];
-  /** Per feature: the group and member serving it, or null (object column). */
+  /** Per feature: the group and member serving it, or null (a solo column). */
   readonly featGroup: Array<RingGroup | null>;
   readonly featMember: Array<RingMember | null>;
   /** Per feature: its solo column (slab rows or OpStates), or null for a grouped feature. */
@@ -165,10 +171,11 @@ export class TableColumns {
 
   /**
    * How saves of layout `meta` load here. A live group takes a saved group's
-   * ring only when every one of its members is a member of that saved group (a
-   * member must never see events it did not receive); a live member whose saved
-   * state sits elsewhere is first turned into an object column (objectify), which
-   * loads any saved form. Rare: only for layouts that diverged (cluster imports).
+   * ring only when every one of its members is a member of that saved group with
+   * the same windows (a member must never see events it did not receive); a live
+   * member whose saved state sits elsewhere is first moved to a ring of its own
+   * (detachMember), which takes its part of the saved group. Rare: only for
+   * layouts that diverged (a cluster import into a table laid out otherwise).
    */
   planLoad(meta: LayoutMeta, liveOf: readonly number[]): SaveMap {
     const n = this.plan.features.length;
@@ -182,44 +189,57 @@ export class TableColumns {
     liveOf.forEach((i, j) => { if (i >= 0 && !inGroup.has(j)) objOf[i] = j; });
     for (const g of [...this.groups]) {
       const src = g.members.map((m) => srcOf[m.feature]);
+      if (src.every((x) => x === null)) continue;
+      const s0 = src[0];
+      const sg = s0 === null ? null : meta.groups[s0.group];
       // A saved hashed field loads only into a hashed one (a saved value field is hashed on load: addMapped).
-      const whole = src.every((x) => x !== null && x.group === src[0]!.group) && sameWindows(windowsOf(meta.groups[src[0]!.group]), g.windows) &&
-        g.fields.every((f, c) => g.hashed[c] === 1 || !savedHashed(meta.groups[src[0]!.group], f));
-      if (whole) continue;
-      for (const m of [...g.members]) if (srcOf[m.feature] !== null || objOf[m.feature] >= 0) this.objectify(m.feature);
+      const hashedOk = sg !== null && g.fields.every((f, c) => g.hashed[c] === 1 || !savedHashed(sg, f));
+      const oneSource = sg !== null && src.every((x) => x !== null && x.group === s0!.group);
+      // Whole: the saved ring as it is. A ring of one member: its part of the saved group (addMapped, winSrc).
+      if (oneSource && hashedOk && (sameWindows(windowsOf(sg), g.windows) || g.members.length === 1)) continue;
+      for (const m of [...g.members]) if (srcOf[m.feature] !== null) this.detachMember(m.feature);
     }
-    const map: SaveMap = { groupSrc: [], colSrc: [], memberSrc: [], objSrc: new Array(n).fill(null) };
+    const map: SaveMap = { groupSrc: [], colSrc: [], memberSrc: [], winSrc: [], objSrc: new Array(n).fill(-1) };
     for (const g of this.groups) {
       const src = g.members.map((m) => srcOf[m.feature]);
+      // A ring of one member takes its part of the saved group; a shared one the saved group whole (above).
       const gi = src.length > 0 && src[0] !== null ? src[0].group : -1;
+      const sg = gi < 0 ? null : meta.groups[gi];
       map.groupSrc.push(gi);
-      map.colSrc.push(g.fields.map((f) => (gi < 0 ? -1 : meta.groups[gi].fields.indexOf(f))));
+      map.colSrc.push(g.fields.map((f) => (sg === null ? -1 : sg.fields.indexOf(f))));
       map.memberSrc.push(src.map((x) => (x === null ? -1 : x.member)));
+      map.winSrc.push(sg === null || sameWindows(windowsOf(sg), g.windows) ? -1 : windowsOf(sg).indexOf(g.windows[0]));
     }
-    for (let i = 0; i < n; i++) {
-      if (this.objs[i] === null) continue;
-      map.objSrc[i] = objOf[i] >= 0 ? { obj: objOf[i] } : srcOf[i];
-    }
+    for (let i = 0; i < n; i++) if (this.objs[i] !== null) map.objSrc[i] = objOf[i];
     return map;
   }
 
-  /** Turns grouped feature `i` into an object column (every live entity's state extracted from its group). */
-  objectify(i: number): void {
+  /**
+   * Moves grouped feature `i` to a ring group of its own (its field, its window),
+   * every live entity's part of its group going with it: the ring entries its
+   * window still holds and its buckets. Its answers stay the same (the new ring
+   * holds the same entries and buckets); the group it leaves keeps the others'.
+   */
+  detachMember(i: number): void {
     const g = this.featGroup[i] as RingGroup;
     const m = this.featMember[i] as RingMember;
     const at = g.members.indexOf(m);
-    const factory = this.plan.features[i].factory;
-    const col = new ObjectColumn(factory);
-    const hashed = m.col >= 0 && g.hashed[m.col] === 1;
-    for (const s of this.index.liveSlots()) col.load(s, memberView(g.save(s), g.stride, m.col, at, m.num, m.val, m.win, hashed));
+    const fields = m.col < 0 ? [] : [g.fields[m.col]];
+    const windowMs = g.windows[m.win];
+    const own = new RingMember(i, fields.length - 1, m.num, m.val);
+    const lone = new RingGroup([windowMs], g.where, fields, fields.map((f) => this.#internOf(f)), [own], this.index.capacity, hashedFieldsOf(fields, [own]));
+    // A value field the new ring hashes (n_unique alone reads it) takes the values' hashes.
+    const toHash = m.col >= 0 && lone.hashed[0] === 1 && g.hashed[m.col] === 0;
+    for (const s of this.index.liveSlots()) lone.load(s, memberPart(g.save(s), g.stride, m.col, at, m.win === g.sw ? -1 : m.win, toHash));
     g.removeMember(at);
     if (g.members.length === 0) {
       for (const s of this.index.liveSlots()) g.clear(s);
       this.groups.splice(this.groups.indexOf(g), 1);
     }
-    this.objs[i] = col;
-    this.featGroup[i] = null;
-    this.featMember[i] = null;
+    this.#bindColumns(lone);
+    this.groups.push(lone);
+    this.featGroup[i] = lone;
+    this.featMember[i] = own;
     this.#layoutChanged();
   }
 
@@ -238,10 +258,12 @@ export class TableColumns {
       // A field hashed here and not in the save: its saved values become hashes.
       const toHash = g.fields.map((f, c) => g.hashed[c] === 1 && !savedHashed(sg, f));
       const out: GroupSave = [[], map.memberSrc[gi].map((mi) => (mi < 0 ? null : buckets[mi]))];
-      // Same windows (planLoad takes a saved ring only then): the skip counts carry over.
       const skips = skipsOf(from);
-      if (skips !== undefined) out.push(skips);
-      for (let at = 0; at < ring.length; at += sStride) {
+      const win = map.winSrc[gi];
+      // Same windows: the skip counts carry over. A ring of one member of the saved group: from its window's skip count on.
+      if (win < 0 && skips !== undefined) out.push(skips);
+      const first = win >= 0 && skips !== undefined && win < skips.length ? skips[win] * sStride : 0;
+      for (let at = first; at < ring.length; at += sStride) {
         out[0].push(ring[at]);
         colSrc.forEach((c, k) => {
           const v = c < 0 ? undefined : ring[at + 1 + c];
@@ -255,24 +277,15 @@ export class TableColumns {
       const col = this.objs[i];
       if (col === null) continue;
       const src = map.objSrc[i];
-      const factory = feats[i].factory;
-      if (src === null) col.create(slot);
-      else if ('obj' in src) col.load(slot, saved[1][src.obj]);
-      else {
-        const sg = meta.groups[src.group];
-        const field = factory.field;
-        const cfg = factory.shared!;
-        const win = windowsOf(sg).indexOf(windowOf(cfg));
-        const hashed = field !== null && savedHashed(sg, field);
-        col.load(slot, memberView(saved[0][src.group], 1 + sg.fields.length, field === null ? -1 : sg.fields.indexOf(field), src.member, cfg.num, cfg.val, win, hashed));
-      }
+      if (src < 0) col.create(slot);
+      else col.load(slot, saved[1][src]);
     }
     return slot;
   }
 
   /**
    * Groups the given features (all new: empty for every live entity) and gives
-   * the others object columns: those without `where` share groups of up to
+   * the others solo columns: those without `where` share groups of up to
    * RING_GROUP_WINDOWS_MAX consecutive windows, each with `where` has its own.
    */
   #assign(fresh: readonly number[]): void {
@@ -282,7 +295,7 @@ export class TableColumns {
       const f = feats[i];
       const sh = f.factory.shared;
       if (sh === null || sh === undefined) {
-        this.#objectColumn(i);
+        this.#soloColumn(i);
         continue;
       }
       if (f.where !== null) {
@@ -309,7 +322,7 @@ export class TableColumns {
     return t;
   }
 
-  #objectColumn(i: number): void {
+  #soloColumn(i: number): void {
     const col = soloColumn(this.plan.features[i].factory, this.index.capacity, (field) => this.#internOf(field));
     for (const s of this.index.liveSlots()) col.create(s);
     this.objs[i] = col;
@@ -520,20 +533,6 @@ export class TableColumns {
     const groups = this.groups.map((g) => g.save(slot));
     const objs = this.objs.map((col) => (col === null ? null : col.save(slot)));
     return [groups, objs];
-  }
-
-  /** A new entity from a save of the same layout (a frozen entity: layouts change only with every entity hot). */
-  addSaved(key: string, lastT: number, lastLsn: number, saved: EntitySave): number {
-    const [groups, objs] = saved;
-    assert(groups.length === this.groups.length, 'entity save of another layout');
-    const slot = this.index.add(key, lastT, lastLsn);
-    for (let g = 0; g < groups.length; g++) this.groups[g].load(slot, groups[g] as Parameters<RingGroup['load']>[1]);
-    const feats = this.plan.features;
-    for (let i = 0; i < feats.length; i++) {
-      const col = this.objs[i];
-      if (col !== null) col.load(slot, objs[i]);
-    }
-    return slot;
   }
 
   /** After `plan` was replaced by an identical layout (same signatures, same order): members use its configs. */

@@ -7,7 +7,7 @@
  * each entity is captured at some LSN >= the job's start LSN. That is safe
  * because every entity carries `lastLsn` (the last push applied to it), and
  * recovery replays the WAL from the start LSN skipping, per entity, records with
- * lsn <= lastLsn (state.ts apply).
+ * lsn <= lastLsn (ShardState.applyFeedBytes).
  *
  * Order of capture: frozen (cold) entities first (read back from the cold store:
  * the on-disk store is a cache the snapshot must cover), then hot ones slot by
@@ -24,11 +24,11 @@
  * whose stream has no free block stops its slice early and resumes when one is
  * written (whenRoom): the body is never held whole in memory.
  *
- * Body: a sequence of [u32 LE length][chunk], each chunk v8-serialized except raw slab chunks:
+ * Body (format SNAPSHOT_FORMAT): a sequence of [u32 LE length][chunk], each chunk
+ * v8-serialized except raw slab chunks (their first byte tells them apart):
  *   chunk 0            SnapshotMeta  (format, registry version, start LSN, tables: feature signatures, layout)
- *   chunks 1..n        EntityChunk   (one table, frozen buffers as the cold store holds them, cold.ts; format 3: per-entity saves)
- *                      SlabChunk     (one table, hot entities as slab bytes, slab_chunk.ts;
- *                                     formats 5-8 raw bytes by writeSlab, format 4 v8-serialized)
+ *   chunks 1..n        EntityChunk   (one table's cold entities: frozen buffers as the cold store holds them, cold.ts)
+ *                      SlabChunk     (one table's hot entities as raw slab bytes, slab_chunk.ts writeSlab)
  *                      DedupeChunk   (periodic snapshots: the dedupe entries, written across slices)
  *   last chunk         EndChunk      (dedupe entries when not written before, max LSN and time applied at the end)
  */
@@ -36,39 +36,19 @@ import { deserialize, serialize } from 'node:v8';
 import type { RegistryState } from '../../registry/model';
 import type { WalPosition } from '../../wal';
 import { SNAPSHOT_CHUNK_ENTITIES_MAX, SNAPSHOT_CHUNK_ENTITIES_MIN, SNAPSHOT_COLD_CHUNK_ENTITIES, SNAPSHOT_DEDUPE_CHUNK_ENTRIES } from '../../limits';
-import { frozenClock, frozenParts } from '../cold/cold';
+import { frozenClock, frozenParts } from '../cold/frozen_entity';
 import type { FixedOp } from '../../ops/fixed';
-import type { DedupeEntry, DedupeLog } from '../state/dedupe_log';
+import type { DedupeLogEntry, DedupeLog } from '../state/dedupe_log';
 import type { ShardState, TableState } from '../state/state';
-import { TableColumns, type EntitySave, type LayoutMeta } from '../columns/table_columns';
+import { TableColumns, type LayoutMeta } from '../columns/table_columns';
 import { isRawSlab, loadSlab, readSlab, slabSaves, writeSlab, type SlabChunk } from './slab_chunk';
 
 /**
- * 8: a lifetime n_unique, quantile, top_k or entropy may save an entity as its
- *    values, `{ exactValues: [...] }` (exact_column.ts), in object saves and
- *    frozen entities alike; and frozen (cold) entities may be frozen slabs
- *    (slab_chunk.ts writeFrozen, first byte 'E': the entity's slab bytes) beside
- *    frozen buffers of the first encoding (v8-serialized [lastT, lastLsn,
- *    EntitySave], 0xFF). An older build would hand exact values to a sketch's
- *    loader and take a slab for v8 data, so it refuses 8 by number. Everything
- *    else as in 7.
- * 7: a ring group's layout may list `hashed` fields, whose cells hold 53-bit
- *    hashes of the values (ring_group.ts "hashed fields"); an older build would
- *    read them as numbers, so it refuses 7 by number. Everything else as in 6.
- * 6: a ring group may span several windows (table_columns.ts: its layout lists
- *    `windows`; raw slab chunks tagged 'W' carry each entity's skip counts, and
- *    an EntitySave's group saves, also in frozen buffers, a third element with
- *    them); everything else as in 5. An older build refuses it by number.
- * 5: hot entities as raw slab chunks (slab_chunk.ts writeSlab: the arrays as bytes,
- *    not v8-serialized); everything else as in 4.
- * 4: hot entities as slab chunks (slab_chunk.ts), cold ones as frozen buffers.
- * 3: columnar entity state (table_columns.ts): per table its layout (ring groups),
- *    per entity an EntitySave (also what a frozen buffer holds).
- * 2 (before issue 12): per entity one save per feature; it still loads, every
- *    windowed feature as an object column, exactly as it was saved.
+ * The body format of data format 1 (docs/durability.md "Formats"). A restore
+ * refuses any other number: a body of another format would be misread (its
+ * layouts, saves and frozen entities are this build's).
  */
-export const SNAPSHOT_FORMAT = 8;
-const SNAPSHOT_FORMATS_READ = [2, 3, 4, 5, 6, 7, 8];
+export const SNAPSHOT_FORMAT = 1;
 
 /** Where a job's body bytes go (copied: the job reuses what it passes). */
 export interface BodySink {
@@ -118,34 +98,32 @@ interface SnapshotMeta {
   startLsn: number;
   /**
    * Per table; `hot`: its hot entities when the job began (a restore sizes the
-   * entity index for them at once; absent before it was recorded).
+   * entity index for them at once).
    */
-  tables: Array<{ name: string; keySignature: string; features: Array<[string, string]>; layout?: LayoutMeta; hot?: number }>;
-  /** Where WAL replay after this snapshot may start (WalWriter.position() when it began); absent or null: none. */
-  walResume?: WalPosition | null;
+  tables: Array<{ name: string; keySignature: string; features: Array<[string, string]>; layout: LayoutMeta; hot: number }>;
+  /** Where WAL replay after this snapshot may start (WalWriter.position() when it began); null: none. */
+  walResume: WalPosition | null;
 }
 
+/** Cold entities of one table: their frozen buffers, as is. */
 interface EntityChunk {
   t: number;
   keys: string[];
   lastTs: number[];
   lastLsns: number[];
-  /** Hot entities: per entity its EntitySave (format 2: per feature OpState.save()). */
-  states: unknown[] | null;
-  /** Cold entities: their frozen buffers, as is. */
-  frozen: Buffer[] | null;
+  frozen: Buffer[];
 }
 
 /** Some of the dedupe entries (a periodic snapshot writes them in chunks before the end chunk). */
 interface DedupeChunk {
-  dedupeMore: DedupeEntry[];
+  dedupeMore: DedupeLogEntry[];
 }
 
 interface EndChunk {
   end: true;
   appliedLsn: number;
   lastT: number;
-  dedupe: DedupeEntry[];
+  dedupe: DedupeLogEntry[];
 }
 
 export class SnapshotJob {
@@ -162,7 +140,7 @@ export class SnapshotJob {
   #it: Iterator<[string, Buffer]> | null = null;
   /** Next slot to capture of the current table (hot phase). */
   #slot = 0;
-  #dedupeIt: Generator<DedupeEntry> | null = null;
+  #dedupeIt: Generator<DedupeLogEntry> | null = null;
   #dedupeDone = false;
   /** The slots of the hot chunk being encoded (reused by every chunk). */
   readonly #slots = new Int32Array(SNAPSHOT_CHUNK_ENTITIES_MAX);
@@ -258,7 +236,7 @@ export class SnapshotJob {
     if (keys.length === 0) return;
     this.entities += keys.length;
     const t = this.#tables.indexOf(ts);
-    const chunk: EntityChunk = { t, keys, lastTs, lastLsns, states: null, frozen };
+    const chunk: EntityChunk = { t, keys, lastTs, lastLsns, frozen };
     this.#push(chunk);
   }
 
@@ -326,7 +304,7 @@ export class SnapshotJob {
     const t0 = performance.now();
     const it = (this.#dedupeIt ??= dedupe.each(nowMs));
     while (!this.#dedupeDone && !this.sink.full && performance.now() - t0 < budgetMs) {
-      const batch: DedupeEntry[] = [];
+      const batch: DedupeLogEntry[] = [];
       while (batch.length < SNAPSHOT_DEDUPE_CHUNK_ENTRIES) {
         const r = it.next();
         if (r.done === true) { this.#dedupeDone = true; break; }
@@ -356,7 +334,7 @@ function* chunks(body: Buffer): Generator<unknown> {
   let at = 0;
   while (at + 4 <= body.length) {
     const n = body.readUInt32LE(at);
-    // v8.serialize output starts with 0xFF: a raw slab chunk (formats 5, 6) has its own tag.
+    // v8.serialize output starts with 0xFF: a raw slab chunk has its own tag.
     yield isRawSlab(body[at + 4]) ? readSlab(body, at + 4, n) : deserialize(body.subarray(at + 4, at + 4 + n));
     at += 4 + n;
   }
@@ -370,18 +348,18 @@ function* chunks(body: Buffer): Generator<unknown> {
  */
 export function restoreSnapshot(
   state: ShardState, body: Buffer, registryOf: (version: number) => RegistryState | undefined, keep: ((key: string) => boolean) | null = null,
-): { startLsn: number; dedupe: DedupeEntry[]; entities: number; walResume: WalPosition | null } {
+): { startLsn: number; dedupe: DedupeLogEntry[]; entities: number; walResume: WalPosition | null } {
   const it = chunks(body);
   const meta = it.next().value as SnapshotMeta;
-  if (meta === undefined || !SNAPSHOT_FORMATS_READ.includes(meta.format)) {
-    throw new Error(`snapshot format ${String(meta?.format)} is not readable by this version (reads formats ${SNAPSHOT_FORMATS_READ.join(', ')})`);
+  if (meta === undefined || meta.format !== SNAPSHOT_FORMAT) {
+    throw new Error(`snapshot format ${String(meta?.format)} is not readable by this build (it reads format ${SNAPSHOT_FORMAT})`);
   }
   const reg = registryOf(meta.registryVersion);
   if (reg !== undefined) state.install(reg);
-  const targets = meta.tables.map((t) => targetOf(state, t, meta.format));
+  const targets = meta.tables.map((t) => targetOf(state, t));
   let end: EndChunk | null = null;
   let entities = 0;
-  const dedupe: DedupeEntry[] = [];
+  const dedupe: DedupeLogEntry[] = [];
   for (const c of it) {
     if ((c as EndChunk).end === true) { end = c as EndChunk; break; }
     const more = (c as DedupeChunk).dedupeMore;
@@ -408,15 +386,13 @@ export function restoreSnapshot(
   if (end.appliedLsn > state.appliedLsn) state.appliedLsn = end.appliedLsn;
   if (end.lastT > state.lastT) state.lastT = end.lastT;
   for (const e of end.dedupe) dedupe.push(e);
-  return { startLsn: meta.startLsn, dedupe, entities, walResume: meta.walResume ?? null };
+  return { startLsn: meta.startLsn, dedupe, entities, walResume: meta.walResume };
 }
 
 interface Target {
   ts: TableState;
   /** Saves load one to one (same layout): frozen buffers stay frozen. */
   identity: boolean;
-  /** Format 2: a save is one state per feature. */
-  perFeature: boolean;
   meta: LayoutMeta;
   map: ReturnType<TableColumns['planLoad']>;
   /** Live feature index of each saved feature, -1 when none takes its state. */
@@ -429,7 +405,7 @@ interface Target {
  * load one to one; one with entities (a cluster import) keeps its own and maps
  * each save (TableColumns.planLoad).
  */
-function targetOf(state: ShardState, t: SnapshotMeta['tables'][number], format: number): Target | null {
+function targetOf(state: ShardState, t: SnapshotMeta['tables'][number]): Target | null {
   const ts = state.tableByName(t.name);
   if (ts === undefined || ts.plan.keySignature !== t.keySignature) return null;
   const feats = ts.plan.features;
@@ -437,18 +413,17 @@ function targetOf(state: ShardState, t: SnapshotMeta['tables'][number], format: 
     const i = ts.plan.featureIndex.get(n);
     return i !== undefined && feats[i].signature === sig ? i : -1;
   });
-  // Format 2 has no groups: every saved feature is an object state.
-  const meta: LayoutMeta = format === 2 || t.layout === undefined ? { groups: [] } : t.layout;
+  const meta = t.layout;
   if (ts.size === 0 && ts.cold.size === 0) {
     ts.replaceColumns(TableColumns.fromLayout(ts.plan, meta, liveOf, state.interns));
     // Room for every entity at once: no doubling and rehashing of the index on the way.
-    if (t.hot !== undefined) ts.cols.index.reserve(t.hot);
+    ts.cols.index.reserve(t.hot);
   }
   const sameFeatures = liveOf.length === feats.length && liveOf.every((i, j) => i === j);
-  const identity = format !== 2 && sameFeatures && JSON.stringify(ts.cols.layoutMeta()) === JSON.stringify(meta);
+  const identity = sameFeatures && JSON.stringify(ts.cols.layoutMeta()) === JSON.stringify(meta);
   if (!identity) ts.thawAll();
   const map = ts.cols.planLoad(meta, liveOf);
-  return { ts, identity, perFeature: format === 2, meta, map, liveOf };
+  return { ts, identity, meta, map, liveOf };
 }
 
 /** A slab chunk: bytes straight into the columns when the layout is the snapshot's, else entity by entity. */
@@ -473,20 +448,18 @@ function restoreSlab(target: Target, ch: SlabChunk, keep: ((key: string) => bool
   return n;
 }
 
+/** A cold entity: kept frozen when the layout is the snapshot's, else loaded through the map (and hot). */
 function restoreEntity(target: Target, key: string, ch: EntityChunk, e: number): void {
-  const { ts, identity, perFeature, meta, map } = target;
-  if (ch.frozen !== null && identity) {
+  const { ts, identity, meta, map } = target;
+  if (identity) {
     ts.cols.remove(key);
     ts.cold.set(key, ch.frozen[e]);
     return;
   }
   const feats = ts.plan.features;
   const fixedOf = (j: number): FixedOp | null => (target.liveOf[j] < 0 ? null : feats[target.liveOf[j]].factory.fixed ?? null);
-  const saved = (ch.frozen !== null ? frozenParts(ch.frozen[e], fixedOf).saved : ch.states![e]) as EntitySave | unknown[];
+  const { saved } = frozenParts(ch.frozen[e], fixedOf);
   ts.cold.delete(key);
   ts.cols.remove(key);
-  // Format 2 saved one state per feature: as an EntitySave of a layout without groups.
-  const save: EntitySave = perFeature ? [[], saved as unknown[]] : (saved as EntitySave);
-  if (identity) ts.cols.addSaved(key, ch.lastTs[e], ch.lastLsns[e], save);
-  else ts.cols.addMapped(key, ch.lastTs[e], ch.lastLsns[e], save, meta, map);
+  ts.cols.addMapped(key, ch.lastTs[e], ch.lastLsns[e], saved, meta, map);
 }

@@ -1,6 +1,6 @@
 /**
- * A shard's durability (DESIGN.md section 4): its WAL segments and snapshots under
- * `<data>/shard-<i>/`. Recovery = newest valid snapshot + WAL records after it,
+ * A shard's durability: its WAL segments and snapshots under `<data>/shard-<i>/`
+ * (formats: docs/durability.md). Recovery = newest valid snapshot + WAL records after it,
  * replayed under the registry version each record was validated with and with
  * its recorded server time, so windows and decays rebuild exactly.
  *
@@ -13,7 +13,7 @@ import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import type { Logger } from '../../log';
 import type { RegistryState } from '../../registry/model';
 import type { ShardInit } from '../../protocol/messages';
-import { deleteAllSnapshots, faultyFs, fsError, realFs, type FaultCode, RecordEncoder, RECORD_TYPE_EVENT, RECORD_TYPE_FORGET, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, SNAPSHOT_KEEP_DEFAULT, WalWriter, SnapshotStream, writeSnapshot, type FaultyFs, type RecoveryLogEntry, type RecoveryProgress, type SnapshotWriteResult, type WalRecord } from '../../wal';
+import { deleteAllSnapshots, faultyFs, fsError, realFs, type FaultCode, RecordEncoder, RECORD_TYPE_FORGET, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, SNAPSHOT_KEEP_DEFAULT, WalWriter, SnapshotStream, writeSnapshot, type FaultyFs, type RecoveryLogEntry, type RecoveryProgress, type SnapshotWriteResult, type WalRecord } from '../../wal';
 import { EVIDENCE_CASES, formatEvidence, registryKnownOf, type ShardAudit } from '../../wal/loss';
 import { recoverShardFiles } from '../../wal/audit';
 import { PushApplier } from '../state/push_apply';
@@ -464,32 +464,17 @@ function logAudit(log: Logger, shard: number, audit: ShardAudit): void {
 
 /**
  * One WAL record on replay, under the registry version it was written with (its
- * install comes first). PUSH records are applied in place from the segment
- * buffer; EVENT records (the envelope text, written before PUSH existed) are
- * parsed again, so an old data dir still recovers (docs/durability.md).
+ * install comes first). PUSH and FORGET records are applied in place from the segment buffer.
  */
 function replay(state: ShardState, pushes: PushApplier, dedupe: DedupeLog, history: Map<number, RegistryState>, r: WalRecord, bad: BadRecords): void {
-  if (r.type === RECORD_TYPE_PUSH || r.type === RECORD_TYPE_EVENT) {
+  if (r.type === RECORD_TYPE_PUSH || r.type === RECORD_TYPE_FORGET) {
     // Only records under a version of the registry log get here (VersionTally.admit).
     if (r.registryVersion !== state.registryVersion) {
       const reg = history.get(r.registryVersion);
       if (reg !== undefined) state.install(reg);
     }
-    const ok = r.type === RECORD_TYPE_PUSH
-      ? pushes.apply(r.buf, r.body, dedupe)
-      : state.applyText(r.event, r.rowJson, r.timeMs, r.lsn, r.registryVersion, dedupe);
+    const ok = r.type === RECORD_TYPE_PUSH ? pushes.apply(r.buf, r.body, dedupe) : applyForget(state, r.buf, r.body) !== null;
     if (!ok) {
-      if (bad.count++ === 0) bad.firstLsn = r.lsn;
-      bad.lastLsn = r.lsn;
-    }
-    return;
-  }
-  if (r.type === RECORD_TYPE_FORGET) {
-    if (r.registryVersion !== state.registryVersion) {
-      const reg = history.get(r.registryVersion);
-      if (reg !== undefined) state.install(reg);
-    }
-    if (applyForget(state, r.buf, r.body) === null) {
       if (bad.count++ === 0) bad.firstLsn = r.lsn;
       bad.lastLsn = r.lsn;
     }

@@ -1,10 +1,16 @@
 /**
- * Dedupe entries a shard has logged, so that they survive snapshots and restarts
- * (DESIGN.md section 4). One insertion-ordered map per event: entries of one event
- * share its window, so the oldest entry is always at the head and expiry is a
- * sweep from the head.
+ * Dedupe entries a shard has logged: a push's dedupe value with the ack it got
+ * (its LSN and registry version) and its server time. The shard that logged the
+ * push keeps them in its snapshots and rebuilds them from its WAL (PUSH records
+ * carry the value), so a replay of the same value after a restart answers with
+ * the original ack; each expires with its event's dedupe window. The front seeds
+ * its own dedupe store (front/dedupe.ts) from these at boot.
+ *
+ * One insertion-ordered map per event: entries of one event share its window, so
+ * the oldest entry is always at the head and expiry is a sweep from the head.
  */
-export type DedupeEntry = [string, string, number, number, number]; // event, value, lsn, version, t
+/** A logged entry, as snapshots store it: event, value, lsn, registry version, t. */
+export type DedupeLogEntry = [string, string, number, number, number];
 
 export class DedupeLog {
   readonly #byEvent = new Map<string, { windowMs: number; entries: Map<string, [number, number, number]> }>();
@@ -25,7 +31,7 @@ export class DedupeLog {
     }
   }
 
-  entries(now: number): DedupeEntry[] {
+  entries(now: number): DedupeLogEntry[] {
     return [...this.each(now)];
   }
 
@@ -34,12 +40,12 @@ export class DedupeLog {
    * across slices). An entry recorded while this is walked may or may not be seen:
    * it comes from a push after the snapshot's start, which recovery replays.
    */
-  *each(now: number): Generator<DedupeEntry> {
+  *each(now: number): Generator<DedupeLogEntry> {
     this.sweep(now);
     for (const [event, e] of this.#byEvent) for (const [value, [lsn, v, t]] of e.entries) yield [event, value, lsn, v, t];
   }
 
-  load(entries: readonly DedupeEntry[], windowOf: (event: string) => number): void {
+  load(entries: readonly DedupeLogEntry[], windowOf: (event: string) => number): void {
     for (const [event, value, lsn, v, t] of entries) this.record(event, windowOf(event), value, lsn, v, t);
   }
 

@@ -4,7 +4,7 @@
  * push that reached it). Feature state lives in columns indexed by the same slot
  * (shard/columns/table_columns.ts), so an entity is a slot number, not an object.
  *
- * Keys are bytes, not JS strings (issue 12: a `Map<string, slot>` cost a key
+ * Keys are bytes, not JS strings (a `Map<string, slot>` cost a key
  * string decoded per WAL record plus its hashing, 33% of replay, and ~80 B per
  * entity). A key's bytes are those the PUSH record carries (wal/push_record.ts
  * str: UTF-8, ASCII when every unit is < 0x80, UTF-16LE when the string has a
@@ -47,7 +47,6 @@ import { TL, tlNow, tlSpan } from '../../timeline';
 import { ProbeTable } from './probe_table';
 import { grown } from '../../util/unaccounted';
 
-export { ENTITY_SLOTS_MIN };
 
 /**
  * Zeroes `a[from, to)`. A loop rather than `TypedArray#fill`: fill with a range

@@ -16,7 +16,7 @@
  * units (a value of at most 8 ASCII units: over its two prefix words, below), so
  * an ASCII string in a PUSH record can be looked up from its bytes
  * (idOfAscii) without making a string: a value seen before costs no allocation,
- * and the row gets the table's own string (issue 12: cheaper interning). A
+ * and the row gets the table's own string. A
  * Map<string, id> cost a fresh string per record value plus a hash-table walk
  * that missed the cache on tables of 10^5-10^6 values (bench/DECISIONS.md).
  *

@@ -1,18 +1,19 @@
 /**
- * The aggregates a shard owns: per table, entity key -> one op state per feature.
- * Only the shard thread touches this; no locks. Applying a push and reading a row
- * are synchronous; the registry plans are swapped whole on install.
+ * The aggregates a shard owns: per table its entities (key -> slot) and every
+ * feature's state in columns by slot (../columns/table_columns.ts), its cold store
+ * and the registry plans. Only the shard thread touches this; no locks. Applying a
+ * push and reading a row are synchronous; the registry plans are swapped whole on
+ * install.
  */
 import { strict as assert } from 'node:assert';
-import { compileRegistry, SlicedCompile, type CompiledRegistry, type EventPlan, type TablePlan } from '../../registry/compile';
-import { rowFromEnvelope } from '../../registry/row_text';
-import type { DedupeLog } from './dedupe_log';
+import { compileRegistry, SlicedCompile, type CompiledRegistry, type TablePlan } from '../../registry/compile';
 import { partitionOf, shardOf } from '../../registry/key';
 import { renamesBetween, underNewNames } from '../../coordinator/renames';
 import type { RegistryState } from '../../registry/model';
 import type { RegistrySource } from '../../registry/wire';
 import type { Row } from '../../types';
-import { freeze, frozenParts, SweepCursor, thaw } from '../cold/cold';
+import { SweepCursor } from '../cold/cold';
+import { freeze, frozenParts, thaw } from '../cold/frozen_entity';
 import type { FixedOp } from '../../ops/fixed';
 import { TableColumns } from '../columns/table_columns';
 import type { InternTable } from './intern';
@@ -140,7 +141,7 @@ export interface ShardOptions {
 
 /**
  * A registry version made ready ahead of its install, in slices between batches
- * (PREPARE items, shard_main.ts): first its compile, then the column storage of
+ * (PREPARE items, shard.ts): first its compile, then the column storage of
  * each table that will start empty (allocating rings for a 100-feature table
  * costs milliseconds, a 4,000-feature registry ~150 ms: too long for one turn).
  * Nothing here is visible until the INSTALL swaps it in.
@@ -239,7 +240,7 @@ export class ShardState {
   readonly #dropped: DroppedCells[] = [];
   readonly #onDropped = (cells: DroppedCells): void => { this.#dropped.push(cells); };
   /**
-   * Memory-only mode over --memory-limit (shard_main.ts sets it each tick): a push
+   * Memory-only mode over --memory-limit (shard.ts sets it at each memory check): a push
    * that would create an entity is refused with memory_limit_exceeded; existing
    * entities keep updating.
    */
@@ -312,7 +313,7 @@ export class ShardState {
   }
 
   /**
-   * The version a PREPARE started compiling in slices between batches (shard_main.ts),
+   * The version a PREPARE started compiling in slices between batches (shard.ts),
    * swapped in by the INSTALL of that version without compiling again.
    */
   #prepared: PreparedVersion | null = null;
@@ -361,83 +362,19 @@ export class ShardState {
     this.install(state);
   }
 
-  /** Applies one validated push to every table it feeds whose entity this shard owns. */
-  apply(event: string, row: Row, t: number, lsn: number): void {
-    const plan = this.registry?.events.get(event);
-    if (plan === undefined) {
-      this.advance(t, lsn);
-      return;
-    }
-    this.#applyPlan(plan, row, t, lsn);
-  }
-
-  /**
-   * A push as logged (the envelope text, registry/row_text.ts), live or replayed
-   * from the WAL: parsed under the installed registry, applied, and its dedupe
-   * value recorded in `dedupe` (null: not tracked). False when this registry has
-   * no such event or the text is no row: nothing was applied.
-   */
-  applyText(event: string, text: string, t: number, lsn: number, version: number, dedupe: DedupeLog | null, partition = -1): boolean {
-    const plan = this.registry?.events.get(event);
-    const row = plan === undefined ? null : rowFromEnvelope(text, plan.datetimeFields);
-    if (plan === undefined || row === null) return false;
-    this.#applyPlan(plan, row, t, lsn, partition);
-    if (dedupe !== null && plan.dedupeField !== null) {
-      const value = row[plan.dedupeField];
-      if (value !== null && value !== undefined) dedupe.record(event, plan.dedupeWindowMs, String(value), lsn, version, t);
-    }
-    return true;
-  }
-
-  /** Time and LSN of a push applied (or skipped: its event is unknown here). */
+  /** Time and LSN of a push applied (also one that reaches no entity of this shard). */
   advance(t: number, lsn: number): void {
     if (t > this.lastT) this.lastT = t;
     if (lsn > this.appliedLsn) this.appliedLsn = lsn;
   }
 
   /**
-   * `partition` >= 0 (cluster mode): the event came from that partition's stream
-   * subject, which carries it once per partition it reaches; only its keys of that
-   * partition are applied here, so a key never sees the event twice.
-   */
-  #applyPlan(plan: EventPlan, row: Row, t: number, lsn: number, partition = -1): void {
-    this.advance(t, lsn);
-    const { shardId, shardCount } = this.opts;
-    const partitions = this.opts.partitions ?? 0;
-    const feeds = plan.feeds;
-    if (feeds.length === 0) return;
-    const rows = plan.feedRows(row);
-    if (this.refuseNew) this.#refuseIfNew(plan, rows, partition);
-    for (let fi = 0; fi < feeds.length; fi++) {
-      const feed = feeds[fi];
-      const r = rows[fi];
-      if (r === null) continue;
-      const key = feed.key(r);
-      if (key === null || (shardCount > 1 && shardOf(key, shardCount) !== shardId)) continue;
-      if (partition >= 0 && partitionOf(key, partitions) !== partition) continue;
-      this.applyFeed(this.tables[feed.table.index], key, r, t, lsn);
-    }
-  }
-
-  /**
-   * One feed of a push: the row reaching table `ts` for entity `key`, at time `t`
-   * with LSN `lsn`. Skipped when the entity already reflects `lsn` (replay over a
-   * fuzzy snapshot). `r` is only read during the call (callers reuse it).
-   */
-  applyFeed(ts: TableState, key: string, r: Row, t: number, lsn: number): void {
-    let slot = ts.hot(key);
-    const index = ts.cols.index;
-    if (slot < 0) slot = ts.cols.add(key, t, 0);
-    else if (lsn <= index.lastLsn[slot]) return; // replay over a fuzzy snapshot: this entity already has the event
-    index.lastT[slot] = t;
-    index.lastLsn[slot] = lsn;
-    applyFeatures(ts, slot, r, t);
-  }
-
-  /**
-   * applyFeed() for a key given by its bytes in a PUSH record (str tag `tag`,
-   * `len` bytes at `from` of `b`): looked up without a key string; one is decoded
-   * only to ask the cold store about a key that is not hot.
+   * One feed of a PUSH record (push_apply.ts): the row reaching table `ts` for the
+   * entity whose key is `len` bytes at `from` of `b` (str tag `tag`), at time `t`
+   * with LSN `lsn`. The key is looked up without a key string; one is decoded only
+   * to ask the cold store about a key that is not hot. Skipped when the entity
+   * already reflects `lsn` (replay over a fuzzy snapshot). `r` is only read during
+   * the call (the applier reuses it).
    */
   applyFeedBytes(ts: TableState, b: Buffer, from: number, len: number, tag: number, r: Row, t: number, lsn: number): void {
     const index = ts.cols.index;
@@ -451,24 +388,6 @@ export class ShardState {
     applyFeatures(ts, slot, r, t);
   }
 
-  /**
-   * Over --memory-limit in memory-only mode: throws memory_limit_exceeded when any
-   * entity this push reaches on this shard is new, before anything is applied.
-   */
-  #refuseIfNew(plan: EventPlan, rows: ReturnType<EventPlan['feedRows']>, partition: number): void {
-    const { shardId, shardCount } = this.opts;
-    const partitions = this.opts.partitions ?? 0;
-    const feeds = plan.feeds;
-    for (let fi = 0; fi < feeds.length; fi++) {
-      const r = rows[fi];
-      if (r === null) continue;
-      const key = feeds[fi].key(r);
-      if (key === null || (shardCount > 1 && shardOf(key, shardCount) !== shardId)) continue;
-      if (partition >= 0 && partitionOf(key, partitions) !== partition) continue;
-      if (!this.tables[feeds[fi].table.index].holds(key)) this.refuseNewEntity();
-    }
-  }
-
   /** The refusal of a push that would create an entity while `refuseNew` (counted). */
   refuseNewEntity(): never {
     this.counters.refused++;
@@ -476,27 +395,11 @@ export class ShardState {
   }
 
   /**
-   * The row of `key` as JSON text: `{}` for a key never pushed, or dropped once cold and empty. Throws response_too_large
-   * as soon as the text passes `budget` UTF-16 units (each feature's text is
-   * bounded, so the row never grows far past it).
-   */
-  read(table: string, key: string, features: readonly string[] | null, now: number, budget = RESPONSE_BYTES_MAX): string {
-    const ts = this.#byName.get(table);
-    if (ts === undefined) return '{}';
-    let f: number[] | null = null;
-    if (features !== null) {
-      f = [];
-      for (const name of features) {
-        const i = ts.plan.featureIndex.get(name);
-        if (i !== undefined) f.push(i);
-      }
-    }
-    return this.readRow(ts, key, f, now, budget);
-  }
-
-  /**
-   * read() by index (a get resolved on the front, GetItem): `f` lists feature
-   * indexes of `ts.plan` (null: all of them, in order).
+   * The row of `key` as JSON text (a get, resolved to indexes on the front:
+   * GetItem): `f` lists feature indexes of `ts.plan` (null: all of them, in
+   * order). `{}` for a key never pushed, or dropped once cold and empty. Throws
+   * response_too_large as soon as the text passes `budget` UTF-16 units (each
+   * feature's text is bounded, so the row never grows far past it).
    */
   readRow(ts: TableState, key: string, f: readonly number[] | null, now: number, budget = RESPONSE_BYTES_MAX): string {
     const slot = ts.hot(key);

@@ -6,6 +6,7 @@
  * partitions alone, and a replay of the tail on top gives the live values; the
  * object framing (cluster/checkpoint.ts) round-trips and rejects damage.
  */
+import { pushRow, readText } from '../../harness/shard_feed';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ShardState } from '../../../src/shard/state/state';
@@ -36,10 +37,10 @@ function shards(count: number): ShardState[] {
 function push(node: ShardState[], lsn: number): void {
   const k = KEYS[(lsn * 7) % KEYS.length];
   const s = node[shardOf(k, node.length)];
-  assert.ok(s.applyText('E', JSON.stringify({ event: 'E', data: { k, x: lsn } }), 1_000 + lsn, lsn, 1, null, partitionOf(k, P)));
+  pushRow(s, 'E', { k, x: lsn }, 1_000 + lsn, lsn, null, partitionOf(k, P));
 }
 
-const read = (node: ShardState[], k: string): string => node[shardOf(k, node.length)].read('T', k, null, 10_000_000);
+const read = (node: ShardState[], k: string): string => readText(node[shardOf(k, node.length)], 'T', k, null, 10_000_000);
 
 test('a partition exported from 2 shards and imported into 3 holds exactly its state at the export; the tail replays on top', () => {
   const p = partitionOf(KEYS[3], P);
@@ -82,9 +83,9 @@ test('an import into a registry whose feature changed keeps the unchanged featur
   const next = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true, partitions: P });
   next.install(v2);
   importPartition(next, p, [body]);
-  const k = KEYS.find((key) => partitionOf(key, P) === p && live[0].read('T', key, null, 1e7) !== '{}')!;
-  const got = JSON.parse(next.read('T', k, null, 1e7)) as { n: number; s: number | null };
-  const want = JSON.parse(live[0].read('T', k, null, 1e7)) as { n: number };
+  const k = KEYS.find((key) => partitionOf(key, P) === p && readText(live[0], 'T', key, null, 1e7) !== '{}')!;
+  const got = JSON.parse(readText(next, 'T', k, null, 1e7)) as { n: number; s: number | null };
+  const want = JSON.parse(readText(live[0], 'T', k, null, 1e7)) as { n: number };
   assert.equal(got.n, want.n);
   assert.ok(got.s === null || got.s === 0, `changed feature starts empty: ${JSON.stringify(got)}`);
 });

@@ -19,8 +19,10 @@
  * the version each was validated with, no renames passed; and once from a snapshot
  * taken midway): every row must equal the live one.
  */
+import { pushRow, readText } from '../../harness/shard_feed';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { columnState } from '../ops/column_state';
 import { register } from '../../../src/coordinator/register';
 import { compileRegistry } from '../../../src/registry/compile';
 import { shardOf } from '../../../src/registry/key';
@@ -149,7 +151,7 @@ class World {
     this.events.push(ev);
     const lsn = ++this.lsn;
     this.wal.push({ k: 'event', v: this.state.version, lsn, ev, name: this.model.event });
-    for (const s of this.shards) s.apply(this.model.event, row, ev.t, lsn);
+    for (const s of this.shards) pushRow(s, this.model.event, row, ev.t, lsn);
   }
 
   /** One random registry change; updates the reference epochs by the documented rules. */
@@ -269,7 +271,7 @@ class World {
     if (hits.length === 0) return {};
     const out: Obj = {};
     for (const f of plan.features) {
-      const st = f.factory.create();
+      const st = columnState(f.factory);
       const since = this.featEpoch.get(table.name)!.get(f.name)!;
       for (const h of hits) {
         if (h.i < since) continue;
@@ -288,7 +290,7 @@ class World {
 
   row(shards: ShardState[], table: string, key: string): Obj {
     const s = shards[shardOf(key, shards.length)];
-    return JSON.parse(s.read(table, key, null, this.readTime())) as Obj;
+    return JSON.parse(readText(s, table, key, null, this.readTime())) as Obj;
   }
 
   keysOf(t: TableModel): string[] {
@@ -304,7 +306,7 @@ function replay(shards: ShardState[], w: World, after: number): void {
       if (r.k === 'install') s.install(w.history.get(r.v)!);
       else {
         if (r.v !== s.registryVersion) s.install(w.history.get(r.v)!);
-        s.apply(r.name, r.ev.row, r.ev.t, r.lsn);
+        pushRow(s, r.name, r.ev.row, r.ev.t, r.lsn);
       }
     }
   }
@@ -357,19 +359,19 @@ test('type change of a key column restarts the whole table; of an unread column,
   const s = fresh(1)[0];
   let st = register({ version: 0, nodes: [] }, { nodes: [ev('str', 'i64'), tbl] }, { memoryGovEnforce: true }).next!;
   s.install(st);
-  s.apply('E', { user: 'a', card: '7', n: 2 }, T0, 1);
+  pushRow(s, 'E', { user: 'a', card: '7', n: 2 }, T0, 1);
   const now = T0 + 1;
-  assert.deepEqual(JSON.parse(s.read('K', '7', null, now)), { c: 1, s: 2 });
+  assert.deepEqual(JSON.parse(readText(s, 'K', '7', null, now)), { c: 1, s: 2 });
   // Retype `user` (not read by K): nothing restarts.
   st = register(st, { nodes: [{ ...ev('str', 'i64'), schema: { fields: { user: 'i64', card: 'str', n: 'i64' }, optional_fields: ['n'] } }], force: true }, { memoryGovEnforce: true }).next!;
   s.install(st);
-  assert.deepEqual(JSON.parse(s.read('K', '7', null, now)), { c: 1, s: 2 });
+  assert.deepEqual(JSON.parse(readText(s, 'K', '7', null, now)), { c: 1, s: 2 });
   // Retype `n` (read by s only): s restarts, c keeps.
   st = register(st, { nodes: [{ ...ev('str', 'f64'), schema: { fields: { user: 'i64', card: 'str', n: 'f64' }, optional_fields: ['n'] } }], force: true }, { memoryGovEnforce: true }).next!;
   s.install(st);
-  assert.deepEqual(JSON.parse(s.read('K', '7', null, now)), { c: 1, s: null }, 'an empty windowed sum reads null');
+  assert.deepEqual(JSON.parse(readText(s, 'K', '7', null, now)), { c: 1, s: null }, 'an empty windowed sum reads null');
   // Retype the key column: the whole table restarts.
   st = register(st, { nodes: [{ ...ev('i64', 'f64'), schema: { fields: { user: 'i64', card: 'i64', n: 'f64' }, optional_fields: ['n'] } }], force: true }, { memoryGovEnforce: true }).next!;
   s.install(st);
-  assert.deepEqual(JSON.parse(s.read('K', '7', null, now)), {});
+  assert.deepEqual(JSON.parse(readText(s, 'K', '7', null, now)), {});
 });

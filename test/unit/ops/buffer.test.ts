@@ -2,6 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BASE_T, F64, I64, STR, compile, expectClose, expectEq, isNum, moments, rowOf, runOpCases } from './harness';
+import { columnState } from './column_state';
 import * as naive from './buffer_naive';
 
 const DAY = 86_400_000;
@@ -105,7 +106,7 @@ test('reservoir_sample: first `samples` values, then each value kept with probab
   const f = compile({ op: 'reservoir_sample', params: { field: 'x', samples: 10 } }, { x: 'i64' });
   const hits = new Array<number>(100).fill(0);
   for (let e = 0; e < 2000; e++) {
-    const st = f.create();
+    const st = columnState(f);
     for (let i = 0; i < 100; i++) st.update(e * 1000 + i, BASE_T + i, {});
     const got = st.read(BASE_T) as number[];
     assert.equal(got.length, 10);

@@ -5,6 +5,7 @@ import { SfError, type ErrorCode } from '../../../src/errors';
 import { aggSignature, canonicalOp, compileAgg, OP_NAMES, parseDuration } from '../../../src/ops';
 import type { FieldMap } from '../../../src/types';
 import { minimalSpec } from './harness';
+import { columnState } from './column_state';
 
 const FIELDS: FieldMap = { amount: 'f64', n: 'i64', s: 'str', b: 'bool', raw: 'bytes', at: 'datetime', lat: 'f64', lon: 'f64' };
 
@@ -182,7 +183,7 @@ test('bounded lifetime mode: a buffer op without its bound -> unbounded_op_in_li
   for (const spec of specs) {
     rejects(spec, 'unbounded_op_in_lifetime_mode', 'nodes[3].agg.feat');
     const f = compileWith(spec, false);
-    const st = f.create();
+    const st = columnState(f);
     for (let i = 0; i < 50; i++) st.update(f.field === 'amount' ? i : `v${i}`, 1_700_000_000_000 + i, {});
     assert.doesNotThrow(() => JSON.stringify(st.read(1_700_000_000_100)));
   }

@@ -11,6 +11,7 @@ import { OP_DEFS } from '../../../src/ops/defs';
 import type { OpFactory, OpState } from '../../../src/ops/op';
 import type { FieldMap, Row } from '../../../src/types';
 import { compile, Rng } from './harness';
+import { columnState } from './column_state';
 
 const FIELDS: FieldMap = { x: 'f64', s: 'str', lat: 'f64', lon: 'f64', b: 'bool', ts: 'i64' };
 const WINDOW_MS = 10_000;
@@ -44,23 +45,23 @@ test('a state empty at t behaves exactly as a fresh one from t on (every windowe
   for (const def of OP_DEFS) {
     if (def.window === 'lifetime' || def.window === 'none') continue;
     const f = windowed(def.name);
-    if (f === null || f.create().emptyAt === undefined) continue;
+    if (f === null || columnState(f).emptyAt === undefined) continue;
     covered++;
     for (let seed = 1; seed <= 12; seed++) {
       const rng = new Rng(seed * 7919 + covered);
-      const st: OpState = f.create();
+      const st: OpState = columnState(f);
       let t = 1_000_000;
       // Bursts (more than a ring's worth in one window: buckets) or a few events.
       const n = rng.chance(0.5) ? rng.int(1, 8) : rng.int(70, 400);
       for (let i = 0; i < n; i++) drive(f, st, row(rng), (t += rng.int(0, 60)), rng.chance(0.8));
       // A state that reads differently from a fresh one is not empty.
-      if (JSON.stringify(st.read(t)) !== JSON.stringify(f.create().read(t))) assert.equal(st.emptyAt!(t), false, `${def.name}: an event at t is still in the window`);
+      if (JSON.stringify(st.read(t)) !== JSON.stringify(columnState(f).read(t))) assert.equal(st.emptyAt!(t), false, `${def.name}: an event at t is still in the window`);
       // Find the first time it reports empty; it must do so within window + one bucket.
       let at = t;
       while (!st.emptyAt!(at)) at += 50;
       assert.ok(at <= t + WINDOW_MS * 1.2, `${def.name} seed ${seed}: empty only at +${at - t} ms`);
       assert.equal(st.emptyAt!(at + 123_456), true, `${def.name}: stays empty`);
-      const fresh: OpState = f.create();
+      const fresh: OpState = columnState(f);
       const later = [at, at + 1, at + 5_000, at + 60_000];
       for (const q of later) assert.deepEqual(st.read(q), fresh.read(q), `${def.name} seed ${seed}: read at +${q - at}`);
       let u = at + rng.int(0, 3_000);
@@ -82,7 +83,7 @@ test('a state empty at t behaves exactly as a fresh one from t on (every windowe
 test('lifetime states never report empty', () => {
   for (const op of ['count', 'sum', 'max', 'n_unique']) {
     const f = compile({ op, params: op === 'count' ? {} : { field: 'x', window: 'forever' } }, FIELDS);
-    const st = f.create();
+    const st = columnState(f);
     st.update(op === 'count' ? undefined : 5, 1000, { x: 5 });
     assert.ok(st.emptyAt === undefined || !st.emptyAt(1e12), op);
   }

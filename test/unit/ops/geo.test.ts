@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { JsonValue, Row } from '../../../src/types';
 import { BASE_T, close, compile, expectClose, runOpCases, windowCheck, type Ev, type Rng, type WindowSpec } from './harness';
+import { columnState } from './column_state';
 
 const R = 6371;
 const rad = Math.PI / 180;
@@ -101,8 +102,8 @@ for (const samples of [1, 5, 100]) {
 }
 
 test('geo ops default to columns lat / lon and accept the lat / lon aliases', () => {
-  const a = compile({ op: 'geo_distance' }, { lat: 'f64', lon: 'f64' }).create();
-  const b = compile({ op: 'geo_distance', params: { lat: 'y', lon: 'x' } }, { y: 'f64', x: 'f64' }).create();
+  const a = columnState(compile({ op: 'geo_distance' }, { lat: 'f64', lon: 'f64' }));
+  const b = columnState(compile({ op: 'geo_distance', params: { lat: 'y', lon: 'x' } }, { y: 'f64', x: 'f64' }));
   a.update(0, BASE_T, { lat: 0, lon: 0 });
   a.update(0, BASE_T + 1, { lat: 0, lon: 1 });
   b.update(0, BASE_T, { y: 0, x: 0 });

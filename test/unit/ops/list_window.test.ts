@@ -10,6 +10,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FieldType, JsonValue } from '../../../src/types';
 import { F64, I64, STR, compile, deepClose, rowOf, runOpCases, windowCheck, type Ev, type Rng, type RowGen } from './harness';
+import { columnState } from './column_state';
 import * as naive from './buffer_naive';
 
 const WINDOWS = [10_000, 1_000, 3_600_000];
@@ -152,7 +153,7 @@ test('register: windowed point ops still need n (aggregation_invalid_param); a w
   for (const op of ['first_n', 'last_n', 'most_recent_n', 'lag']) {
     assert.throws(() => compile({ op, params: { field: 'x', window: '1m' } }, { x: 'str' }), (e: { code?: string }) => e.code === 'aggregation_invalid_param', op);
   }
-  const h = compile({ op: 'histogram', params: { field: 'x', window: '1m' } }, { x: 'f64' }).create();
+  const h = columnState(compile({ op: 'histogram', params: { field: 'x', window: '1m' } }, { x: 'f64' }));
   h.update(5, 1_700_000_000_000, { x: 5 });
   assert.deepEqual(h.read(1_700_000_000_000), { all: 1 });
   assert.deepEqual(h.read(1_700_000_060_000), { all: 0 }, 'the value left the window');

@@ -1,5 +1,6 @@
 /** Property tests of the change-over-time ops against naive recomputation. */
 import { test } from 'node:test';
+import assert from 'node:assert/strict';
 import type { JsonValue } from '../../../src/types';
 import { F64, I64, STR, expectClose, expectEq, isNum, rowOf, runOpCases, type Ev } from './harness';
 import * as naive from './motion_naive';
@@ -61,23 +62,22 @@ test('burst_count: most matches in one sub_window slot, lifetime and within the 
   }
 });
 
-test('lifetime inter_arrival_stats as a slab row saves and loads in the object form\'s format (old snapshots and cold entities)', async () => {
+test('lifetime inter_arrival_stats (a slab row) answers and saves as its agg over the same events (InterArrivalAgg, which its window uses)', async () => {
   const { ValLifeState } = await import('../../../src/ops/val_window');
-  const { InterArrivalAgg, InterArrivalFixed } = await import('../../../src/ops/motion');
-  const { FixedState } = await import('../../../src/ops/fixed');
+  const { InterArrivalAgg } = await import('../../../src/ops/motion');
+  const { compile } = await import('./harness');
+  const { columnState, loadColumnState } = await import('./column_state');
+  const f = compile({ op: 'inter_arrival_stats', params: {} }, {});
+  assert.ok(f.fixed !== null && f.fixed !== undefined, 'a slab row in the shard');
   const obj = new ValLifeState(new InterArrivalAgg());
-  const row = new FixedState(new InterArrivalFixed());
-  expectEq(row.save() as JsonValue, obj.save() as JsonValue);
+  const row = columnState(f);
+  assert.equal(expectEq(row.save() as JsonValue, obj.save() as JsonValue), null);
   for (const t of [1000, 1000, 1250, 4000, 4001]) {
     obj.update(undefined, t, {});
     row.update(undefined, t, {});
-    expectEq(row.save() as JsonValue, obj.save() as JsonValue);
-    expectEq(row.read(5000), obj.read(5000));
-    const back = new FixedState(new InterArrivalFixed());
-    back.restore(obj.save());
-    expectEq(back.read(5000), obj.read(5000));
+    assert.equal(expectEq(row.save() as JsonValue, obj.save() as JsonValue), null);
+    assert.equal(expectEq(row.read(5000), obj.read(5000)), null);
+    assert.equal(expectEq(loadColumnState(f, obj.save()).read(5000), obj.read(5000)), null);
   }
-  const fresh = new FixedState(new InterArrivalFixed());
-  fresh.restore(null);
-  expectEq(fresh.read(1), null);
+  assert.equal(expectEq(loadColumnState(f, null).read(1), null), null);
 });

@@ -10,6 +10,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FieldType, JsonValue } from '../../../src/types';
 import { F64, I64, STR, close, compile, expectClose, isNum, rowOf, runOpCases, windowCheck, type Ev, type Rng, type WindowSpec } from './harness';
+import { columnState } from './column_state';
 import * as naive from './motion_naive';
 
 const RING = 64;
@@ -151,14 +152,14 @@ test('a window slides: values leave it as time passes, and an idle entity reads 
     ['value_change_count', [2, 1, 0]],
   ];
   for (const [op, want] of ops) {
-    const st = compile({ op, params: { field: 'x', window: `${W}ms` } }, fields).create();
+    const st = columnState(compile({ op, params: { field: 'x', window: `${W}ms` } }, fields));
     st.update(1, t0, { x: 1 });
     st.update(3, t0 + 400, { x: 3 });
     st.update(6, t0 + 800, { x: 6 });
     const got = [st.read(t0 + 900), st.read(t0 + 1300), st.read(t0 + 2000)];
     got.forEach((g, i) => assert.ok(close(g, want[i], 1e-12), `${op} read ${i}: got ${g}, want ${want[i]}`));
   }
-  const ia = compile({ op: 'inter_arrival_stats', params: { window: `${W}ms` } }, {}).create();
+  const ia = columnState(compile({ op: 'inter_arrival_stats', params: { window: `${W}ms` } }, {}));
   for (const t of [t0, t0 + 100, t0 + 700]) ia.update(undefined, t, {});
   assert.deepEqual([ia.read(t0 + 900), ia.read(t0 + 1050), ia.read(t0 + 1600), ia.read(t0 + 1700)], [350, 600, null, null]);
 });

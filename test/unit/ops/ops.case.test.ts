@@ -12,6 +12,7 @@ import assert from 'node:assert/strict';
 import { OP_NAMES, canonicalOp } from '../../../src/ops';
 import type { JsonValue, Row } from '../../../src/types';
 import { BASE_T, F64, I64, STR, compile, minimalSpec, runOpCases, type Rng } from './harness';
+import { columnState, loadColumnState } from './column_state';
 
 const FIELDS = { amount: 'f64', n: 'i64', s: 'str', b: 'bool', raw: 'bytes', at: 'datetime', lat: 'f64', lon: 'f64' } as const;
 
@@ -48,7 +49,7 @@ const WINDOWABLE = new Set(['count', 'sum', 'mean', 'min', 'max', 'var', 'std', 
 test('every op reads its documented empty value before any event', () => {
   for (const op of OP_NAMES) {
     const c = canonicalOp(op) as string;
-    const st = compile(minimalSpec(op), FIELDS).create();
+    const st = columnState(compile(minimalSpec(op), FIELDS));
     if (c === 'dow_hour_histogram') {
       const v = st.read(BASE_T) as Record<string, number>;
       assert.equal(Object.keys(v).length, 168);
@@ -58,7 +59,7 @@ test('every op reads its documented empty value before any event', () => {
     }
     assert.ok(c in EMPTY, `no empty value listed for ${c}`);
     assert.deepEqual(st.read(BASE_T), EMPTY[c], op);
-    assert.deepEqual(compile(minimalSpec(op), FIELDS).load(structuredClone(st.save())).read(BASE_T), EMPTY[c], `${op} reloaded`);
+    assert.deepEqual(loadColumnState(compile(minimalSpec(op), FIELDS), structuredClone(st.save())).read(BASE_T), EMPTY[c], `${op} reloaded`);
   }
 });
 

@@ -7,6 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FieldType, JsonValue, Value } from '../../../src/types';
+import { columnState } from './column_state';
 import {
   BASE_T,
   BOOL,
@@ -140,7 +141,7 @@ test('bloom_member: was the latest value seen before it arrived (exact while sma
 
 test('bloom_member past its exact list: no false negatives, false positives near fpr', () => {
   const f = compile({ op: 'bloom_member', params: { field: 'x', capacity: 4000, fpr: 0.02 } }, { x: 'str' });
-  const st = f.create();
+  const st = columnState(f);
   let t = BASE_T;
   for (let i = 0; i < 2000; i++) st.update(`v${i}`, t++, {});
   let fp = 0;
@@ -157,7 +158,7 @@ test('bloom_member past its exact list: no false negatives, false positives near
 test('n_unique beyond the exact set stays within 4 standard errors (HLL, 1.625 %)', () => {
   for (const windowMs of [0, 60_000]) {
     const spec = windowMs === 0 ? { field: 'x' } : { field: 'x', window: `${windowMs}ms` };
-    const st = compile({ op: 'n_unique', params: spec }, { x: 'i64' }).create();
+    const st = columnState(compile({ op: 'n_unique', params: spec }, { x: 'i64' }));
     const n = 20_000;
     for (let i = 0; i < n; i++) st.update(i * 7919, BASE_T + i, {});
     const v = st.read(BASE_T + n) as number;
@@ -166,7 +167,7 @@ test('n_unique beyond the exact set stays within 4 standard errors (HLL, 1.625 %
 });
 
 test('quantile beyond the exact set stays within 1 % relative', () => {
-  const st = compile({ op: 'quantile', params: { field: 'x', q: 0.9 } }, { x: 'f64' }).create();
+  const st = columnState(compile({ op: 'quantile', params: { field: 'x', q: 0.9 } }, { x: 'f64' }));
   const xs: number[] = [];
   for (let i = 0; i < 5000; i++) {
     const x = 1 + ((i * 7919) % 10007) / 10;

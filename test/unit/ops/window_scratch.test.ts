@@ -4,6 +4,7 @@
  * read in an interleaved order (sketch-mode, bucketed and tiny entities of the same
  * features) must equal each row read first thing from a freshly built shard.
  */
+import { pushRow, readText } from '../../harness/shard_feed';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ShardState } from '../../../src/shard/state/state';
@@ -49,7 +50,7 @@ function events(): Ev[] {
 function shardWith(evs: Ev[]): ShardState {
   const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   s.install(REG);
-  for (const e of evs) s.apply('E', { k: e.k, v: e.v, x: e.x }, e.t, e.lsn);
+  for (const e of evs) pushRow(s, 'E', { k: e.k, v: e.v, x: e.x }, e.t, e.lsn);
   return s;
 }
 
@@ -58,9 +59,9 @@ test('interleaved reads of value windows equal reads from a fresh shard', () => 
   const now = evs[evs.length - 1].t + 1;
   const live = shardWith(evs);
   const order = ['big', 'small', 'mid', 'big', 'one', 'mid', 'small', 'big', 'missing', 'one', 'big'];
-  const got = order.map((k) => live.read('T', k, null, now));
+  const got = order.map((k) => readText(live, 'T', k, null, now));
   for (let i = 0; i < order.length; i++) {
-    const expected = shardWith(evs).read('T', order[i], null, now);
+    const expected = readText(shardWith(evs), 'T', order[i], null, now);
     assert.equal(got[i], expected, `read #${i} of ${order[i]}`);
   }
   // The big entity really is in sketch/bucket territory (the case a leaked accumulator would show).

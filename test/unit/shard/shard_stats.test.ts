@@ -5,6 +5,7 @@
  * table's first call), walking round the slots, so it keeps the shard busy for a
  * bounded time and, call after call, reaches entities past the first slots.
  */
+import { pushRow } from '../../harness/shard_feed';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { serialize } from 'node:v8';
@@ -27,8 +28,8 @@ test('each call samples a bounded number of entities, round the slots, and the e
   const t0 = 1_700_000_000_000;
   let lsn = 0;
   // 40 small entities first (one value each), then 40 large ones (50 values each).
-  for (let e = 0; e < 40; e++) state.apply('E', { k: `small${e}`, v: e }, t0, ++lsn);
-  for (let e = 0; e < 40; e++) for (let i = 0; i < 50; i++) state.apply('E', { k: `large${e}`, v: i + 0.5 }, t0 + i, ++lsn);
+  for (let e = 0; e < 40; e++) pushRow(state, 'E', { k: `small${e}`, v: e }, t0, ++lsn);
+  for (let e = 0; e < 40; e++) for (let i = 0; i < 50; i++) pushRow(state, 'E', { k: `large${e}`, v: i + 0.5 }, t0 + i, ++lsn);
   const ts = state.tableByName('T')!;
   const cols = ts.cols;
   const sampled: number[] = [];
@@ -61,7 +62,7 @@ test('each call samples a bounded number of entities, round the slots, and the e
 test('a table with fewer live entities than a call wants samples each once per call', () => {
   const state = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   state.install(REG);
-  state.apply('E', { k: 'only', v: 1 }, 1_700_000_000_000, 1);
+  pushRow(state, 'E', { k: 'only', v: 1 }, 1_700_000_000_000, 1);
   const ts = state.tableByName('T')!;
   let saves = 0;
   const save = ts.cols.save.bind(ts.cols);

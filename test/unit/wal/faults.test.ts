@@ -7,14 +7,8 @@ import assert from 'node:assert/strict';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { SfError } from '../../../src/errors';
-import { RecordEncoder, WalWriter, faultyFs, realFs, recoverWal, type WalRecord } from '../../../src/wal';
-import { cleanup, makeEvents, stage, tempDir } from './helpers';
-
-function batch(records: WalRecord[]): RecordEncoder {
-  const enc = new RecordEncoder();
-  for (const r of records) stage(enc, r);
-  return enc;
-}
+import { WalWriter, faultyFs, realFs, recoverWal } from '../../../src/wal';
+import { appendRecords, cleanup, makePushes, tempDir } from './helpers';
 
 function recoverAll(dir: string): { lsns: number[]; report: ReturnType<typeof recoverWal> } {
   const lsns: number[] = [];
@@ -31,16 +25,16 @@ test('ENOSPC on append: throws the original error, truncates back, later appends
   try {
     const fs = faultyFs(realFs);
     const w = WalWriter.open(dir, { segmentBytesMax: 1 << 20, fs });
-    w.appendStaged(batch(makeEvents(10, 1)));
-    w.appendStaged(batch(makeEvents(10, 11)));
+    appendRecords(w, makePushes(10, 1));
+    appendRecords(w, makePushes(10, 11));
     const good = w.segmentBytes;
     fs.failWrites('ENOSPC');
-    assert.throws(() => w.appendStaged(batch(makeEvents(10, 21))), (e: NodeJS.ErrnoException) => e.code === 'ENOSPC');
+    assert.throws(() => appendRecords(w, makePushes(10, 21)), (e: NodeJS.ErrnoException) => e.code === 'ENOSPC');
     assert.equal(fs.faultCount, 1);
     assert.deepEqual(segSizes(dir), [good], 'the half-written batch was cut off');
     assert.equal(w.tailDirty, false);
     fs.failWrites(null);
-    w.appendStaged(batch(makeEvents(10, 31)));
+    appendRecords(w, makePushes(10, 31));
     w.close();
     const { lsns, report } = recoverAll(dir);
     const expected = [...Array(20).keys()].map((i) => i + 1).concat([...Array(10).keys()].map((i) => i + 31));
@@ -56,12 +50,12 @@ test('EIO on fdatasync: sync throws, the segment is abandoned, the next append s
   try {
     const fs = faultyFs(realFs);
     const w = WalWriter.open(dir, { segmentBytesMax: 1 << 20, fs });
-    w.appendStaged(batch(makeEvents(5, 1)));
+    appendRecords(w, makePushes(5, 1));
     fs.failSyncs('EIO');
     assert.throws(() => w.sync(), (e: NodeJS.ErrnoException) => e.code === 'EIO');
     assert.equal(w.segmentName, '');
     fs.failSyncs(null);
-    w.appendStaged(batch(makeEvents(5, 6)));
+    appendRecords(w, makePushes(5, 6));
     w.sync();
     w.close();
     assert.equal(segSizes(dir).length, 2);
@@ -76,12 +70,12 @@ test('failed fdatasync during rotation fails the append; the next append rotates
   try {
     const fs = faultyFs(realFs);
     const w = WalWriter.open(dir, { segmentBytesMax: 300, fs });
-    w.appendStaged(batch(makeEvents(3, 1)));
+    appendRecords(w, makePushes(3, 1));
     assert.ok(w.segmentBytes > 150, 'the next batch must rotate');
     fs.failSyncs('EIO');
-    assert.throws(() => w.appendStaged(batch(makeEvents(3, 4))), (e: NodeJS.ErrnoException) => e.code === 'EIO');
+    assert.throws(() => appendRecords(w, makePushes(3, 4)), (e: NodeJS.ErrnoException) => e.code === 'EIO');
     fs.failSyncs(null);
-    w.appendStaged(batch(makeEvents(3, 7)));
+    appendRecords(w, makePushes(3, 7));
     w.close();
     assert.deepEqual(recoverAll(dir).lsns, [1, 2, 3, 7, 8, 9]);
   } finally {
@@ -94,16 +88,16 @@ test('failed rollback: the next append cuts the dirty tail first', () => {
   try {
     const fs = faultyFs(realFs);
     const w = WalWriter.open(dir, { segmentBytesMax: 1 << 20, fs });
-    w.appendStaged(batch(makeEvents(4, 1)));
+    appendRecords(w, makePushes(4, 1));
     const good = w.segmentBytes;
     fs.failWrites('EIO');
     fs.failTruncates('EIO');
-    assert.throws(() => w.appendStaged(batch(makeEvents(4, 5))), (e: NodeJS.ErrnoException) => e.code === 'EIO');
+    assert.throws(() => appendRecords(w, makePushes(4, 5)), (e: NodeJS.ErrnoException) => e.code === 'EIO');
     assert.equal(w.tailDirty, true);
     assert.ok(segSizes(dir)[0] > good, 'half a batch is on disk');
     fs.failWrites(null);
     fs.failTruncates(null);
-    w.appendStaged(batch(makeEvents(2, 9)));
+    appendRecords(w, makePushes(2, 9));
     w.close();
     const { lsns, report } = recoverAll(dir);
     assert.deepEqual(lsns, [1, 2, 3, 4, 9, 10]);
@@ -118,13 +112,13 @@ test('rollback and repair both fail: the segment is fenced off and recovery skip
   try {
     const fs = faultyFs(realFs);
     const w = WalWriter.open(dir, { segmentBytesMax: 1 << 20, fs });
-    w.appendStaged(batch(makeEvents(4, 1)));
+    appendRecords(w, makePushes(4, 1));
     fs.failWrites('ENOSPC');
     fs.failTruncates('EIO');
     // One record: its first half cannot form a valid record.
-    assert.throws(() => w.appendStaged(batch(makeEvents(1, 5))));
+    assert.throws(() => appendRecords(w, makePushes(1, 5)));
     fs.failWrites(null);
-    w.appendStaged(batch(makeEvents(2, 9))); // repair fails -> new segment
+    appendRecords(w, makePushes(2, 9)); // repair fails -> new segment
     fs.failTruncates(null);
     w.close();
     assert.equal(segSizes(dir).length, 2);
@@ -142,7 +136,7 @@ test('truncateAll failure is wal_truncate_failed', () => {
   try {
     const fs = faultyFs(realFs);
     const w = WalWriter.open(dir, { segmentBytesMax: 1 << 20, fs });
-    w.appendStaged(batch(makeEvents(2, 1)));
+    appendRecords(w, makePushes(2, 1));
     fs.failSyncs('EIO');
     assert.throws(() => w.truncateAll(), (e: unknown) => e instanceof SfError && e.code === 'wal_truncate_failed' && /EIO/.test(String(e.detail.reason)));
     fs.failSyncs(null);

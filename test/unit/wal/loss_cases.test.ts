@@ -10,11 +10,11 @@ import assert from 'node:assert/strict';
 import { appendFileSync, mkdirSync, readFileSync, readdirSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  EVIDENCE_CASES, RecordEncoder, RegistryLog, VersionTally, WalWriter, auditShardDir, formatEvidence, judge, readRegistryLogFacts,
+  EVIDENCE_CASES, RegistryLog, VersionTally, WalWriter, auditShardDir, formatEvidence, judge, readRegistryLogFacts,
   refusalMessage, registryEvidence, registryKnownOf, writeSnapshot, type Evidence, type RegistryKnown, type ShardAudit,
 } from '../../../src/wal';
 import { RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, RECORD_TYPE_RESET } from '../../../src/wal/constants';
-import { cleanup, frameOffsets, tempDir } from './helpers';
+import { appendRecords, cleanup, encode, frameOffsets, tempDir, type TestRecord } from './helpers';
 
 const covered = new Set<string>();
 const V1: RegistryKnown = registryKnownOf([{ version: 1, nodes: [{ name: 'T' }] }]);
@@ -42,15 +42,15 @@ function withShard(fn: (s: Shard) => void): void {
   }
 }
 
-/** Appends one EVENT record per lsn (one batch each) under `version`, through a WalWriter (SEGMENT frames included). */
+/** A PUSH record of one feed at `lsn` under `version` (51 bytes framed). */
+function pushAt(lsn: number, version = 1): TestRecord {
+  return { type: RECORD_TYPE_PUSH, lsn, timeMs: T0 + lsn, registryVersion: version, eventIndex: 0, dedupe: null, table: 0, key: `u${lsn % 5}`, values: ['x'] };
+}
+
+/** Appends one PUSH record per lsn (one batch each) under `version`, through a WalWriter (SEGMENT frames included). */
 function writeWal(dir: string, lsns: number[], segmentBytesMax = 200, version = 1): void {
   const w = WalWriter.open(dir, { segmentBytesMax, nextLsnHint: lsns[0] });
-  const enc = new RecordEncoder();
-  for (const lsn of lsns) {
-    enc.reset();
-    enc.event(lsn, T0 + lsn, version, 'pay', `{"user":"u${lsn % 5}"}`);
-    w.appendStaged(enc);
-  }
+  for (const lsn of lsns) appendRecords(w, [pushAt(lsn, version)]);
   w.close();
 }
 
@@ -152,11 +152,9 @@ test('C start_gap: both snapshots gone after the WAL was compacted; covered and 
 
 test('C start_gap for segments without SEGMENT frames: history starts at lsn 1 or at a RESET', () => {
   const legacy = (first: number, type: number): Buffer => {
-    const enc = new RecordEncoder();
-    if (type === RECORD_TYPE_RESET) enc.resetRecord(first, 1);
-    else enc.event(first, T0, 1, 'pay', '{}');
-    for (let lsn = first + 1; lsn < first + 5; lsn++) enc.event(lsn, T0, 1, 'pay', '{}');
-    return Buffer.from(enc.bytes());
+    const records: TestRecord[] = [type === RECORD_TYPE_RESET ? { type: RECORD_TYPE_RESET, lsn: first, registryVersion: 1 } : pushAt(first)];
+    for (let lsn = first + 1; lsn < first + 5; lsn++) records.push(pushAt(lsn));
+    return encode(records);
   };
   withShard((s) => {
     writeFileSync(join(s.wal, segName(50)), legacy(50, 1));

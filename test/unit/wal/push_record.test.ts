@@ -14,7 +14,7 @@ import {
   PushFrameWriter, PushRecordReader, pushWellFormed, sealFrame, frameEnd, wellFormed, PUSH_INDEX_MAX,
   TAG_ABSENT, TAG_NULL, TAG_FALSE, TAG_TRUE, TAG_I32, TAG_F64, TAG_STR_ASCII, TAG_STR_UTF8, TAG_STR_UTF16,
 } from '../../../src/wal/push_record';
-import { FRAME_LENGTH_CRC_BYTES, FRAME_TYPE_BYTES, RECORD_BYTES_MAX, RECORD_TYPE_EVENT, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH } from '../../../src/wal/constants';
+import { FRAME_LENGTH_CRC_BYTES, FRAME_TYPE_BYTES, RECORD_BYTES_MAX, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH } from '../../../src/wal/constants';
 import { checkWalDir, formatWalCheckReport, RecordEncoder, recoverWal, WalWriter, type WalRecord } from '../../../src/wal';
 import { crc32c } from '../../../src/wal/crc32c';
 import { KEY_BYTES_MAX, PUSH_BATCH_BYTES_KEPT_MAX, STRING_VALUE_BYTES_MAX_DEFAULT } from '../../../src/limits';
@@ -359,13 +359,13 @@ test('takeLatin1() hands over the same bytes as take() as one character per byte
   assert.equal(readFeed(Buffer.from(w.takeLatin1(), 'latin1')).key, 'after');
 });
 
-test('WAL round trip: sealed frames written with one append recover byte for byte, after EVENT records of the old format', () => {
+test('WAL round trip: sealed frames written with one append recover byte for byte, after an INSTALL record staged by the RecordEncoder', () => {
   const dir = mkdtempSync(join(tmpdir(), 'sf-push-wal-'));
   try {
     const writer = WalWriter.open(dir, { segmentBytesMax: 1 << 20, nextLsnHint: 1 });
-    const old = new RecordEncoder();
-    old.event(1, 1000, 1, 'E', JSON.stringify({ event: 'E', data: { k: 'a', x: 1 } }));
-    writer.appendStaged(old);
+    const first = new RecordEncoder();
+    first.install(1, 1);
+    writer.appendStaged(first);
     const w = new PushFrameWriter(64);
     const want: Array<{ lsn: number; key: string; values: Array<Value | undefined> }> = [];
     for (let i = 0; i < 500; i++) {
@@ -385,7 +385,7 @@ test('WAL round trip: sealed frames written with one append recover byte for byt
     const report = recoverWal(dir, 0, (r) => got.push(r));
     assert.equal(report.corruptSegments.length, 0);
     assert.equal(report.records, 501);
-    assert.equal(got[0].type, RECORD_TYPE_EVENT);
+    assert.equal(got[0].type, RECORD_TYPE_INSTALL);
     const rd = new PushRecordReader();
     for (let i = 0; i < 500; i++) {
       const r = got[i + 1];
@@ -405,8 +405,8 @@ test('WAL round trip: sealed frames written with one append recover byte for byt
     }
     const check = checkWalDir(dir);
     assert.equal(check.ok, true);
-    assert.deepEqual(check.types, { push: 500, event: 1, install: 0, reset: 0, forget: 0 }, 'wal-check tells the formats apart');
-    assert.match(formatWalCheckReport(check), /500 push, 1 event \(old format\)/);
+    assert.deepEqual(check.types, { push: 500, install: 1, reset: 0, forget: 0 }, 'wal-check counts records by type');
+    assert.match(formatWalCheckReport(check), /500 push, 1 install, 0 reset, 0 forget/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

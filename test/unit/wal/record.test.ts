@@ -1,59 +1,63 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RecordEncoder, decodeWalRecord, encodeJsonFrame, crc32c, type WalRecord } from '../../../src/wal';
-import { encode, frameOffsets, prng, randomString } from './helpers';
+import { RecordEncoder, decodeWalRecord, encodeJsonFrame, crc32c } from '../../../src/wal';
+import { RECORD_TYPE_PUSH } from '../../../src/wal/constants';
+import { encode, frameOffsets, plain, prng, randomPush, type TestRecord } from './helpers';
 
-function decodeAll(buf: Buffer): WalRecord[] {
+function decodeAll(buf: Buffer): TestRecord[] {
   const offs = frameOffsets(buf);
-  const out: WalRecord[] = [];
+  const out: TestRecord[] = [];
   for (let i = 0; i + 1 < offs.length; i++) {
     const o = offs[i];
     assert.equal(crc32c(buf, o + 8, offs[i + 1]), buf.readUInt32LE(o + 4), 'frame crc');
-    out.push(decodeWalRecord(buf, o + 8, offs[i + 1]));
+    out.push(plain(decodeWalRecord(buf, o + 8, offs[i + 1])));
   }
   return out;
 }
 
-test('event, install and reset records round-trip, including unicode', () => {
-  const records: WalRecord[] = [
-    { type: 1, lsn: 0, timeMs: 0, registryVersion: 0, event: '', rowJson: '' },
-    { type: 1, lsn: 7, timeMs: 1_700_000_000_123, registryVersion: 4, event: 'pay', rowJson: '{"a":1}' },
+test('push, install and reset records round-trip, including unicode', () => {
+  const push = { type: RECORD_TYPE_PUSH, dedupe: null, table: 0 } as const;
+  const records: TestRecord[] = [
+    { ...push, lsn: 0, timeMs: 0, registryVersion: 0, eventIndex: 0, key: '', values: [] },
+    { ...push, lsn: 7, timeMs: 1_700_000_000_123, registryVersion: 4, eventIndex: 3, key: 'pay', values: [1] },
     { type: 2, lsn: 8, registryVersion: 5 },
-    { type: 1, lsn: 2 ** 40 + 3, timeMs: 2 ** 45, registryVersion: 0xffffffff, event: 'événement_中', rowJson: JSON.stringify({ s: 'héllo 😀 \u2028 "q" \\ \n' }) },
+    { ...push, lsn: 2 ** 40 + 3, timeMs: 2 ** 45, registryVersion: 0xffffffff, eventIndex: 0xffff, dedupe: 'événement_中', table: 0xffff, key: 'héllo 😀 \u2028 "q" \\ \n', values: ['\ud800', null, undefined, true, -0, 2.5] },
     { type: 3, lsn: Number.MAX_SAFE_INTEGER, registryVersion: 9 },
   ];
   const buf = encode(records);
   assert.deepEqual(decodeAll(buf), records);
 });
 
-test('property: random batches round-trip byte-exactly through a reused encoder (seeded)', () => {
+test('property: random batches round-trip byte-exactly, install and reset records through a reused encoder (seeded)', () => {
   const seed = 20240611;
   const rnd = prng(seed);
   const enc = new RecordEncoder(16);
   for (let batch = 0; batch < 60; batch++) {
-    const records: WalRecord[] = [];
+    const records: TestRecord[] = [];
     let lsn = Math.floor(rnd() * 1e6);
     const n = 1 + Math.floor(rnd() * 40);
     for (let i = 0; i < n; i++) {
       lsn += 1 + Math.floor(rnd() * 5);
       const kind = rnd();
-      if (kind < 0.8) {
-        records.push({ type: 1, lsn, timeMs: Math.floor(rnd() * 2 ** 42), registryVersion: Math.floor(rnd() * 1000), event: randomString(rnd, 12), rowJson: JSON.stringify({ v: randomString(rnd, 200) }) });
-      } else if (kind < 0.9) records.push({ type: 2, lsn, registryVersion: Math.floor(rnd() * 1000) });
+      if (kind < 0.8) records.push(randomPush(rnd, lsn));
+      else if (kind < 0.9) records.push({ type: 2, lsn, registryVersion: Math.floor(rnd() * 1000) });
       else records.push({ type: 3, lsn, registryVersion: Math.floor(rnd() * 1000) });
     }
     const buf = encode(records, enc);
-    assert.equal(enc.count, records.length, `seed ${seed} batch ${batch}`);
-    assert.equal(enc.firstLsn, records[0].lsn);
-    assert.equal(enc.lastLsn, records[records.length - 1].lsn);
     assert.deepEqual(decodeAll(buf), records, `seed ${seed} batch ${batch}`);
   }
+  // One batch of version records through the same encoder: count, bounds, growth.
+  enc.reset();
+  for (let lsn = 1; lsn <= 100; lsn++) enc.install(lsn, lsn);
+  assert.equal(enc.count, 100);
+  assert.equal(enc.firstLsn, 1);
+  assert.equal(enc.lastLsn, 100);
   assert.ok(enc.capacity >= 1024, 'the staging buffer grew by doubling');
 });
 
 test('encoder reuse: reset() clears count and lsn bounds, capacity is kept', () => {
   const enc = new RecordEncoder(32);
-  enc.event(1, 1, 1, 'e', 'x'.repeat(500));
+  for (let lsn = 1; lsn <= 30; lsn++) enc.install(lsn, 1);
   const cap = enc.capacity;
   assert.ok(cap >= 500);
   enc.reset();
@@ -79,10 +83,9 @@ test('frame layout: u32 LE length, u32 LE crc32c over type+payload, type byte', 
 
 test('encoder rejects programmer errors (lsn order, bad numbers)', () => {
   const enc = new RecordEncoder();
-  enc.event(5, 1, 1, 'e', '{}');
-  assert.throws(() => enc.event(5, 1, 1, 'e', '{}'), /lsn must increase/);
+  enc.install(5, 1);
+  assert.throws(() => enc.resetRecord(5, 1), /lsn must increase/);
   assert.throws(() => enc.install(1.5, 1), /safe integer/);
-  assert.throws(() => enc.event(9, 1.5, 1, 'e', '{}'), /timeMs/);
   assert.throws(() => enc.install(10, -1), /registryVersion/);
   assert.throws(() => enc.install(11, 2 ** 32), /u32/);
 });

@@ -7,8 +7,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { RECOVERY_CASES, crc32c, recoverWal, type RecoveryReport, type WalRecord } from '../../../src/wal';
-import { cleanup, encode, frameOffsets, makeEvents, prng, tempDir } from './helpers';
+import { RECOVERY_CASES, crc32c, recoverWal, type RecoveryReport } from '../../../src/wal';
+import { cleanup, encode, frameOffsets, makePushes, plain, prng, tempDir, type TestRecord } from './helpers';
 
 const covered = new Set<string>();
 
@@ -34,7 +34,7 @@ function u64le(v: number): Buffer {
 }
 
 interface Outcome {
-  records: WalRecord[];
+  records: TestRecord[];
   report: RecoveryReport;
   sizeAfter: number;
 }
@@ -42,8 +42,8 @@ interface Outcome {
 /** Writes `segs` (first lsn -> bytes) and recovers; sizes are of the named segment. */
 function run(dir: string, segs: Array<[number, Buffer]>, afterLsn = -1, sizeOf = segs[segs.length - 1][0]): Outcome {
   for (const [lsn, buf] of segs) writeFileSync(join(dir, segName(lsn)), buf);
-  const records: WalRecord[] = [];
-  const report = recoverWal(dir, afterLsn, (r) => records.push(r));
+  const records: TestRecord[] = [];
+  const report = recoverWal(dir, afterLsn, (r) => records.push(plain(r)));
   for (const e of report.log) if (typeof e.label === 'string') covered.add(e.label);
   return { records, report, sizeAfter: statSync(join(dir, segName(sizeOf))).size };
 }
@@ -61,7 +61,7 @@ function kinds(r: RecoveryReport): string[] {
   return r.log.map((e) => e.kind);
 }
 
-const events = makeEvents(12, 100);
+const events = makePushes(12, 100);
 const clean = encode(events);
 const offs = frameOffsets(clean);
 
@@ -78,7 +78,7 @@ test('A end + B ok: a clean segment yields every record and logs nothing', () =>
 
 test('C lsn_regression: a crc-valid record with a lower lsn is yielded and warned about', () => {
   withDir((dir) => {
-    const lower = encode(makeEvents(1, 50));
+    const lower = encode(makePushes(1, 50));
     const o = run(dir, [[100, Buffer.concat([clean, lower])]]);
     assert.deepEqual(o.records.map((r) => r.lsn), events.map((r) => r.lsn).concat([50]));
     assert.deepEqual(kinds(o.report), ['lsn_regression']);
@@ -235,7 +235,7 @@ test('random garbage appended is truncated (seeded)', () => {
 
 test('a bad tail in a closed segment is skipped, not truncated, and replay continues', () => {
   withDir((dir) => {
-    const second = encode(makeEvents(3, 200));
+    const second = encode(makePushes(3, 200));
     const damaged = Buffer.concat([clean.subarray(0, offs[10]), Buffer.alloc(30, 0x11)]);
     const o = run(dir, [[100, damaged], [200, second]], -1, 100);
     assert.deepEqual(o.records.map((r) => r.lsn), events.slice(0, 10).map((r) => r.lsn).concat([200, 201, 202]));

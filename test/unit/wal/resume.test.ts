@@ -8,27 +8,22 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { appendFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { RecordEncoder, WalWriter, recoverWal, type WalPosition, type WalRecord } from '../../../src/wal';
-import { cleanup, makeEvents, stage, tempDir } from './helpers';
+import { WalWriter, recoverWal, type WalPosition } from '../../../src/wal';
+import { appendRecords, cleanup, makePushes, plain, tempDir, type TestRecord } from './helpers';
 
-function append(w: WalWriter, records: WalRecord[], batch: number): void {
-  const enc = new RecordEncoder(256);
-  for (let i = 0; i < records.length; i += batch) {
-    enc.reset();
-    for (const r of records.slice(i, i + batch)) stage(enc, r);
-    w.appendStaged(enc);
-  }
+function append(w: WalWriter, records: TestRecord[], batch: number): void {
+  for (let i = 0; i < records.length; i += batch) appendRecords(w, records.slice(i, i + batch));
 }
 
-function replay(dir: string, afterLsn: number, resumeAt: WalPosition | null): { records: WalRecord[]; report: ReturnType<typeof recoverWal> } {
-  const records: WalRecord[] = [];
-  const report = recoverWal(dir, afterLsn, (r) => records.push(r), { resumeAt });
+function replay(dir: string, afterLsn: number, resumeAt: WalPosition | null): { records: TestRecord[]; report: ReturnType<typeof recoverWal> } {
+  const records: TestRecord[] = [];
+  const report = recoverWal(dir, afterLsn, (r) => records.push(plain(r)), { resumeAt });
   return { records, report };
 }
 
 /** 300 records in batches of 10, one segment; the position after the first 200. */
-function build(dir: string): { records: WalRecord[]; at: WalPosition } {
-  const records = makeEvents(300, 1);
+function build(dir: string): { records: TestRecord[]; at: WalPosition } {
+  const records = makePushes(300, 1);
   const w = WalWriter.open(dir, { segmentBytesMax: 1 << 20 });
   append(w, records.slice(0, 200), 10);
   const at = w.position();
@@ -97,7 +92,7 @@ test('WAL resume: a point that does not hold is ignored (whole segment read)', (
 test('WAL resume: a torn tail after the point is cut at its place in the file', () => {
   const dir = tempDir('resumetail');
   try {
-    const records = makeEvents(50, 1);
+    const records = makePushes(50, 1);
     const w = WalWriter.open(dir, { segmentBytesMax: 1 << 20 });
     append(w, records.slice(0, 30), 10);
     const at = w.position()!;

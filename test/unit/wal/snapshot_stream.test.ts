@@ -11,11 +11,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { compressSync } from 'lz4-napi';
-import { crc32c, readNewestSnapshot, RecordEncoder, recoverWal, SnapshotStream, WalWriter, writeSnapshot } from '../../../src/wal';
+import { crc32c, readNewestSnapshot, recoverWal, SnapshotStream, WalWriter, writeSnapshot } from '../../../src/wal';
 import { retireFile, RETIRED_SUFFIX } from '../../../src/wal/file_ops';
 import { SNAPSHOT_BLOCK_BYTES, SNAPSHOT_BLOCKS_IN_FLIGHT } from '../../../src/limits';
-import { cleanup, makeEvents, prng, stage, tempDir } from './helpers';
+import { appendRecords, cleanup, makePushes, prng, tempDir } from './helpers';
 
 async function settle(dir: string, n: number): Promise<string[]> {
   for (let i = 0; i < 300 && readdirSync(dir).length > n; i++) await new Promise((r) => setTimeout(r, 10));
@@ -53,7 +52,7 @@ test('a streamed snapshot over several blocks reads back byte for byte, like wri
     assert.ok(res.bytes < b.length / 2, `compressed: ${res.bytes}`);
     const file = readFileSync(res.path);
     assert.equal(file.length, res.bytes);
-    assert.equal(file.readUInt32LE(8), 2, 'file version 2');
+    assert.equal(file.readUInt32LE(8), 1, 'file version 1');
     const got = readNewestSnapshot(dir);
     assert.equal(got?.meta.lsn, 77);
     assert.equal(got?.meta.registryVersion, 3);
@@ -76,34 +75,26 @@ test('a streamed snapshot over several blocks reads back byte for byte, like wri
   }
 });
 
-test('a version-1 file (the whole body as one lz4 block) still reads', () => {
-  const dir = tempDir('snapv1');
+test('a file of another file version is skipped, naming the version; the newest file of this version is read', () => {
+  const dir = tempDir('snapver');
   try {
     const b = body(3, 200_000);
-    // Written as builds before streamed snapshots did (docs/durability.md section 4).
-    const packed = compressSync(b);
-    const h = Buffer.alloc(64);
-    h.write('SFSNAP01', 0, 'latin1');
-    h.writeUInt32LE(1, 8);
-    h.writeUInt32LE(64, 12);
-    h.writeUInt32LE(500, 16);
-    h.writeUInt32LE(4, 24);
-    h.writeUInt32LE(123456, 32);
-    h.writeUInt32LE(b.length, 40);
-    h.writeUInt32LE(packed.length, 48);
-    h.writeUInt32LE(crc32c(packed), 56);
-    h.writeUInt32LE(crc32c(h, 0, 60), 60);
-    writeFileSync(join(dir, '00000000000000000500.snap'), Buffer.concat([h, packed]));
-    const got = readNewestSnapshot(dir);
-    assert.deepEqual(got?.meta, { lsn: 500, registryVersion: 4, createdAtMs: 123456 });
-    assert.ok(got?.body.equals(b));
-    // An unknown file version is skipped, naming the version.
-    h.writeUInt32LE(9, 8);
-    h.writeUInt32LE(crc32c(h, 0, 60), 60);
-    writeFileSync(join(dir, '00000000000000000600.snap'), Buffer.concat([h, packed]));
+    writeSnapshot(dir, { lsn: 500, registryVersion: 4 }, b);
+    const good = readFileSync(join(dir, '00000000000000000500.snap'));
+    assert.equal(good.readUInt32LE(8), 1);
+    // Version 2 was the block layout of pre-release builds (now version 1), 9 is unknown.
+    for (const [lsn, version] of [[600, 2], [700, 9]]) {
+      const h = Buffer.from(good);
+      h.writeUInt32LE(version, 8);
+      h.writeUInt32LE(lsn, 16);
+      h.writeUInt32LE(crc32c(h, 0, 60), 60);
+      writeFileSync(join(dir, `${String(lsn).padStart(20, '0')}.snap`), h);
+    }
     const seen: string[] = [];
-    assert.equal(readNewestSnapshot(dir, { onSkip: (_, r) => seen.push(r) })?.meta.lsn, 500);
-    assert.deepEqual(seen, ['unknown_version 9 (reads 1, 2)']);
+    const got = readNewestSnapshot(dir, { onSkip: (_, r) => seen.push(r) });
+    assert.deepEqual(got?.meta, { lsn: 500, registryVersion: 4, createdAtMs: got?.meta.createdAtMs });
+    assert.ok(got?.body.equals(b));
+    assert.deepEqual(seen, ['unknown_version 9 (reads 1)', 'unknown_version 2 (reads 1)']);
   } finally {
     cleanup(dir);
   }
@@ -193,13 +184,8 @@ test('covered WAL segments retired off-thread: gone from the listing at once, un
   const dir = tempDir('walretire');
   try {
     const w = WalWriter.open(dir, { segmentBytesMax: 1024 });
-    const records = makeEvents(200, 1);
-    const enc = new RecordEncoder(256);
-    for (let i = 0; i < records.length; i += 5) {
-      enc.reset();
-      for (const r of records.slice(i, i + 5)) stage(enc, r);
-      w.appendStaged(enc);
-    }
+    const records = makePushes(200, 1);
+    for (let i = 0; i < records.length; i += 5) appendRecords(w, records.slice(i, i + 5));
     const segs = (): string[] => readdirSync(dir).filter((n) => n.endsWith('.log')).sort();
     const before = segs();
     assert.ok(before.length >= 4);

@@ -2,8 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { RecordEncoder, WalWriter, checkWalDir, formatWalCheckReport, writeSnapshot } from '../../../src/wal';
-import { cleanup, makeEvents, stage, tempDir } from './helpers';
+import { WalWriter, checkWalDir, formatWalCheckReport, writeSnapshot } from '../../../src/wal';
+import { appendRecords, cleanup, makePushes, tempDir } from './helpers';
 
 function shardDir(root: string): { wal: string; snaps: string } {
   const wal = join(root, 'shard-0', 'wal');
@@ -11,12 +11,7 @@ function shardDir(root: string): { wal: string; snaps: string } {
   mkdirSync(wal, { recursive: true });
   mkdirSync(snaps, { recursive: true });
   const w = WalWriter.open(wal, { segmentBytesMax: 2048 });
-  const enc = new RecordEncoder();
-  for (const r of makeEvents(60, 1)) {
-    enc.reset();
-    stage(enc, r);
-    w.appendStaged(enc);
-  }
+  for (const r of makePushes(60, 1)) appendRecords(w, [r]);
   w.close();
   writeSnapshot(snaps, { lsn: 30, registryVersion: 1 }, Buffer.from('state-30'));
   writeSnapshot(snaps, { lsn: 60, registryVersion: 1 }, Buffer.from('state-60'));

@@ -2,20 +2,17 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { RecordEncoder, WalWriter, recoverWal, type WalRecord } from '../../../src/wal';
-import { cleanup, makeEvents, stage, tempDir } from './helpers';
+import { RecordEncoder, WalWriter, recoverWal } from '../../../src/wal';
+import { appendRecords, cleanup, makePushes, plain, tempDir, type TestRecord } from './helpers';
+import { RECORD_TYPE_SEGMENT } from '../../../src/wal/constants';
 
-function appendInBatches(w: WalWriter, records: WalRecord[], batch: number, enc = new RecordEncoder(256)): void {
-  for (let i = 0; i < records.length; i += batch) {
-    enc.reset();
-    for (const r of records.slice(i, i + batch)) stage(enc, r);
-    w.appendStaged(enc);
-  }
+function appendInBatches(w: WalWriter, records: TestRecord[], batch: number): void {
+  for (let i = 0; i < records.length; i += batch) appendRecords(w, records.slice(i, i + batch));
 }
 
-function recoverAll(dir: string, afterLsn = -1): { records: WalRecord[]; report: ReturnType<typeof recoverWal> } {
-  const records: WalRecord[] = [];
-  const report = recoverWal(dir, afterLsn, (r) => records.push(r));
+function recoverAll(dir: string, afterLsn = -1): { records: TestRecord[]; report: ReturnType<typeof recoverWal> } {
+  const records: TestRecord[] = [];
+  const report = recoverWal(dir, afterLsn, (r) => records.push(plain(r)));
   return { records, report };
 }
 
@@ -26,7 +23,7 @@ function segments(dir: string): string[] {
 test('batches are recovered exactly and in order', () => {
   const dir = tempDir('writer');
   try {
-    const records = makeEvents(500, 10, 3);
+    const records = makePushes(500, 10, 3);
     const w = WalWriter.open(dir, { segmentBytesMax: 1 << 20 });
     appendInBatches(w, records, 37);
     assert.ok(w.bytesSinceSync > 0);
@@ -47,7 +44,7 @@ test('batches are recovered exactly and in order', () => {
 test('segments rotate at segmentBytesMax, are named by first lsn, and stay under the cap', () => {
   const dir = tempDir('rotate');
   try {
-    const records = makeEvents(400, 1);
+    const records = makePushes(400, 1);
     const w = WalWriter.open(dir, { segmentBytesMax: 4096 });
     appendInBatches(w, records, 10);
     w.close();
@@ -67,9 +64,9 @@ test('a batch bigger than segmentBytesMax still goes into one segment', () => {
   const dir = tempDir('bigbatch');
   try {
     const w = WalWriter.open(dir, { segmentBytesMax: 512 });
-    const records = makeEvents(50, 1);
+    const records = makePushes(50, 1);
     appendInBatches(w, records, 50);
-    appendInBatches(w, makeEvents(1, 100), 1);
+    appendInBatches(w, makePushes(1, 100), 1);
     w.close();
     assert.deepEqual(segments(dir), ['00000000000000000001.log', '00000000000000000100.log']);
   } finally {
@@ -80,7 +77,7 @@ test('a batch bigger than segmentBytesMax still goes into one segment', () => {
 test('recovery filters by afterLsn and skips segments wholly at or below it', () => {
   const dir = tempDir('after');
   try {
-    const records = makeEvents(300, 1, 2); // lsns 1,3,...,599
+    const records = makePushes(300, 1, 2); // lsns 1,3,...,599
     const w = WalWriter.open(dir, { segmentBytesMax: 2048 });
     appendInBatches(w, records, 8);
     w.close();
@@ -98,11 +95,11 @@ test('reopen starts a new segment; lsns must keep growing', () => {
   const dir = tempDir('reopen');
   try {
     let w = WalWriter.open(dir, { segmentBytesMax: 1 << 20 });
-    appendInBatches(w, makeEvents(5, 1), 5);
+    appendInBatches(w, makePushes(5, 1), 5);
     w.close();
     w = WalWriter.open(dir, { segmentBytesMax: 1 << 20, nextLsnHint: 6 });
-    assert.throws(() => appendInBatches(w, makeEvents(1, 5), 1), /lsns must grow/);
-    appendInBatches(w, makeEvents(5, 6), 5);
+    assert.throws(() => appendInBatches(w, makePushes(1, 5), 1), /lsns must grow/);
+    appendInBatches(w, makePushes(5, 6), 5);
     w.close();
     assert.deepEqual(segments(dir), ['00000000000000000001.log', '00000000000000000006.log']);
     assert.deepEqual(recoverAll(dir).records.map((r) => r.lsn), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
@@ -115,7 +112,7 @@ test('empty segments (crash before the first write, tail cut to nothing) are rem
   const dir = tempDir('emptyleft');
   try {
     const w0 = WalWriter.open(dir, { segmentBytesMax: 1 << 20 });
-    appendInBatches(w0, makeEvents(3, 1), 3);
+    appendInBatches(w0, makePushes(3, 1), 3);
     w0.close();
     writeFileSync(join(dir, '00000000000000000009.log'), '');
     writeFileSync(join(dir, '00000000000000000012.log'), Buffer.alloc(20, 0xee));
@@ -124,7 +121,7 @@ test('empty segments (crash before the first write, tail cut to nothing) are rem
     assert.equal(report.nextLsnMin, 4);
     const w = WalWriter.open(dir, { segmentBytesMax: 1 << 20, nextLsnHint: report.nextLsnMin });
     assert.deepEqual(segments(dir), ['00000000000000000001.log']);
-    appendInBatches(w, makeEvents(2, 4), 2);
+    appendInBatches(w, makePushes(2, 4), 2);
     w.close();
     assert.deepEqual(recoverAll(dir).records.map((r) => r.lsn), [1, 2, 3, 4, 5]);
   } finally {
@@ -136,18 +133,18 @@ test('nextLsnMin respects a non-empty newest segment without valid records, and 
   const dir = tempDir('nextmin');
   try {
     const w0 = WalWriter.open(dir, { segmentBytesMax: 1 << 20 });
-    appendInBatches(w0, makeEvents(3, 1), 3);
+    appendInBatches(w0, makePushes(3, 1), 3);
     w0.close();
     // A closed segment of garbage followed by a later segment with a valid record.
     writeFileSync(join(dir, '00000000000000000050.log'), Buffer.alloc(20, 0xee));
     const w1 = WalWriter.open(dir, { segmentBytesMax: 1 << 20, nextLsnHint: 60 });
-    appendInBatches(w1, makeEvents(1, 60), 1);
+    appendInBatches(w1, makePushes(1, 60), 1);
     w1.close();
     const { report } = recoverAll(dir);
     assert.equal(report.nextLsnMin, 61);
     assert.equal(recoverAll(dir, 100).report.nextLsnMin, 101);
     const w = WalWriter.open(dir, { segmentBytesMax: 1 << 20 });
-    assert.throws(() => appendInBatches(w, makeEvents(1, 60), 1), /lsns must grow/);
+    assert.throws(() => appendInBatches(w, makePushes(1, 60), 1), /lsns must grow/);
     w.close();
   } finally {
     cleanup(dir);
@@ -158,7 +155,7 @@ test('deleteSegmentsCoveredBy removes only closed segments whose records are all
   const dir = tempDir('delete');
   try {
     const w = WalWriter.open(dir, { segmentBytesMax: 1024 });
-    const records = makeEvents(200, 1);
+    const records = makePushes(200, 1);
     appendInBatches(w, records, 5);
     const before = segments(dir);
     assert.ok(before.length >= 4);
@@ -172,7 +169,7 @@ test('deleteSegmentsCoveredBy removes only closed segments whose records are all
     assert.equal(w.deleteSegmentsCoveredBy(10_000), before.length - 3);
     assert.deepEqual(segments(dir), [before[before.length - 1]]);
     assert.equal(w.segmentName, before[before.length - 1]);
-    appendInBatches(w, makeEvents(1, 500), 1);
+    appendInBatches(w, makePushes(1, 500), 1);
     w.close();
     const { records: got } = recoverAll(dir);
     assert.deepEqual(got.map((r) => r.lsn), records.filter((r) => r.lsn >= firsts[firsts.length - 1]).map((r) => r.lsn).concat([500]));
@@ -185,7 +182,7 @@ test('deleteSegmentsCoveredBy after reopen keeps the newest segment (its end is 
   const dir = tempDir('delete2');
   try {
     let w = WalWriter.open(dir, { segmentBytesMax: 1024 });
-    appendInBatches(w, makeEvents(100, 1), 5);
+    appendInBatches(w, makePushes(100, 1), 5);
     w.close();
     const before = segments(dir);
     w = WalWriter.open(dir, { segmentBytesMax: 1024 });
@@ -201,7 +198,7 @@ test('truncateAll deletes every segment and the next append starts fresh', () =>
   const dir = tempDir('truncall');
   try {
     const w = WalWriter.open(dir, { segmentBytesMax: 1024 });
-    appendInBatches(w, makeEvents(100, 50), 10);
+    appendInBatches(w, makePushes(100, 50), 10);
     w.truncateAll();
     assert.deepEqual(segments(dir), []);
     assert.equal(recoverAll(dir).records.length, 0);
@@ -232,11 +229,11 @@ test('every segment opens with a SEGMENT frame naming the last lsn written befor
   try {
     const prevOf = (name: string): number => {
       const b = readFileSync(join(dir, name));
-      assert.equal(b[8], 5, `${name} opens with a SEGMENT frame`);
+      assert.equal(b[8], RECORD_TYPE_SEGMENT, `${name} opens with a SEGMENT frame`);
       assert.equal(b.readUInt32LE(0), 9);
       return b.readUInt32LE(9) + b.readUInt32LE(13) * 2 ** 32;
     };
-    const records = makeEvents(60, 1, 2);
+    const records = makePushes(60, 1, 2);
     let w = WalWriter.open(dir, { segmentBytesMax: 400 });
     appendInBatches(w, records.slice(0, 40), 1);
     w.close();
@@ -265,7 +262,7 @@ test('a segment holding only its SEGMENT frame (a crash before the first batch l
   const dir = tempDir('writer-hdr');
   try {
     let w = WalWriter.open(dir, { segmentBytesMax: 1 << 20 });
-    appendInBatches(w, makeEvents(3, 1), 1);
+    appendInBatches(w, makePushes(3, 1), 1);
     w.close();
     const [only] = segments(dir);
     const hdr = readFileSync(join(dir, only)).subarray(0, 17);

@@ -2,15 +2,13 @@
  * Cold entities frozen as slab bytes (cold.ts freeze, slab_chunk.ts writeFrozen):
  * a freeze and thaw keeps every value exactly (rings in the exact and bucketed
  * regimes, skip counts of a ring spanning windows, absent values, interned
- * strings, fixed, kept, exact-value and object columns); a buffer of the first encoding
- * (v8-serialized [lastT, lastLsn, EntitySave]) still thaws, restores from a
- * snapshot and is remapped by a layout change.
+ * strings, fixed, kept, exact-value and object columns); frozen entities restore
+ * from a snapshot and are remapped by a layout change.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { serialize } from 'node:v8';
-import { freeze, frozenClock, frozenParts, thaw } from '../../../../src/shard/cold/cold';
-import { FROZEN_SLAB_TAG } from '../../../../src/shard/persist/slab_chunk';
+import { pushRow, readText } from '../../../harness/shard_feed';
+import { FROZEN_FORMAT, freeze, frozenClock, frozenParts, thaw } from '../../../../src/shard/cold/frozen_entity';
 import { FixedColumn, ObjectColumn } from '../../../../src/shard/columns/solo_column';
 import { ExactColumn } from '../../../../src/shard/columns/exact_column';
 import { KeptColumn } from '../../../../src/shard/columns/kept_column';
@@ -72,14 +70,14 @@ function feed(s: ShardState, k: string, events: number, gapMs: number, lsn0 = 0)
     if (i % 3 !== 0) row.x = odd < ODD_X.length ? ODD_X[odd] : i % 7 === 0 ? -0.5 * i : i * 1.25;
     if (i % 4 !== 0) row.c = odd < ODD_C.length ? ODD_C[odd] : i % 9 === 0 ? `only-${k}` : `c${i % 5}é`;
     if (i % 5 !== 0) row.b = i % 2 === 0;
-    s.apply('E', row as Row, T0 + i * gapMs, lsn0 + i + 1);
+    pushRow(s, 'E', row as Row, T0 + i * gapMs, lsn0 + i + 1);
   }
   return lsn0 + events;
 }
 
 /** Reads of `keys` at a few times (windows slide the same after a thaw). */
 function reads(s: ShardState, keys: string[], now: number): string[] {
-  return [now, now + 5_000, now + 20_000, now + 3_600_000].flatMap((t) => keys.map((k) => s.read('T', k, null, t)));
+  return [now, now + 5_000, now + 20_000, now + 3_600_000].flatMap((t) => keys.map((k) => readText(s, 'T', k, null, t)));
 }
 
 /** Freezes every key with freeze() and thaws it back with thaw(); returns the buffers. */
@@ -93,12 +91,6 @@ function freezeThaw(s: ShardState, keys: string[], encode: (slot: number) => Buf
   });
   keys.forEach((k, i) => thaw(bufs[i], cols, k));
   return bufs;
-}
-
-/** The first encoding of a frozen entity, as the code before the slab freeze wrote it. */
-function v8Frozen(s: ShardState): (slot: number) => Buffer {
-  const cols = s.tableByName('T')!.cols;
-  return (slot) => serialize([cols.index.lastT[slot], cols.index.lastLsn[slot], cols.save(slot)]);
 }
 
 test('the table covers every column kind and a ring group of two windows', () => {
@@ -122,11 +114,11 @@ for (const [regime, events, gapMs] of [['exact', 20, 700], ['bucketed', 300, 1_0
     if (regime === 'exact') assert.ok(cols.groups.every((g) => g.saveBuckets(cols.index.slotOf('a')) === null), 'no buckets');
     const want = reads(s, keys, now);
     const clocks = keys.map((k) => [cols.index.lastT[cols.index.slotOf(k)], cols.index.lastLsn[cols.index.slotOf(k)]]);
-    // The whole state (ring entries, skip counts, buckets, saves of every column) as the first encoding held it.
+    // The whole state (ring entries, skip counts, buckets, saves of every column) as plain data.
     const saves = (): unknown[] => keys.map((k) => cols.save(cols.index.slotOf(k)));
     const saved = saves();
     const bufs = freezeThaw(s, keys);
-    for (const b of bufs) assert.equal(b[0], FROZEN_SLAB_TAG);
+    for (const b of bufs) assert.equal(b[0], FROZEN_FORMAT);
     // The rest: plain-encoded, unless object states or buckets hold more than plain arrays (then v8-serialized).
     // Lifetime sketches of at most LIFE_EXACT_VALUES_MAX values save their values ({ exactValues }): plain too.
     const plain = (reg === LEAN && regime !== 'bucketed') || regime === 'empty rings, lifetime only';
@@ -149,33 +141,21 @@ for (const [regime, events, gapMs] of [['exact', 20, 700], ['bucketed', 300, 1_0
     const ref = shard(reg);
     let rl = 0;
     for (const k of keys) rl = feed(ref, k, events + keys.indexOf(k), gapMs, rl);
-    for (const st of [s, ref]) st.apply('E', { k: 'a', x: 3, c: 'c1é', b: true } as Row, now + 1, 10_000);
+    for (const st of [s, ref]) pushRow(st, 'E', { k: 'a', x: 3, c: 'c1é', b: true } as Row, now + 1, 10_000);
     assert.deepEqual(reads(s, keys, now + 1), reads(ref, keys, now + 1));
-  });
-
-  if (reg === REG) test(`a frozen buffer of the first encoding (v8) still thaws (${regime})`, () => {
-    const keys = ['a', 'b'];
-    const s = shard();
-    let lsn = 0;
-    for (const k of keys) lsn = feed(s, k, events, gapMs, lsn);
-    const now = T0 + events * gapMs;
-    const want = reads(s, keys, now);
-    const bufs = freezeThaw(s, keys, v8Frozen(s));
-    for (const b of bufs) assert.equal(b[0], 0xff);
-    assert.deepEqual(reads(s, keys, now), want);
   });
 }
 
-test('frozenParts of a frozen slab is the entity save the first encoding held', () => {
+test('frozenParts of a frozen slab is the entity save of its columns (TableColumns.save), with its clock', () => {
   const s = shard();
   feed(s, 'a', 200, 500);
   const ts = s.tableByName('T')!;
   const cols = ts.cols;
   const slot = cols.index.slotOf('a');
-  const old = frozenParts(v8Frozen(s)(slot), () => null);
+  const want = { lastT: cols.index.lastT[slot], lastLsn: cols.index.lastLsn[slot], saved: cols.save(slot) };
   const feats = ts.plan.features;
   const slab = frozenParts(freeze(cols, slot), (i) => feats[i].factory.fixed ?? null);
-  assert.deepEqual(slab, old);
+  assert.deepEqual(slab, want);
 });
 
 /** Snapshot of `s` restored into a fresh shard (identity: frozen buffers stay frozen) and into a populated one (mapped). */
@@ -190,13 +170,13 @@ function viaSnapshot(s: ShardState, keys: string[], now: number, want: string[])
   // A populated table of another layout (its own ring groups): each frozen entity is mapped.
   const other: RegistryState = { version: 1, nodes: [EVENT, { kind: 'table', name: 'T', upstreams: ['E'], key: ['k'], agg: { ...AGG, extra: { op: 'max', params: { field: 'x', window: '1h' } } } }] as RegistryState['nodes'] };
   const populated = shard(other);
-  populated.apply('E', { k: 'zz', x: 1 } as Row, T0, 1);
+  pushRow(populated, 'E', { k: 'zz', x: 1 } as Row, T0, 1);
   restoreSnapshot(populated, body, () => undefined);
   const strip = (rows: string[]): unknown[] => rows.map((r) => { const o = JSON.parse(r) as Record<string, unknown>; delete o.extra; return o; });
   assert.deepEqual(strip(reads(populated, keys, now)), strip(want), 'mapped into another layout');
 }
 
-/** Four entities (a, b exact rings; c, d bucketed) frozen into the cold store: a, c in the first encoding, b, d as slabs. */
+/** Four entities (a, b exact rings; c, d bucketed) frozen into the cold store. */
 function mixedCold(): { keys: string[]; s: ShardState; ts: TableState; now: number; want: string[] } {
   const keys = ['a', 'b', 'c', 'd'];
   const s = shard();
@@ -205,29 +185,28 @@ function mixedCold(): { keys: string[]; s: ShardState; ts: TableState; now: numb
   const now = T0 + 150 * 900;
   const want = reads(s, keys, now);
   const ts = s.tableByName('T')!;
-  const old = v8Frozen(s);
   for (const k of keys) {
     const slot = ts.cols.index.slotOf(k);
-    ts.cold.set(k, k === 'a' || k === 'c' ? old(slot) : freeze(ts.cols, slot));
+    ts.cold.set(k, freeze(ts.cols, slot));
     ts.cols.removeSlot(slot);
   }
   return { keys, s, ts, now, want };
 }
 
-test('snapshots carry frozen slabs and frozen buffers of the first encoding; both restore and map', () => {
+test('snapshots carry frozen entities; they restore and map', () => {
   const { keys, s, now, want } = mixedCold();
   viaSnapshot(s, keys, now, want);
   assert.deepEqual(reads(s, keys, now), want);
 });
 
-test('a layout change remaps cold entities of both encodings (carryOver), and re-freezes them as slabs', () => {
+test('a layout change remaps cold entities (carryOver), and re-freezes them', () => {
   const { keys, s, now, want } = mixedCold();
   const { sx: _dropped, ...kept } = AGG;
   const v2: RegistryState = { version: 2, nodes: [EVENT, { kind: 'table', name: 'T', upstreams: ['E'], key: ['k'], agg: { ...kept, mx: { op: 'max', params: { field: 'x', window: '1h' } } } }] as RegistryState['nodes'] };
   s.install(v2);
   const ts2 = s.tableByName('T')!;
   assert.equal(ts2.cold.size, keys.length, 'still cold');
-  for (const [, buf] of ts2.cold.entries()) assert.equal(buf[0], FROZEN_SLAB_TAG, 're-frozen as a slab');
+  for (const [, buf] of ts2.cold.entries()) assert.equal(buf[0], FROZEN_FORMAT, 're-frozen');
   const strip = (rows: string[]): unknown[] => rows.map((r) => { const o = JSON.parse(r) as Record<string, unknown>; delete o.sx; delete o.mx; return o; });
   const got = reads(s, keys, now);
   assert.deepEqual(strip(got), strip(want));

@@ -5,6 +5,7 @@
  * losing a live entity, snapshots carry entities read back from disk, and the
  * --memory-limit eviction takes the least recently pushed first.
  */
+import { pushRow, readText } from '../../../harness/shard_feed';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
@@ -219,10 +220,10 @@ test('shard state: idle entities go to disk and read back exactly; empty ones ar
     const mem = shardOn(null);
     let lsn = 0;
     const t0 = 1_000_000;
-    for (let i = 0; i < 3000; i++) for (const st of [s, mem]) st.apply('S', { sid: `s${i % 1000}`, x: i }, t0 + i, lsn + 1 + i);
+    for (let i = 0; i < 3000; i++) for (const st of [s, mem]) pushRow(st, 'S', { sid: `s${i % 1000}`, x: i }, t0 + i, lsn + 1 + i);
     lsn += 3000;
     const keys = Array.from({ length: 1000 }, (_, i) => `s${i}`);
-    const read = (st: ShardState, table: string, now: number): string[] => keys.map((k) => st.read(table, k, null, now));
+    const read = (st: ShardState, table: string, now: number): string[] => keys.map((k) => readText(st, table, k, null, now));
     const later = t0 + 3000 + 10_000;
     const totalsBefore = read(s, 'Totals', later);
     const sessionsBefore = read(s, 'Sessions', later);
@@ -259,10 +260,10 @@ test('shard state: idle entities go to disk and read back exactly; empty ones ar
     assert.equal(s.counters.thawed - thawed0, 1000);
     // A dropped key answers {} (as a key never pushed), and starts fresh on its next push.
     assert.deepEqual(read(s, 'Sessions', later), keys.map(() => '{}'));
-    s.apply('S', { sid: 's7', x: 5 }, later, ++lsn);
-    mem.apply('S', { sid: 's7', x: 5 }, later, lsn);
-    assert.equal(s.read('Sessions', 's7', null, later), mem.read('Sessions', 's7', null, later), 'a new push after a drop: same as if the entity had stayed');
-    assert.equal(s.read('Totals', 's7', null, later), mem.read('Totals', 's7', null, later));
+    pushRow(s, 'S', { sid: 's7', x: 5 }, later, ++lsn);
+    pushRow(mem, 'S', { sid: 's7', x: 5 }, later, lsn);
+    assert.equal(readText(s, 'Sessions', 's7', null, later), readText(mem, 'Sessions', 's7', null, later), 'a new push after a drop: same as if the entity had stayed');
+    assert.equal(readText(s, 'Totals', 's7', null, later), readText(mem, 'Totals', 's7', null, later));
     // Restore the snapshot into a shard with its own cold files: frozen entities go straight to disk.
     const dir2 = tempDir();
     try {
@@ -287,7 +288,7 @@ test('memory-limit eviction takes the least recently pushed first; refuseNew ref
   try {
     const files = ColdFiles.open(dir);
     const s = shardOn(files);
-    for (let i = 0; i < 1000; i++) s.apply('S', { sid: `s${i}`, x: i }, 1_000 + i * 10, i + 1);
+    for (let i = 0; i < 1000; i++) pushRow(s, 'S', { sid: `s${i}`, x: i }, 1_000 + i * 10, i + 1);
     const out = s.evictColdest(0.3, 20_000);
     // Both tables: 300 each; the Sessions ones are empty by then (dropped), the Totals ones frozen.
     assert.equal(out, 600);
@@ -296,12 +297,12 @@ test('memory-limit eviction takes the least recently pushed first; refuseNew ref
     for (let i = 0; i < 300; i++) assert.ok(totals.cols.index.slotOf(`s${i}`) < 0, `s${i} (oldest) evicted`);
     for (let i = 300; i < 1000; i++) assert.ok(totals.cols.index.slotOf(`s${i}`) >= 0, `s${i} kept hot`);
     s.refuseNew = true;
-    assert.throws(() => s.apply('S', { sid: 'new', x: 1 }, 30_000, 2000), (e: { code?: string }) => e.code === 'memory_limit_exceeded');
-    assert.equal(s.read('Totals', 'new', null, 30_000), '{}', 'nothing of the refused push was applied');
+    assert.throws(() => pushRow(s, 'S', { sid: 'new', x: 1 }, 30_000, 2000), (e: { code?: string }) => e.code === 'memory_limit_exceeded');
+    assert.equal(readText(s, 'Totals', 'new', null, 30_000), '{}', 'nothing of the refused push was applied');
     // s5 is cold in Totals and was dropped from Sessions: Sessions would get a new entity, so it is refused too.
-    assert.throws(() => s.apply('S', { sid: 's5', x: 1 }, 30_000, 2001), (e: { code?: string }) => e.code === 'memory_limit_exceeded');
-    s.apply('S', { sid: 's999', x: 1 }, 30_000, 2002);
-    assert.equal(JSON.parse(s.read('Totals', 's999', null, 30_000)).n, 2, 'an existing entity keeps updating');
+    assert.throws(() => pushRow(s, 'S', { sid: 's5', x: 1 }, 30_000, 2001), (e: { code?: string }) => e.code === 'memory_limit_exceeded');
+    pushRow(s, 'S', { sid: 's999', x: 1 }, 30_000, 2002);
+    assert.equal(JSON.parse(readText(s, 'Totals', 's999', null, 30_000)).n, 2, 'an existing entity keeps updating');
     assert.equal(s.counters.refused, 2);
     files.close();
   } finally {
@@ -322,7 +323,7 @@ test('cluster partition export and import carry entities that are cold on disk',
     const a = mk(fa);
     const b = mk(fb);
     const keys = Array.from({ length: 400 }, (_, i) => `k${i}`);
-    keys.forEach((sid, i) => a.apply('S', { sid, x: i }, 1_000 + i, i + 1));
+    keys.forEach((sid, i) => pushRow(a, 'S', { sid, x: i }, 1_000 + i, i + 1));
     a.sweepCold(100_000);
     assert.equal(a.tableByName('Totals')!.size, 0);
     assert.equal(a.tableByName('Totals')!.cold.size, keys.length, 'every Totals entity is on disk');
@@ -331,7 +332,7 @@ test('cluster partition export and import carry entities that are cold on disk',
     const out = exportPartition(a, p);
     assert.equal(out.entities, mine.length, 'the export holds the partition\'s cold entities');
     assert.equal(importPartition(b, p, [out.body]), mine.length);
-    for (const k of mine) assert.equal(b.read('Totals', k, null, 100_000), a.read('Totals', k, null, 100_000), k);
+    for (const k of mine) assert.equal(readText(b, 'Totals', k, null, 100_000), readText(a, 'Totals', k, null, 100_000), k);
     fa.close();
     fb.close();
   } finally {

@@ -3,24 +3,25 @@
  * intern table, slab growth, and the shared rings.
  *
  * Shared-ring correctness is checked against separate computation: every
- * feature's own OpState (factory.create(), the op as the unit property tests
- * check it against naive recomputation) fed the same events. When every event
- * carries every field, each feature accepts every event, so a shared ring goes
- * through exactly the same expiries and evictions as the feature's own ring and
- * the answers are identical, bucketed regime included. With absent fields the
- * shared ring also holds events a feature skips; inside the exact regime (at most
- * RING_ENTRIES_MAX events per window) both are exact, hence equal.
+ * feature in a column of its own (test/unit/ops/column_state.ts: a ring group of
+ * that feature alone, the column the op unit property tests check against naive
+ * recomputation) fed the same events. A ring holds every event that reached it,
+ * whether or not a feature accepts it, so a ring shared by several features and
+ * windows goes through exactly the same expiries and evictions as each feature's
+ * own, and the answers are identical, bucketed regime included.
  */
+import { pushRow, readText } from '../../../harness/shard_feed';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EntityIndex, ENTITY_SLOTS_MIN } from '../../../../src/shard/state/entity_index';
+import { columnState } from '../../ops/column_state';
+import { EntityIndex } from '../../../../src/shard/state/entity_index';
 import { InternTable } from '../../../../src/shard/state/intern';
 import { ShardState } from '../../../../src/shard/state/state';
 import type { OpState } from '../../../../src/ops/op';
 import type { RegistryState } from '../../../../src/registry/model';
 import type { Row } from '../../../../src/types';
 import { prng } from '../../../harness/prng';
-import { RING_GROUP_WINDOWS_MAX } from '../../../../src/limits';
+import { ENTITY_SLOTS_MIN, RING_GROUP_WINDOWS_MAX } from '../../../../src/limits';
 
 test('entity index: slots are reused from the free list, storage doubles, keys and times follow their slot', () => {
   const ix = new EntityIndex();
@@ -231,7 +232,7 @@ function compareWithSeparate(seed: number, reg: RegistryState, keys: number, eve
     for (const [k, states] of sep) {
       const want: Record<string, unknown> = {};
       feats.forEach((f, i) => { want[f.name] = states[i].read(now); });
-      assert.deepEqual(JSON.parse(s.read('T', k, null, now)), JSON.parse(JSON.stringify(want)), `seed ${seed} key ${k} at ${now}`);
+      assert.deepEqual(JSON.parse(readText(s, 'T', k, null, now)), JSON.parse(JSON.stringify(want)), `seed ${seed} key ${k} at ${now}`);
     }
   };
   for (let i = 0; i < events; i++) {
@@ -243,9 +244,9 @@ function compareWithSeparate(seed: number, reg: RegistryState, keys: number, eve
     const row: Row = { k, x: Math.round(rnd() * 100), c: `c${Math.floor(rnd() * 6)}` };
     if (rnd() < absent) row.x = null;
     if (rnd() < absent) row.c = null;
-    s.apply('E', row, te, i + 1);
+    pushRow(s, 'E', row, te, i + 1);
     let states = sep.get(k);
-    if (states === undefined) sep.set(k, (states = feats.map((f) => f.factory.create())));
+    if (states === undefined) sep.set(k, (states = feats.map((f) => columnState(f.factory))));
     feats.forEach((f, j) => {
       const x = f.get === null ? undefined : f.get(row);
       if (f.where === null || f.where(row)) states![j].update(x, te, row);
@@ -262,9 +263,15 @@ test('shared rings answer exactly as separate states: every field present, bucke
 });
 
 test('shared rings answer exactly as separate states when a full ring\'s oldest entry sits exactly at the window\'s cutoff: it expires, it is not evicted into a bucket', () => {
-  // One key, a push every window / RING_ENTRIES_MAX (64) ms: once the ring is full, each push finds its
-  // oldest entry at exactly t - window (outside: a window holds now - t < window). 156.25 and 937.5 are exact in binary.
-  for (const gapMs of [10_000 / 64, 60_000 / 64]) compareWithSeparate(13, registry([]), 1, 400, 0, 0, 0, () => gapMs, () => true);
+  // One key, pushes window / RING_ENTRIES_MAX (64) ms apart on average: once the ring is full, each push
+  // finds its oldest entry at exactly t - window (outside: a window holds now - t < window). Server times
+  // are whole ms, so the gaps repeat 156, 156, 156, 157 (10 s window) and 937, 938 (60 s): any 64 of them
+  // in a row add up to the window exactly.
+  for (const [windowMs, pattern] of [[10_000, [156, 156, 156, 157]], [60_000, [937, 938]]] as const) {
+    assert.equal(pattern.reduce((a, b) => a + b, 0) * (64 / pattern.length), windowMs);
+    let i = 0;
+    compareWithSeparate(13, registry([]), 1, 400, 0, 0, 0, () => pattern[i++ % pattern.length], () => true);
+  }
 });
 
 test('shared rings answer exactly as separate states: absent values, exact regime, slab growth', () => {
@@ -295,9 +302,6 @@ test('one ring per entity over four windows answers exactly as separate states: 
   const spans = s.tableByName('T')!.cols.groups.map((g) => g.windows);
   assert.deepEqual(spans, [[10_000], [1_000, 10_000, 60_000, 300_000]], 'every window shares one ring; the `where` feature has its own');
   // 2 keys ~20 ms apart: hundreds of events per minute, rings full, evictions into every window's buckets.
-  // (Every value present: with absent ones a shared ring holds events a feature skips, so the bucketed
-  // regime starts at another event than a feature's own ring, and float sums may differ in the last
-  // bit; docs/ops.md "Windows".)
   compareWithSeparate(4, reg, 2, 6000, 40, 0);
   // 500 keys: a few events per key and window (the exact regime), shorter windows skipping entries the longer ones still read.
   compareWithSeparate(5, reg, 500, 8000, 60, 0.2);
@@ -353,10 +357,10 @@ test('an entity emptyAt calls empty reads as a fresh one, shared ring or standal
       const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
       s.install(reg);
       const feats = s.tableByName('T')!.plan.features;
-      const solo = feats.map((f) => f.factory.create());
+      const solo = feats.map((f) => columnState(f.factory));
       evs.forEach(([t, x], i) => {
         const row: Row = { k: 'a', x, c: `c${x % 5}` };
-        s.apply('E', row, t, i + 1);
+        pushRow(s, 'E', row, t, i + 1);
         feats.forEach((f, j) => { if (f.where === null || f.where(row)) solo[j].update(f.get === null ? undefined : f.get(row), t, row); });
       });
       return { s, table: s.tableByName('T')!, solo };
@@ -366,23 +370,23 @@ test('an entity emptyAt calls empty reads as a fresh one, shared ring or standal
     for (const t of [...probes(evs.map(([te]) => te)), FAR / 2]) {
       const { s, table, solo } = build();
       const empty = table.cols.emptyAt(table.cols.index.slotOf('a'), t);
-      const now = s.read('T', 'a', null, t);
-      const fresh = s.read('T', 'a', null, FAR);
+      const now = readText(s, 'T', 'a', null, t);
+      const fresh = readText(s, 'T', 'a', null, FAR);
       // Empty from t on: it reads as at the end of time, and a push at t makes what it makes of a new key.
       const row: Row = { k: 'a', x: 3, c: 'c3' };
       if (empty) {
         empties++;
         assert.equal(now, fresh, `${name}: emptyAt(${t}), the table reads as at the end of time`);
-        s.apply('E', row, t, evs.length + 1);
-        s.apply('E', { ...row, k: 'new' }, t, evs.length + 2);
-        assert.equal(s.read('T', 'a', null, t), s.read('T', 'new', null, t), `${name}: emptyAt(${t}), then a push`);
+        pushRow(s, 'E', row, t, evs.length + 1);
+        pushRow(s, 'E', { ...row, k: 'new' }, t, evs.length + 2);
+        assert.equal(readText(s, 'T', 'a', null, t), readText(s, 'T', 'new', null, t), `${name}: emptyAt(${t}), then a push`);
       } else if (now !== fresh) nonEmpty++;
       table.plan.features.forEach((f, j) => {
         const st = solo[j];
         if (st.emptyAt === undefined || !st.emptyAt(t)) return;
         assert.deepEqual(st.read(t), st.read(FAR), `${name}: ${f.name} standalone emptyAt(${t})`);
         const x = f.get === null ? undefined : f.get(row);
-        const fresh1 = f.factory.create();
+        const fresh1 = columnState(f.factory);
         st.update(x, t, row);
         fresh1.update(x, t, row);
         assert.deepEqual(st.read(t), fresh1.read(t), `${name}: ${f.name} standalone emptyAt(${t}), then a push`);
@@ -393,9 +397,9 @@ test('an entity emptyAt calls empty reads as a fresh one, shared ring or standal
   // The first history at 105 s: 100 s is in the 10 s window, the late 60 s follows it in the view.
   const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   s.install(reg);
-  s.apply('E', { k: 'a', x: 1, c: 'c' }, 100_000, 1);
-  s.apply('E', { k: 'a', x: 2, c: 'c' }, 60_000, 2);
-  assert.equal(JSON.parse(s.read('T', 'a', ['n10'], 105_000)).n10, 2);
+  pushRow(s, 'E', { k: 'a', x: 1, c: 'c' }, 100_000, 1);
+  pushRow(s, 'E', { k: 'a', x: 2, c: 'c' }, 60_000, 2);
+  assert.equal(JSON.parse(readText(s, 'T', 'a', ['n10'], 105_000)).n10, 2);
   assert.equal(s.tableByName('T')!.cols.emptyAt(s.tableByName('T')!.cols.index.slotOf('a'), 105_000), false);
 });
 
@@ -418,20 +422,20 @@ test('string values leave the intern table with the last ring cell that holds th
   const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   s.install(registry([]));
   const ts = s.tableByName('T')!;
-  for (let i = 0; i < 200; i++) s.apply('E', { k: `k${i % 7}`, x: i, c: `v${i}` }, 1000 + i, i + 1);
+  for (let i = 0; i < 200; i++) pushRow(s, 'E', { k: `k${i % 7}`, x: i, c: `v${i}` }, 1000 + i, i + 1);
   const interned = ts.cols.interns.get('c')!;
   assert.ok(interned.size > 64, 'distinct values held by 7 rings');
   // One push per key, a minute later: every older cell expires (10 s and 1 m rings).
-  for (let k = 0; k < 7; k++) s.apply('E', { k: `k${k}`, x: 1, c: 'last' }, 1000 + 200 + 61_000, 300 + k);
+  for (let k = 0; k < 7; k++) pushRow(s, 'E', { k: `k${k}`, x: 1, c: 'last' }, 1000 + 200 + 61_000, 300 + k);
   // Interned now: what the rings still hold ('last') and what the lifetime point ops keep.
   const kept = new Set<string>(['last']);
   for (let k = 0; k < 7; k++) {
-    const row = JSON.parse(s.read('T', `k${k}`, ['firstc', 'firstn', 'lastn', 'lagc'], 1000 + 200 + 61_000));
+    const row = JSON.parse(readText(s, 'T', `k${k}`, ['firstc', 'firstn', 'lastn', 'lagc'], 1000 + 200 + 61_000));
     for (const v of [row.firstc, ...row.firstn, ...row.lastn, row.lagc]) if (typeof v === 'string') kept.add(v);
   }
   assert.equal(interned.size, kept.size, 'only the values rings and kept-value columns hold are interned');
   assert.ok(kept.size < 64);
-  assert.deepEqual(JSON.parse(s.read('T', 'k3', ['nu', 'lastc'], 1000 + 200 + 61_000)), { nu: 1, lastc: ['last'] });
+  assert.deepEqual(JSON.parse(readText(s, 'T', 'k3', ['nu', 'lastc'], 1000 + 200 + 61_000)), { nu: 1, lastc: ['last'] });
   // Removing the entities (cold freeze, partition drop) releases every cell.
   for (let k = 0; k < 7; k++) assert.ok(ts.cols.remove(`k${k}`));
   assert.equal(interned.size, 0);
@@ -442,14 +446,14 @@ test('a feature added by a registry change starts empty while its window-mates k
   const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   const v1 = registry([]);
   s.install(v1);
-  for (let i = 0; i < 50; i++) s.apply('E', { k: 'a', x: i, c: 'c' }, 1000 + i, i + 1);
+  for (let i = 0; i < 50; i++) pushRow(s, 'E', { k: 'a', x: i, c: 'c' }, 1000 + i, i + 1);
   const table = v1.nodes[1] as { agg: Record<string, unknown> };
   const v2: RegistryState = { version: 2, nodes: [v1.nodes[0], { ...table, agg: { ...table.agg, s2: { op: 'sum', params: { field: 'x', window: W } } } }] };
   s.install(v2);
   const ts = s.tableByName('T')!;
   assert.equal(ts.cols.featGroup[ts.plan.featureIndex.get('s2')!] === ts.cols.featGroup[ts.plan.featureIndex.get('s')!], false, 'not in the old ring');
-  s.apply('E', { k: 'a', x: 7, c: 'c' }, 2000, 51);
-  const row = JSON.parse(s.read('T', 'a', ['s', 's2', 'n'], 2000));
+  pushRow(s, 'E', { k: 'a', x: 7, c: 'c' }, 2000, 51);
+  const row = JSON.parse(readText(s, 'T', 'a', ['s', 's2', 'n'], 2000));
   assert.deepEqual(row, { s: 49 * 50 / 2 + 7, s2: 7, n: 51 });
 });
 
@@ -471,7 +475,7 @@ test('a registry change that drops kept-value features or a whole ring releases 
     ],
   };
   s.install(v1);
-  for (let i = 0; i < 300; i++) s.apply('E', { k: `k${i % 40}`, c: `c${i}`, d: `d${i % 7}` }, 1000 + i, i + 1);
+  for (let i = 0; i < 300; i++) pushRow(s, 'E', { k: `k${i % 40}`, c: `c${i}`, d: `d${i % 7}` }, 1000 + i, i + 1);
   const before = s.tableByName('T')!.cols.interns;
   assert.ok(before.get('c')!.size > 0 && before.get('d')!.size === 7);
   const { lastc: _a, firstn: _b, cs: _c, ...kept } = agg;
@@ -481,7 +485,7 @@ test('a registry change that drops kept-value features or a whole ring releases 
   assert.equal(s.releaseDropped(), true);
   assert.equal(ts.cols.interns.get('c')!.size, 0, 'no cell holds a value of c any more');
   assert.equal(ts.cols.interns.get('d')!.size, 7, 'lastd still holds its values');
-  assert.deepEqual(JSON.parse(s.read('T', 'k3', null, 2000)), { n: 8, lastd: 'd3' });
+  assert.deepEqual(JSON.parse(readText(s, 'T', 'k3', null, 2000)), { n: 8, lastd: 'd3' });
 });
 
 test('tables of a shard share an intern table per column name; a table that goes gives its references back', () => {
@@ -500,23 +504,23 @@ test('tables of a shard share an intern table per column name; a table that goes
   assert.equal(u.cols.interns.get('m'), k.cols.interns.get('m'), 'one intern table for column m');
   const mAt = (t: typeof u): number => t.plan.columns.indexOf('m');
   assert.equal(x.cols.colInterns[mAt(x)] ?? null, null, 'a table that holds no m values looks none up');
-  for (let i = 0; i < 200; i++) s.apply('E', { k: `k${i % 10}`, u: `u${i % 7}`, m: `m${i}`, x: i }, 1000 + i, i + 1);
+  for (let i = 0; i < 200; i++) pushRow(s, 'E', { k: `k${i % 10}`, u: `u${i % 7}`, m: `m${i}`, x: i }, 1000 + i, i + 1);
   const m = u.cols.interns.get('m')!;
   assert.equal(m.size, 200, 'each value once, whichever tables hold it');
-  const before = JSON.parse(s.read('K', 'k3', null, 2000));
+  const before = JSON.parse(readText(s, 'K', 'k3', null, 2000));
   // U goes: its rings and kept values give their references back (in slices, after the install); K's stay.
   s.install({ version: 2, nodes: [event, byKey, sumOnly] } as RegistryState);
   assert.equal(s.releaseDropped(), true);
   assert.equal(m.size, 200, 'K still holds every value');
-  assert.deepEqual(JSON.parse(s.read('K', 'k3', null, 2000)), before);
+  assert.deepEqual(JSON.parse(readText(s, 'K', 'k3', null, 2000)), before);
   // K's key changes: a new table, the old one's references go; nothing holds m any more.
   s.install({ version: 3, nodes: [event, { ...byKey, key: ['u'] }, sumOnly] } as RegistryState);
   assert.equal(m.size, 200, 'not released inside the install');
   assert.equal(s.releaseDropped(), true);
   assert.equal(m.size, 0);
-  s.apply('E', { k: 'k1', u: 'u1', m: 'again', x: 1 }, 3000, 201);
+  pushRow(s, 'E', { k: 'k1', u: 'u1', m: 'again', x: 1 }, 3000, 201);
   assert.equal(s.tableByName('K')!.cols.interns.get('m')!.size, 1);
-  const row = JSON.parse(s.read('K', 'u1', null, 3000));
+  const row = JSON.parse(readText(s, 'K', 'u1', null, 3000));
   assert.deepEqual([row.ms, row.s], [1, 1]);
 });
 
@@ -525,7 +529,7 @@ test('a dropped table is released in slices: a deadline already passed still mov
   const t = { kind: 'table', name: 'T', upstreams: ['E'], key: ['k'], agg: { lastm: { op: 'last', params: { field: 'm' } } } };
   const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   s.install({ version: 1, nodes: [event, t] } as RegistryState);
-  for (let i = 0; i < 1000; i++) s.apply('E', { k: `k${i}`, m: `m${i}` }, 1000 + i, i + 1);
+  for (let i = 0; i < 1000; i++) pushRow(s, 'E', { k: `k${i}`, m: `m${i}` }, 1000 + i, i + 1);
   const m = s.tableByName('T')!.cols.interns.get('m')!;
   s.install({ version: 2, nodes: [event] } as RegistryState);
   assert.equal(m.size, 1000);
@@ -535,7 +539,7 @@ test('a dropped table is released in slices: a deadline already passed still mov
   assert.equal(m.size, 0);
   // The cold sweep runs the release first (it is what the shard calls between batches).
   s.install({ version: 3, nodes: [event, t] } as RegistryState);
-  s.apply('E', { k: 'a', m: 'x' }, 5000, 1001);
+  pushRow(s, 'E', { k: 'a', m: 'x' }, 5000, 1001);
   s.install({ version: 4, nodes: [event] } as RegistryState);
   assert.equal(m.size, 1);
   s.sweepCold(Date.now());
@@ -545,7 +549,7 @@ test('a dropped table is released in slices: a deadline already passed still mov
 // ---------------------------------------------------------------- snapshots of columns
 
 import { deserialize, serialize } from 'node:v8';
-import { restoreSnapshot, SnapshotJob } from '../../../../src/shard/persist/snapshot_job';
+import { restoreSnapshot, SnapshotJob, SNAPSHOT_FORMAT } from '../../../../src/shard/persist/snapshot_job';
 import { DedupeLog } from '../../../../src/shard/state/dedupe_log';
 
 /**
@@ -560,7 +564,7 @@ const ONE_RING_AGG = {
 };
 
 function fillRing(s: ShardState, k: string, n: number, t0: number): void {
-  for (let i = 0; i < n; i++) s.apply('E', { k, x: i + 1, c: `${k}-c${i}` }, t0 + i, s.appliedLsn + 1);
+  for (let i = 0; i < n; i++) pushRow(s, 'E', { k, x: i + 1, c: `${k}-c${i}` }, t0 + i, s.appliedLsn + 1);
 }
 
 function feed(s: ShardState, keys: string[], n: number, seed: number, t0 = 1_000_000): number {
@@ -568,7 +572,7 @@ function feed(s: ShardState, keys: string[], n: number, seed: number, t0 = 1_000
   let t = t0;
   for (let i = 0; i < n; i++) {
     t += Math.floor(rnd() * 20);
-    s.apply('E', { k: keys[Math.floor(rnd() * keys.length)], x: Math.round(rnd() * 100), c: `c${Math.floor(rnd() * 9)}` }, t, s.appliedLsn + 1);
+    pushRow(s, 'E', { k: keys[Math.floor(rnd() * keys.length)], x: Math.round(rnd() * 100), c: `c${Math.floor(rnd() * 9)}` }, t, s.appliedLsn + 1);
   }
   return t;
 }
@@ -586,7 +590,7 @@ function frame(chunk: unknown): Buffer {
   return Buffer.concat([len, b]);
 }
 
-const rowsOf = (s: ShardState, keys: string[], now: number): string[] => keys.map((k) => s.read('T', k, null, now));
+const rowsOf = (s: ShardState, keys: string[], now: number): string[] => keys.map((k) => readText(s, 'T', k, null, now));
 
 test('deferred evictions are in snapshots and cold freezes, and give their strings back: a hot key restored, thawed, removed', () => {
   const reg = registry([], MULTI_AGG);
@@ -598,14 +602,14 @@ test('deferred evictions are in snapshots and cold freezes, and give their strin
   const t0 = 1_000_000;
   // 1 ms apart, every string new: 64 events in the ring, the rest deferred evictions.
   const feedH = (s: ShardState, from: number, to: number): void => {
-    for (let i = from; i < to; i++) s.apply('E', { k: 'h', x: i % 97, c: `v${i}` }, t0 + i, i + 1);
+    for (let i = from; i < to; i++) pushRow(s, 'E', { k: 'h', x: i % 97, c: `v${i}` }, t0 + i, i + 1);
   };
   const pending = (s: ShardState): number => {
     const cols = s.tableByName('T')!.cols;
     return cols.groups.reduce((n, g) => n + g.pend[cols.index.slotOf('h')], 0);
   };
   const times = [t0 + 99, t0 + 600, t0 + 1_050, t0 + 10_010, t0 + 60_040, t0 + 300_050];
-  const reads = (s: ShardState): string[] => times.map((t) => s.read('T', 'h', null, t));
+  const reads = (s: ShardState): string[] => times.map((t) => readText(s, 'T', 'h', null, t));
   const ref = mk();
   feedH(ref, 0, 100);
   const want = reads(ref);
@@ -648,46 +652,38 @@ test('an entity frozen and thawed again takes a ring block between live ones wit
   s.install(registry([], ONE_RING_AGG));
   const ts = s.tableByName('T')!;
   const keys = ['m0', 'm1', 'm2', 'm3', 'm4'];
-  // 4 entries each (class 2): every ring fills its block, side by side in the class's pool.
-  keys.forEach((k, j) => fillRing(s, k, 4, 1_000_000.25 + 10 * j));
-  const now = 1_000_100;
-  const before = keys.map((k) => s.read('T', k, null, now));
+  // 4 entries each (class 2): every ring fills its block, side by side in the class's pool. Odd ms
+  // of today's epoch: the times' low words are not zero, so a word copied one past a ring shows.
+  const t0 = 1_700_000_000_001;
+  keys.forEach((k, j) => fillRing(s, k, 4, t0 + 10 * j));
+  const now = t0 + 100;
+  const before = keys.map((k) => readText(s, 'T', k, null, now));
   for (const k of ['m2', 'm0']) {
     assert.equal(ts.evict(ts.cols.index.slotOf(k), now), false, `${k} frozen, not dropped`);
     assert.equal(ts.cols.index.slotOf(k), -1);
     // The read thaws it into a free block of its class: the one it left, before a live ring (free blocks are reused last-freed first).
-    assert.deepEqual(keys.map((key) => s.read('T', key, null, now)), before, `after ${k} came back`);
+    assert.deepEqual(keys.map((key) => readText(s, 'T', key, null, now)), before, `after ${k} came back`);
   }
 });
 
-test('snapshot format 2 (one save per feature) still loads, as object columns; unknown formats are refused by number', () => {
+test('a snapshot body of another format is refused by number; this format restores', () => {
   const reg = registry([]);
   const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   live.install(reg);
   const keys = ['a', 'b', 'c'];
   const t = feed(live, keys, 400, 9);
-  // The format-2 body as the previous version wrote it: per entity, per feature OpState.save().
-  const ts = live.tableByName('T')!;
-  const feats = ts.plan.features;
-  // Every feature in its own format: a shard whose features are all object columns, fed the same events.
-  const states: unknown[][] = keys.map(() => []);
-  const sep = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-  sep.install(reg);
-  const sepTs = sep.tableByName('T')!;
-  for (const f of feats) if (sepTs.cols.featGroup[f.index] !== null) sepTs.cols.objectify(f.index);
-  feed(sep, keys, 400, 9);
-  keys.forEach((k, e) => feats.forEach((_, i) => { states[e][i] = sepTs.cols.objs[i]!.save(sepTs.cols.index.slotOf(k)); }));
-  const meta = { format: 2, shardId: 0, shardCount: 1, registryVersion: 1, startLsn: live.appliedLsn, tables: [{ name: 'T', keySignature: ts.plan.keySignature, features: feats.map((f) => [f.name, f.signature]) }] };
-  const chunk = { t: 0, keys, lastTs: keys.map(() => t), lastLsns: keys.map(() => live.appliedLsn), states, frozen: null };
-  const end = { end: true, appliedLsn: live.appliedLsn, lastT: t, dedupe: [] };
+  const body = bodyOf(live);
+  const metaBytes = body.readUInt32LE(0);
+  const meta = deserialize(body.subarray(4, 4 + metaBytes)) as { format: number };
+  assert.equal(meta.format, SNAPSHOT_FORMAT);
+  for (const format of [0, 2, 8, SNAPSHOT_FORMAT + 1]) {
+    const other = Buffer.concat([frame({ ...meta, format }), body.subarray(4 + metaBytes)]);
+    assert.throws(() => restoreSnapshot(new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true }), other, () => reg),
+      new RegExp(`snapshot format ${format} is not readable by this build \\(it reads format ${SNAPSHOT_FORMAT}\\)`));
+  }
   const restored = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-  restoreSnapshot(restored, Buffer.concat([frame(meta), frame(chunk), frame(end)]), () => reg);
+  restoreSnapshot(restored, body, () => reg);
   for (const now of [t, t + 5_000, t + 30_000]) assert.deepEqual(rowsOf(restored, keys, now), rowsOf(live, keys, now));
-  const rts = restored.tableByName('T')!;
-  assert.equal(rts.cols.groups.length, 0, 'format 2 restores every windowed feature as an object column');
-  // Format 1 predates per-entity LSNs: refused, naming the version.
-  assert.throws(() => restoreSnapshot(new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true }), Buffer.concat([frame({ ...meta, format: 1 }), frame(end)]), () => reg),
-    /snapshot format 1 is not readable by this version \(reads formats 2, 3, 4, 5, 6, 7, 8\)/);
 });
 
 test('a snapshot restores the layout it was taken with (rings split by a registry change), or maps into a populated table', () => {
@@ -718,37 +714,27 @@ test('a snapshot restores the layout it was taken with (rings split by a registr
   assert.deepEqual(rowsOf(other, mine, t), before, 'the table\'s own entities are unchanged');
 });
 
-test('snapshot format 3 (one EntitySave per hot entity) still loads; format 6 writes raw slab chunks', () => {
+test('a snapshot of raw slab chunks restores the rows; the restored rings keep sliding like the live ones', () => {
   const reg = registry(['x']);
   const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   live.install(reg);
   const keys = ['a', 'b', 'c', 'd', 'e'];
   const t = feed(live, keys, 900, 12);
   const ts = live.tableByName('T')!;
-  const body4 = bodyOf(live);
-  const meta = {
-    format: 3, shardId: 0, shardCount: 1, registryVersion: 1, startLsn: live.appliedLsn,
-    tables: [{ name: 'T', keySignature: ts.plan.keySignature, features: ts.plan.features.map((f) => [f.name, f.signature]), layout: ts.cols.layoutMeta() }],
-  };
-  const slots = keys.map((k) => ts.cols.index.slotOf(k));
-  const chunk = { t: 0, keys, lastTs: slots.map((s) => ts.cols.index.lastT[s]), lastLsns: slots.map((s) => ts.cols.index.lastLsn[s]), states: slots.map((s) => ts.cols.save(s)), frozen: null };
-  const end = { end: true, appliedLsn: live.appliedLsn, lastT: t, dedupe: [] };
-  for (const body of [Buffer.concat([frame(meta), frame(chunk), frame(end)]), body4]) {
-    const restored = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-    restoreSnapshot(restored, body, () => reg);
-    for (const now of [t, t + 5_000, t + 30_000]) assert.deepEqual(rowsOf(restored, keys, now), rowsOf(live, keys, now));
-    // Restored rings keep sliding like the live ones.
-    const t2 = feed(restored, keys, 200, 13, t);
-    const reference = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-    reference.install(reg);
-    feed(reference, keys, 900, 12);
-    feed(reference, keys, 200, 13, t);
-    assert.deepEqual(rowsOf(restored, keys, t2), rowsOf(reference, keys, t2));
-    assert.equal(restored.tableByName('T')!.cols.interns.get('c')!.size, ts.cols.interns.get('c')!.size, 'intern counts rebuilt from the cells');
-  }
+  const body = bodyOf(live);
+  const restored = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  restoreSnapshot(restored, body, () => reg);
+  for (const now of [t, t + 5_000, t + 30_000]) assert.deepEqual(rowsOf(restored, keys, now), rowsOf(live, keys, now));
+  const t2 = feed(restored, keys, 200, 13, t);
+  const reference = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
+  reference.install(reg);
+  feed(reference, keys, 900, 12);
+  feed(reference, keys, 200, 13, t);
+  assert.deepEqual(rowsOf(restored, keys, t2), rowsOf(reference, keys, t2));
+  assert.equal(restored.tableByName('T')!.cols.interns.get('c')!.size, ts.cols.interns.get('c')!.size, 'intern counts rebuilt from the cells');
 });
 
-import { encodeSlab, loadSlab, RAW_SLAB_KEYS_TAG, RAW_SLAB_SKIPS_TAG, RAW_SLAB_TAG, type SlabChunk } from '../../../../src/shard/persist/slab_chunk';
+import { encodeSlab, loadSlab, RAW_SLAB_TAG } from '../../../../src/shard/persist/slab_chunk';
 
 test('slab chunks: a key loaded twice keeps the later copy, and the older one leaves nothing behind', () => {
   const reg = registry([]);
@@ -770,95 +756,14 @@ test('slab chunks: a key loaded twice keeps the later copy, and the older one le
   assert.equal(loadSlab(cols, chunkOf(a), null, () => {}), 2);
   assert.equal(loadSlab(cols, chunkOf(b), null, () => {}), 2);
   assert.equal(c.tableByName('T')!.size, 3);
-  for (const k of ['k1', 'k3']) assert.equal(c.read('T', k, null, t), b.read('T', k, null, t));
-  assert.equal(c.read('T', 'k2', null, t), a.read('T', 'k2', null, t));
+  for (const k of ['k1', 'k3']) assert.equal(readText(c, 'T', k, null, t), readText(b, 'T', k, null, t));
+  assert.equal(readText(c, 'T', 'k2', null, t), readText(a, 'T', 'k2', null, t));
   // The replaced copy's intern references went with it: removing everything empties the tables.
   for (const k of ['k1', 'k2', 'k3']) cols.remove(k);
   for (const table of cols.interns.values()) assert.equal(table.size, 0);
 });
 
-/**
- * A 'W' chunk (at `at` of a body) whose groups all span one window, as the 'K'
- * writer laid it out before groups spanned windows: no skip-count words in the
- * head, the pad shifted so the doubles keep their alignment in the body.
- */
-function asKeysChunk(chunk: Buffer): Buffer {
-  assert.equal(chunk[0], RAW_SLAB_SKIPS_TAG);
-  const G = chunk.readUInt32LE(12);
-  const C = chunk.readUInt32LE(16);
-  const pad = chunk.readUInt32LE(24);
-  for (let gi = 0; gi < G; gi++) assert.equal(chunk.readUInt32LE(28 + 4 * (G + C + gi)), 0, 'a group of one window');
-  const headK = 28 + 4 * (G + C);
-  const padK = (pad + 4 * G) % 8;
-  const out = Buffer.concat([chunk.subarray(0, headK), Buffer.alloc(padK), chunk.subarray(headK + 4 * G + pad)]);
-  out[0] = RAW_SLAB_KEYS_TAG;
-  out.writeUInt32LE(padK, 24);
-  return out;
-}
-
-/** The body with its first chunk (after the meta) replaced. */
-function withFirstChunk(body: Buffer, chunk: Buffer): Buffer {
-  const at = 4 + body.readUInt32LE(0) + 4;
-  const len = Buffer.alloc(4);
-  len.writeUInt32LE(chunk.length, 0);
-  return Buffer.concat([body.subarray(0, at - 4), len, chunk, body.subarray(at + body.readUInt32LE(at - 4))]);
-}
-
-test('snapshot format 4 (slab chunks v8-serialized) and format 5 (raw chunks K and S, groups of one window) still load', () => {
-  // The layouts those writers saw: every group of one window (here all windowed features share 10 s).
-  const agg: Record<string, unknown> = { ...SHARED_AGG };
-  delete agg.n1m;
-  const reg: RegistryState = { ...registry(['x']), nodes: [registry(['x']).nodes[0], { ...(registry(['x']).nodes[1] as object), agg } as RegistryState['nodes'][number]] };
-  const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-  live.install(reg);
-  const keys = Array.from({ length: 40 }, (_, i) => `k${i}é`);
-  const t = feed(live, keys, 2_000, 31);
-  const ts = live.tableByName('T')!;
-  assert.ok(ts.cols.groups.every((g) => g.windows.length === 1));
-  // What format 4 wrote: the meta, then each slab chunk as one v8-serialized object (no skip counts).
-  const meta = {
-    format: 4, shardId: 0, shardCount: 1, registryVersion: 1, startLsn: live.appliedLsn,
-    tables: [{ name: 'T', keySignature: ts.plan.keySignature, features: ts.plan.features.map((f) => [f.name, f.signature]), layout: ts.cols.layoutMeta() }],
-  };
-  const slots = ts.cols.index.liveSlots();
-  const end = { end: true, appliedLsn: live.appliedLsn, lastT: t, dedupe: [] };
-  const old4 = (part: number[]): SlabChunk => {
-    const ch = encodeSlab(ts.cols, 0, part);
-    for (const g of ch.groups) delete g.skips;
-    return ch;
-  };
-  const body4 = Buffer.concat([frame(meta), frame(old4(slots.slice(0, 17))), frame(old4(slots.slice(17))), frame(end)]);
-  const body5 = bodyOf(live);
-  const at = 4 + body5.readUInt32LE(0) + 4;
-  const chunkK = asKeysChunk(body5.subarray(at, at + body5.readUInt32LE(at - 4)));
-  const bodyK = withFirstChunk(body5, chunkK);
-  const n = chunkK.readUInt32LE(8);
-  const G = chunkK.readUInt32LE(12);
-  const C = chunkK.readUInt32LE(16);
-  const pad = chunkK.readUInt32LE(24);
-  assert.equal(n, keys.length);
-  assert.equal((at + 28 + 4 * (G + C) + pad) % 8, 0);
-  // The first format-5 writer ('S'): keys in the v8 rest instead of as bytes. Made from the 'K' chunk.
-  let doubles = 2 * n;
-  for (let i = 0; i < G; i++) doubles += chunkK.readUInt32LE(28 + 4 * i);
-  for (let i = 0; i < C; i++) doubles += n * chunkK.readUInt32LE(28 + 4 * (G + i));
-  const lensEnd = 28 + 4 * (G + C) + pad + 8 * doubles + G * n;
-  let keysEnd = lensEnd + 4 * n;
-  for (let e = 0; e < n; e++) keysEnd += chunkK.readUInt32LE(lensEnd + 4 * e) & 0xffff;
-  const rest = deserialize(chunkK.subarray(keysEnd)) as Record<string, unknown>;
-  const restS = serialize({ keys: ts.cols.index.keyList(), ...rest });
-  const chunkS = Buffer.concat([chunkK.subarray(0, lensEnd), restS]);
-  chunkS[0] = RAW_SLAB_TAG;
-  chunkS.writeUInt32LE(restS.length, 20);
-  const bodyS = withFirstChunk(body5, chunkS);
-  for (const body of [body4, bodyK, bodyS]) {
-    const restored = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
-    restoreSnapshot(restored, body, () => reg);
-    for (const now of [t, t + 5_000, t + 30_000]) assert.deepEqual(rowsOf(restored, keys, now), rowsOf(live, keys, now));
-  }
-});
-
-test('format 6 lays the arrays out raw, aligned in the body, with the skip counts of groups spanning windows', () => {
+test('a raw slab chunk lays the arrays out raw, aligned in the body, with the skip counts of groups spanning windows', () => {
   const reg = registry(['x']);
   const live = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   live.install(reg);
@@ -872,7 +777,7 @@ test('format 6 lays the arrays out raw, aligned in the body, with the skip count
   const body5 = bodyOf(live);
   // The hot chunk is raw (its tag, not v8's 0xFF), and its doubles start 8-aligned in the body.
   const at = 4 + body5.readUInt32LE(0) + 4;
-  assert.equal(body5[at], RAW_SLAB_SKIPS_TAG);
+  assert.equal(body5[at], RAW_SLAB_TAG);
   const pad = body5.readUInt32LE(at + 24);
   const n = body5.readUInt32LE(at + 8);
   const G = body5.readUInt32LE(at + 12);
@@ -958,7 +863,7 @@ test('window-mates dropped by a registry change take their buckets along; the ot
   // the change left counted as busy would never go: memory, not answers).
   const t3 = t2 + 120_000;
   // x > 50: the push reaches the ring of the `where` features too.
-  for (const s of [a, b]) for (const k of keys) s.apply('E', { k, x: 99, c: 'c0' }, t3, s.appliedLsn + 1);
+  for (const s of [a, b]) for (const k of keys) pushRow(s, 'E', { k, x: 99, c: 'c0' }, t3, s.appliedLsn + 1);
   for (const [name, s] of [['a', a], ['b', b]] as const) {
     const cols = s.tableByName('T')!.cols;
     for (const k of keys) cols.groups.forEach((g, gi) => assert.equal(g.rec[cols.index.slotOf(k)], 0, `${name} ${k} group ${gi} (${g.windows}; ${g.members.length} members): no bucket record left`));
@@ -972,14 +877,14 @@ test('a registry change that drops the only members holding buckets hands the sl
   const agg = { n10: { op: 'count', params: { window: '10s' } }, s10: { op: 'sum', params: { field: 'x', window: '10s' } } };
   const s = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   s.install(registry([], { ...agg, n1m: { op: 'count', params: { window: '1m' } } }));
-  for (let i = 0; i < 200; i++) s.apply('E', { k: 'a', x: i, c: 'c' }, 1_000 + i * 200, i + 1);
+  for (let i = 0; i < 200; i++) pushRow(s, 'E', { k: 'a', x: i, c: 'c' }, 1_000 + i * 200, i + 1);
   const cols = s.tableByName('T')!.cols;
   const slot = cols.index.slotOf('a');
   assert.equal(cols.groups[0].rec[slot], 1, 'the 1m count holds buckets (record 0)');
-  const before = JSON.parse(s.read('T', 'a', null, 40_800)) as Record<string, number>;
+  const before = JSON.parse(readText(s, 'T', 'a', null, 40_800)) as Record<string, number>;
   s.install({ ...registry([], agg), version: 2 });
   assert.equal(s.tableByName('T')!.cols.groups[0].rec[slot], 0, 'no bucket record left');
-  assert.deepEqual(JSON.parse(s.read('T', 'a', null, 40_800)), { n10: before.n10, s10: before.s10 });
+  assert.deepEqual(JSON.parse(readText(s, 'T', 'a', null, 40_800)), { n10: before.n10, s10: before.s10 });
 });
 
 test('each push expires exactly the ring entries its window has left: their strings leave the intern table', () => {
@@ -999,7 +904,7 @@ test('each push expires exactly the ring entries its window has left: their stri
   let t = 1_000_000;
   for (let i = 0; i < 80; i++) times.push((t += [1000, 1000, 700, 1300, 4096, 1, 2500, 999, 3000, 1000, 9999, 10_001][i % 12]));
   times.forEach((ti, i) => {
-    s.apply('E', { k: 'a', x: i, c: `v${i}` }, ti, i + 1);
+    pushRow(s, 'E', { k: 'a', x: i, c: `v${i}` }, ti, i + 1);
     const live = times.slice(0, i + 1).filter((tj) => ti - tj < 10_000).length;
     assert.equal(interned.size, live, `after push ${i} at ${ti}`);
   });
@@ -1026,13 +931,13 @@ test('a slot reused from the free list starts with empty solo columns (slab rows
   fresh.install(reg);
   const cols = s.tableByName('T')!.cols;
   const t = 9_000_000;
-  for (let i = 0; i < 5; i++) s.apply('E', { k: 'old', x: 100 + i, c: `c${i}` }, t + i, i + 1);
+  for (let i = 0; i < 5; i++) pushRow(s, 'E', { k: 'old', x: 100 + i, c: `c${i}` }, t + i, i + 1);
   const slot = cols.index.slotOf('old');
   assert.ok(cols.remove('old'));
-  s.apply('E', { k: 'new', x: 7, c: 'z' }, t + 10, 6);
+  pushRow(s, 'E', { k: 'new', x: 7, c: 'z' }, t + 10, 6);
   assert.equal(cols.index.slotOf('new'), slot, 'the freed slot is reused');
-  fresh.apply('E', { k: 'new', x: 7, c: 'z' }, t + 10, 6);
-  assert.equal(s.read('T', 'new', null, t + 20), fresh.read('T', 'new', null, t + 20), 'nothing of the old entity shows');
+  pushRow(fresh, 'E', { k: 'new', x: 7, c: 'z' }, t + 10, 6);
+  assert.equal(readText(s, 'T', 'new', null, t + 20), readText(fresh, 'T', 'new', null, t + 20), 'nothing of the old entity shows');
 });
 
 test('a push skips the expiry walk only when it would move nothing: every window\'s skip count is what a walk at every push leaves, and a push to one entity leaves its neighbour\'s as they were', () => {
@@ -1055,7 +960,7 @@ test('a push skips the expiry walk only when it would move nothing: every window
       const r = rnd();
       t += r < 0.6 ? Math.floor(rnd() * 4) : r < 0.9 ? Math.floor(rnd() * 400) : r < 0.99 ? 900 + Math.floor(rnd() * 12_000) : 290_000 + Math.floor(rnd() * 20_000);
       const k = rnd() < 0.8 ? 'a' : 'b';
-      s.apply('E', { k, x: i % 50, c: `c${i % 5}` }, t, i + 1);
+      pushRow(s, 'E', { k, x: i % 50, c: `c${i % 5}` }, t, i + 1);
       lastT.set(k, t);
       if (i % every !== 0) continue;
       for (const [key, at] of lastT) {
@@ -1073,7 +978,7 @@ test('a push skips the expiry walk only when it would move nothing: every window
   }
 });
 
-test('a grouped feature taken out of its ring (objectify, as a registry change does) answers as it did: counts of a field that is sometimes absent, sums, sketches; bucketed and exact regimes', () => {
+test('a grouped feature moved to a ring of its own (detachMember, as a load of another layout does) answers as it did: counts of a field that is sometimes absent, sums, sketches; bucketed and exact regimes', () => {
   const agg = {
     nx: { op: 'count', params: { field: 'x', window: '10s' } },
     nc: { op: 'count', params: { field: 'c', window: '1m' } },
@@ -1094,14 +999,16 @@ test('a grouped feature taken out of its ring (objectify, as a registry change d
     for (let i = 0; i < events; i++) {
       t += Math.floor(rnd() * 30);
       const row: Row = { k: keys[Math.floor(rnd() * keys.length)], x: rnd() < 0.35 ? null : Math.round(rnd() * 100), c: rnd() < 0.35 ? null : `c${Math.floor(rnd() * 7)}` };
-      s.apply('E', row, t, s.appliedLsn + 1);
+      pushRow(s, 'E', row, t, s.appliedLsn + 1);
     }
     const ts = s.tableByName('T')!;
-    const reads = (): unknown[] => [t, t + 4_000, t + 30_000].map((now) => keys.map((k) => JSON.parse(s.read('T', k, null, now))));
+    const reads = (): unknown[] => [t, t + 4_000, t + 30_000].map((now) => keys.map((k) => JSON.parse(readText(s, 'T', k, null, now))));
     const before = reads();
     assert.ok(ts.cols.groups.length > 0);
-    for (const f of ts.plan.features) if (ts.cols.featGroup[f.index] !== null) ts.cols.objectify(f.index);
-    assert.equal(ts.cols.groups.length, 0, 'every feature left its ring');
+    const shared = ts.cols.groups.length;
+    for (const f of ts.plan.features) if (ts.cols.featGroup[f.index]!.members.length > 1) ts.cols.detachMember(f.index);
+    assert.ok(shared < ts.plan.features.length);
+    assert.equal(ts.cols.groups.length, ts.plan.features.length, 'every feature has a ring of its own');
     assert.deepEqual(reads(), before, `${events} events`);
     if (events > 24) assert.ok((before[0] as Array<Record<string, number>>).every((r) => r.nx < r.n), 'some events lacked x: the field counts are below the event counts');
   }
@@ -1116,7 +1023,7 @@ test('a ring saved and loaded again, or restored from a snapshot, takes the smal
   let lsn = 0;
   for (const n of [1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 33]) {
     const k = `key-${n}`;
-    for (let i = 0; i < n; i++) s.apply('E', { k, x: i, c: 'c' }, 1_000_000 + i, ++lsn);
+    for (let i = 0; i < n; i++) pushRow(s, 'E', { k, x: i, c: 'c' }, 1_000_000 + i, ++lsn);
     const slot = ts.cols.index.slotOf(k);
     assert.equal(g.len[slot], n);
     const cls = g.cls[slot];
@@ -1126,7 +1033,7 @@ test('a ring saved and loaded again, or restored from a snapshot, takes the smal
     assert.equal(g.len[slot], n);
     assert.equal(g.cls[slot], cls, `${n} entries: the class the pushes grew it to`);
     assert.ok(n <= 1 << g.cls[slot] && (g.cls[slot] === 1 || n > 1 << (g.cls[slot] - 1)), `${n} entries in class ${g.cls[slot]}: the smallest that holds them`);
-    assert.deepEqual(JSON.parse(s.read('T', k, null, 1_000_100)), { n, sx: (n * (n - 1)) / 2 });
+    assert.deepEqual(JSON.parse(readText(s, 'T', k, null, 1_000_100)), { n, sx: (n * (n - 1)) / 2 });
   }
   // A snapshot's raw slab chunks go in through importSlot: the same classes.
   const restored = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
@@ -1134,7 +1041,7 @@ test('a ring saved and loaded again, or restored from a snapshot, takes the smal
   const rts = restored.tableByName('T')!;
   for (const k of ts.cols.index.keyList()) {
     assert.equal(rts.cols.groups[0].cls[rts.cols.index.slotOf(k)], g.cls[ts.cols.index.slotOf(k)], `${k} restored`);
-    assert.equal(restored.read('T', k, null, 1_000_100), s.read('T', k, null, 1_000_100));
+    assert.equal(readText(restored, 'T', k, null, 1_000_100), readText(s, 'T', k, null, 1_000_100));
   }
 });
 
@@ -1154,7 +1061,7 @@ function multiWindowLive(seed: number): { v1: RegistryState; keys: string[]; liv
     for (let i = 0; i < n; i++) {
       t += Math.floor(rnd() * 120);
       const row: Row = { k: keys[Math.floor(rnd() * keys.length)], x: Math.round(rnd() * 100), c: `c${Math.floor(rnd() * 5)}` };
-      for (const x of s) x.apply('E', row, t, x.appliedLsn + 1);
+      for (const x of s) pushRow(x, 'E', row, t, x.appliedLsn + 1);
     }
   };
   push([live], 1500);
@@ -1172,7 +1079,7 @@ test('a snapshot of rings spanning several windows maps into a changed layout wi
   const other = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   other.install(v2);
   restoreSnapshot(other, body, () => undefined);
-  const common = (s: ShardState, now: number): unknown[] => keys.map((k) => { const r = JSON.parse(s.read('T', k, null, now)) as Record<string, unknown>; delete r.life2; return r; });
+  const common = (s: ShardState, now: number): unknown[] => keys.map((k) => { const r = JSON.parse(readText(s, 'T', k, null, now)) as Record<string, unknown>; delete r.life2; return r; });
   assert.deepEqual(common(other, now()), common(live, now()));
   // The next pushes walk the restored rings and fold into the restored buckets: answers stay the live shard's.
   push([live, other], 400);
@@ -1196,7 +1103,7 @@ test('a snapshot maps into a layout whose ring spans as many windows but other o
   live.install(v1);
   // ~1.5 s of events, ~50 an entity (the exact regime).
   const t = feed(live, keys, 150, 8);
-  const counts = (s: ShardState, now: number): { n: number; n1m: number } => JSON.parse(s.read('T', keys[0], null, now)) as { n: number; n1m: number };
+  const counts = (s: ShardState, now: number): { n: number; n1m: number } => JSON.parse(readText(s, 'T', keys[0], null, now)) as { n: number; n1m: number };
   const before = counts(live, t);
   assert.ok(before.n > 0 && before.n < before.n1m, `1s holds some of the events: ${JSON.stringify(before)}`);
   const body = bodyOf(live);
@@ -1244,27 +1151,28 @@ test('a snapshot imported into a live shard (a partition import) fills freed rin
   const g = ts.cols.groups[0];
   // Rings that fill their blocks exactly (4 entries: class 2), side by side in the class's pool.
   const mine = ['m0', 'm1', 'm2', 'm3', 'm4', 'm5'];
-  mine.forEach((k, i) => fillRing(live, k, 4, 1_000_000 + 10 * i));
+  const t0 = 1_700_000_000_000;
+  mine.forEach((k, i) => fillRing(live, k, 4, t0 + 10 * i));
   for (const k of mine) assert.equal(g.len[ts.cols.index.slotOf(k)], 1 << g.cls[ts.cols.index.slotOf(k)], `${k} fills its block`);
   // Every other one leaves: free blocks between live ones.
   for (const k of ['m0', 'm2', 'm4']) assert.ok(ts.cols.remove(k));
   const kept = ['m1', 'm3', 'm5'];
   const before = kept.map((k) => g.save(ts.cols.index.slotOf(k)));
-  const readsBefore = kept.map((k) => live.read('T', k, null, 2_000_100));
+  const readsBefore = kept.map((k) => readText(live, 'T', k, null, t0 + 1_000_100));
   // A snapshot of other entities with full rings of the same class, imported into the live table.
   const src = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   src.install(reg);
   const theirs = ['p0', 'p1', 'p2', 'p3'];
-  // Times with a fraction: their low words are not zero, so a word copied one past a ring shows.
-  theirs.forEach((k, i) => fillRing(src, k, 4, 2_000_000.375 + 10 * i));
+  // Odd ms: the times' low words are not zero, so a word copied one past a ring shows.
+  theirs.forEach((k, i) => fillRing(src, k, 4, t0 + 1_000_001 + 10 * i));
   restoreSnapshot(live, bodyOf(src), () => undefined);
   assert.deepEqual(kept.map((k) => g.save(ts.cols.index.slotOf(k))), before, 'the live rings are unchanged');
-  assert.deepEqual(kept.map((k) => live.read('T', k, null, 2_000_100)), readsBefore, 'the live entities answer as before');
+  assert.deepEqual(kept.map((k) => readText(live, 'T', k, null, t0 + 1_000_100)), readsBefore, 'the live entities answer as before');
   for (const k of [...theirs, ...kept]) {
-    const lc = JSON.parse(live.read('T', k, null, 2_000_100)).lc as string[];
+    const lc = JSON.parse(readText(live, 'T', k, null, t0 + 1_000_100)).lc as string[];
     assert.deepEqual([...lc].sort(), [0, 1, 2, 3].map((i) => `${k}-c${i}`), `${k}: its own values`);
   }
-  for (const k of theirs) assert.equal(live.read('T', k, null, 2_000_100), src.read('T', k, null, 2_000_100));
+  for (const k of theirs) assert.equal(readText(live, 'T', k, null, t0 + 1_000_100), readText(src, 'T', k, null, t0 + 1_000_100));
 });
 
 test('absent values survive a cold freeze and a snapshot as absent (not NaN): counts of a field and its other readers answer as before', () => {
@@ -1281,20 +1189,20 @@ test('absent values survive a cold freeze and a snapshot as absent (not NaN): co
       const row: Record<string, unknown> = { k: 'h' };
       if (i % 3 !== 0) row.x = i * 1.5;
       if (i % 4 !== 0) row.c = `c${i % 5}`;
-      s.apply('E', row as Row, t0 + i * 100, i + 1);
+      pushRow(s, 'E', row as Row, t0 + i * 100, i + 1);
     }
   };
   const now = t0 + 1_500;
   const ref = mk();
   feed(ref);
-  const want = ref.read('T', 'h', null, now);
+  const want = readText(ref, 'T', 'h', null, now);
   assert.equal((JSON.parse(want) as { nx: number }).nx, 8, 'the 4 events without x are not counted');
 
   const c = mk();
   feed(c);
   const tc = c.tableByName('T')!;
   assert.equal(tc.evict(tc.cols.index.slotOf('h'), now), false, 'frozen, not dropped');
-  assert.equal(c.read('T', 'h', null, now), want, 'thawed from the cold store');
+  assert.equal(readText(c, 'T', 'h', null, now), want, 'thawed from the cold store');
 
   const s = mk();
   feed(s);
@@ -1303,14 +1211,14 @@ test('absent values survive a cold freeze and a snapshot as absent (not NaN): co
   const restored = mk();
   const body = job.finish(new DedupeLog()).body;
   restoreSnapshot(restored, body, () => reg);
-  assert.equal(restored.read('T', 'h', null, now), want, 'restored from a snapshot');
+  assert.equal(readText(restored, 'T', 'h', null, now), want, 'restored from a snapshot');
   // Into a registry with one more feature: the snapshot's cells are decoded and mapped entity by entity (slab_chunk.ts slabSaves).
   const reg2 = { ...registry(['x', 'c'], { ...SHARED_AGG, extra: { op: 'count', params: { window: '1h' } } }), version: 2 };
   const mapped = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   mapped.install(reg2);
   // No registry for the snapshot's version: the installed one stays.
   restoreSnapshot(mapped, body, () => undefined);
-  const got = JSON.parse(mapped.read('T', 'h', null, now)) as Record<string, unknown>;
+  const got = JSON.parse(readText(mapped, 'T', 'h', null, now)) as Record<string, unknown>;
   delete got.extra;
   assert.deepEqual(got, JSON.parse(want), 'mapped into another layout');
 });
@@ -1323,20 +1231,20 @@ test('an entity that leaves (removed, frozen) hands back its bucket record witho
   // 200 events each, 1 ms apart in a 1h window: past the ring, so each entity holds buckets.
   keys.forEach((k, j) => fillRing(s, k, 200, 1_000_000 + 1_000 * j));
   const now = 1_010_000;
-  const before = keys.map((k) => s.read('T', k, null, now));
+  const before = keys.map((k) => readText(s, 'T', k, null, now));
   const g = cols.groups[0];
   const recs = keys.map((k) => g.rec[cols.index.slotOf(k)]);
   assert.deepEqual(recs, [1, 2, 3], 'the case under test: adjacent bucket records, in key order');
   assert.ok(cols.remove('a'));
-  assert.deepEqual(['b', 'c'].map((k) => s.read('T', k, null, now)), before.slice(1), 'after a left');
+  assert.deepEqual(['b', 'c'].map((k) => readText(s, 'T', k, null, now)), before.slice(1), 'after a left');
   // The freed record goes to the next entity that needs one; its neighbours still answer as before.
   fillRing(s, 'd', 200, 1_005_000);
   assert.equal(g.rec[cols.index.slotOf('d')], 1);
-  const d = s.read('T', 'd', null, now);
+  const d = readText(s, 'T', 'd', null, now);
   const ts = s.tableByName('T')!;
   assert.equal(ts.evict(cols.index.slotOf('b'), now), false, 'b frozen, not dropped');
-  assert.deepEqual(['c', 'd'].map((k) => s.read('T', k, null, now)), [before[2], d], 'after b left');
-  assert.equal(s.read('T', 'b', null, now), before[1], 'b thawed');
+  assert.deepEqual(['c', 'd'].map((k) => readText(s, 'T', k, null, now)), [before[2], d], 'after b left');
+  assert.equal(readText(s, 'T', 'b', null, now), before[1], 'b thawed');
 });
 
 test('an entity thawed from the cold store takes a ring block only for the rings that hold entries (a `where` that never passed leaves its ring empty)', () => {
@@ -1345,14 +1253,14 @@ test('an entity thawed from the cold store takes a ring block only for the rings
   const ts = s.tableByName('T')!;
   const cols = ts.cols;
   // x <= 50 only: the `x > 50` features' ring never takes an entry; the others hold three.
-  for (let i = 0; i < 3; i++) s.apply('E', { k: 'a', x: 10 + i, c: 'c' }, 1_000_000 + i, s.appliedLsn + 1);
+  for (let i = 0; i < 3; i++) pushRow(s, 'E', { k: 'a', x: 10 + i, c: 'c' }, 1_000_000 + i, s.appliedLsn + 1);
   const classes = (): number[] => cols.groups.map((g) => g.cls[cols.index.slotOf('a')]);
   const before = classes();
   assert.ok(before.includes(0) && before.some((c) => c > 0), 'the case under test: an empty ring beside filled ones');
   const now = 1_000_010;
-  const row = s.read('T', 'a', null, now);
+  const row = readText(s, 'T', 'a', null, now);
   assert.equal(ts.evict(cols.index.slotOf('a'), now), false, 'frozen, not dropped');
-  assert.equal(s.read('T', 'a', null, now), row, 'thawed by the read');
+  assert.equal(readText(s, 'T', 'a', null, now), row, 'thawed by the read');
   assert.deepEqual(classes(), before);
 });
 
@@ -1361,7 +1269,7 @@ test('a ring exported into a slab chunk lists the interned values its string cel
   s.install(registry([]));
   const cols = s.tableByName('T')!.cols;
   // Numbers of many low words (x / 7), three strings.
-  for (let i = 0; i < 40; i++) s.apply('E', { k: 'a', x: (i * 13) / 7, c: `v${i % 3}` }, 1_000_000 + i, s.appliedLsn + 1);
+  for (let i = 0; i < 40; i++) pushRow(s, 'E', { k: 'a', x: (i * 13) / 7, c: `v${i % 3}` }, 1_000_000 + i, s.appliedLsn + 1);
   const slot = cols.index.slotOf('a');
   const g = cols.groups.find((grp) => grp.fields.includes('x') && grp.fields.includes('c'))!;
   const ids = g.fields.map(() => new Map<number, unknown>());

@@ -1,12 +1,14 @@
 /**
  * Lifetime sketch ops kept as exact values (shard/columns/exact_column.ts): every answer
- * equals the op's own state (factory.create(), which the sketch unit tests check
+ * equals the op's own state (its object form, which the sketch unit tests check
  * against naive recomputation) fed the same events, before, at and past
  * LIFE_EXACT_VALUES_MAX values; saves round-trip through snapshots and the cold
  * store as cells; intern references are given back.
  */
+import { pushRow, readText } from '../../../harness/shard_feed';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { columnState } from '../../ops/column_state';
 import { ShardState } from '../../../../src/shard/state/state';
 import { ExactColumn } from '../../../../src/shard/columns/exact_column';
 import { restoreSnapshot, SnapshotJob } from '../../../../src/shard/persist/snapshot_job';
@@ -71,16 +73,17 @@ test('every lifetime sketch op holds its values as cells: each answer equals the
       for (const [k, states] of sep) {
         const want: Record<string, unknown> = {};
         feats.forEach((f, i) => { want[f.name] = states[i].read(0); });
-        assert.deepEqual(JSON.parse(s.read('T', k, null, 0)), JSON.parse(JSON.stringify(want)), `seed ${seed} key ${k}`);
+        assert.deepEqual(JSON.parse(readText(s, 'T', k, null, 0)), JSON.parse(JSON.stringify(want)), `seed ${seed} key ${k}`);
       }
     };
     // Keys with 0..3x the capacity of events each.
     for (let i = 0; i < 40 * LIFE_EXACT_VALUES_MAX; i++) {
       const k = `k${Math.floor(rnd() * 12)}`;
       const row = rowOf(rnd, k);
-      s.apply('E', row, 1_000 + i, i + 1);
+      pushRow(s, 'E', row, 1_000 + i, i + 1);
       let states = sep.get(k);
-      if (states === undefined) sep.set(k, (states = feats.map((f) => f.factory.create())));
+      // A sketch op's own object form; the others (a count) in their columns.
+      if (states === undefined) sep.set(k, (states = feats.map((f) => (f.factory.exact != null ? f.factory.object!.create() : columnState(f.factory)))));
       feats.forEach((f, j) => states![j].update(f.get === null ? undefined : f.get(row), 1_000 + i, row));
       if (i % 7 === 0) check();
     }
@@ -94,21 +97,21 @@ test('exact values: promotion at the value past the capacity, saves as values or
   const fi = ts.plan.features.findIndex((f) => f.name === 'top');
   const col = ts.cols.objs[fi] as ExactColumn;
   const intern = col.intern;
-  for (let i = 0; i < LIFE_EXACT_VALUES_MAX; i++) s.apply('E', { k: 'a', c: `v${i % 3}` }, 1_000 + i, i + 1);
+  for (let i = 0; i < LIFE_EXACT_VALUES_MAX; i++) pushRow(s, 'E', { k: 'a', c: `v${i % 3}` }, 1_000 + i, i + 1);
   const slot = ts.cols.index.slotOf('a');
   assert.deepEqual(col.save(slot), { exactValues: Array.from({ length: LIFE_EXACT_VALUES_MAX }, (_, i) => `v${i % 3}`) });
   assert.equal(col.promotedCount, 0);
   // The restore of a ValLifeState from the values answers as the column does.
-  const fromValues = ts.plan.features[fi].factory.load(col.save(slot));
+  const fromValues = ts.plan.features[fi].factory.object!.load(col.save(slot));
   assert.deepEqual(fromValues.read(0), col.read(slot, 0));
-  s.apply('E', { k: 'a', c: 'v9' }, 2_000, LIFE_EXACT_VALUES_MAX + 1);
+  pushRow(s, 'E', { k: 'a', c: 'v9' }, 2_000, LIFE_EXACT_VALUES_MAX + 1);
   assert.equal(col.promotedCount, 1, 'one more value: the op\'s object');
   const saved = col.save(slot) as { kind: string };
   assert.equal(saved.kind, 'top_k', 'saved as the sketch');
   // c is interned for the column only while cells hold it; the promoted state holds strings itself.
   assert.equal(intern.size, 0, 'the cells gave their references back');
   // Empty: a key with events that carry no c.
-  s.apply('E', { k: 'e', x: 1 }, 3_000, LIFE_EXACT_VALUES_MAX + 2);
+  pushRow(s, 'E', { k: 'e', x: 1 }, 3_000, LIFE_EXACT_VALUES_MAX + 2);
   assert.equal(col.save(ts.cols.index.slotOf('e')), null, 'no value accepted: null, as ValLifeState saves it');
 });
 
@@ -116,8 +119,8 @@ test('exact values survive a snapshot and a cold freeze as cells, with the same 
   const rnd = prng(11);
   const s = shard();
   const keys = Array.from({ length: 30 }, (_, i) => `k${i}`);
-  for (let i = 0; i < 150; i++) s.apply('E', rowOf(rnd, keys[Math.floor(rnd() * keys.length)]), 1_000 + i, i + 1);
-  const rows = keys.map((k) => s.read('T', k, null, 0));
+  for (let i = 0; i < 150; i++) pushRow(s, 'E', rowOf(rnd, keys[Math.floor(rnd() * keys.length)]), 1_000 + i, i + 1);
+  const rows = keys.map((k) => readText(s, 'T', k, null, 0));
   const ts = s.tableByName('T')!;
   const cols = ts.plan.features.map((f, i) => [f.name, ts.cols.objs[i]] as const).filter(([, c]) => c instanceof ExactColumn) as Array<readonly [string, ExactColumn]>;
   const promoted = cols.map(([, c]) => c.promotedCount);
@@ -125,7 +128,7 @@ test('exact values survive a snapshot and a cold freeze as cells, with the same 
 
   const restored = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
   restoreSnapshot(restored, bodyOf(s), () => registry());
-  assert.deepEqual(keys.map((k) => restored.read('T', k, null, 0)), rows, 'restored from a snapshot');
+  assert.deepEqual(keys.map((k) => readText(restored, 'T', k, null, 0)), rows, 'restored from a snapshot');
   const rt = restored.tableByName('T')!;
   assert.deepEqual(cols.map(([name]) => (rt.cols.objs[rt.plan.features.findIndex((f) => f.name === name)] as ExactColumn).promotedCount), promoted,
     'slots held as values come back as values');
@@ -136,13 +139,13 @@ test('exact values survive a snapshot and a cold freeze as cells, with the same 
     assert.equal(c.promotedCount, 0, `${name}: no object left`);
     assert.equal(c.intern.size, 0, `${name}: every reference given back`);
   }
-  assert.deepEqual(keys.map((k) => s.read('T', k, null, 0)), rows, 'thawed from the cold store');
+  assert.deepEqual(keys.map((k) => readText(s, 'T', k, null, 0)), rows, 'thawed from the cold store');
   assert.deepEqual(cols.map(([, c]) => c.promotedCount), promoted);
 });
 
 test('a registry change that drops a lifetime sketch gives its interned values back', () => {
   const s = shard();
-  for (let i = 0; i < 20; i++) s.apply('E', { k: `k${i}`, c: `only-${i}` }, 1_000 + i, i + 1);
+  for (let i = 0; i < 20; i++) pushRow(s, 'E', { k: `k${i}`, c: `only-${i}` }, 1_000 + i, i + 1);
   const ts = s.tableByName('T')!;
   const intern = (ts.cols.objs[ts.plan.features.findIndex((f) => f.name === 'nu')] as ExactColumn).intern;
   assert.equal(intern.size, 20);
@@ -154,5 +157,5 @@ test('a registry change that drops a lifetime sketch gives its interned values b
   s.install(next);
   s.releaseDropped(Number.POSITIVE_INFINITY);
   assert.equal(intern.size, 0);
-  assert.deepEqual(JSON.parse(s.read('T', 'k3', null, 0)), { nux: 0, q: null, med: null, topb: [], n: 1 });
+  assert.deepEqual(JSON.parse(readText(s, 'T', 'k3', null, 0)), { nux: 0, q: null, med: null, topb: [], n: 1 });
 });

@@ -1,15 +1,16 @@
 /**
  * Hashed fields (shard/columns/ring_group.ts): a ring field that only n_unique members
  * read holds each value's 53-bit hash instead of an interned id. These tests pin
- * what that changes (no intern entries, the layout records it, snapshot format 7)
+ * what that changes (no intern entries, the layout records it in snapshots)
  * and what it must not (every count equals a naive distinct count, in the exact
  * and the bucketed regime; saves of either kind load into tables of the other).
  */
+import { pushRow, readText } from '../../../harness/shard_feed';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ShardState } from '../../../../src/shard/state/state';
 import { TableColumns } from '../../../../src/shard/columns/table_columns';
-import { restoreSnapshot, SnapshotJob, SNAPSHOT_FORMAT } from '../../../../src/shard/persist/snapshot_job';
+import { restoreSnapshot, SnapshotJob } from '../../../../src/shard/persist/snapshot_job';
 import { DedupeLog } from '../../../../src/shard/state/dedupe_log';
 import { hashAscii53Into, hashString53 } from '../../../../src/ops/sketch/hash';
 import type { RegistryState } from '../../../../src/registry/model';
@@ -58,7 +59,7 @@ function events(keys: readonly string[], seed: number, from = T0): Ev[] {
 }
 
 function feed(s: ShardState, evs: readonly Ev[], lsn0 = 0): void {
-  evs.forEach((e, i) => s.apply('E', { ...e.row }, e.t, lsn0 + i + 1));
+  evs.forEach((e, i) => pushRow(s, 'E', { ...e.row }, e.t, lsn0 + i + 1));
 }
 
 /** n_unique of `field` over the events of key k in (now - W, now], as the op defines it (null and absent not counted). */
@@ -68,7 +69,7 @@ function naive(evs: readonly Ev[], k: string, field: string, now: number, w = W)
   return seen.size;
 }
 
-const rows = (s: ShardState, keys: readonly string[], now: number): string[] => keys.map((k) => s.read('T', k, null, now));
+const rows = (s: ShardState, keys: readonly string[], now: number): string[] => keys.map((k) => readText(s, 'T', k, null, now));
 
 function bodyOf(s: ShardState): Buffer {
   const job = new SnapshotJob(s);
@@ -104,7 +105,7 @@ test('a field only n_unique reads holds hashes: recorded in the layout, no inter
   const last = evs[evs.length - 1].t;
   for (const now of [last, last + 3_000, last + 9_000, last + 20_000]) {
     for (const k of keys) {
-      const row = JSON.parse(s.read('T', k, null, now));
+      const row = JSON.parse(readText(s, 'T', k, null, now));
       const want = { users: naive(evs, k, 'u', now), usersLong: naive(evs, k, 'u', now, 3_600_000), xs: naive(evs, k, 'x', now), os: naive(evs, k, 'o', now), cs: naive(evs, k, 'c', now) };
       // Key a is past its ring: its older events are bucketed, exact until their buckets reach the window's edge.
       if (k === 'a' && now > last) continue;
@@ -129,9 +130,7 @@ test('the hash of an ASCII value from its bytes is the hash of its string (push_
   }
 });
 
-test('snapshot formats 7 and later restore hashed fields as hashed, and later pushes count on as if never restored', () => {
-  // Format 8 changed frozen entities and lifetime sketches' saves: hashed fields are as in 7.
-  assert.ok(SNAPSHOT_FORMAT >= 7);
+test('snapshots restore hashed fields as hashed, and later pushes count on as if never restored', () => {
   const keys = ['a', 'b', 'c'];
   const evs = events(keys, 7);
   const live = shard();
@@ -162,22 +161,22 @@ test('saves load across layouts: values into a hashed table are hashed on load; 
   feed(plain, more, 10_000);
   const end = more[more.length - 1].t;
   for (const now of [end, end + 5_000]) assert.deepEqual(rows(hashedOther, keys, now), rows(plain, keys, now), `values -> hashed, then pushed, at ${now}`);
-  // Hashes into a populated table of values: its members become object states whose buckets take the ring's entries.
+  // Hashes into a populated table of values: its n_unique members move to rings of their own, which hash.
   const hashed = shard();
   feed(hashed, evs);
   const plainOther = unhashedShard();
   feed(plainOther, events(['m1', 'm2'], 3));
   restoreSnapshot(plainOther, bodyOf(hashed), () => undefined);
   const read = (s: ShardState, now: number): unknown[] => keys.map((k) => {
-    const row = JSON.parse(s.read('T', k, null, now));
+    const row = JSON.parse(readText(s, 'T', k, null, now));
     return [row.users, row.usersLong, row.xs, row.os];
   });
-  // The ring's entries reach the object states as their hashes (Prehashed): the same counts, the same expiry.
+  // The saved ring's hashes load into those rings as they are: the same counts, the same expiry.
   for (const now of [last, last + 3_000, last + 9_000, last + 12_000]) assert.deepEqual(read(plainOther, now), read(hashed, now), `hashes -> values at ${now}`);
   feed(plainOther, more, 10_000);
   feed(hashed, more, 10_000);
   for (const now of [end, end + 5_000]) assert.deepEqual(read(plainOther, now), read(hashed, now), `hashes -> values, then pushed, at ${now}`);
-  assert.ok(plainOther.tableByName('T')!.cols.objs.some((c) => c !== null), 'the n_unique features left their ring');
+  assert.ok(plainOther.tableByName('T')!.cols.groups.some((g) => g.members.length === 1 && g.hashed[0] === 1), 'the n_unique features moved to rings of their own, which hash');
 });
 
 test('a registry change carries hashed fields as they were: the carried n_unique keeps reading hashes, a field that loses its other readers stays interned', () => {
@@ -198,6 +197,6 @@ test('a registry change carries hashed fields as they were: the carried n_unique
   const last = evs[evs.length - 1].t;
   for (const now of [last, last + 5_000, last + 12_000]) {
     assert.deepEqual(rows(s, keys, now), rows(plain, keys, now), `at ${now}`);
-    for (const k of ['b', 'c']) assert.equal(JSON.parse(s.read('T', k, null, now)).users, naive(evs, k, 'u', now), `${k} users at ${now}`);
+    for (const k of ['b', 'c']) assert.equal(JSON.parse(readText(s, 'T', k, null, now)).users, naive(evs, k, 'u', now), `${k} users at ${now}`);
   }
 });

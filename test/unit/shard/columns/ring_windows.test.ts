@@ -4,6 +4,7 @@
  * every push, with events out of order, another key's full ring evicting beside
  * it, and a restore from a snapshot in the middle.
  */
+import { pushRow, readText } from '../../../harness/shard_feed';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ShardState } from '../../../../src/shard/state/state';
@@ -62,7 +63,7 @@ test('three windows over one ring read as the ring defines them after every push
     const t = r() < 0.2 ? clock - Math.floor(r() * 3_000) : clock;
     const e: Ev = { k, t, x: Math.floor(r() * 100), c: `c${Math.floor(r() * 12)}` };
     evs.push(e);
-    s.apply('E', { k: e.k, x: e.x, c: e.c }, e.t, i + 1);
+    pushRow(s, 'E', { k: e.k, x: e.x, c: e.c }, e.t, i + 1);
     if (i === 700) {
       const job = new SnapshotJob(s);
       job.step(Number.POSITIVE_INFINITY);
@@ -72,6 +73,6 @@ test('three windows over one ring read as the ring defines them after every push
     }
     // Key q stays in the exact regime (under 64 events in 20 s): every window, after every push
     // (of either key: h's pushes move the clock past q's entries without touching q's ring).
-    if (evs.some((x) => x.k === 'q')) assert.deepEqual(JSON.parse(s.read('T', 'q', null, clock)), naive(evs, 'q', clock), `q after push ${i}`);
+    if (evs.some((x) => x.k === 'q')) assert.deepEqual(JSON.parse(readText(s, 'T', 'q', null, clock)), naive(evs, 'q', clock), `q after push ${i}`);
   }
 });

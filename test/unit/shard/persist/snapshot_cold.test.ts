@@ -5,6 +5,7 @@
  * - frozen (cold) entities read exactly as hot ones, thaw on push, and survive a
  *   snapshot; a registry change of their table's layout thaws and remaps them.
  */
+import { pushRow, readText } from '../../../harness/shard_feed';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ShardState } from '../../../../src/shard/state/state';
@@ -54,7 +55,7 @@ function shard(reg: RegistryState = V1): ShardState {
 }
 
 function rows(s: ShardState, keys: string[], now: number): string[] {
-  return keys.map((k) => s.read('T', k, null, now));
+  return keys.map((k) => readText(s, 'T', k, null, now));
 }
 
 
@@ -71,7 +72,7 @@ for (const [seed, reg, nKeys] of [[1, V1, 3000], [2, V1, 3000], [3, V1, 3000], [
     const push = (): void => {
       const e = { lsn: ++lsn, t: (t += 1 + Math.floor(rnd() * 5)), k: keys[Math.floor(rnd() * keys.length)], x: Math.round(rnd() * 100) };
       log.push(e);
-      live.apply('E', { k: e.k, x: e.x }, e.t, e.lsn);
+      pushRow(live, 'E', { k: e.k, x: e.x }, e.t, e.lsn);
     };
     for (let i = 0; i < 5000; i++) push();
     // Freeze some entities so that both the cold and the hot phase have work.
@@ -89,7 +90,7 @@ for (const [seed, reg, nKeys] of [[1, V1, 3000], [2, V1, 3000], [3, V1, 3000], [
     for (let i = 0; i < 500; i++) push();
     const restored = new ShardState({ shardId: 0, shardCount: 1, memoryGovEnforce: true });
     const { startLsn } = restoreSnapshot(restored, body, (v) => (v === 1 ? reg : undefined));
-    for (const e of log) if (e.lsn > startLsn) restored.apply('E', { k: e.k, x: e.x }, e.t, e.lsn);
+    for (const e of log) if (e.lsn > startLsn) pushRow(restored, 'E', { k: e.k, x: e.x }, e.t, e.lsn);
     assert.deepEqual(rows(restored, keys, t), rows(live, keys, t));
     // Later reads too: the windows slide identically (values leave as time passes).
     for (const later of [t + 3_000, t + 9_000, t + 20_000]) assert.deepEqual(rows(restored, keys, later), rows(live, keys, later));
@@ -99,7 +100,7 @@ for (const [seed, reg, nKeys] of [[1, V1, 3000], [2, V1, 3000], [3, V1, 3000], [
 
 test('cold entities read like hot ones, thaw on push, and survive a snapshot and a layout change', () => {
   const s = shard();
-  for (let i = 0; i < 100; i++) s.apply('E', { k: `k${i % 10}`, x: i }, 1000 + i, i + 1);
+  for (let i = 0; i < 100; i++) pushRow(s, 'E', { k: `k${i % 10}`, x: i }, 1000 + i, i + 1);
   const keys = Array.from({ length: 10 }, (_, i) => `k${i}`);
   const now = 1000 + 30 * 60_000;
   const before = rows(s, keys, now);
@@ -110,8 +111,8 @@ test('cold entities read like hot ones, thaw on push, and survive a snapshot and
   // A read thaws; a push thaws and applies.
   assert.equal(s.coldCount(), 0, 'reads moved them back to hot memory');
   s.sweepCold(now + 61_000);
-  s.apply('E', { k: 'k3', x: 1000 }, now + 61_001, 101);
-  const k3 = JSON.parse(s.read('T', 'k3', null, now + 61_001));
+  pushRow(s, 'E', { k: 'k3', x: 1000 }, now + 61_001, 101);
+  const k3 = JSON.parse(readText(s, 'T', 'k3', null, now + 61_001));
   assert.equal(k3.n, 11, 'lifetime count kept across freeze and thaw');
   assert.deepEqual(k3.last, [83, 93, 1000]);
   // Snapshot with cold entities, restore: identical rows.
@@ -126,7 +127,7 @@ test('cold entities read like hot ones, thaw on push, and survive a snapshot and
   s.sweepCold(now + 200_000);
   const v2: RegistryState = { version: 2, nodes: [EVENT, { ...TABLE, agg: { ...TABLE.agg, mx: { op: 'max', params: { field: 'x', window: '1h' } } } }] };
   s.install(v2);
-  const k5 = JSON.parse(s.read('T', 'k5', null, now + 200_000));
+  const k5 = JSON.parse(readText(s, 'T', 'k5', null, now + 200_000));
   assert.equal(k5.n, 10);
   assert.equal(k5.mx, null, 'the new feature starts empty');
 });
