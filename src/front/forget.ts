@@ -16,7 +16,7 @@ import { SfError } from '../errors';
 import { KEY_BYTES_MAX } from '../limits';
 import type { CompiledRegistry, TablePlan } from '../registry/compile';
 import { parseWireKey, preview, shardOf } from '../registry/key';
-import type { ErrorPayload, ItemOut } from '../protocol/messages';
+import { FORGET_REMOVED, type ErrorPayload, type ItemOut } from '../protocol/messages';
 import { unknownNameHint } from '../util/near_name';
 import type { Sink } from './channel';
 import type { Reply } from './reply';
@@ -28,14 +28,12 @@ const FORGET_KEYS = new Set(['table', 'tables', 'key']);
 /** `tables` naming every table. */
 export const EVERY_TABLE = '*';
 
-/** The entities one forget removes, grouped by the shard that owns each key. */
+/** The entities one forget removes, and the shard that owns each key. */
 export interface ResolvedForget {
-  /** The tables the forget reaches, in the order answered, and each one's canonical key. */
+  /** The tables the forget reaches, in the order answered, and each one's canonical key and shard. */
   tables: TablePlan[];
   keys: string[];
-  /** Shards with at least one entity, ascending; per shard its entries (indexes into `tables`). */
-  shards: number[];
-  entriesOf: Map<number, number[]>;
+  shardOf: number[];
   /** The key as the caller sent it (JSON text) when the forget named every table, else null. */
   everyKey: string | null;
 }
@@ -45,41 +43,44 @@ export function resolveForget(body: unknown, reg: CompiledRegistry, shards: numb
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw shapeError('');
   const b = body as Obj;
   for (const k in b) if (!FORGET_KEYS.has(k)) throw shapeError(k, `unknown member ${JSON.stringify(k)}`);
-  if (('table' in b) === ('tables' in b)) throw shapeError('table', 'name the table with "table", or several with "tables" (a list, or "*" for every table), not both');
+  const one = 'table' in b;
+  if (one === ('tables' in b)) throw shapeError('table', 'name the table with "table", or several with "tables" (a list, or "*" for every table), not both');
   if (!('key' in b)) throw shapeError('key', 'the body needs a "key"');
   const key = b.key;
   let tables: TablePlan[];
   let keys: string[];
   let everyKey: string | null = null;
-  if (b.tables === EVERY_TABLE) {
+  if (one) {
+    const t = tableOf(reg, b.table, 'table');
+    tables = [t];
+    keys = [keyOf(t, key)];
+  } else if (b.tables === EVERY_TABLE) {
     ({ tables, keys } = everyTableOf(reg, key));
     everyKey = JSON.stringify(key);
   } else {
-    const names = 'table' in b ? [b.table] : b.tables;
+    const names = b.tables;
     if (!Array.isArray(names) || names.length === 0) throw shapeError('tables', '"tables" must be a non-empty list of table names, or "*"');
-    const path = 'table' in b ? 'table' : 'tables';
     tables = [];
     keys = [];
-    const seen = new Set<string>();
-    names.forEach((name, i) => {
-      const at = 'table' in b ? path : `${path}[${i}]`;
-      if (typeof name !== 'string') throw shapeError(at, 'a table name is a string');
-      if (seen.has(name)) return; // named twice: forgotten once
-      seen.add(name);
-      const t = reg.tables.get(name);
-      if (t === undefined) throw new SfError('unknown_table', `table ${JSON.stringify(name)} is not registered${unknownNameHint(name, reg.tables.keys(), 'registered tables', 'no tables are registered')}`, { path: at });
+    const seen = new Set<TablePlan>();
+    for (let i = 0; i < names.length; i++) {
+      const t = tableOf(reg, names[i], `tables[${i}]`);
+      if (seen.has(t)) continue; // named twice: forgotten once
+      seen.add(t);
       tables.push(t);
       keys.push(keyOf(t, key));
-    });
+    }
   }
-  const entriesOf = new Map<number, number[]>();
-  for (let i = 0; i < tables.length; i++) {
-    const s = shardOf(keys[i], shards);
-    const list = entriesOf.get(s);
-    if (list === undefined) entriesOf.set(s, [i]);
-    else list.push(i);
-  }
-  return { tables, keys, shards: [...entriesOf.keys()].sort((a, c) => a - c), entriesOf, everyKey };
+  const owners = keys.map((k) => shardOf(k, shards));
+  return { tables, keys, shardOf: owners, everyKey };
+}
+
+/** The registered table `name` names (path `at` in errors). */
+function tableOf(reg: CompiledRegistry, name: unknown, at: string): TablePlan {
+  if (typeof name !== 'string') throw shapeError(at, 'a table name is a string');
+  const t = reg.tables.get(name);
+  if (t === undefined) throw new SfError('unknown_table', `table ${JSON.stringify(name)} is not registered${unknownNameHint(name, reg.tables.keys(), 'registered tables', 'no tables are registered')}`, { path: at });
+  return t;
 }
 
 /** Table `t`'s canonical key read from `key` (throws key_shape_mismatch or key_parse_failure with path `key`). */
@@ -132,13 +133,13 @@ export interface ForgetHost {
 }
 
 /**
- * Gathers one forget's shard answers (each a JSON array of 0/1 per entry, or an
- * error): answered once every shard has, with the rows removed per table, or with
- * the first error (the entities of the shards that succeeded are gone; a retry
- * finds nothing there and removes the rest).
+ * Gathers one forget's shard answers (a string of FORGET_REMOVED / FORGET_NOT_HELD
+ * per entry the shard got, or an error): answered once every shard has, with the
+ * rows removed per table, or with the first error (the entities of the shards that
+ * succeeded are gone; a retry finds nothing there and removes the rest).
  */
 export class ForgetCtx implements Sink {
-  readonly #removed: number[];
+  readonly #removed: Uint8Array;
   #pending: number;
   #error: ErrorPayload | null = null;
 
@@ -146,28 +147,34 @@ export class ForgetCtx implements Sink {
     readonly host: ForgetHost,
     readonly reply: Reply,
     readonly plan: ResolvedForget,
+    /** Shards the forget was sent to. */
+    shards: number,
     readonly lsn: number,
     readonly version: number,
   ) {
-    this.#removed = new Array<number>(plan.tables.length).fill(0);
-    this.#pending = plan.shards.length;
+    this.#removed = new Uint8Array(plan.tables.length);
+    this.#pending = shards;
   }
 
-  /** `tag`: the shard that answered (its entries are plan.entriesOf(tag), in order). */
+  /** `tag`: the shard that answered; its entries are those of plan.shardOf `tag`, in order. */
   done(out: ItemOut, tag: number): void {
     if (typeof out === 'string') {
-      const got = JSON.parse(out) as number[];
-      const entries = this.plan.entriesOf.get(tag) ?? [];
-      for (let j = 0; j < entries.length; j++) this.#removed[entries[j]] = got[j] ?? 0;
+      const owners = this.plan.shardOf;
+      for (let i = 0, j = 0; i < owners.length; i++) if (owners[i] === tag) this.#removed[i] = out[j++] === FORGET_REMOVED ? 1 : 0;
     } else if (out !== null && !(out instanceof Uint8Array)) {
       this.#error ??= out;
     }
     if (--this.#pending > 0) return;
     if (this.#error !== null) { this.host.fail(this.reply, this.#error); return; }
     let total = 0;
-    const perTable: Record<string, number> = {};
-    this.plan.tables.forEach((t, i) => { perTable[t.name] = this.#removed[i]; total += this.#removed[i]; });
+    let tables = '';
+    const names = this.plan.tables;
+    for (let i = 0; i < names.length; i++) {
+      total += this.#removed[i];
+      // Table names are identifiers (registry/model.ts isValidName): no escaping needed.
+      tables += `${i > 0 ? ',' : ''}"${names[i].name}":${this.#removed[i]}`;
+    }
     this.host.forgotten(total);
-    this.reply.ok(JSON.stringify({ removed: total, tables: perTable, ack_lsn: this.lsn, registry_version: this.version }));
+    this.reply.ok(`{"removed":${total},"tables":{${tables}},"ack_lsn":${this.lsn},"registry_version":${this.version}}`);
   }
 }

@@ -483,10 +483,16 @@ export class Front implements PushDone, ControlHost, ForgetHost {
     }
     const t = this.#stamp(this.clock.at(startMs));
     const lsn = this.lsn.take();
-    const ctx = new ForgetCtx(this, reply, plan, lsn, reg.version);
-    for (const s of plan.shards) {
-      const entries = plan.entriesOf.get(s)!;
-      this.channels[s].enqueueForget(lsn, t, reg.version, entries.map((i) => plan.tables[i].index), entries.map((i) => plan.keys[i]), plan.everyKey, ctx, s);
+    const { tables, keys, shardOf: owners } = plan;
+    if (tables.length === 1) {
+      this.channels[owners[0]].enqueueForget(lsn, t, reg.version, [tables[0].index], keys, plan.everyKey, new ForgetCtx(this, reply, plan, 1, lsn, reg.version), owners[0]);
+    } else {
+      const shards = [...new Set(owners)].sort((a, b) => a - b);
+      const ctx = new ForgetCtx(this, reply, plan, shards.length, lsn, reg.version);
+      for (const s of shards) {
+        const mine = owners.flatMap((o, i) => (o === s ? [i] : []));
+        this.channels[s].enqueueForget(lsn, t, reg.version, mine.map((i) => tables[i].index), mine.map((i) => keys[i]), plan.everyKey, ctx, s);
+      }
     }
     this.schedule();
   }

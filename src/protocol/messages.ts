@@ -204,12 +204,16 @@ export const PREPARE_PENDING = 'pending';
  * A forget: its FORGET frame (wal/forget_record.ts: the lsn, the registry version,
  * each table index and key this shard owns) is the next frame of ShardBatch.bytes,
  * written by the channel in the item's place, so the item itself carries nothing.
- * Answered with JSON text, an array of the entities removed per entry (0 or 1),
- * or an ErrorPayload (the run's WAL write failed: nothing was removed).
+ * Answered with one character per entry of the frame, in order (FORGET_REMOVED:
+ * the shard held that entity and removed it; FORGET_NOT_HELD), or an ErrorPayload
+ * (the run's WAL write failed: nothing was removed).
  */
 export interface ForgetItem {
   k: typeof ITEM_FORGET;
 }
+
+export const FORGET_REMOVED = '1';
+export const FORGET_NOT_HELD = '0';
 
 export interface ResetItem {
   k: typeof ITEM_RESET;
@@ -334,7 +338,8 @@ export type ItemOut = string | ErrorPayload | Uint8Array | null;
 export type PushRunOut = ErrorPayload | null | Array<ErrorPayload | null>;
 
 /**
- * One entry per item, in order: a GET, STATS, INSPECT or FORGET gets JSON text; an EXPORT a
+ * One entry per item, in order: a GET, STATS or INSPECT gets JSON text, a FORGET its
+ * per-entry answer (ForgetItem); an EXPORT a
  * Uint8Array; a push run a PushRunOut; an INSTALL, RESET, SNAPSHOT or IMPORT null
  * on success or an ErrorPayload.
  */

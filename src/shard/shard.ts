@@ -336,7 +336,7 @@ export class Shard {
 
   /**
    * Applies the next frame, a FORGET, unless the run's write failed (then nothing is
-   * removed and it answers `walErr`): the entities removed per entry, as JSON text.
+   * removed and it answers `walErr`): per entry whether it removed one (ForgetItem).
    */
   #forget(walErr: ErrorPayload | null): string | ErrorPayload {
     const buf = this.#bytes;
@@ -349,7 +349,7 @@ export class Shard {
       const removed = applyForget(this.#state, buf, p + FRAME_LENGTH_CRC_BYTES);
       if (removed === null) throw new Error(`forget at lsn ${lsn} was written under another registry version than v${this.#state.registryVersion}`);
       this.#store?.forgotten(lsn);
-      return JSON.stringify(removed);
+      return removed;
     } catch (e) {
       this.#log.error({ kind: 'shard.forget_failed', shard: this.#init.shardId, lsn, err: String((e as Error)?.stack ?? e) });
       return errorPayload(e);

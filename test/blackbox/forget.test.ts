@@ -27,6 +27,7 @@ import { filesHolding, until } from '../harness/files';
 import { startNats } from '../harness/nats';
 import { parsePrometheus, sampleValue } from '../harness/prom';
 import { OP_AUTH, OP_ERROR_RESPONSE, OP_FORGET, OP_GET_RESPONSE } from '../../src/protocol/frame';
+import { shardOf } from '../../src/registry/key';
 import { Client, EVERY_TABLE, agg, event, f64, i64, str, table } from '../../src/client';
 
 const TXN = { kind: 'event', name: 'Txn', schema: { fields: { user: 'str', card: 'str', merchant: 'str', amount: 'f64', n: 'i64' }, optional_fields: [] } };
@@ -106,6 +107,19 @@ test('forget over HTTP and TCP: one table, a list, every table, composite keys; 
     assert.deepEqual(await row(srv, 'UserMerchant', ['u4', 'm1']), { n: 1 });
     // A composite key as "a|b" (the /get convenience) when the table is named.
     assert.deepEqual((await forget(srv, { table: 'UserMerchant', key: 'u5|m1' })).json.tables, { UserMerchant: 1 });
+    // One forget over two shards: a datetime key's canonical form (epoch ms) is not the string's.
+    const seen = { kind: 'event', name: 'Seen', schema: { fields: { tag: 'str', at: 'datetime' }, optional_fields: [] } };
+    const byTag = { kind: 'table', name: 'ByTag', upstreams: ['Seen'], key: ['tag'], agg: { n: { op: 'count', params: {} } } };
+    const byAt = { kind: 'table', name: 'ByAt', upstreams: ['Seen'], key: ['at'], agg: { n: { op: 'count', params: {} } } };
+    assert.equal((await post(srv.base, '/register', { nodes: [seen, byTag, byAt] })).status, 200);
+    const day = Array.from({ length: 28 }, (_, d) => `2020-02-${String(d + 1).padStart(2, '0')}T00:00:00Z`)
+      .find((iso) => shardOf(iso, 2) !== shardOf(String(Date.parse(iso)), 2))!;
+    assert.equal((await post(srv.base, '/push', { event: 'Seen', data: { tag: day, at: day } })).status, 200);
+    const two = await forget(srv, { tables: '*', key: day });
+    assert.deepEqual(two.json.tables, { UserSpend: 0, CardVel: 0, ByTag: 1, ByAt: 1 }, two.text);
+    assert.equal(two.json.removed, 2);
+    assert.deepEqual(await row(srv, 'ByAt', day), {});
+    assert.deepEqual(await row(srv, 'ByTag', day), {});
     // TCP: answered with the generic JSON success frame.
     const c = await TcpClient.connect(srv.tcpPort);
     try {
@@ -123,8 +137,8 @@ test('forget over HTTP and TCP: one table, a list, every table, composite keys; 
     assert.equal((await post(srv.base, '/push', { event: 'Txn', data: { user: 'u1', card: 'c1', merchant: 'm1', amount: 7, n: 1 } })).status, 200);
     assert.deepEqual(await row(srv, 'UserSpend', 'u1'), { n: 1, total: 7 });
     const m = parsePrometheus((await get(srv.adminBase!, '/metrics')).text);
-    assert.equal(sampleValue(m, 'streamfeat_forget_total', {}), 8, 'answered forgets (the refused one is an error)');
-    assert.equal(sampleValue(m, 'streamfeat_forget_rows_total', {}), 7);
+    assert.equal(sampleValue(m, 'streamfeat_forget_total', {}), 9, 'answered forgets (the refused one is an error)');
+    assert.equal(sampleValue(m, 'streamfeat_forget_rows_total', {}), 9);
   } finally {
     await srv.stop();
     srv.cleanup();

@@ -6,23 +6,25 @@
  * every record after the snapshot's start is replayed, so those later pushes
  * rebuild it from nothing either way.
  */
+import { FORGET_NOT_HELD, FORGET_REMOVED } from '../../protocol/messages';
 import { decodeForget } from '../../wal/forget_record';
 import type { ShardState } from './state';
 
 /**
- * The FORGET record whose type byte is at `buf[body]`: per entry, in order, 1 when
- * an entity was removed, 0 when the table held none of that key. Null when it was
- * written under another registry version than the installed one (nothing removed).
+ * The FORGET record whose type byte is at `buf[body]`: per entry, in order,
+ * FORGET_REMOVED when an entity was removed, FORGET_NOT_HELD when the table held
+ * none of that key (the shard's answer, protocol/messages.ts ForgetItem). Null when
+ * it was written under another registry version than the installed one (nothing removed).
  */
-export function applyForget(state: ShardState, buf: Buffer, body: number): number[] | null {
+export function applyForget(state: ShardState, buf: Buffer, body: number): string | null {
   const f = decodeForget(buf, body);
   const reg = state.registry;
   if (reg === null || f.registryVersion !== reg.version) return null;
   state.advance(f.timeMs, f.lsn);
-  const removed = new Array<number>(f.tables.length);
+  let removed = '';
   for (let i = 0; i < f.tables.length; i++) {
     const ts = state.tables[f.tables[i]];
-    removed[i] = ts !== undefined && ts.forget(f.keys[i]) ? 1 : 0;
+    removed += ts !== undefined && ts.forget(f.keys[i]) ? FORGET_REMOVED : FORGET_NOT_HELD;
   }
   return removed;
 }

@@ -79,8 +79,8 @@ class Feeder {
   forget(body: unknown, t: number, version = this.reg.version): Array<[string, string]> {
     const plan = resolveForget(body, this.reg, 1);
     const lsn = ++this.lsn;
-    const entries = plan.entriesOf.get(0)!;
-    this.w.forget(lsn, t, version, entries.map((i) => plan.tables[i].index), entries.map((i) => plan.keys[i]), plan.everyKey);
+    assert.ok(plan.shardOf.every((s) => s === 0), 'one shard owns every key');
+    this.w.forget(lsn, t, version, plan.tables.map((tp) => tp.index), plan.keys, plan.everyKey);
     this.items.push({ k: ITEM_FORGET });
     const named = plan.tables.map((tp, i): [string, string] => [tp.name, plan.keys[i]]);
     for (const [table, key] of named) this.erased.push({ table, key, lsn });
@@ -227,7 +227,7 @@ test('in a batch a forget applies in its place among the pushes and answers per 
   f.push({ user: 'user1', merchant: 'm1', amount: 9 }, T0 + 4);
   f.forget({ tables: ['Users', 'Users'], key: 'user5' }, T0 + 5);
   const res = shard.runBatch(f.batch());
-  assert.deepEqual(res.outs, [null, '[1]', '[1]', null, '[0]']);
+  assert.deepEqual(res.outs, [null, '1', '1', null, '0']);
   const now = Date.now();
   assert.deepEqual(JSON.parse(readText(state, 'Users', 'user1', null, now)), { n: 1, total: 9 }, 'the push after the forget counts from zero');
   assert.deepEqual(JSON.parse(readText(state, 'Pairs', '["user1","m1"]', null, now)), { n: 1, last: 9 });
@@ -303,7 +303,7 @@ test('a forget while a periodic snapshot runs (one entity captured, one not), bo
     f.forget({ table: 'Pairs', key: [notYet, 'm0'] }, T0 + 3002);
     f.push({ user: captured, merchant: 'm1', amount: 1000 }, T0 + 3003);
     f.push({ user: notYet, merchant: 'm0', amount: 2000 }, T0 + 3004);
-    assert.deepEqual(s.shard.runBatch(f.batch()).outs, ['[1]', '[1]', '[1]', null]);
+    assert.deepEqual(s.shard.runBatch(f.batch()).outs, ['1', '1', '1', null]);
     job.step(Number.POSITIVE_INFINITY);
     await s.store.writeJob(job, s.state, new DedupeLog());
     const compare = (st: ShardState, what: string): void => {
@@ -347,7 +347,7 @@ test('the snapshot after a forget is the only one kept and the WAL before it goe
     assert.ok(filesHolding(join(shardDir, 'wal'), 'erase-me').length > 0, 'the pushes of the entity are in the WAL');
     f.forget({ tables: '*', key: 'erase-me' }, T0 + 300);
     f.forget({ table: 'Pairs', key: ['erase-me', 'm0'] }, T0 + 301);
-    assert.deepEqual(s.shard.runBatch(f.batch()).outs, ['[1]', '[1]']);
+    assert.deepEqual(s.shard.runBatch(f.batch()).outs, ['1', '1']);
     // The periodic snapshot (a job between batches) after the forget.
     f.items.push({ k: ITEM_SNAPSHOT, sync: false });
     assert.equal(s.shard.runBatch(f.batch()).walError ?? null, null);
