@@ -80,6 +80,7 @@ import type { CoordinatorInit, ShardInit } from './protocol/messages';
 import { runCoordinator, startCoordinatorPool } from './protocol/coordinator_calls';
 import { runShardHello, startShardPool } from './protocol/shard_calls';
 import { startTimeline } from './timeline';
+import { ServedRowLog } from './training/served_log';
 
 export { Lifecycle };
 
@@ -138,6 +139,17 @@ function addr(host: string, port: number): string {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
+/** The served-row log of --served-log-dir (null: off); a directory it cannot write stops the boot. */
+function openServedLog(config: ServerConfig, log: Logger): ServedRowLog | null {
+  const c = config.servedLog;
+  if (c === null) return null;
+  try {
+    return ServedRowLog.open(c, log);
+  } catch (err) {
+    throw new StartupError(`cannot open the served-row log in ${c.dir}: ${(err as Error).message}`);
+  }
+}
+
 /**
  * Boots the server. `lifecycle` may be passed in to watch the phase from outside
  * (serve_cli.ts stops a boot that is still recovering without waiting for it).
@@ -191,8 +203,9 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
   const hellos = await Promise.all(shardPools.map((p) => runShardHello(p)));
   const lastLsn = lastRecoveredLsn(hellos);
   const metrics = new Metrics();
+  const servedLog = openServedLog(config, log);
   const front = new Front(
-    { testMode: config.testMode, auth, memoryGovEnforce: config.memoryGovEnforce, batchGetEntriesMax: config.batchGetEntriesMax, dedupeEntriesMax: config.dedupeEntriesMax },
+    { testMode: config.testMode, auth, memoryGovEnforce: config.memoryGovEnforce, batchGetEntriesMax: config.batchGetEntriesMax, dedupeEntriesMax: config.dedupeEntriesMax, servedLog },
     coordinator, shardPools, first.state, lastLsn, metrics, log,
   );
   for (const h of hellos) front.dedupe.reseed(h.dedupe);
@@ -255,6 +268,7 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
       if (!config.memoryOnly) await front.control.snapshot(true);
       await front.control.drain();
       stats.stop();
+      await servedLog?.close();
       // The shard pipes end their serve tasks first: destroying a pool fails a task still open.
       for (const ch of front.channels) ch.close();
       await Promise.all([coordinator.destroy(), ...shardPools.map((p) => p.destroy())]);

@@ -21,32 +21,48 @@ import { parseWireKey } from '../registry/key';
 import type { RegistryState } from '../registry/model';
 import { ITEM_GET, type ErrorPayload, type NonPushItem } from '../protocol/messages';
 import { ShardChannel, type Sink } from './channel';
-import { PushRoute, shardOfKey, targetCount, targetsOf } from './routing';
+import { shardOfKey, targetCount, targetsOf } from './routing';
+import { PushCore } from './push_core';
 import { PushText } from './push_text';
 import { FrontControl, type ControlHost } from './control';
 import { LsnCounter } from './lsn';
 import { rowFromEnvelope } from '../registry/row_text';
 import type { ClusterHooks, ResolvedGet } from './cluster_hooks';
-import { BatchCtx, GetCtx } from './sinks';
+import { BatchCtx, GetCtx, ServedBatch, ServedGet } from './sinks';
+import type { ServedRowLog } from '../training/served_log';
 import { PushDedupe } from './dedupe';
 import { PushCtx, PushCtxPool, type PushDone } from './push';
 import type { Reply } from './reply';
 import type { Auth } from './auth';
-import { DEDUPE_ENTRIES_MAX, KEY_BYTES_MAX } from '../limits';
+import { DEDUPE_ENTRIES_MAX, KEY_BYTES_MAX, REQUEST_ID_BYTES_MAX } from '../limits';
 import { VERSION } from '../version';
 import { unknownNameHint } from '../util/near_name';
+
+/**
+ * The `request_id` of a get body or batch_get entry (docs/wire.md "Request ids"), as
+ * the JSON text the served-row log writes; null when absent. A string of at most
+ * REQUEST_ID_BYTES_MAX bytes or a safe integer; anything else is refused
+ * (unsupported_request_shape), whether or not the log is on.
+ */
+function requestIdJson(body: unknown, path: string): string | null {
+  const id = (body as Obj).request_id;
+  if (id === undefined || id === null) return null;
+  if (typeof id === 'string' && id.length <= REQUEST_ID_BYTES_MAX && Buffer.byteLength(id) <= REQUEST_ID_BYTES_MAX) return JSON.stringify(id);
+  if (typeof id === 'number' && Number.isSafeInteger(id)) return String(id);
+  throw new SfError('unsupported_request_shape', `request_id must be a string of at most ${REQUEST_ID_BYTES_MAX} bytes or an integer (REQUEST_ID_BYTES_MAX)`, { path: `${path}${path ? '.' : ''}request_id` });
+}
 
 /** `"server_version":"x.y.z"` of the ping answer, built once. */
 const SERVER_VERSION_JSON = `"server_version":${JSON.stringify(VERSION)}`;
 
 type Obj = Record<string, unknown>;
 
-/** Top-level keys of a push envelope; `body` is the peer's TCP name for `data` (docs/wire.md). */
-const PUSH_ENVELOPE_KEYS = new Set(['event', 'data', 'body']);
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export interface FrontOptions {
   testMode: boolean;
+  /** The served-row log (training/served_log.ts); null or absent = off. */
+  servedLog?: ServedRowLog | null;
   /** Shared-token authentication for both transports; null = off (docs/security.md). */
   auth: Auth | null;
   memoryGovEnforce: boolean;
@@ -69,8 +85,10 @@ export class Front implements PushDone, ControlHost {
   /** batch_get response budget groups (GetItem.g). */
   #batchSeq = 0;
   #flushScheduled = false;
-  /** Scratch of push routing and record writing, reused by every push. */
-  readonly #route = new PushRoute();
+  /** Envelope checks, validation, chains and keys of a push, reused by every push (push_core.ts). */
+  readonly #core = new PushCore();
+  /** Scratch of push routing and record writing, reused by every push (the core's). */
+  readonly #route = this.#core.route;
   /** Reads common push bodies from their bytes, without JSON.parse (push_text.ts). */
   readonly #reader = new PushText();
   /** Contexts of answered pushes, reused (push.ts PushCtxPool). */
@@ -90,6 +108,7 @@ export class Front implements PushDone, ControlHost {
     readonly log: Logger,
   ) {
     this.dedupe = new PushDedupe(this, opts.dedupeEntriesMax ?? DEDUPE_ENTRIES_MAX);
+    this.#servedLog = opts.servedLog ?? null;
     this.#registry = compileRegistry(initial, { memoryGovEnforce: opts.memoryGovEnforce, pushValidators: true, features: false });
     this.control = new FrontControl(this);
     this.channels = shardPools.map((p, i) => new ShardChannel(i, p, (err) => this.control.shardFailed(i, err), (sink, err) => this.completionFailed(sink, err)));
@@ -175,65 +194,25 @@ export class Front implements PushDone, ControlHost {
    */
   push(body: unknown, text: string, reply: Reply): void {
     const startMs = performance.now();
-    if (!isObj(body) || typeof body.event !== 'string') {
-      this.#failWith(reply, 'missing_event_name_in_body', { message: 'body must be a JSON object with a string "event"', path: 'event' });
-      return;
-    }
     const reg = this.registry;
-    const plan = reg.events.get(body.event);
-    if (plan === undefined) {
-      this.#failWith(reply, 'event_not_found', { message: `event ${JSON.stringify(body.event)} is not registered${unknownNameHint(body.event, reg.events.keys(), 'registered events', 'no events are registered')}`, path: 'event' });
-      return;
-    }
-    for (const k in body) {
-      if (PUSH_ENVELOPE_KEYS.has(k)) continue;
-      if (k === 'event_time' || k === 'event_time_ms') {
-        this.#failWith(reply, 'unknown_field_event_time_v0', { message: `${k} is not supported in v0 (the server stamps arrival time)`, path: k });
-      } else {
-        this.#failWith(reply, 'invalid_event', { message: `unknown top-level key ${JSON.stringify(k)}; a push is {"event", "data"}`, path: k });
-      }
-      return;
-    }
-    if (body.data !== undefined && body.body !== undefined) {
-      this.#failWith(reply, 'invalid_event', { message: 'send the fields in "data" or in its alias "body", not both', path: 'body' });
-      return;
-    }
-    const data = body.data !== undefined ? body.data : body.body;
-    if (data === undefined) {
-      this.#failWith(reply, 'invalid_event', { message: 'body needs a "data" object', path: 'data' });
-      return;
-    }
-    let row;
-    try {
-      row = plan.validator!.validate(data);
-    } catch (err) {
-      this.failErr(reply, err);
-      return;
-    }
-    // Keys of every table the push feeds: routing (several shards) and the key
-    // size limit, checked before anything is recorded for this push.
+    const core = this.#core;
     const n = this.channels.length;
-    const route = this.#route;
-    const tooLong = route.route(plan, row, this.#cluster === null ? n : 1);
-    if (tooLong >= 0) {
-      const feed = plan.feeds[tooLong];
-      const key = route.keys[tooLong]!;
-      this.#failWith(reply, 'invalid_event', { message: `the key of table ${feed.table.name} would be ${Buffer.byteLength(key)} bytes; a key is at most ${KEY_BYTES_MAX} bytes (KEY_BYTES_MAX)`, path: `fields.${feed.table.keyFields.join(',')}` });
+    const refused = core.accept(reg, body, this.#cluster === null ? n : 1);
+    if (refused !== null) {
+      this.fail(reply, refused);
       return;
     }
+    const plan = core.plan!;
+    const row = core.row!;
+    const route = core.route;
     let dedupe = null;
-    let dedupeValue = '';
     /** The dedupe value the shards record (null: none). */
-    let recorded: string | null = null;
+    const recorded = core.dedupeValue();
+    const dedupeValue = recorded ?? '';
     const now = Date.now();
-    if (plan.dedupeField !== null) {
-      const v = row[plan.dedupeField];
-      if (v !== null && v !== undefined) {
-        dedupeValue = String(v);
-        recorded = dedupeValue;
-        dedupe = this.dedupe.claim(plan, dedupeValue, now, reply);
-        if (dedupe === null) return; // answered: a replay, or the store is full
-      }
+    if (recorded !== null) {
+      dedupe = this.dedupe.claim(plan, recorded, now, reply);
+      if (dedupe === null) return; // answered: a replay, or the store is full
     }
     const t = this.#stamp(now);
     if (this.#cluster !== null) {
@@ -383,15 +362,40 @@ export class Front implements PushDone, ControlHost {
   get(body: unknown, reply: Reply): void {
     const startMs = performance.now();
     let g;
+    let served: ServedGet | null = null;
     try {
       g = this.#getItem(body, '');
+      const id = requestIdJson(body, '');
+      if (this.#servedLog !== null) served = this.#served(g, id, -1);
     } catch (err) {
       this.failErr(reply, err, false);
       return;
     }
-    if (this.#cluster !== null) { this.#cluster.read(g, new GetCtx(reply, this, startMs), 0); return; }
-    this.channels[g.shard].enqueue(g.item, new GetCtx(reply, this, startMs), 0);
+    const ctx = new GetCtx(reply, this, startMs, served);
+    if (this.#cluster !== null) { this.#cluster.read(g, ctx, 0); return; }
+    this.channels[g.shard].enqueue(g.item, ctx, 0);
     this.schedule();
+  }
+
+  /** The served-row log. */
+  get servedLog(): ServedRowLog | null {
+    return this.#servedLog;
+  }
+
+  readonly #servedLog: ServedRowLog | null;
+
+  /**
+   * The served-row log entry of a resolved get when its table is logged and the coin
+   * says so (then the shard is asked for the row's read time and position), else null.
+   */
+  #served(g: ResolvedGet, requestId: string | null, batchIndex: number): ServedGet | null {
+    const log = this.#servedLog!;
+    if (!log.sampled(g.table)) return null;
+    g.item.p = 1;
+    const table = this.#registry.tableList[g.item.t];
+    // A one-field canonical key is the value itself; a composite one is its JSON array text already.
+    const keyJson = table.keyFields.length === 1 ? JSON.stringify(g.item.key) : g.item.key;
+    return new ServedGet(log, JSON.stringify(g.table), keyJson, g.item.v, requestId, batchIndex);
   }
 
   /** Hands one item to a local shard (cluster mode feeds and reads through here). */
@@ -415,10 +419,22 @@ export class Front implements PushDone, ControlHost {
       this.#failWith(reply, 'batch_too_large', { message: `${requests.length} entries; the limit is ${this.opts.batchGetEntriesMax} (SERVICE_MAX_BATCH_GET)`, path: 'requests' }, false);
       return;
     }
+    let batchId: string | null;
+    try {
+      batchId = requestIdJson(body, '');
+    } catch (err) {
+      this.failErr(reply, err, false);
+      return;
+    }
     const parts: string[] = new Array(requests.length);
+    const log = this.#servedLog;
+    const entries: Array<ServedGet | null> | null = log === null ? null : new Array<ServedGet | null>(requests.length).fill(null);
     const valid: Array<ResolvedGet | null> = requests.map((r, i) => {
       try {
-        return this.#getItem(r, `requests[${i}]`);
+        const v = this.#getItem(r, `requests[${i}]`);
+        const id = requestIdJson(r, `requests[${i}]`) ?? batchId;
+        if (entries !== null) entries[i] = this.#served(v, id, i);
+        return v;
       } catch (err) {
         const e = asSfError(err);
         parts[i] = JSON.stringify({ error: { code: e.code, path: e.detail.path, message: e.message } });
@@ -426,7 +442,8 @@ export class Front implements PushDone, ControlHost {
       }
     });
     const pending = valid.filter((v) => v !== null).length;
-    const ctx = new BatchCtx(reply, parts, this, pending, startMs);
+    const served = entries !== null && entries.some((e) => e !== null) ? new ServedBatch(entries) : null;
+    const ctx = new BatchCtx(reply, parts, this, pending, startMs, served);
     if (pending === 0) { ctx.finish(); return; }
     const group = this.#batchSeq++;
     for (const v of valid) if (v !== null) v.item.g = group;
