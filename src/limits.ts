@@ -75,6 +75,14 @@ export const SERVED_LOG_FILE_BYTES_MIN = 4096;
 export const SERVED_LOG_FILES_DEFAULT = 16;
 /** A failing served-row log disk is logged at most once per this long (and its open retried as often). */
 export const SERVED_LOG_ERROR_LOG_INTERVAL_MS = 1_000;
+/** Offline tools (replay, export): the progress line on a terminal is rewritten at most this often. */
+export const PROGRESS_INTERVAL_MS = 250;
+/** Offline tools: the clock is read once per this many progress ticks (records, events). */
+export const PROGRESS_CLOCK_STRIDE = 4096;
+/** Offline tools: output is written in chunks of about this many UTF-16 units. */
+export const OUTPUT_CHUNK_UNITS = 1024 * 1024;
+/** Offline tools under --bad-lines skip: the first this many bad lines are shown on stderr; the rest are counted. */
+export const BAD_LINES_REPORTED_MAX = 20;
 /** A get's `request_id` (string of at most this many UTF-8 bytes, or an integer): what the served-row log records. */
 export const REQUEST_ID_BYTES_MAX = 128;
 

@@ -16,13 +16,14 @@ import type Piscina from 'piscina';
 import { asSfError, SfError, type ErrorCode, type ErrorDetail } from '../errors';
 import type { Logger } from '../log';
 import type { Metrics } from '../admin/metrics';
-import { compileRegistry, type CompiledRegistry, type TablePlan } from '../registry/compile';
+import { compileRegistry, type CompiledRegistry } from '../registry/compile';
 import { parseWireKey } from '../registry/key';
 import type { RegistryState } from '../registry/model';
 import { ITEM_GET, type ErrorPayload, type NonPushItem } from '../protocol/messages';
 import { ShardChannel, type Sink } from './channel';
 import { shardOfKey, targetCount, targetsOf } from './routing';
 import { PushCore } from './push_core';
+import { resolveFeatures } from './get_core';
 import { PushText } from './push_text';
 import { FrontControl, type ControlHost } from './control';
 import { LsnCounter } from './lsn';
@@ -36,7 +37,6 @@ import type { Reply } from './reply';
 import type { Auth } from './auth';
 import { DEDUPE_ENTRIES_MAX, KEY_BYTES_MAX, REQUEST_ID_BYTES_MAX } from '../limits';
 import { VERSION } from '../version';
-import { unknownNameHint } from '../util/near_name';
 
 /**
  * The `request_id` of a get body or batch_get entry (docs/wire.md "Request ids"), as
@@ -308,26 +308,7 @@ export class Front implements PushDone, ControlHost {
    * SfError): the shard writes the row from these without a name lookup.
    */
   #resolve(tableName: string, featuresRaw: unknown, key: string, path: string): ResolvedGet {
-    const at = `${path}${path ? '.' : ''}`;
-    const table: TablePlan | undefined = this.#registry.tables.get(tableName);
-    if (table === undefined) throw new SfError('unknown_table', `table ${JSON.stringify(tableName)} is not registered${unknownNameHint(tableName, this.#registry.tables.keys(), 'registered tables', 'no tables are registered')}`, { path: `${at}table` });
-    let features: string[] | null = null;
-    let f: number[] | null = null;
-    if (featuresRaw !== undefined && featuresRaw !== null) {
-      if (!Array.isArray(featuresRaw) || featuresRaw.some((x) => typeof x !== 'string')) {
-        throw new SfError('unsupported_request_shape', 'features must be an array of feature names', { path: `${at}features` });
-      }
-      features = [...new Set(featuresRaw as string[])]; // a name asked twice is answered once
-      f = new Array<number>(features.length);
-      for (let i = 0; i < features.length; i++) {
-        const name = features[i];
-        const j = table.featureIndex.get(name);
-        if (j !== undefined) { f[i] = j; continue; }
-        const owners = this.#registry.featureTables.get(name);
-        if (owners !== undefined) throw new SfError('feature_not_in_table', `feature ${JSON.stringify(name)} is not in table ${table.name} (it is in ${owners.join(', ')})`, { path: `${at}features` });
-        throw new SfError('feature_not_found', `feature ${JSON.stringify(name)} is not registered${unknownNameHint(name, table.featureIndex.keys(), `features of ${table.name}`)}`, { path: `${at}features` });
-      }
-    }
+    const { table, features, f } = resolveFeatures(this.#registry, tableName, featuresRaw, path);
     return {
       item: { k: ITEM_GET, v: this.#registry.version, t: table.index, key, f },
       shard: shardOfKey(key, this.channels.length),

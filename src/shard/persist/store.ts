@@ -328,7 +328,7 @@ export class ShardStore {
   }
 }
 
-interface BadRecords {
+export interface BadRecords {
   count: number;
   firstLsn: number;
   lastLsn: number;
@@ -340,7 +340,7 @@ interface BadRecords {
  * buffer; EVENT records (the envelope text, written before PUSH existed) are
  * parsed again, so an old data dir still recovers (docs/durability.md).
  */
-function replay(state: ShardState, pushes: PushApplier, dedupe: DedupeLog, history: Map<number, RegistryState>, r: WalRecord, log: Logger, bad: BadRecords): void {
+export function replay(state: ShardState, pushes: PushApplier, dedupe: DedupeLog, history: Map<number, RegistryState>, r: WalRecord, log: Logger, bad: BadRecords): void {
   if (r.type === RECORD_TYPE_PUSH || r.type === RECORD_TYPE_EVENT) {
     if (r.registryVersion !== state.registryVersion) {
       const reg = history.get(r.registryVersion);

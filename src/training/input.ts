@@ -1,0 +1,164 @@
+/**
+ * Input files of the offline tools (docs/training.md "Input files"): NDJSON
+ * (`.ndjson`, `.jsonl`, `.json`) and CSV (`.csv`), each optionally gzipped (read by
+ * its magic bytes, whatever the name). Lines are numbered from 1 as an editor shows
+ * them (a CSV header is line 1). A line that cannot be read is a LineError naming
+ * its file and line; the caller either stops at it or skips and counts it
+ * (--bad-lines), so no line is ever dropped without a word.
+ *
+ * CSV: RFC 4180 fields (comma-separated, `"` quotes a field, `""` inside quotes is
+ * one quote); a quoted field cannot span lines. An empty field is an absent value.
+ */
+import { createReadStream, openSync, readSync, closeSync } from 'node:fs';
+import { createGunzip } from 'node:zlib';
+import { createInterface } from 'node:readline';
+import { extname } from 'node:path';
+import { UsageError } from '../cli_args';
+import type { FieldType } from '../types';
+
+export type InputFormat = 'ndjson' | 'csv';
+
+/**
+ * A line that cannot be used: its file, number (from 1), a code and what is wrong.
+ * A bad input is a usage error (one line, exit 2) that carries its own fix.
+ */
+export class LineError extends UsageError {
+  constructor(readonly file: string, readonly line: number, readonly code: string, message: string) {
+    super(`${file}:${line}: ${code}: ${message}`, false);
+  }
+}
+
+/** The format of `path`: `.csv` (or `.csv.gz`) is CSV, `.ndjson`/`.jsonl`/`.json` (or gzipped) NDJSON. */
+export function formatOf(path: string): InputFormat {
+  const name = path.toLowerCase().replace(/\.gz$/, '');
+  const ext = extname(name);
+  if (ext === '.csv') return 'csv';
+  if (ext === '.ndjson' || ext === '.jsonl' || ext === '.json') return 'ndjson';
+  if (ext === '.parquet') throw new UsageError(`${path}: Parquet is not read (docs/training.md "Input files" says why); convert it to NDJSON or CSV`);
+  throw new UsageError(`${path}: unknown input format ${JSON.stringify(ext)}; use .ndjson, .jsonl, .json or .csv (optionally .gz)`);
+}
+
+function gzipped(path: string): boolean {
+  const fd = openSync(path, 'r');
+  try {
+    const b = Buffer.alloc(2);
+    return readSync(fd, b, 0, 2, 0) === 2 && b[0] === 0x1f && b[1] === 0x8b;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Lines of `path` (gunzipped when it is gzip), numbered from 1; blank lines are skipped (numbers keep counting). */
+export async function* readLines(path: string): AsyncGenerator<{ n: number; text: string }> {
+  let isGz: boolean;
+  try {
+    isGz = gzipped(path);
+  } catch (err) {
+    throw new UsageError(`cannot read ${path}: ${(err as Error).message}`);
+  }
+  const raw = createReadStream(path);
+  const stream = isGz ? raw.pipe(createGunzip()) : raw;
+  let failure: Error | null = null;
+  stream.on('error', (err: Error) => { failure = err; });
+  raw.on('error', (err) => { failure = err; });
+  const rl = createInterface({ input: stream, crlfDelay: Infinity });
+  let n = 0;
+  try {
+    for await (const line of rl) {
+      n++;
+      if (n === 1 && line.charCodeAt(0) === 0xfeff) { if (line.length > 1) yield { n, text: line.slice(1) }; continue; }
+      if (line.trim() === '') continue;
+      yield { n, text: line };
+    }
+  } catch (err) {
+    failure = failure ?? (err as Error);
+  }
+  if (failure !== null) throw new UsageError(`cannot read ${path} past line ${n}: ${(failure as Error).message}`);
+}
+
+/** The fields of one CSV line, or null when its quotes do not close. */
+export function splitCsv(text: string): string[] | null {
+  const out: string[] = [];
+  let i = 0;
+  for (;;) {
+    if (text.charCodeAt(i) === 0x22) {
+      let v = '';
+      i++;
+      for (;;) {
+        const q = text.indexOf('"', i);
+        if (q < 0) return null;
+        v += text.slice(i, q);
+        if (text.charCodeAt(q + 1) === 0x22) { v += '"'; i = q + 2; continue; }
+        i = q + 1;
+        break;
+      }
+      out.push(v);
+      if (i === text.length) return out;
+      if (text.charCodeAt(i) !== 0x2c) return null;
+      i++;
+      continue;
+    }
+    const c = text.indexOf(',', i);
+    if (c < 0) { out.push(text.slice(i)); return out; }
+    out.push(text.slice(i, c));
+    i = c + 1;
+  }
+}
+
+/**
+ * One CSV cell as a value of declared type `t`: numbers for i64/f64, booleans for
+ * bool (true/false/1/0), strings otherwise; undefined for an empty cell (absent).
+ * Throws a message when the cell is not of the type (the caller names the line).
+ */
+export function csvValue(cell: string, t: FieldType | undefined): unknown {
+  if (cell === '') return undefined;
+  switch (t) {
+    case 'i64':
+    case 'f64': {
+      const v = Number(cell.trim());
+      if (cell.trim() === '' || !Number.isFinite(v)) throw new Error(`${JSON.stringify(cell)} is not a number`);
+      return v;
+    }
+    case 'bool':
+      if (cell === 'true' || cell === '1') return true;
+      if (cell === 'false' || cell === '0') return false;
+      throw new Error(`${JSON.stringify(cell)} is not a bool (true, false, 1 or 0)`);
+    default:
+      return cell;
+  }
+}
+
+/**
+ * A time value (an event's time field, a spine's time): integer epoch ms (a number
+ * or a string of digits) or an RFC 3339 string; throws a message otherwise.
+ */
+export function timeValue(v: unknown): number {
+  if (typeof v === 'number') {
+    if (Number.isSafeInteger(v)) return v;
+    throw new Error(`time ${v} is not an integer of epoch milliseconds`);
+  }
+  if (typeof v === 'string') {
+    const s = v.trim();
+    if (/^-?\d+$/.test(s) && Number.isSafeInteger(Number(s))) return Number(s);
+    if (/^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$/.test(s)) {
+      const ms = Date.parse(s);
+      if (!Number.isNaN(ms)) return ms;
+    }
+    throw new Error(`time ${JSON.stringify(v)} is neither epoch milliseconds nor an RFC 3339 date-time`);
+  }
+  throw new Error(v === undefined ? 'the time field is missing' : `time ${JSON.stringify(v)} is neither epoch milliseconds nor an RFC 3339 date-time`);
+}
+
+/** Lines skipped under --bad-lines skip: counted, the first few reported on stderr. */
+export class BadLines {
+  count = 0;
+  constructor(readonly skip: boolean, readonly report: (message: string) => void, readonly reportMax: number) {}
+
+  /** A bad line: thrown again under --bad-lines fail, else reported (the first reportMax) and counted. */
+  take(err: LineError): void {
+    if (!this.skip) throw err;
+    this.count++;
+    if (this.count <= this.reportMax) this.report(`skipped ${err.message}`);
+    else if (this.count === this.reportMax + 1) this.report('further bad lines are counted, not shown');
+  }
+}

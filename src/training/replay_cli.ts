@@ -1,0 +1,191 @@
+/**
+ * `streamfeat replay --registry FILE --events FILE --time-field NAME [--spine FILE]
+ * [--out FILE]` (docs/training.md "Offline replay"): historical events through the
+ * offline engine (engine.ts: the server's compile, push path and op code, in this
+ * process), each at its own time. Output, NDJSON: with --spine, the row of each
+ * spine line as of its time, in spine order; without, the final row of every
+ * entity (read at the last event's time), by table then key.
+ *
+ * Events must come in time order: the first one earlier than the line before it
+ * stops the run and names both lines, unless --sort, which reads every event into
+ * memory and sorts them (stably: equal times keep file order).
+ */
+import { readFileSync } from 'node:fs';
+import { type CliCommand, type CliIo, EXIT_OK, stringValue, UsageError, oneOfArg } from '../cli_args';
+import { register } from '../coordinator/register';
+import type { RegistryState } from '../registry/model';
+import { resolveFeatures } from '../front/get_core';
+import { SfError } from '../errors';
+import type { ErrorPayload } from '../protocol/messages';
+import { BAD_LINES_REPORTED_MAX } from '../limits';
+import { DEDUPE_REPLAY, OfflineEngine } from './engine';
+import { EventLines, type TimedEvent } from './events';
+import { BadLines, formatOf, LineError, readLines } from './input';
+import { answerLine, answerOrder, loadSpine, PointInTime, type SpineRow } from './spine';
+import { OutputFile } from './output';
+import { stderrProgress } from './progress';
+
+export const REPLAY_COMMAND: CliCommand = {
+  spec: {
+    name: 'replay',
+    args: [],
+    summary: 'Replay historical events offline through the server\'s own engine: final rows per entity, or point-in-time rows for a spine.',
+    options: [
+      { name: 'registry', type: 'string', value: 'FILE', help: 'register body ({"nodes": [...]}) or a GET /registry answer' },
+      { name: 'events', type: 'string', value: 'FILE', help: 'events: .ndjson/.jsonl/.json or .csv, optionally gzipped' },
+      { name: 'time-field', type: 'string', value: 'NAME', help: 'the field holding each event\'s time (epoch ms or RFC 3339): its processing time' },
+      { name: 'event', type: 'string', value: 'NAME', help: 'the event of lines that are its fields alone (not {"event","data"} envelopes)' },
+      { name: 'spine', type: 'string', value: 'FILE', help: 'key + time lines: answer each as of its time (docs/training.md "Spines")' },
+      { name: 'table', type: 'string', value: 'T', help: 'the table of the spine (or of the final rows; default every table)' },
+      { name: 'features', type: 'string', value: 'a,b', help: 'only these features, in this order' },
+      { name: 'spine-time-field', type: 'string', value: 'NAME', help: 'the spine\'s time column', default: 'time_ms' },
+      { name: 'out', type: 'string', value: 'FILE', help: 'output file', default: 'stdout' },
+      { name: 'sort', type: 'boolean', help: 'sort events by time in memory instead of refusing the first one out of order' },
+      { name: 'bad-lines', type: 'string', value: 'fail|skip', help: 'a line that cannot be used stops the run, or is reported and skipped (counted)', default: 'fail' },
+    ],
+    notes: [
+      'Output (NDJSON): {"table","key","time_ms","row"} per line, plus the spine line\'s other columns; a row that cannot be answered has "error" instead of "row".',
+      'exit codes: 0 done, 2 bad command line or bad input (the message names the file and line)',
+    ],
+  },
+  run: (p, io) => runReplay(p.values, io),
+};
+
+function required(values: Record<string, unknown>, name: string): string {
+  const v = values[name];
+  if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required`);
+  return v;
+}
+
+/** A registry file: a register body or a GET /registry answer, registered on an empty registry (the register rules apply). */
+export function loadRegistryFile(path: string): RegistryState {
+  let payload: unknown;
+  try {
+    payload = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    throw new UsageError(`${path}: ${(err as Error).message}`, false);
+  }
+  try {
+    const out = register({ version: 0, nodes: [] }, payload, { memoryGovEnforce: true });
+    return out.next ?? { version: 1, nodes: [] };
+  } catch (err) {
+    if (!(err instanceof SfError)) throw err;
+    throw new UsageError(`${path}: ${err.code}${err.detail.path ? ` at ${err.detail.path}` : ''}: ${err.message}`, false);
+  }
+}
+
+export function featureList(raw: string | undefined): string[] | null {
+  return raw === undefined ? null : raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+}
+
+function refusalText(e: ErrorPayload): string {
+  return `${e.detail.message ?? e.code}${e.detail.path ? ` (at ${e.detail.path})` : ''}`;
+}
+
+async function runReplay(values: Record<string, string | boolean | undefined>, io: CliIo): Promise<number> {
+  const t0 = performance.now();
+  const registryFile = required(values, 'registry');
+  const eventsFile = required(values, 'events');
+  const timeField = required(values, 'time-field');
+  const spineFile = stringValue({ values, positionals: [], help: false }, 'spine') ?? null;
+  const table = typeof values.table === 'string' ? values.table : null;
+  const features = featureList(typeof values.features === 'string' ? values.features : undefined);
+  const skip = oneOfArg('--bad-lines', typeof values['bad-lines'] === 'string' ? values['bad-lines'] : 'fail', ['fail', 'skip']) === 'skip';
+  const format = formatOf(eventsFile);
+  const engine = new OfflineEngine(loadRegistryFile(registryFile));
+  const reg = engine.state.registry!;
+  if (table !== null && !reg.tables.has(table)) throw new UsageError(`--table ${table}: the registry has no such table`, false);
+  const bad = new BadLines(skip, (m) => io.err(m), BAD_LINES_REPORTED_MAX);
+  const out = OutputFile.open(typeof values.out === 'string' ? values.out : null);
+  const progress = stderrProgress();
+  // Feature indexes per table, resolved once under the engine's registry.
+  const resolved = new Map<string, ReturnType<typeof resolveFeatures> | ErrorPayload>();
+  const resolve = (name: string): ReturnType<typeof resolveFeatures> | ErrorPayload => {
+    let r = resolved.get(name);
+    if (r === undefined) {
+      try { r = resolveFeatures(reg, name, features, ''); } catch (err) { if (!(err instanceof SfError)) throw err; r = { code: err.code, detail: err.detail }; }
+      resolved.set(name, r);
+    }
+    return r;
+  };
+  const rowOf = (tableName: string, key: string, at: number): string | ErrorPayload => {
+    const r = resolve(tableName);
+    if ('code' in r) return r;
+    return engine.read(engine.table(tableName)!, key, r.f, at);
+  };
+
+  let spine: { order: SpineRow[]; lines: string[] } | null = null;
+  let pit: PointInTime | null = null;
+  if (spineFile !== null) {
+    const loaded = await loadSpine(spineFile, { table, timeField: (values['spine-time-field'] as string | undefined) ?? 'time_ms', tableOf: (n) => reg.tables.get(n) }, bad);
+    if (loaded.otherTables > 0) io.err(`replay: ${loaded.otherTables} spine lines name other tables than ${table} and were skipped`);
+    const lines = new Array<string>(loaded.rows.length);
+    spine = { order: answerOrder(loaded.rows, false), lines };
+    pit = new PointInTime(spine.order, false, (r) => { lines[r.index] = answerLine(r, rowOf(r.table, r.key, r.t), false); });
+  }
+
+  const reader = new EventLines(eventsFile, engine.registry, timeField, typeof values.event === 'string' ? values.event : null);
+  let lines = 0;
+  const apply = (ev: TimedEvent): void => {
+    pit?.before(ev.t, 0);
+    const r = engine.push(ev.body, ev.t);
+    if (r !== null && r !== DEDUPE_REPLAY) bad.take(new LineError(eventsFile, ev.line, r.code, refusalText(r)));
+    progress.tick(() => `replay: ${engine.applied.toLocaleString()} events applied`);
+  };
+  const sorted: TimedEvent[] | null = values.sort === true ? [] : null;
+  let last: TimedEvent | null = null;
+  for await (const { n, text } of readLines(eventsFile)) {
+    lines++;
+    let ev: TimedEvent | null;
+    try {
+      ev = format === 'csv' ? reader.csv(text, n) : reader.ndjson(text, n);
+    } catch (err) {
+      if (!(err instanceof LineError)) throw err;
+      bad.take(err);
+      continue;
+    }
+    if (ev === null) continue;
+    if (sorted !== null) { sorted.push(ev); continue; }
+    if (last !== null && ev.t < last.t) {
+      throw new UsageError(`${eventsFile}:${n}: out_of_order: time ${ev.t} is before line ${last.line}'s ${last.t}; events must be in time order (or pass --sort)`, false);
+    }
+    last = ev;
+    apply(ev);
+  }
+  if (sorted !== null) {
+    sorted.sort((a, b) => a.t - b.t || a.line - b.line);
+    for (const ev of sorted) apply(ev);
+  }
+  progress.done();
+
+  let rows = 0;
+  if (spine !== null) {
+    pit!.finish();
+    for (const line of spine.lines) if (line !== undefined) { await out.write(line); rows++; }
+  } else {
+    rows = await writeFinalRows(engine, table, rowOf, out);
+  }
+  await out.close();
+  const s = (performance.now() - t0) / 1000;
+  io.err(`replay: ${engine.applied} events applied (${engine.deduplicated} deduplicated, ${bad.count} bad lines skipped, ${lines} lines read), ${rows} rows written to ${out.name} in ${s.toFixed(2)} s (${Math.round(engine.applied / s)} events/s)`);
+  return EXIT_OK;
+}
+
+/** Every entity's row at the last event's time, by table (registry order) then canonical key. */
+async function writeFinalRows(engine: OfflineEngine, table: string | null, rowOf: (t: string, k: string, at: number) => string | ErrorPayload, out: OutputFile): Promise<number> {
+  const at = engine.lastT === Number.NEGATIVE_INFINITY ? 0 : engine.lastT;
+  let rows = 0;
+  for (const ts of engine.state.tables) {
+    if (table !== null && ts.plan.name !== table) continue;
+    const keys = [...ts.cols.index.liveSlots()].map((slot) => ts.cols.index.keyOf(slot));
+    for (const k of ts.cold.keys()) keys.push(k);
+    keys.sort();
+    const composite = ts.plan.keyFields.length > 1;
+    for (const key of keys) {
+      const r: SpineRow = { index: rows, line: 0, table: ts.plan.name, key, keyJson: composite ? key : JSON.stringify(key), t: at, lsn: -1, extra: '' };
+      await out.write(answerLine(r, rowOf(ts.plan.name, key, at), false));
+      rows++;
+    }
+  }
+  return rows;
+}
