@@ -16,7 +16,6 @@
  */
 import type { TablePlan } from '../registry/compile';
 import { parseWireKey } from '../registry/key';
-import type { ErrorPayload } from '../protocol/messages';
 import { SfError } from '../errors';
 import { csvValue, formatOf, LineError, readLines, splitCsv, timeValue, type BadLines } from './input';
 
@@ -136,11 +135,17 @@ function spineRow(file: string, n: number, obj: Obj, index: number, opts: SpineO
   return { index, line: n, table: tableName, key, keyJson, t, lsn, extra };
 }
 
+/** A row that cannot be answered: a server error code, or history_unavailable (export). */
+export interface RowError {
+  code: string;
+  detail: { message?: string };
+}
+
 /**
  * The output line of a spine row: `{"table", "key", "time_ms", ["lsn",] "row" | "error", ...passed through}`.
  * `row` is the row text exactly as a server would send it.
  */
-export function answerLine(r: SpineRow, out: string | ErrorPayload, withLsn: boolean): string {
+export function answerLine(r: SpineRow, out: string | RowError, withLsn: boolean): string {
   let s = `{"table":${JSON.stringify(r.table)},"key":${r.keyJson},"time_ms":${r.t}`;
   if (withLsn) s += `,"lsn":${r.lsn}`;
   s += typeof out === 'string' ? `,"row":${out}` : `,"error":${JSON.stringify({ code: out.code, message: out.detail.message })}`;
