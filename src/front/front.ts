@@ -376,7 +376,7 @@ export class Front implements PushDone, ControlHost {
     const table = this.#registry.tableList[g.item.t];
     // A one-field canonical key is the value itself; a composite one is its JSON array text already.
     const keyJson = table.keyFields.length === 1 ? JSON.stringify(g.item.key) : g.item.key;
-    return new ServedGet(log, JSON.stringify(g.table), keyJson, g.item.v, requestId, batchIndex);
+    return new ServedGet(log, JSON.stringify(g.table), keyJson, g.item.v, g.features === null ? null : JSON.stringify(g.features), requestId, batchIndex);
   }
 
   /** Hands one item to a local shard (cluster mode feeds and reads through here). */

@@ -50,6 +50,8 @@ export class ServedGet {
     /** The canonical key as JSON: a string, or the array text of a composite key. */
     readonly keyJson: string,
     readonly version: number,
+    /** The features the get named, as JSON; null: every feature. */
+    readonly featuresJson: string | null,
     readonly requestIdJson: string | null,
     /** Index in its batch_get, -1 for a get. */
     readonly batchIndex: number,
@@ -60,7 +62,7 @@ export class ServedGet {
    * without them, from the key's owner in cluster mode: this node's time now, no position).
    */
   answered(row: string, t: number, lsn: number): void {
-    this.log.append(servedLine(t < 0 ? Date.now() : t, this.tableJson, this.keyJson, this.version, lsn, row, this.requestIdJson, this.batchIndex));
+    this.log.append(servedLine(t < 0 ? Date.now() : t, this.tableJson, this.keyJson, this.version, lsn, this.featuresJson, row, this.requestIdJson, this.batchIndex));
   }
 }
 

@@ -14,10 +14,8 @@
  */
 import pino from 'pino';
 import { type CliCommand, type CliIo, EXIT_OK, UsageError, oneOfArg } from '../cli_args';
-import { resolveFeatures, type ResolvedFeatures } from '../front/get_core';
-import { SfError } from '../errors';
 import type { ErrorPayload } from '../protocol/messages';
-import type { CompiledRegistry, TablePlan } from '../registry/compile';
+import type { TablePlan } from '../registry/compile';
 import { compileRegistry } from '../registry/compile';
 import { shardOf } from '../registry/key';
 import type { RegistryState } from '../registry/model';
@@ -33,6 +31,7 @@ import { openDataDirHistory, type History } from './history';
 import { BadLines } from './input';
 import { OutputFile } from './output';
 import { stderrProgress } from './progress';
+import { FeatureResolver } from './resolver';
 import { featureList } from './replay_cli';
 import { answerLine, answerOrder, loadSpine, PointInTime, type SpineRow } from './spine';
 
@@ -133,8 +132,7 @@ function exportShard(
   const sh = history.shard(s);
   const start = sh.begin(state);
   let unavailable = 0;
-  // Feature indexes per compiled registry version (resolved once per version).
-  const resolved = new WeakMap<CompiledRegistry, ResolvedFeatures | ErrorPayload>();
+  const resolver = new FeatureResolver();
   const answer = (r: SpineRow): void => {
     const early = byLsn ? r.lsn < start.fromLsn : r.t < start.fromMs;
     if (early) {
@@ -143,7 +141,7 @@ function exportShard(
       emit(r, answerLine(r, { code: 'history_unavailable', detail: { message: `the data dir holds shard ${s}'s history only${since}` } }, byLsn));
       return;
     }
-    emit(r, answerLine(r, rowAt(state, r, features, resolved), byLsn));
+    emit(r, answerLine(r, rowAt(state, r, r.features ?? features, resolver), byLsn));
   };
   const pit = new PointInTime(answerOrder(rows, byLsn), byLsn, answer);
   const pushes = new PushApplier(state);
@@ -162,14 +160,10 @@ function exportShard(
 }
 
 /** One spine row read from the shard's state now, under the registry version installed now. */
-function rowAt(state: ShardState, r: SpineRow, features: string[] | null, resolved: WeakMap<CompiledRegistry, ResolvedFeatures | ErrorPayload>): string | ErrorPayload {
+function rowAt(state: ShardState, r: SpineRow, features: string[] | null, resolver: FeatureResolver): string | ErrorPayload {
   const reg = state.registry;
   if (reg === null) return { code: 'unknown_table', detail: { message: `table ${r.table} is not registered at this time` } };
-  let f = resolved.get(reg);
-  if (f === undefined) {
-    try { f = resolveFeatures(reg, r.table, features, ''); } catch (err) { if (!(err instanceof SfError)) throw err; f = { code: err.code, detail: err.detail }; }
-    resolved.set(reg, f);
-  }
+  const f = resolver.resolve(reg, r.table, features);
   if ('code' in f) return f;
   return readServed(state, state.tableByName(r.table)!, r.key, f.f, r.t);
 }

@@ -14,7 +14,6 @@ import { readFileSync } from 'node:fs';
 import { type CliCommand, type CliIo, EXIT_OK, stringValue, UsageError, oneOfArg } from '../cli_args';
 import { register } from '../coordinator/register';
 import type { RegistryState } from '../registry/model';
-import { resolveFeatures } from '../front/get_core';
 import { SfError } from '../errors';
 import type { ErrorPayload } from '../protocol/messages';
 import { BAD_LINES_REPORTED_MAX } from '../limits';
@@ -24,6 +23,7 @@ import { BadLines, formatOf, LineError, readLines } from './input';
 import { answerLine, answerOrder, loadSpine, PointInTime, type SpineRow } from './spine';
 import { OutputFile } from './output';
 import { stderrProgress } from './progress';
+import { FeatureResolver } from './resolver';
 
 export const REPLAY_COMMAND: CliCommand = {
   spec: {
@@ -98,18 +98,9 @@ async function runReplay(values: Record<string, string | boolean | undefined>, i
   const bad = new BadLines(skip, (m) => io.err(m), BAD_LINES_REPORTED_MAX);
   const out = OutputFile.open(typeof values.out === 'string' ? values.out : null);
   const progress = stderrProgress();
-  // Feature indexes per table, resolved once under the engine's registry.
-  const resolved = new Map<string, ReturnType<typeof resolveFeatures> | ErrorPayload>();
-  const resolve = (name: string): ReturnType<typeof resolveFeatures> | ErrorPayload => {
-    let r = resolved.get(name);
-    if (r === undefined) {
-      try { r = resolveFeatures(reg, name, features, ''); } catch (err) { if (!(err instanceof SfError)) throw err; r = { code: err.code, detail: err.detail }; }
-      resolved.set(name, r);
-    }
-    return r;
-  };
-  const rowOf = (tableName: string, key: string, at: number): string | ErrorPayload => {
-    const r = resolve(tableName);
+  const resolver = new FeatureResolver();
+  const rowOf = (tableName: string, key: string, at: number, asked: string[] | null): string | ErrorPayload => {
+    const r = resolver.resolve(reg, tableName, asked ?? features);
     if ('code' in r) return r;
     return engine.read(engine.table(tableName)!, key, r.f, at);
   };
@@ -121,7 +112,7 @@ async function runReplay(values: Record<string, string | boolean | undefined>, i
     if (loaded.otherTables > 0) io.err(`replay: ${loaded.otherTables} spine lines name other tables than ${table} and were skipped`);
     const lines = new Array<string>(loaded.rows.length);
     spine = { order: answerOrder(loaded.rows, false), lines };
-    pit = new PointInTime(spine.order, false, (r) => { lines[r.index] = answerLine(r, rowOf(r.table, r.key, r.t), false); });
+    pit = new PointInTime(spine.order, false, (r) => { lines[r.index] = answerLine(r, rowOf(r.table, r.key, r.t, r.features), false); });
   }
 
   const reader = new EventLines(eventsFile, engine.registry, timeField, typeof values.event === 'string' ? values.event : null);
@@ -172,7 +163,7 @@ async function runReplay(values: Record<string, string | boolean | undefined>, i
 }
 
 /** Every entity's row at the last event's time, by table (registry order) then canonical key. */
-async function writeFinalRows(engine: OfflineEngine, table: string | null, rowOf: (t: string, k: string, at: number) => string | ErrorPayload, out: OutputFile): Promise<number> {
+async function writeFinalRows(engine: OfflineEngine, table: string | null, rowOf: (t: string, k: string, at: number, f: null) => string | ErrorPayload, out: OutputFile): Promise<number> {
   const at = engine.lastT === Number.NEGATIVE_INFINITY ? 0 : engine.lastT;
   let rows = 0;
   for (const ts of engine.state.tables) {
@@ -182,8 +173,8 @@ async function writeFinalRows(engine: OfflineEngine, table: string | null, rowOf
     keys.sort();
     const composite = ts.plan.keyFields.length > 1;
     for (const key of keys) {
-      const r: SpineRow = { index: rows, line: 0, table: ts.plan.name, key, keyJson: composite ? key : JSON.stringify(key), t: at, lsn: -1, extra: '' };
-      await out.write(answerLine(r, rowOf(ts.plan.name, key, at), false));
+      const r: SpineRow = { index: rows, line: 0, table: ts.plan.name, key, keyJson: composite ? key : JSON.stringify(key), t: at, lsn: -1, features: null, extra: '' };
+      await out.write(answerLine(r, rowOf(ts.plan.name, key, at, null), false));
       rows++;
     }
   }

@@ -52,12 +52,15 @@ export function servedFileName(seq: number): string {
  * One answer as a line: `time_ms` (the server time the row was read at), `table`,
  * `key` (canonical: a string, or an array of strings for a composite key),
  * `registry_version`, `lsn` (null for a read answered by another cluster node),
- * `row` (the bytes the client got), then `request_id` and `batch_index` when there
- * is one. Built by concatenation: JSON.stringify of an object would re-serialize the row.
+ * `features` when the get named some (as JSON), `row` (the bytes the client got),
+ * then `request_id` and `batch_index` when there is one. Built by concatenation:
+ * JSON.stringify of an object would re-serialize the row.
  */
-export function servedLine(timeMs: number, tableJson: string, keyJson: string, version: number, lsn: number, row: string, requestIdJson: string | null, batchIndex: number): string {
+export function servedLine(timeMs: number, tableJson: string, keyJson: string, version: number, lsn: number, featuresJson: string | null, row: string, requestIdJson: string | null, batchIndex: number): string {
   let s = '{"time_ms":' + timeMs + ',"table":' + tableJson + ',"key":' + keyJson + ',"registry_version":' + version
-    + ',"lsn":' + (lsn < 0 ? 'null' : lsn) + ',"row":' + row;
+    + ',"lsn":' + (lsn < 0 ? 'null' : lsn);
+  if (featuresJson !== null) s += ',"features":' + featuresJson;
+  s += ',"row":' + row;
   if (requestIdJson !== null) s += ',"request_id":' + requestIdJson;
   if (batchIndex >= 0) s += ',"batch_index":' + batchIndex;
   return s + '}\n';

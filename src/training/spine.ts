@@ -6,6 +6,9 @@
  *                   composite key); or instead one column per key field, by name
  *   time_ms         the time (--spine-time-field): epoch ms or RFC 3339
  *   table           optional; else --table (lines of other tables are counted and skipped)
+ *   features        optional: the features of this line's row (an array of names, or
+ *                   in CSV names joined by "|"), as the served-row log records a get
+ *                   that named some; else --features, else every feature
  *   lsn             optional (export only): the log position to answer at, as the
  *                   served-row log records it; when every line has one, rows are
  *                   read at exactly that position instead of by time
@@ -30,12 +33,14 @@ export interface SpineRow {
   t: number;
   /** -1: none. */
   lsn: number;
+  /** This line's features; null: the tool's --features (or every feature). */
+  features: string[] | null;
   /** The passed-through columns as JSON members, each starting with a comma ('' when none). */
   extra: string;
 }
 
 /** Columns the output writes itself: a spine column of one of these names is not passed through. */
-const OUTPUT_COLUMNS = new Set(['table', 'key', 'lsn', 'row', 'error']);
+const OUTPUT_COLUMNS = new Set(['table', 'key', 'lsn', 'row', 'error', 'features']);
 
 export interface SpineOptions {
   /** --table; null: every line names its table. */
@@ -126,13 +131,20 @@ function spineRow(file: string, n: number, obj: Obj, index: number, opts: SpineO
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new LineError(file, n, 'invalid_spine', `lsn must be a non-negative integer, got ${JSON.stringify(l)}`);
     lsn = v;
   }
+  let features: string[] | null = null;
+  const fs = obj.features;
+  if (fs !== undefined && fs !== null) {
+    const list = typeof fs === 'string' ? fs.split('|') : fs;
+    if (!Array.isArray(list) || list.some((x) => typeof x !== 'string')) throw new LineError(file, n, 'invalid_spine', 'features must be an array of feature names');
+    features = list as string[];
+  }
   let extra = '';
   for (const [k, v] of Object.entries(obj)) {
     if (OUTPUT_COLUMNS.has(k) || k === opts.timeField || (fromFields && plan.keyFields.includes(k))) continue;
     extra += `,${JSON.stringify(k)}:${JSON.stringify(v)}`;
   }
   const keyJson = plan.keyFields.length === 1 ? JSON.stringify(key) : key;
-  return { index, line: n, table: tableName, key, keyJson, t, lsn, extra };
+  return { index, line: n, table: tableName, key, keyJson, t, lsn, features, extra };
 }
 
 /** A row that cannot be answered: a server error code, or history_unavailable (export). */
