@@ -79,6 +79,8 @@ export const SERVED_LOG_ERROR_LOG_INTERVAL_MS = 1_000;
 export const PROGRESS_INTERVAL_MS = 250;
 /** Offline tools: the clock is read once per this many progress ticks (records, events). */
 export const PROGRESS_CLOCK_STRIDE = 4096;
+/** Offline tools: input files are read in chunks of this many bytes. */
+export const INPUT_CHUNK_BYTES = 1024 * 1024;
 /** Offline tools: output is written in chunks of about this many UTF-16 units. */
 export const OUTPUT_CHUNK_UNITS = 1024 * 1024;
 /** Offline tools under --bad-lines skip: the first this many bad lines are shown on stderr; the rest are counted. */

@@ -56,25 +56,23 @@ export class EventLines {
     }
     if (!isObj(obj)) throw new LineError(this.file, n, 'invalid_line', 'a line must be a JSON object');
     const tf = this.timeField;
+    // The parsed object is this line's own: the time field is taken out of it in place.
     if (typeof obj.event === 'string' && (isObj(obj.data) || isObj(obj.body))) {
-      const body: Obj = { ...obj };
-      const data: Obj = { ...(isObj(obj.data) ? obj.data : obj.body as Obj) };
-      body[isObj(obj.data) ? 'data' : 'body'] = data;
+      const data = (isObj(obj.data) ? obj.data : obj.body) as Obj;
       let t: number;
-      if (tf in body) {
-        t = this.#time(body[tf], n);
-        delete body[tf];
+      if (tf in obj) {
+        t = this.#time(obj[tf], n);
+        delete obj[tf];
       } else {
         t = this.#time(data[tf], n);
         if (!this.#keepsTime(obj.event)) delete data[tf];
       }
-      return { body, t, line: n };
+      return { body: obj, t, line: n };
     }
     if (this.event === null) throw new LineError(this.file, n, 'invalid_line', 'the line is not a push envelope {"event": ..., "data": {...}}; pass --event NAME for lines of one event\'s fields');
-    const data: Obj = { ...obj };
-    const t = this.#time(data[tf], n);
-    if (!this.#keepsTime(this.event)) delete data[tf];
-    return { body: { event: this.event, data }, t, line: n };
+    const t = this.#time(obj[tf], n);
+    if (!this.#keepsTime(this.event)) delete obj[tf];
+    return { body: { event: this.event, data: obj }, t, line: n };
   }
 
   /** A CSV line: the header (returns null) or a row. Throws LineError. */
