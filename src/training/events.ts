@@ -2,8 +2,8 @@
  * Event lines of `streamfeat replay --events FILE` (docs/training.md "Input files")
  * into push envelopes and their times. A line is either the push envelope
  * `{"event": E, "data": {...}}` with the time field beside `event` (or inside
- * `data`), or, with --event E, the event's fields alone (NDJSON object or CSV row)
- * with the time field among them. The time field is taken out of the data unless
+ * `data`), or, with --event E (or an `event` column), the event's fields alone
+ * (NDJSON object, CSV row, Parquet row) with the time field among them. The time field is taken out of the data unless
  * the event's schema declares a field of that name (then it is both).
  */
 import type { CompiledRegistry } from '../registry/compile';
@@ -55,6 +55,11 @@ export class EventLines {
       throw new LineError(this.file, n, 'invalid_json', (err as Error).message);
     }
     if (!isObj(obj)) throw new LineError(this.file, n, 'invalid_line', 'a line must be a JSON object');
+    return this.object(obj, n);
+  }
+
+  /** One parsed line or Parquet row (the caller's own object: edited in place). Throws LineError. */
+  object(obj: Obj, n: number): TimedEvent {
     const tf = this.timeField;
     // The parsed object is this line's own: the time field is taken out of it in place.
     if (typeof obj.event === 'string' && (isObj(obj.data) || isObj(obj.body))) {
@@ -69,10 +74,16 @@ export class EventLines {
       }
       return { body: obj, t, line: n };
     }
-    if (this.event === null) throw new LineError(this.file, n, 'invalid_line', 'the line is not a push envelope {"event": ..., "data": {...}}; pass --event NAME for lines of one event\'s fields');
+    let event = this.event;
+    if (event === null && typeof obj.event === 'string' && !isObj(obj.data)) {
+      // An `event` column beside the fields (CSV and Parquet files may carry one).
+      event = obj.event;
+      delete obj.event;
+    }
+    if (event === null) throw new LineError(this.file, n, 'invalid_line', 'the line is not a push envelope {"event": ..., "data": {...}}; pass --event NAME for lines of one event\'s fields');
     const t = this.#time(obj[tf], n);
-    if (!this.#keepsTime(this.event)) delete obj[tf];
-    return { body: { event: this.event, data: obj }, t, line: n };
+    if (!this.#keepsTime(event)) delete obj[tf];
+    return { body: { event, data: obj }, t, line: n };
   }
 
   /** A CSV line: the header (returns null) or a row. Throws LineError. */

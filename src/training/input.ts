@@ -17,7 +17,7 @@ import { extname } from 'node:path';
 import { UsageError } from '../cli_args';
 import type { FieldType } from '../types';
 
-export type InputFormat = 'ndjson' | 'csv';
+export type InputFormat = 'ndjson' | 'csv' | 'parquet';
 
 /**
  * A line that cannot be used: its file, number (from 1), a code and what is wrong.
@@ -29,14 +29,14 @@ export class LineError extends UsageError {
   }
 }
 
-/** The format of `path`: `.csv` (or `.csv.gz`) is CSV, `.ndjson`/`.jsonl`/`.json` (or gzipped) NDJSON. */
+/** The format of `path`: `.csv` (or `.csv.gz`) is CSV, `.ndjson`/`.jsonl`/`.json` (or gzipped) NDJSON, `.parquet` Parquet. */
 export function formatOf(path: string): InputFormat {
   const name = path.toLowerCase().replace(/\.gz$/, '');
   const ext = extname(name);
   if (ext === '.csv') return 'csv';
   if (ext === '.ndjson' || ext === '.jsonl' || ext === '.json') return 'ndjson';
-  if (ext === '.parquet') throw new UsageError(`${path}: Parquet is not read (docs/training.md "Input files" says why); convert it to NDJSON or CSV`);
-  throw new UsageError(`${path}: unknown input format ${JSON.stringify(ext)}; use .ndjson, .jsonl, .json or .csv (optionally .gz)`);
+  if (ext === '.parquet') return 'parquet';
+  throw new UsageError(`${path}: unknown input format ${JSON.stringify(ext)}; use .ndjson, .jsonl, .json or .csv (optionally .gz), or .parquet`);
 }
 
 function gzipped(path: string): boolean {

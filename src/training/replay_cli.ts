@@ -19,7 +19,8 @@ import type { ErrorPayload } from '../protocol/messages';
 import { BAD_LINES_REPORTED_MAX } from '../limits';
 import { DEDUPE_REPLAY, OfflineEngine } from './engine';
 import { EventLines, type TimedEvent } from './events';
-import { BadLines, formatOf, LineError, readLines } from './input';
+import { BadLines, formatOf, LineError, readLines, type InputFormat } from './input';
+import { readParquetRows } from './parquet';
 import { answerLine, answerOrder, loadSpine, PointInTime, type SpineRow } from './spine';
 import { OutputFile } from './output';
 import { stderrProgress } from './progress';
@@ -32,7 +33,7 @@ export const REPLAY_COMMAND: CliCommand = {
     summary: 'Replay historical events offline through the server\'s own engine: final rows per entity, or point-in-time rows for a spine.',
     options: [
       { name: 'registry', type: 'string', value: 'FILE', help: 'register body ({"nodes": [...]}) or a GET /registry answer' },
-      { name: 'events', type: 'string', value: 'FILE', help: 'events: .ndjson/.jsonl/.json or .csv, optionally gzipped' },
+      { name: 'events', type: 'string', value: 'FILE', help: 'events: .ndjson/.jsonl/.json or .csv (optionally gzipped), or .parquet' },
       { name: 'time-field', type: 'string', value: 'NAME', help: 'the field holding each event\'s time (epoch ms or RFC 3339): its processing time' },
       { name: 'event', type: 'string', value: 'NAME', help: 'the event of lines that are its fields alone (not {"event","data"} envelopes)' },
       { name: 'spine', type: 'string', value: 'FILE', help: 'key + time lines: answer each as of its time (docs/training.md "Spines")' },
@@ -125,11 +126,11 @@ async function runReplay(values: Record<string, string | boolean | undefined>, i
   };
   const sorted: TimedEvent[] | null = values.sort === true ? [] : null;
   let last: TimedEvent | null = null;
-  for await (const { n, text } of readLines(eventsFile)) {
+  for await (const { n, text, obj } of eventRecords(eventsFile, format)) {
     lines++;
     let ev: TimedEvent | null;
     try {
-      ev = format === 'csv' ? reader.csv(text, n) : reader.ndjson(text, n);
+      ev = obj !== null ? reader.object(obj, n) : format === 'csv' ? reader.csv(text, n) : reader.ndjson(text, n);
     } catch (err) {
       if (!(err instanceof LineError)) throw err;
       bad.take(err);
@@ -160,6 +161,15 @@ async function runReplay(values: Record<string, string | boolean | undefined>, i
   const s = (performance.now() - t0) / 1000;
   io.err(`replay: ${engine.applied} events applied (${engine.deduplicated} deduplicated, ${bad.count} bad lines skipped, ${lines} lines read), ${rows} rows written to ${out.name} in ${s.toFixed(2)} s (${Math.round(engine.applied / s)} events/s)`);
   return EXIT_OK;
+}
+
+/** The records of an events file: text lines (NDJSON, CSV), or Parquet rows as objects (`obj`). */
+async function* eventRecords(file: string, format: InputFormat): AsyncGenerator<{ n: number; text: string; obj: Record<string, unknown> | null }> {
+  if (format === 'parquet') {
+    for await (const { n, obj } of readParquetRows(file)) yield { n, text: '', obj };
+    return;
+  }
+  for await (const { n, text } of readLines(file)) yield { n, text, obj: null };
 }
 
 /** Every entity's row at the last event's time, by table (registry order) then canonical key. */

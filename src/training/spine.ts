@@ -20,6 +20,7 @@
 import type { TablePlan } from '../registry/compile';
 import { parseWireKey } from '../registry/key';
 import { SfError } from '../errors';
+import { UsageError } from '../cli_args';
 import { csvValue, formatOf, LineError, readLines, splitCsv, timeValue, type BadLines } from './input';
 
 export interface SpineRow {
@@ -64,6 +65,7 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 /** Reads the whole spine (rows are answered out of file order). Bad lines go to `bad` (stop, or skip and count). */
 export async function loadSpine(file: string, opts: SpineOptions, bad: BadLines): Promise<Spine> {
   const format = formatOf(file);
+  if (format === 'parquet') throw new UsageError(`${file}: a spine is NDJSON or CSV`, false);
   const rows: SpineRow[] = [];
   let otherTables = 0;
   let header: string[] | null = null;
