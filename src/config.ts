@@ -189,6 +189,7 @@ const SETTINGS = {
   adminAddr: addr({ key: 'admin-addr', env: 'SERVICE_ADMIN_ADDR', help: 'admin sidecar: /health /ready /metrics /registry' }, null),
   dataDir: path({ key: 'data-dir', env: 'SERVICE_DATA_DIR', help: 'WAL segments, snapshots, registry log' }, DEFAULTS.dataDir),
   memoryOnly: bool({ key: 'memory-only', env: 'SERVICE_MEMORY_ONLY', help: 'no WAL, no snapshots, no recovery' }, false),
+  acceptDataLoss: bool({ key: 'accept-data-loss', env: 'SERVICE_ACCEPT_DATA_LOSS', help: 'start even when recovery proves acknowledged data lost, and log what was lost (docs/durability.md "When boot refuses")' }, false),
   memoryLimitBytes: size({ key: 'memory-limit', env: 'SERVICE_MEMORY_LIMIT', help: 'entity memory of all shards (split evenly); past it the least recently pushed go to the cold store, or with --memory-only new entities are refused (docs/operations.md)' }, 0),
   testMode: bool({ key: 'test-mode', env: 'SERVICE_TEST_MODE', help: 'enable /reset (decided at boot)' }, false),
   shards: int({ key: 'shards', env: 'SERVICE_SHARDS', help: 'shard worker threads (a data dir keeps its count)' }, 1, SHARDS_MAX,
@@ -224,6 +225,8 @@ const SETTINGS = {
   servedLogFiles: int({ key: 'served-log-files', env: 'SERVICE_SERVED_LOG_FILES', help: 'served-row log: files kept; older ones are deleted' }, 1, null, SERVED_LOG_FILES_DEFAULT),
   /** Test hook: while this file exists, its content (ENOSPC, EIO, TRUNCATE, CRASH) is injected as a WAL fault. */
   faultFile: path({ key: 'fault-wal-file', env: 'SERVICE_FAULT_WAL_FILE', flag: false, help: 'test hook: WAL fault injected while this file exists' }, null),
+  /** Test hook: the server's wall clock is shifted by the ms written in this file (re-read every 100 ms; docs/time.md). */
+  clockFaultFile: path({ key: 'fault-clock-file', env: 'SERVICE_FAULT_CLOCK_FILE', flag: false, help: 'test hook: the wall clock shifted by the ms in this file' }, null),
 } satisfies Record<string, Setting<unknown>>;
 
 type Settings = typeof SETTINGS;

@@ -30,7 +30,8 @@ export interface Readiness {
 export class Lifecycle {
   #phase: Phase = 'recovering';
   #channels: readonly ShardChannel[] = [];
-  readonly startedAtMs = Date.now();
+  /** performance.now() at construction: since_ms of "recovering" is a duration. */
+  readonly startedAtMs = performance.now();
 
   get phase(): Phase {
     return this.#phase;
@@ -45,16 +46,17 @@ export class Lifecycle {
     this.#phase = 'draining';
   }
 
-  readiness(now = Date.now()): Readiness {
+  /** `now`: a performance.now() reading (every time here is a duration). */
+  readiness(now = performance.now()): Readiness {
     if (this.#phase === 'recovering') {
-      return { ready: false, body: { status: 'recovering', reason: 'replaying snapshots and WAL (see shard.recovery_progress log lines)', since_ms: now - this.startedAtMs } };
+      return { ready: false, body: { status: 'recovering', reason: 'replaying snapshots and WAL (see shard.recovery_progress log lines)', since_ms: Math.round(now - this.startedAtMs) } };
     }
     if (this.#phase === 'draining') {
       return { ready: false, body: { status: 'draining', reason: 'shutting down: listeners closed, finishing in-flight work and the final snapshot' } };
     }
     for (const ch of this.#channels) {
       if (ch.walError !== null && now - ch.walErrorAtMs < WAL_UNAVAILABLE_READY_HOLD_MS) {
-        return { ready: false, body: { status: 'wal_unavailable', reason: `shard ${ch.shardId}: ${ch.walError}`, shard: ch.shardId, age_ms: now - ch.walErrorAtMs } };
+        return { ready: false, body: { status: 'wal_unavailable', reason: `shard ${ch.shardId}: ${ch.walError}`, shard: ch.shardId, age_ms: Math.round(now - ch.walErrorAtMs) } };
       }
     }
     return { ready: true, body: { status: 'ready' } };

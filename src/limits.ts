@@ -293,6 +293,20 @@ export const RECOVERY_PROGRESS_INTERVAL_MS = 1_000;
 export const RECOVERY_PROGRESS_RECORDS_STRIDE = 1_024;
 /** After a shard's WAL append fails, /ready says wal_unavailable this long unless a later append succeeds (lifecycle.ts). */
 export const WAL_UNAVAILABLE_READY_HOLD_MS = 5_000;
+/**
+ * Server time (clock/server_clock.ts, docs/time.md): the front compares it with the
+ * wall clock this often, so a wall clock stepped forward is followed within a second.
+ */
+export const CLOCK_CHECK_INTERVAL_MS = 1_000;
+/**
+ * A wall clock that moved this far against the monotonic clock between two checks has
+ * jumped: one server.clock_jump warn line and streamfeat_clock_jumps_total. Below it
+ * (NTP's small step corrections) a forward move is followed quietly and a backward
+ * one absorbed quietly.
+ */
+export const CLOCK_JUMP_THRESHOLD_MS = 1_000;
+/** Test hook (SERVICE_FAULT_CLOCK_FILE): how often the front re-reads the clock shift, so a test's step lands within a check. */
+export const CLOCK_FAULT_FILE_POLL_MS = 100;
 /** Test hook (SERVICE_FAULT_WAL_FILE): how often a shard reads the fault file, so a test's fault is armed within a batch or two. */
 export const WAL_FAULT_FILE_POLL_MS = 20;
 /**
@@ -455,6 +469,13 @@ export const COLD_COMPACT_BYTES_PER_TICK = 2 * 1024 * 1024;
 export const COLD_WRITE_ERROR_LOG_INTERVAL_MS = 1_000;
 /** The front logs a full dedupe store (front.dedupe_full) at most once per this interval; every refusal is counted. */
 export const DEDUPE_FULL_LOG_INTERVAL_MS = 1_000;
+/**
+ * A WAL error that repeats per batch or per sync (wal.write_failed, wal.sync_failed:
+ * a full disk, EMFILE) is logged in full once, then as one summary line with the
+ * count per this interval (log_throttle.ts): 30,959 lines in 48 s under EMFILE
+ * before, at most one per shard and kind per 10 s now.
+ */
+export const WAL_ERROR_LOG_INTERVAL_MS = 10_000;
 /**
  * Periodic snapshots (shard/persist/snapshot_job.ts): encoding work per event-loop turn of
  * a job, between batches. With the chunk being encoded when it runs out (~0.5 ms

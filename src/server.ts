@@ -41,7 +41,10 @@
  *   1. coordinator thread: recover the registry log
  *   2. one piscina pool (one thread) per shard: each recovers its snapshot + WAL
  *      (logging shard.recovery_progress at least once a second)
- *   3. front: compile the registry, seed LSN and dedupe from the shards
+ *   3. front: judge what recovery proved lost (coordinator/boot_losses.ts: refuse,
+ *      exit 2, unless --accept-data-loss), compile the registry, seed LSN and dedupe
+ *      from the shards; server time not behind the newest time they recovered
+ *      (clock/, docs/time.md)
  *   4. bind HTTP and TCP; /ready turns 200
  * Each listener logs one `server.*_bound` line.
  *
@@ -80,6 +83,9 @@ import type { CoordinatorInit, ShardInit } from './protocol/messages';
 import { runCoordinator, startCoordinatorPool } from './protocol/coordinator_calls';
 import { runShardHello, startShardPool } from './protocol/shard_calls';
 import { startTimeline } from './timeline';
+import { ClockFault, ClockWatch, ServerClock } from './clock';
+import { settleBootLosses, type BootLossOutcome } from './coordinator/boot_losses';
+import type { RegistryWire } from './registry/wire';
 import { ServedRowLog } from './training/served_log';
 
 export { Lifecycle };
@@ -135,6 +141,13 @@ async function listenHttp(front: Front, config: ServerConfig): Promise<{ port: n
   return { port, close: () => uWS.us_listen_socket_close(token) };
 }
 
+/** The registry version boot made above lost ones (boot_losses.ts), installed on every shard before serving. */
+function installRaised(front: Front, wire: RegistryWire): Promise<void> {
+  return new Promise((resolve, reject) => {
+    front.control.install(wire, [], (err) => (err === null ? resolve() : reject(new Error(`registry install at boot failed: ${err.code}`))));
+  });
+}
+
 function addr(host: string, port: number): string {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
@@ -184,7 +197,10 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
       log.warn({ kind: 'server.admin_exposed', addr: addr(config.adminAddr.host, admin.port) }, 'the admin sidecar has no authentication and is bound to a non-loopback address (docs/security.md)');
     }
   }
-  const coordinatorInit: CoordinatorInit = { dataDir: config.dataDir, memoryOnly: config.memoryOnly, memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel };
+  const coordinatorInit: CoordinatorInit = { dataDir: config.dataDir, memoryOnly: config.memoryOnly, memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel, clockFaultFile: config.clockFaultFile };
+  // Server time: owned by this thread, the only one that reads the wall clock; shards read the same clock.
+  const clockFault = ClockFault.install(config.clockFaultFile); // test hook only: null in production
+  const clock = ServerClock.owner();
   const coordinator = startCoordinatorPool(coordinatorInit);
   const first = await runCoordinator(coordinator, { kind: 'state' });
   if (!first.ok) throw new Error(`coordinator failed to start: ${first.error.code}`);
@@ -195,21 +211,36 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
       memoryLimitBytes: Math.floor(config.memoryLimitBytes / config.shards),
       memoryGovEnforce: config.memoryGovEnforce, logLevel: config.logLevel, walSync: config.walSync,
       walSyncTimeoutMs: config.walSyncTimeoutMs, walSyncIntervalMs: config.walSyncIntervalMs,
-      walSegmentBytesMax: config.walSegmentBytesMax, faultFile: config.faultFile, history: first.history, current: first.state,
-      partitions: config.cluster?.partitions ?? 0,
+      walSegmentBytesMax: config.walSegmentBytesMax, faultFile: config.faultFile, clockFaultFile: config.clockFaultFile, history: first.history, current: first.state,
+      partitions: config.cluster?.partitions ?? 0, clock: clock.shared,
     };
     shardPools.push(startShardPool(init));
   }
   const hellos = await Promise.all(shardPools.map((p) => runShardHello(p)));
+  // Proven losses stop the boot here (exit 2) unless accepted (coordinator/boot_losses.ts).
+  let settled: BootLossOutcome;
+  try {
+    settled = await settleBootLosses(coordinator, first, hellos, config.dataDir, config.acceptDataLoss, log);
+  } catch (err) {
+    await Promise.all([coordinator.destroy(), ...shardPools.map((p) => p.destroy())]);
+    throw err;
+  }
   const lastLsn = lastRecoveredLsn(hellos);
   const metrics = new Metrics();
+  const clockWatch = new ClockWatch(clock, metrics, log);
+  clockWatch.raiseTo(Math.max(0, ...hellos.map((h) => h.lastTimeMs)));
+  clockWatch.start();
   const servedLog = openServedLog(config, log);
   const front = new Front(
     { testMode: config.testMode, auth, memoryGovEnforce: config.memoryGovEnforce, batchGetEntriesMax: config.batchGetEntriesMax, dedupeEntriesMax: config.dedupeEntriesMax, servedLog },
-    coordinator, shardPools, first.state, lastLsn, metrics, log,
+    coordinator, shardPools, first.state, lastLsn, metrics, log, clock,
   );
-  for (const h of hellos) front.dedupe.reseed(h.dedupe);
-  log.info({ kind: 'server.recovered', registry_version: first.state.version, last_lsn: lastLsn, records: hellos.reduce((a, h) => a + h.recoveredRecords, 0), shards: config.shards });
+  const bootMs = clock.nowMs();
+  for (const h of hellos) front.dedupe.reseed(h.dedupe, bootMs);
+  if (settled.raised !== null) await installRaised(front, settled.raised);
+  // An accepted loss is made durable: every shard snapshots now, so the next boot starts past it.
+  if (settled.accepted.length > 0) await front.control.snapshot(true);
+  log.info({ kind: 'server.recovered', registry_version: front.registry.version, last_lsn: lastLsn, records: hellos.reduce((a, h) => a + h.recoveredRecords, 0), shards: config.shards });
   let cluster: ClusterNode | null = null;
   if (config.cluster !== null) {
     try {
@@ -241,7 +272,7 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
     }
   }
 
-  const sweep = setInterval(() => front.dedupe.store.sweep(Date.now()), DEDUPE_SWEEP_INTERVAL_MS);
+  const sweep = setInterval(() => front.dedupe.store.sweep(performance.now()), DEDUPE_SWEEP_INTERVAL_MS);
   sweep.unref();
   let snapTimer: NodeJS.Timeout | null = null;
   if (!config.memoryOnly && config.snapshotIntervalMs > 0) {
@@ -261,6 +292,8 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
       lifecycle.draining();
       await cluster?.close();
       clearInterval(sweep);
+      clockWatch.stop();
+      clockFault?.uninstall();
       if (snapTimer !== null) clearInterval(snapTimer);
       http.close();
       tcpServer.close();

@@ -21,7 +21,10 @@ function percentiles(h: HistogramData): { count: number; p50: number | null; p90
 export function statsView(ctx: AdminContext): Record<string, unknown> {
   const { front, stats } = ctx;
   const m = front.metrics;
-  const now = Date.now();
+  // Ages of stamped times (snapshots) and now_ms are server time; uptime and stats ages are durations.
+  const now = front.clock.nowMs();
+  const mono = performance.now();
+  const uptimeMs = mono - m.startedMono;
   const ticks = stats.ticks;
   const last = ticks[ticks.length - 1];
   const first = ticks[0];
@@ -40,7 +43,7 @@ export function statsView(ctx: AdminContext): Record<string, unknown> {
       in_flight: ch.inFlight,
       batches_total: ch.batchesSent,
       items_total: ch.itemsSent,
-      stats_age_s: s === null ? null : (now - stats.shardAtMs[i]) / 1000,
+      stats_age_s: s === null ? null : (mono - stats.shardAtMs[i]) / 1000,
       entities,
       cold: s === null ? 0 : s.tables.reduce((a, t) => a + t.cold, 0),
       state_bytes: s === null ? 0 : s.tables.reduce((a, t) => a + t.bytes, 0),
@@ -83,8 +86,8 @@ export function statsView(ctx: AdminContext): Record<string, unknown> {
     version: VERSION,
     node: process.version,
     now_ms: now,
-    started_ms: m.startedMs,
-    uptime_s: (now - m.startedMs) / 1000,
+    started_ms: Math.round(now - uptimeMs),
+    uptime_s: uptimeMs / 1000,
     registry_version: front.version,
     registry_nodes: front.registry.state.nodes.length,
     mode: ctx.memoryOnly ? 'memory' : 'disk',

@@ -29,7 +29,11 @@ export class Metrics {
   readonly pushLatency = perTransport();
   readonly getLatency = perTransport();
   readonly batchGetLatency = perTransport();
-  readonly startedMs = Date.now();
+  /** performance.now() at start: uptime is a duration, which no wall clock step moves. */
+  readonly startedMono = performance.now();
+  /** Wall clock jumps the server clock saw (clock/clock_watch.ts). */
+  clockJumpsForwardTotal = 0;
+  clockJumpsBackwardTotal = 0;
 
   error(code: string): void {
     this.errors.set(code, (this.errors.get(code) ?? 0) + 1);

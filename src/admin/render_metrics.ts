@@ -15,7 +15,9 @@ export function renderMetrics(ctx: AdminContext): string {
   const { front, stats } = ctx;
   const m = front.metrics;
   const p = new PromText();
-  const now = Date.now();
+  // Snapshot ages are server time (what the shards stamp); uptime and stats ages are durations.
+  const now = front.clock.nowMs();
+  const mono = performance.now();
 
   // ---- build and process ------------------------------------------------------------
   p.single('streamfeat_build_info', 'gauge', 'Always 1; the labels name the streamfeat version and the Node.js runtime.', 1, { version: VERSION, node: process.version });
@@ -70,7 +72,11 @@ export function renderMetrics(ctx: AdminContext): string {
   latency('streamfeat_get_latency_seconds', 'Get latency from the request read to the row written, by transport, seconds.', m.getLatency);
   latency('streamfeat_batch_get_latency_seconds', 'Batch get latency from the request read to the answer written, by transport, seconds.', m.batchGetLatency);
   p.single('streamfeat_tcp_connections', 'gauge', 'Open framed-TCP connections.', m.tcpConnections);
-  p.single('streamfeat_uptime_seconds', 'gauge', 'Seconds since the server started.', (now - m.startedMs) / 1000);
+  p.single('streamfeat_uptime_seconds', 'gauge', 'Seconds since the server started.', (mono - m.startedMono) / 1000);
+  p.family('streamfeat_clock_jumps_total', 'counter', 'Wall clock jumps of CLOCK_JUMP_THRESHOLD_MS or more seen by the server clock (a server.clock_jump line each; docs/time.md), by direction.');
+  p.sample('streamfeat_clock_jumps_total', { direction: 'forward' }, m.clockJumpsForwardTotal);
+  p.sample('streamfeat_clock_jumps_total', { direction: 'backward' }, m.clockJumpsBackwardTotal);
+  p.single('streamfeat_clock_ahead_seconds', 'gauge', 'Server time minus the wall clock at the last check, seconds: above 0 while the wall clock is behind where it stepped back from (docs/time.md).', front.clock.aheadMs / 1000);
   p.single('streamfeat_registry_version', 'gauge', 'Registry version served.', front.version);
   p.single('streamfeat_registry_nodes', 'gauge', 'Nodes (events, derived events, tables) in the registry.', front.registry.state.nodes.length);
   p.single('streamfeat_dedupe_entries', 'gauge', 'Dedupe values remembered by the front.', front.dedupe.store.size);
@@ -97,7 +103,7 @@ export function renderMetrics(ctx: AdminContext): string {
   fromShards('streamfeat_shard_applied_lsn', 'gauge', 'Highest LSN the shard has applied.', (s) => s.appliedLsn);
   fromShards('streamfeat_shard_recovered_records', 'gauge', 'WAL records the shard replayed at boot.', (s) => s.recoveredRecords);
   fromShards('streamfeat_shard_recovery_seconds', 'gauge', 'Time the shard took to recover at boot, seconds.', (s) => s.recoveryMs / 1000);
-  fromShards('streamfeat_stats_age_seconds', 'gauge', 'Age of the shard figures (refreshed every second; a growing age means a stalled shard).', (s) => (now - stats.shardAtMs[s.shard]) / 1000);
+  fromShards('streamfeat_stats_age_seconds', 'gauge', 'Age of the shard figures (refreshed every second; a growing age means a stalled shard).', (s) => (mono - stats.shardAtMs[s.shard]) / 1000);
   const perTable = (name: string, help: string, pick: (t: TableStats) => number): void => {
     p.family(name, 'gauge', help);
     for (const [i, s] of known) for (const t of s.tables) p.sample(name, { shard: i, table: t.table }, pick(t));

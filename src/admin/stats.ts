@@ -18,6 +18,7 @@ import { ThreadSampler, type ThreadStats } from './thread_stats';
 
 /** Front counters at one tick (for rates and windowed percentiles). */
 export interface Tick {
+  /** performance.now(): rates divide by a duration. */
   atMs: number;
   push: number;
   get: number;
@@ -30,12 +31,12 @@ export interface Tick {
 
 export class StatsCollector {
   readonly shards: Array<ShardStats | null>;
-  /** Wall-clock ms of each shard's last answer (0: none yet). */
+  /** performance.now() of each shard's last answer (0: none yet). */
   readonly shardAtMs: number[];
   coordinator: CoordinatorStats | null = null;
   front: ThreadStats;
   readonly ticks: Tick[] = [];
-  /** Per-interval rates of the last STATS_HISTORY_INTERVALS ticks (dashboard chart). */
+  /** Per-interval rates of the last STATS_HISTORY_INTERVALS ticks (dashboard chart; atMs is server time, as /api/stats now_ms). */
   readonly history: Array<{ atMs: number; push: number; get: number; errors: number }> = [];
   readonly #sampler = new ThreadSampler('front');
   readonly #pending: boolean[];
@@ -73,7 +74,7 @@ export class StatsCollector {
           this.#pending[s] = false;
           if (typeof out !== 'string') return; // the shard failed; keep the last answer
           this.shards[s] = JSON.parse(out) as ShardStats;
-          this.shardAtMs[s] = Date.now();
+          this.shardAtMs[s] = performance.now();
         },
       };
       front.send(s, { k: ITEM_STATS }, sink);
@@ -87,7 +88,7 @@ export class StatsCollector {
     }
     const m = front.metrics;
     this.ticks.push({
-      atMs: Date.now(), push: m.pushTotal, get: m.getTotal, batchGet: m.batchGetTotal, errors: m.errorsTotal(),
+      atMs: performance.now(), push: m.pushTotal, get: m.getTotal, batchGet: m.batchGetTotal, errors: m.errorsTotal(),
       pushLatency: mergeHistograms(m.pushLatency.map((h) => h.data())),
       getLatency: mergeHistograms(m.getLatency.map((h) => h.data())),
       batchGetLatency: mergeHistograms(m.batchGetLatency.map((h) => h.data())),
@@ -96,7 +97,7 @@ export class StatsCollector {
     const [a, b] = this.ticks.slice(-2);
     if (b !== undefined && a !== b && b.atMs > a.atMs) {
       const s = (b.atMs - a.atMs) / 1000;
-      this.history.push({ atMs: b.atMs, push: (b.push - a.push) / s, get: (b.get - a.get + b.batchGet - a.batchGet) / s, errors: (b.errors - a.errors) / s });
+      this.history.push({ atMs: front.clock.nowMs(), push: (b.push - a.push) / s, get: (b.get - a.get + b.batchGet - a.batchGet) / s, errors: (b.errors - a.errors) / s });
       if (this.history.length > STATS_HISTORY_INTERVALS) this.history.shift();
     }
   }

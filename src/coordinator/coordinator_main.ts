@@ -13,13 +13,15 @@ import { wireOf, type CompiledRegistry } from '../registry/compile';
 import { stateWire, type RegistryWire } from '../registry/wire';
 import type { CoordinatorAnswers, CoordinatorResult, CoordinatorTask } from '../protocol/messages';
 import { coordinatorInit } from '../protocol/coordinator_calls';
-import { RegistryLog } from '../wal';
+import { RegistryLog, readRegistryLogFacts, registryStatesOf, type RegistryLogFacts } from '../wal';
 import { register } from './register';
 import { parseJsonBody } from '../util/json_body';
 import { encodeRegistryValue, parseRegistryValue } from '../cluster/registry_value';
 import { ThreadSampler } from '../admin/thread_stats';
+import { ClockFault } from '../clock';
 
 const init = coordinatorInit();
+ClockFault.install(init.clockFaultFile ?? null); // test hook only (SERVICE_FAULT_CLOCK_FILE)
 const log = createLogger(init.logLevel, { thread: 'coordinator' });
 const sampler = new ThreadSampler('coordinator');
 
@@ -29,19 +31,49 @@ let history: RegistryState[] = [];
 /** The current state compiled: a register compiles only the nodes it changes (compile.ts `previous`). */
 let compiled: CompiledRegistry | null = null;
 let registryLog: RegistryLog | null = null;
+const logPath = join(init.dataDir, 'registry', 'registry.log');
+/**
+ * What the log holds, read without changing it: boot judges it with what the shards
+ * recovered (wal/loss.ts) before `open` cuts a torn tail or skips damage, so a
+ * refused boot leaves the file as it found it.
+ */
+let logFacts: RegistryLogFacts | null = null;
 
 if (!init.memoryOnly) {
-  const dir = join(init.dataDir, 'registry');
-  mkdirSync(dir, { recursive: true });
-  const opened = RegistryLog.open(join(dir, 'registry.log'));
-  registryLog = opened.log;
-  history = (opened.entries as RegistryState[]).filter((e) => typeof e === 'object' && e !== null && Array.isArray(e.nodes));
+  const read = readRegistryLogFacts(logPath);
+  history = read.states;
   if (history.length > 0) state = history[history.length - 1];
+  logFacts = read.facts;
   log.info({ kind: 'registry.recovered', registry_version: state.version, versions: history.length, nodes: state.nodes.length });
 }
 
+/** The `open` task (messages.ts): the log for appends, and the version floor kept. */
+function openLog(acceptDataLoss: boolean, versionFloor: number): { registryVersion: number; wire: RegistryWire | null } {
+  if (init.memoryOnly || registryLog !== null) return { registryVersion: state.version, wire: null };
+  mkdirSync(join(init.dataDir, 'registry'), { recursive: true });
+  const opened = RegistryLog.open(logPath, { acceptDamage: acceptDataLoss });
+  registryLog = opened.log;
+  if (opened.truncatedBytes > 0) log.warn({ kind: 'registry.torn_tail', path: logPath, bytes: opened.truncatedBytes, action: 'truncated' });
+  if (opened.damage.length > 0) log.error({ kind: 'registry.damage_skipped', path: logPath, damage: opened.damage, entries: opened.entries.length });
+  history = registryStatesOf<RegistryState>(opened.entries);
+  state = history.length > 0 ? history[history.length - 1] : EMPTY_REGISTRY;
+  if (versionFloor <= state.version) return { registryVersion: state.version, wire: null };
+  // The WAL or a snapshot named versions the log lost: what it still defines becomes a
+  // version above all of them, so a new register never reuses a lost version number.
+  const next: RegistryState = { version: versionFloor + 1, nodes: state.nodes };
+  registryLog.append(next);
+  log.error({ kind: 'registry.version_raised', from: state.version, to: next.version, lost_up_to: versionFloor, nodes: next.nodes.length },
+    `registry versions up to ${versionFloor} named by the WAL or snapshots are not in the registry log; the registry it still holds is now version ${next.version}`);
+  state = next;
+  compiled = null;
+  history.push(state);
+  return { registryVersion: state.version, wire: stateWire(state) };
+}
+
 function persist(next: RegistryState): void {
-  if (registryLog === null) return;
+  if (init.memoryOnly) return;
+  // Boot opens the log (`open`) before any listener accepts a register.
+  if (registryLog === null) throw new Error('registry log not open: a registry change before boot finished');
   try {
     registryLog.append(next);
   } catch (err) {
@@ -71,7 +103,9 @@ export default function handle(task: CoordinatorTask): CoordinatorAnswers[Coordi
   try {
     switch (task.kind) {
       case 'state':
-        return { ok: true, state, history };
+        return { ok: true, state, history, log: logFacts };
+      case 'open':
+        return { ok: true, ...openLog(task.acceptDataLoss, task.versionFloor) };
       case 'register': {
         const out = register(state, parseJsonBody(task.text), { memoryGovEnforce: init.memoryGovEnforce, previous: compiled });
         if (out.next === null) return ok(out.body, [], false);
@@ -95,7 +129,8 @@ export default function handle(task: CoordinatorTask): CoordinatorAnswers[Coordi
       }
       case 'reset': {
         const next: RegistryState = { version: state.version + 1, nodes: [] };
-        if (registryLog !== null) {
+        if (!init.memoryOnly) {
+          if (registryLog === null) throw new Error('registry log not open: a registry change before boot finished');
           try {
             registryLog.rewrite([next]);
           } catch (err) {

@@ -99,6 +99,7 @@ export class ShardChannel {
   batchSeconds = 0;
   /** Why the shard's last WAL write failed; null once one succeeds (readiness, lifecycle.ts). */
   walError: string | null = null;
+  /** performance.now() of that failure (readiness holds it for a duration). */
   walErrorAtMs = 0;
 
   constructor(
@@ -214,7 +215,7 @@ export class ShardChannel {
   #walOutcome(err: string | null): void {
     if (err === null) { this.walError = null; return; }
     this.walError = err;
-    this.walErrorAtMs = Date.now();
+    this.walErrorAtMs = performance.now();
   }
 
   /**

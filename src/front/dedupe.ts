@@ -8,6 +8,14 @@
  * DedupeStore is the table; PushDedupe is what the front's push path does with it
  * (claim a value or answer the replay, settle the entry when the push is answered,
  * refuse when full) and the reseed from the shards' recovered entries at boot.
+ *
+ * A window is how long a value is remembered, so it counts on the monotonic clock
+ * (performance.now()): a wall clock step forward must not expire it early (a
+ * duplicate would be applied twice) and one back must not keep it longer. Every
+ * time here (`now`, `expiresMs`) is a performance.now() reading of this thread.
+ * Across a restart no monotonic clock survives: the shards persist each value with
+ * its push's server time, and reseed() gives it what is left of its window at the
+ * server time of the boot (docs/time.md "Dedupe").
  */
 import type { Logger } from '../log';
 import type { Metrics } from '../admin/metrics';
@@ -21,6 +29,7 @@ export class DedupeEntry {
   /** The replay body once the original push is acknowledged; null while in flight. */
   replayBody: string | null = null;
   waiters: Array<(body: string | null) => void> | null = null;
+  /** `expiresMs`: the performance.now() reading at which the value is forgotten. */
   constructor(readonly expiresMs: number) {}
 
   /**
@@ -111,14 +120,14 @@ export interface DedupeHost {
 /** The front's dedupe: the store and what pushes do with it. */
 export class PushDedupe {
   readonly store: DedupeStore;
-  #fullLoggedMs = 0;
+  #fullLoggedMs = Number.NEGATIVE_INFINITY;
 
   constructor(readonly host: DedupeHost, capacity: number = DEDUPE_ENTRIES_MAX) {
     this.store = new DedupeStore(capacity);
   }
 
   /**
-   * A push of `plan` with dedupe value `value`, arrived at `now`: its new entry, to
+   * A push of `plan` with dedupe value `value`, arrived at `now` (performance.now()): its new entry, to
    * settle when the push is answered; or null when `reply` is answered here already
    * (a replay of a live entry, or the store is full).
    */
@@ -175,16 +184,20 @@ export class PushDedupe {
     h.fail(reply, { code: 'dedupe_capacity_exceeded', detail: { message: `the dedupe store holds ${store.size} entries (DEDUPE_ENTRIES_MAX); retry once older entries expire`, path: 'data' } });
   }
 
-  /** Re-seeds the entries a shard recovered (ShardHello.dedupe) that are still inside their windows. */
-  reseed(entries: ShardHello['dedupe']): void {
-    const now = Date.now();
+  /**
+   * Re-seeds the entries a shard recovered (ShardHello.dedupe) that are still inside
+   * their windows at server time `serverMs` (the boot's: not behind any recovered
+   * push time, so what is left is never more than the window): each is remembered
+   * for what is left, from `now` (performance.now()) on.
+   */
+  reseed(entries: ShardHello['dedupe'], serverMs: number, now = performance.now()): void {
     const store = this.store;
     for (const [event, value, lsn, version, t] of entries) {
       const plan = this.host.registry.events.get(event);
       if (plan === undefined || plan.dedupeField === null) continue;
-      const expires = t + plan.dedupeWindowMs;
-      if (expires <= now || store.lookup(event, value, now) !== null) continue;
-      const e = store.insert(event, value, expires);
+      const left = t + plan.dedupeWindowMs - serverMs;
+      if (left <= 0 || store.lookup(event, value, now) !== null) continue;
+      const e = store.insert(event, value, now + Math.min(left, plan.dedupeWindowMs));
       if (e !== null) e.replayBody = ackBody(lsn, version, true);
     }
   }

@@ -36,6 +36,7 @@ import { PushCtx, PushCtxPool, type PushDone } from './push';
 import type { Reply } from './reply';
 import type { Auth } from './auth';
 import { DEDUPE_ENTRIES_MAX, KEY_BYTES_MAX, REQUEST_ID_BYTES_MAX } from '../limits';
+import type { ServerClock } from '../clock';
 import { VERSION } from '../version';
 
 /**
@@ -106,6 +107,8 @@ export class Front implements PushDone, ControlHost {
     lastLsn: number,
     readonly metrics: Metrics,
     readonly log: Logger,
+    /** Server time, owned here (clock/server_clock.ts): push times; the shards read the same clock. */
+    readonly clock: ServerClock,
   ) {
     this.dedupe = new PushDedupe(this, opts.dedupeEntriesMax ?? DEDUPE_ENTRIES_MAX);
     this.#servedLog = opts.servedLog ?? null;
@@ -209,12 +212,12 @@ export class Front implements PushDone, ControlHost {
     /** The dedupe value the shards record (null: none). */
     const recorded = core.dedupeValue();
     const dedupeValue = recorded ?? '';
-    const now = Date.now();
     if (recorded !== null) {
-      dedupe = this.dedupe.claim(plan, recorded, now, reply);
+      // Windows of dedupe count on the monotonic clock (dedupe.ts): no wall clock step lets a duplicate through.
+      dedupe = this.dedupe.claim(plan, recorded, startMs, reply);
       if (dedupe === null) return; // answered: a replay, or the store is full
     }
-    const t = this.#stamp(now);
+    const t = this.#stamp(this.clock.at(startMs));
     if (this.#cluster !== null) {
       this.#cluster.append({ plan, row, text, t, version: reg.version, reply, startMs, dedupe, dedupeValue });
       return;
@@ -242,7 +245,7 @@ export class Front implements PushDone, ControlHost {
     const n = this.channels.length;
     const keyed = reader.route(ev, b, n);
     if (keyed < 0) return false;
-    const t = this.#stamp(Date.now());
+    const t = this.#stamp(this.clock.at(startMs));
     const lsn = this.lsn.take();
     const mask = targetsOf(keyed, lsn, n);
     const ctx = this.#ctxPool.take(lsn, reg.version, reply, targetCount(mask), startMs, null, ev.plan.name, '');
@@ -261,7 +264,10 @@ export class Front implements PushDone, ControlHost {
     return true;
   }
 
-  /** A push's time: now, never before the last push's (acks and records stay in time order). */
+  /**
+   * A push's time: server time at its arrival (which never goes backwards by
+   * itself), and never before the last push's (acks and records stay in time order).
+   */
   #stamp(now: number): number {
     const t = now > this.#lastT ? now : this.#lastT;
     this.#lastT = t;

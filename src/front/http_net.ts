@@ -104,8 +104,8 @@ class NetConn {
   #parts: Buffer[] = [];
   #lastRequest = false;
   #headStarted = false;
-  /** When the current phase began: a head's first byte, a body's head, or idleness. */
-  #since = Date.now();
+  /** When the current phase began: a head's first byte, a body's head, or idleness (performance.now(): no wall clock step moves a timeout). */
+  #since = performance.now();
   #pausedForDepth = false;
   #pausedForWrite = false;
   #paused = false;
@@ -134,7 +134,7 @@ class NetConn {
       this.#buf = Buffer.concat([this.#buf.subarray(this.#off), chunk]);
     }
     this.#off = 0;
-    const now = Date.now();
+    const now = performance.now();
     this.#parsing = true;
     try {
       while (!this.#closing && this.#off < this.#buf.length) {
@@ -355,7 +355,7 @@ class NetConn {
       if (!socket.write(out)) this.#pausedForWrite = true;
       if (close) {
         this.#closing = true;
-        this.#since = Date.now();
+        this.#since = performance.now();
         socket.end();
         return;
       }
@@ -366,8 +366,8 @@ class NetConn {
       socket.write(CONTINUE);
     }
     if (q.length === 0) {
-      if (this.#closing) { this.#since = Date.now(); socket.end(); return; }
-      if (n > 0 && this.#slot === null && !this.#headStarted) this.#since = Date.now(); // idle from the last response
+      if (this.#closing) { this.#since = performance.now(); socket.end(); return; }
+      if (n > 0 && this.#slot === null && !this.#headStarted) this.#since = performance.now(); // idle from the last response
     }
     if (this.#pausedForDepth && q.length < HTTP_PIPELINE_DEPTH_MAX / 2) this.#pausedForDepth = false;
     this.#updateFlow();
@@ -410,7 +410,7 @@ export function buildNetHttpServer(front: Front): net.Server {
     socket.once('close', () => conns.delete(conn));
   });
   const sweep = setInterval(() => {
-    const now = Date.now();
+    const now = performance.now();
     for (const c of conns) c.checkTimeouts(now);
   }, HTTP_TIMEOUT_SWEEP_MS);
   sweep.unref();

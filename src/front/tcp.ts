@@ -80,7 +80,7 @@ class TcpConn {
   /** Reading is paused while too many requests wait for replies, or while the kernel buffer is full (the client is not reading its replies). */
   #pausedForDepth = false;
   #pausedForWrite = false;
-  /** When the frame now partially buffered started to count against the frame timeout (ms since epoch); 0 = none. */
+  /** When the frame now partially buffered started to count against the frame timeout (performance.now(): no wall clock step moves a timeout); 0 = none. */
   #partialSince = 0;
   #framesAtPartialStart = 0;
   #frameTimer: NodeJS.Timeout | null = null;
@@ -128,13 +128,13 @@ class TcpConn {
   /**
    * Starts the frame clock when a new partial frame is left buffered; stops it when
    * nothing is. Called after every read, so the cost per read is a comparison and,
-   * for a new partial frame, one Date.now().
+   * for a new partial frame, one performance.now().
    */
   #trackPartial(): void {
     const d = this.#decoder;
     if (d.pendingBytes === 0) { this.#partialSince = 0; return; }
     if (this.#partialSince !== 0 && d.framesDecoded === this.#framesAtPartialStart) return;
-    this.#partialSince = Date.now();
+    this.#partialSince = performance.now();
     this.#framesAtPartialStart = d.framesDecoded;
     if (this.#frameTimer === null) this.#armFrameTimer(this.opts.frameTimeoutMs);
   }
@@ -148,8 +148,8 @@ class TcpConn {
     this.#frameTimer = null;
     if (this.#partialSince === 0 || this.#closing || this.socket.destroyed) return;
     // While we are not reading (backpressure is ours), the peer cannot finish: restart its clock.
-    if (this.#pausedForDepth || this.#pausedForWrite) this.#partialSince = Date.now();
-    const left = this.#partialSince + this.opts.frameTimeoutMs - Date.now();
+    if (this.#pausedForDepth || this.#pausedForWrite) this.#partialSince = performance.now();
+    const left = this.#partialSince + this.opts.frameTimeoutMs - performance.now();
     if (left > 0) { this.#armFrameTimer(left); return; }
     this.#fatal('frame_error', {
       message: `frame incomplete ${this.opts.frameTimeoutMs} ms after its first byte (${this.#decoder.pendingBytes} bytes received); the limit is SERVICE_TCP_FRAME_TIMEOUT`,

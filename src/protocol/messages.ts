@@ -7,6 +7,7 @@ import type { ErrorCode, ErrorDetail } from '../errors';
 import type { RegistryState } from '../registry/model';
 import type { RegistryWire } from '../registry/wire';
 import type { ThreadStats } from '../admin/thread_stats';
+import type { RegistryLogFacts, ShardAudit } from '../wal/loss';
 
 /** A coded error as plain data (SfError does not survive structured clone). */
 export interface ErrorPayload {
@@ -21,6 +22,8 @@ export interface CoordinatorInit {
   memoryOnly: boolean;
   memoryGovEnforce: boolean;
   logLevel: string;
+  /** Test hook (SERVICE_FAULT_CLOCK_FILE, clock/clock_fault.ts); null in production. */
+  clockFaultFile?: string | null;
 }
 
 export type CoordinatorTask =
@@ -35,7 +38,15 @@ export type CoordinatorTask =
   | { kind: 'register_on'; base: Uint8Array | null; text: string }
   /** Cluster mode: a registry bucket value (JSON bytes) decoded for the front. */
   | { kind: 'decode_value'; bytes: Uint8Array }
-  | { kind: 'reset' };
+  | { kind: 'reset' }
+  /**
+   * Boot, once the shards recovered and nothing lost is refused (server.ts): open
+   * the registry log for appends (a torn tail is cut; damage is skipped only with
+   * `acceptDataLoss`) and, when records or snapshots named versions up to
+   * `versionFloor` that the log lacks, make the current definitions a new version
+   * above it, so no later register reuses a version.
+   */
+  | { kind: 'open'; acceptDataLoss: boolean; versionFloor: number };
 
 /** Answer to the coordinator's `stats` task (admin/thread_stats.ts ThreadStats plus registry figures). */
 export interface CoordinatorStats {
@@ -49,6 +60,15 @@ export interface CoordinatorBoot {
   ok: true;
   state: RegistryState;
   history: RegistryState[];
+  /** What scanning the registry log found (wal/loss.ts); null in memory-only mode. Nothing is modified before `open`. */
+  log: RegistryLogFacts | null;
+}
+
+/** `open` done: the version now current, and its wire when `open` made a new one (the front installs it). */
+export interface CoordinatorOpened {
+  ok: true;
+  registryVersion: number;
+  wire: RegistryWire | null;
 }
 
 /**
@@ -100,6 +120,7 @@ export interface CoordinatorAnswers {
   register_on: ClusterRegisterDone | CoordinatorFailed;
   decode_value: DecodedRegistryValue;
   reset: CoordinatorResult;
+  open: CoordinatorOpened | CoordinatorFailed;
 }
 
 // ---- front -> shard (piscina tasks: one batch per shard per flush) ---------------
@@ -344,6 +365,14 @@ export interface ShardInit {
   walSyncIntervalMs: number;
   walSegmentBytesMax: number;
   faultFile: string | null;
+  /** Test hook (SERVICE_FAULT_CLOCK_FILE, clock/clock_fault.ts); null or absent in production. */
+  clockFaultFile?: string | null;
+  /**
+   * The server clock's shared buffer (clock/server_clock.ts): the shard reads
+   * server time from it. Absent outside a server (unit tests, benches): the thread
+   * keeps a clock of its own, anchored at its wall clock.
+   */
+  clock?: SharedArrayBuffer;
   /** Cluster mode: the cluster's partition count (ShardState filters keys by partition); 0 = single node. */
   partitions: number;
   /** Every registry version still referenced by the WAL (for exact replay). */
@@ -359,4 +388,8 @@ export interface ShardHello {
   recoveredRecords: number;
   /** Dedupe entries still inside their windows: event, value, lsn, version, time. */
   dedupe: Array<[string, string, number, number, number]>;
+  /** The newest server time the shard recovered (pushes and its snapshot's time; 0: none): server time starts at or after it. */
+  lastTimeMs: number;
+  /** What recovery proved lost and the registry versions it met (wal/loss.ts); null in memory-only mode. */
+  audit: ShardAudit | null;
 }

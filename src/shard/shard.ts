@@ -27,6 +27,7 @@ import type { RegistryWire } from '../registry/wire';
 import { FRAME_HEADER_BYTES, FRAME_TYPE_BYTES } from '../wal/constants';
 import { frameEnd, sealFrame } from '../wal/push_record';
 import { readU64 } from '../wal/record';
+import type { ShardAudit } from '../wal/loss';
 import type { DedupeLog } from './state/dedupe_log';
 import { PushApplier } from './state/push_apply';
 import type { SnapshotJob } from './persist/snapshot_job';
@@ -38,6 +39,7 @@ import { exportPartition, importPartition } from './persist/partition_io';
 import type { ThreadSampler } from '../admin/thread_stats';
 import { TL, tlNow, tlSpan } from '../timeline';
 import { reservationsRefused, unaccountedBytes } from '../util/unaccounted';
+import { ServerClock } from '../clock';
 
 
 export interface ShardDeps {
@@ -49,9 +51,12 @@ export interface ShardDeps {
   /** The on-disk cold store (cold_files.ts); null in memory-only mode. */
   coldFiles: ColdFiles | null;
   log: Logger;
-  recovered: { lastLsn: number; records: number; ms: number };
+  /** `audit`: what recovery proved lost (disk mode), for the boot verdict (ShardHello.audit). */
+  recovered: { lastLsn: number; records: number; ms: number; audit?: ShardAudit };
   /** Thread figures for STATS (admin). */
   sampler: ThreadSampler;
+  /** Server time (reads, cold sweeps, dedupe expiry): the server's (a view), or a clock of its own outside a server. */
+  clock?: ServerClock;
 }
 
 /** Offset of the lsn in a frame (every WAL payload starts with it). */
@@ -64,8 +69,9 @@ export class Shard {
   readonly #store: ShardStore | null;
   readonly #coldFiles: ColdFiles | null;
   readonly #log: Logger;
-  readonly #recovered: { lastLsn: number; records: number; ms: number };
+  readonly #recovered: { lastLsn: number; records: number; ms: number; audit?: ShardAudit };
   readonly #sampler: ThreadSampler;
+  readonly #clock: ServerClock;
   readonly #pushes: PushApplier;
   /** WAL outcome of the batch being handled (ShardBatchResult.walError); a failure sticks for the batch. */
   #walOutcome: string | null | undefined = undefined;
@@ -78,10 +84,10 @@ export class Shard {
   #snapshotWriting = false;
   #prepareScheduled = false;
   #sweepQueued = false;
-  /** The shard's memory as last measured (measureMemory), and when. */
+  /** The shard's memory as last measured (measureMemory), and when (performance.now()). */
   #measuredBytes = measureMemory();
-  #measuredAtMs = 0;
-  /** Sweep counters at the last shard.cold_evicted line; atMs: when the first eviction not yet logged happened (0: none). */
+  #measuredAtMs = Number.NEGATIVE_INFINITY;
+  /** Sweep counters at the last shard.cold_evicted line; atMs: when (performance.now()) the first eviction not yet logged happened (0: none). */
   #logged = { frozen: 0, dropped: 0, evicted: 0, atMs: 0 };
   /** Refused address-space reservations already logged (util/unaccounted.ts). */
   #refusedLogged = 0;
@@ -95,11 +101,14 @@ export class Shard {
     this.#log = deps.log;
     this.#recovered = deps.recovered;
     this.#sampler = deps.sampler;
+    this.#clock = deps.clock ?? ServerClock.owner();
     this.#pushes = new PushApplier(deps.state);
   }
 
   hello(): ShardHello {
-    return { shardId: this.#init.shardId, lastLsn: this.#recovered.lastLsn, recoveredRecords: this.#recovered.records, dedupe: this.#dedupe.entries(Date.now()) };
+    const r = this.#recovered;
+    const lastTimeMs = Math.max(this.#state.lastT, this.#store?.snapshotStats.lastSuccessMs ?? 0);
+    return { shardId: this.#init.shardId, lastLsn: r.lastLsn, recoveredRecords: r.records, dedupe: this.#dedupe.entries(this.#clock.nowMs()), audit: r.audit ?? null, lastTimeMs };
   }
 
   runBatch(batch: ShardBatch): ShardBatchResult {
@@ -128,15 +137,16 @@ export class Shard {
   /**
    * Between batches, every COLD_SWEEP_INTERVAL_MS (a timer of shard_main.ts): cold
    * sweep slices, --memory-limit checks and eviction, cold store compaction.
+   * Intervals are monotonic (`mono`: performance.now()); eviction reads emptiness at server time.
    */
-  memoryTick(now: number): void {
+  memoryTick(mono = performance.now()): void {
     const state = this.#state;
     const limit = this.#init.memoryLimitBytes;
     // The heap figure moves slowly (and only drops at a GC): measured and acted on once a second.
-    const check = now - this.#measuredAtMs >= MEMORY_CHECK_INTERVAL_MS;
+    const check = mono - this.#measuredAtMs >= MEMORY_CHECK_INTERVAL_MS;
     if (check) {
       this.#measuredBytes = measureMemory();
-      this.#measuredAtMs = now;
+      this.#measuredAtMs = mono;
       this.#logRefusedReservations();
     }
     const measured = this.#measuredBytes;
@@ -150,7 +160,7 @@ export class Shard {
     if (over && check) {
       // Evict the share that brings the shard under MEMORY_EVICT_TARGET_RATIO of its limit; the heap figure
       // only drops at the next GC, so at most MEMORY_EVICT_FRACTION_MAX per tick.
-      state.evictColdest(Math.min(MEMORY_EVICT_FRACTION_MAX, (measured - limit * MEMORY_EVICT_TARGET_RATIO) / measured), now);
+      state.evictColdest(Math.min(MEMORY_EVICT_FRACTION_MAX, (measured - limit * MEMORY_EVICT_TARGET_RATIO) / measured), this.#clock.nowMs());
     }
     if (check) this.#coldFiles?.compactStep(COLD_COMPACT_BYTES_PER_TICK);
     const logged = this.#logged;
@@ -160,8 +170,8 @@ export class Shard {
     // One line per second of evictions, written a second after the first one it counts
     // (sweeps run every 100 ms: a burst of idle entities is one line, not several).
     if (frozen + dropped + evicted === 0) return;
-    if (logged.atMs === 0) { this.#logged = { ...logged, atMs: now }; return; }
-    if (now - logged.atMs >= MEMORY_CHECK_INTERVAL_MS) {
+    if (logged.atMs === 0) { this.#logged = { ...logged, atMs: mono }; return; }
+    if (mono - logged.atMs >= MEMORY_CHECK_INTERVAL_MS) {
       this.#logged = { frozen: c.frozen, dropped: c.dropped, evicted: c.evicted, atMs: 0 };
       this.#log.info({ kind: 'shard.cold_evicted', shard: this.#init.shardId, frozen, dropped, evicted, cold: state.coldCount(), measured_bytes: measured, limit_bytes: limit });
     }
@@ -184,7 +194,7 @@ export class Shard {
     if (this.#job !== null) return;
     const t0 = tlNow();
     const deadline = performance.now() + COLD_SWEEP_SLICE_MS;
-    const swept = this.#state.sweepCold(Date.now(), undefined, deadline);
+    const swept = this.#state.sweepCold(this.#clock.nowMs(), undefined, deadline);
     tlSpan(TL.COLD_SWEEP, t0, swept, 0);
     if (performance.now() < deadline || this.#sweepQueued) return;
     this.#sweepQueued = true;
@@ -216,7 +226,7 @@ export class Shard {
     try {
       store.writeFrames(buf.subarray(start, p), firstLsn, lastLsn);
     } catch (err) {
-      this.#log.error({ kind: 'wal.write_failed', shard: this.#init.shardId, err });
+      // Logged by the store (wal.write_failed, throttled: every batch fails while the disk is full).
       this.#walOutcome = `append failed: ${String((err as Error).message ?? err)}`;
       return { code: 'wal_unavailable', detail: { message: 'write-ahead log append failed; the event was not applied', reason: String((err as Error).message ?? err) } };
     }
@@ -244,7 +254,8 @@ export class Shard {
   #runItems(items: ShardItem[], from: number, to: number, outs: ShardBatchResult['outs']): void {
     crashIfAsked(this.#init.faultFile);
     const walErr = this.#writeRun(items, from, to);
-    const now = Date.now();
+    // Server time of the run's reads: one clock for every thread (clock/server_clock.ts).
+    const now = this.#clock.nowMs();
     // Units of row text already built per batch_get (GetItem.g): its later gets
     // answer response_too_large instead of building rows nobody can send. One map
     // for the thread, emptied per run: a Map per batch was garbage the scavenges copied.

@@ -6,7 +6,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { faultyFs, realFs, scanRegistryLog } from '../wal';
+import { faultyFs, realFs, scanRegistryLogLenient } from '../wal';
 import type { RegistryState } from '../registry/model';
 import { createLogger } from '../log';
 import type { MessagePort } from 'node:worker_threads';
@@ -20,8 +20,10 @@ import { ShardState } from './state/state';
 import { ShardStore } from './persist/store';
 import { ThreadSampler } from '../admin/thread_stats';
 import { flushTimeline, RunQueueProbe, startTimeline, TIMELINE_ON, TL, tlNow, tlSpan } from '../timeline';
+import { ClockFault, ServerClock } from '../clock';
 
 const init = shardInit();
+ClockFault.install(init.clockFaultFile ?? null); // test hook only (SERVICE_FAULT_CLOCK_FILE)
 startTimeline(`shard-${init.shardId}`);
 // A shard thread replaced after a crash starts with the boot-time workerData: the
 // registry may have moved on since. In disk mode the registry log (fsynced before
@@ -35,21 +37,23 @@ const coldFaults = init.faultFile === null || init.memoryOnly ? null : faultyFs(
 const coldFiles = init.memoryOnly ? null : ColdFiles.open(join(init.dataDir, `shard-${init.shardId}`, 'cold'), log, undefined, coldFaults ?? realFs);
 const state = new ShardState({ shardId: init.shardId, shardCount: init.shardCount, memoryGovEnforce: init.memoryGovEnforce, partitions: init.partitions, coldFiles });
 const dedupe = new DedupeLog();
+/** Server time as the front's clock gives it (clock/server_clock.ts); this thread never reads the wall clock. */
+const clock = init.clock === undefined ? ServerClock.owner() : ServerClock.view(init.clock);
 let store: ShardStore | null = null;
 let recovered = { lastLsn: 0, records: 0, ms: 0 };
 if (!init.memoryOnly) {
-  const opened = ShardStore.open(init, state, dedupe, log);
+  const opened = ShardStore.open(init, state, dedupe, log, clock);
   store = opened.store;
   recovered = opened.info;
 }
 state.install(init.current);
-const shard = new Shard({ init, state, dedupe, store, coldFiles, log, recovered, sampler: new ThreadSampler(`shard-${init.shardId}`) });
+const shard = new Shard({ init, state, dedupe, store, coldFiles, log, recovered, sampler: new ThreadSampler(`shard-${init.shardId}`), clock });
 
 if (store !== null && init.walSync === 'batch') {
   // Batch mode acks after write(); fdatasync follows within a few ms.
   const s = store;
   setInterval(() => {
-    try { s.syncInBackground(); } catch (err) { s.pendingSyncError = `fdatasync failed: ${String(err)}`; log.error({ kind: 'wal.sync_failed', err }); }
+    try { s.syncInBackground(); } catch (err) { s.syncFailed(err); }
   }, init.walSyncIntervalMs).unref();
 }
 if (store !== null && init.faultFile !== null) {
@@ -57,13 +61,14 @@ if (store !== null && init.faultFile !== null) {
   const s = store;
   setInterval(() => { const io = s.pollFaultFile(); coldFaults?.failWrites(io); }, WAL_FAULT_FILE_POLL_MS).unref();
 }
-setInterval(() => shard.memoryTick(Date.now()), COLD_SWEEP_INTERVAL_MS).unref();
+setInterval(() => shard.memoryTick(), COLD_SWEEP_INTERVAL_MS).unref();
 
 function refreshRegistry(i: ShardInit): void {
   if (i.memoryOnly) return;
   const path = join(i.dataDir, 'registry', 'registry.log');
   if (!existsSync(path)) return;
-  const entries = scanRegistryLog(readFileSync(path), path).entries as RegistryState[];
+  // Lenient: damage is the boot verdict's to judge (coordinator/boot_losses.ts), not a reason for this thread to die.
+  const entries = scanRegistryLogLenient(readFileSync(path)).entries as RegistryState[];
   const known = new Set(i.history.map((s) => s.version));
   for (const e of entries) {
     if (typeof e !== 'object' || e === null || !Array.isArray(e.nodes) || known.has(e.version)) continue;

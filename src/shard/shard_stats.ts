@@ -22,7 +22,7 @@ export class WalStats {
 }
 
 export class SnapshotStats {
-  /** Wall-clock ms of the newest snapshot written (or found at recovery); 0 when none. */
+  /** Server time (clock/server_clock.ts) of the newest snapshot written (or found at recovery); 0 when none. */
   lastSuccessMs = 0;
   /** Begin-to-durable time of the last snapshot written by this process, seconds. */
   lastDurationS = 0;
@@ -30,7 +30,7 @@ export class SnapshotStats {
   lastEntities = 0;
   written = 0;
   failures = 0;
-  /** Set when a job starts; 0 when none runs. */
+  /** performance.now() when a job started (its duration is monotonic); 0 when none runs. */
   startedMs = 0;
 }
 

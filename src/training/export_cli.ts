@@ -12,7 +12,6 @@
  * Read-only, and without the data dir's lock: on a stopped server's data dir or a
  * copy of a live one (a live one works too, as of what its files hold when read).
  */
-import pino from 'pino';
 import { type CliCommand, type CliIo, EXIT_OK, UsageError, oneOfArg } from '../cli_args';
 import type { ErrorPayload } from '../protocol/messages';
 import type { TablePlan } from '../registry/compile';
@@ -93,13 +92,12 @@ async function runExport(values: Record<string, string | boolean | undefined>, i
   const perShard: SpineRow[][] = Array.from({ length: history.shards }, () => []);
   for (const r of spine.rows) perShard[shardOf(r.key, history.shards)].push(r);
   const progress = stderrProgress();
-  const log = pino({ level: 'warn' }, pino.destination(2));
   let answered = 0;
   let records = 0;
   const unavailable: string[] = [];
   for (let s = 0; s < history.shards; s++) {
     if (perShard[s].length === 0) continue;
-    const out = exportShard(history, s, perShard[s], byLsn, features, log, (r, line) => { lines[r.index] = line; answered++; }, () => {
+    const out = exportShard(history, s, perShard[s], byLsn, features, (r, line) => { lines[r.index] = line; answered++; }, () => {
       records++;
       progress.tick(() => `export: shard ${s + 1}/${history.shards}, ${records.toLocaleString()} records, ${answered.toLocaleString()}/${spine.rows.length.toLocaleString()} spine rows`);
     });
@@ -125,7 +123,7 @@ interface ShardExport {
 
 /** Replays shard `s` of `history` and answers its spine rows; `emit` gets each answered line. */
 function exportShard(
-  history: History, s: number, rows: SpineRow[], byLsn: boolean, features: string[] | null, log: pino.Logger,
+  history: History, s: number, rows: SpineRow[], byLsn: boolean, features: string[] | null,
   emit: (r: SpineRow, line: string) => void, tick: () => void,
 ): ShardExport {
   const state = new ShardState({ shardId: s, shardCount: history.shards, memoryGovEnforce: false });
@@ -151,7 +149,7 @@ function exportShard(
   const warnings = sh.forEach((rec: WalRecord) => {
     if (rec.type === RECORD_TYPE_PUSH || rec.type === RECORD_TYPE_EVENT) pit.before(rec.timeMs, rec.lsn);
     else if (byLsn) pit.before(Number.NEGATIVE_INFINITY, rec.lsn);
-    replay(state, pushes, dedupe, versions, rec, log, bad);
+    replay(state, pushes, dedupe, versions, rec, bad);
     tick();
   });
   pit.finish();

@@ -32,7 +32,7 @@ import { decodeWalRecord, WAL_CODEC, type WalRecord } from '../wal/record';
 import { CASE_OK, classifyAt, FrameProbe, recoverWal } from '../wal/recover';
 import { decodeSnapshotBody, verifySnapshotBytes } from '../wal/snapshot';
 import { scanRegistryLog } from '../wal/registry_log';
-import { RECORD_TYPE_INSTALL, RECORD_TYPE_RESET } from '../wal/constants';
+import { RECORD_TYPE_INSTALL, RECORD_TYPE_RESET, RECORD_TYPE_SEGMENT } from '../wal/constants';
 import type { RegistryState } from '../registry/model';
 import type { ShardState } from '../shard/state/state';
 import { restoreSnapshot } from '../shard/persist/snapshot_job';
@@ -144,11 +144,14 @@ class DataDirShard implements ShardHistory {
   }
 }
 
-/** The first valid record of a segment file, or null. */
+/** The first valid record of a segment file (after its SEGMENT header frame, which is no record), or null. */
 function firstRecord(path: string): WalRecord | null {
   const buf = readFileSync(path);
   const probe = new FrameProbe();
-  classifyAt(buf, 0, buf.length, WAL_CODEC, -1, probe);
-  if (probe.caseId !== CASE_OK) return null;
-  return decodeWalRecord(buf, FRAME_HEADER_BYTES, probe.next);
+  for (let o = 0; ;) {
+    classifyAt(buf, o, buf.length, WAL_CODEC, -1, probe);
+    if (probe.caseId !== CASE_OK) return null;
+    if (probe.type !== RECORD_TYPE_SEGMENT) return decodeWalRecord(buf, o + FRAME_HEADER_BYTES, probe.next);
+    o = probe.next;
+  }
 }

@@ -45,7 +45,7 @@ let hintWindowStartMs = 0;
  */
 export function nearestName(name: string, candidates: readonly string[]): string | null {
   if (name.length > NAME_LENGTH_MAX + HINT_DISTANCE_MAX) return null;
-  const now = Date.now();
+  const now = performance.now(); // a budget per second of elapsed time (monotonic)
   if (now - hintWindowStartMs >= 1000) { hintWindowStartMs = now; hintCells = 0; }
   const lower = name.toLowerCase();
   let best: string | null = null;

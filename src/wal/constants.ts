@@ -14,12 +14,18 @@ export const FRAME_TYPE_BYTES = 1;
 /** Largest `length` field accepted (type + payload): 16 MiB - 1, top byte 0x00 (src/limits.ts says why). */
 export const RECORD_BYTES_MAX = WAL_RECORD_BYTES_MAX;
 
-/** Record types (u8). 5..15 are reserved for future WAL records; 16+ for other logs. */
+/** Record types (u8). 6..15 are reserved for future WAL records; 16+ for other logs. */
 export const RECORD_TYPE_EVENT = 1;
 export const RECORD_TYPE_INSTALL = 2;
 export const RECORD_TYPE_RESET = 3;
 /** One push as its shard applies it: registry indexes, key and typed values (push_record.ts). */
 export const RECORD_TYPE_PUSH = 4;
+/**
+ * The first frame of every segment this version writes: the highest lsn the shard
+ * had before the segment (0: none, its history starts here). Not in the lsn
+ * sequence; recovery uses it to prove that nothing between two segments is missing.
+ */
+export const RECORD_TYPE_SEGMENT = 5;
 /** Registry log entries: the payload is UTF-8 JSON and carries no lsn. */
 export const RECORD_TYPE_JSON = 16;
 
@@ -30,6 +36,10 @@ export const RECORD_TYPE_JSON = 16;
 export const EVENT_FIXED_BYTES = 8 + 8 + 4 + 2 + 4;
 /** INSTALL and RESET payload: u64 lsn + u32 registryVersion. */
 export const VERSION_PAYLOAD_BYTES = 8 + 4;
+/** SEGMENT payload: u64 lsn the segment follows. */
+export const SEGMENT_PAYLOAD_BYTES = 8;
+/** A whole SEGMENT frame: a segment of this size or less holds no record. */
+export const SEGMENT_HEADER_FRAME_BYTES = FRAME_HEADER_BYTES + FRAME_TYPE_BYTES + SEGMENT_PAYLOAD_BYTES;
 /** Event names are short identifiers; u16 is the on-disk bound. */
 export const EVENT_NAME_BYTES_MAX = 0xffff;
 

@@ -25,6 +25,28 @@ export {
   type ResetRecord,
   type WalRecord,
 } from './record';
+export {
+  DATA_LOSS_ADVICE,
+  EVIDENCE_CASES,
+  REGISTRY_LOG_FILE,
+  VersionTally,
+  formatEvidence,
+  judge,
+  refusalMessage,
+  registryEvidence,
+  registryKnownOf,
+  registryStatesOf,
+  shardEvidence,
+  versionFloor,
+  type Evidence,
+  type EvidenceCase,
+  type Judgement,
+  type RegistryKnown,
+  type RegistryLogFacts,
+  type ShardAudit,
+  type ShardFacts,
+  type VersionSummary,
+} from './loss';
 export { PushFrameWriter, PushRecordReader, frameEnd, sealFrame } from './push_record';
 export { WalWriter, type WalPosition, type WalWriterOptions } from './segment';
 export {
@@ -35,6 +57,7 @@ export {
   type RecoveryLogEntry,
   type RecoveryProgress,
   type RecoveryReport,
+  type SegmentFact,
 } from './recover';
 export {
   deleteAllSnapshots,
@@ -47,5 +70,6 @@ export {
   type SnapshotWriteResult,
 } from './snapshot';
 export { SnapshotStream } from './snapshot_stream';
-export { RegistryLog, scanRegistryLog, WalCorruptionError, type RegistryLogOpenResult } from './registry_log';
-export { checkRegistryLog, checkWalDir, formatWalCheckReport, type RegistryLogCheck, type WalCheckReport } from './wal_check';
+export { RegistryLog, readRegistryLogFacts, scanRegistryLog, scanRegistryLogLenient, WalCorruptionError, type RegistryLogDamage, type RegistryLogOpenResult } from './registry_log';
+export { recoverShardFiles, type ShardFilesOptions, type ShardFilesRecovery } from './audit';
+export { auditShardDir, checkRegistryLog, checkWalDir, formatWalCheckReport, type RegistryLogCheck, type WalCheckReport } from './wal_check';

@@ -8,13 +8,15 @@
  *   INSTALL (2): [u64 lsn][u32 registryVersion]
  *   RESET   (3): [u64 lsn][u32 registryVersion]
  *   PUSH    (4): [u64 lsn][u64 timeMs][u32 registryVersion][u16 eventIndex]... (push_record.ts)
+ *   SEGMENT (5): [u64 prevLsn]         (first frame of a segment; not in the lsn sequence)
  *   JSON   (16): [utf8 JSON]            (registry log only; no lsn)
  *
  * EVENT is the format before PUSH (the envelope text, parsed again by the shard):
  * still replayed from old data dirs, no longer written by the server.
  *
- * Every WAL payload starts with its u64 lsn, so tools can read the lsn of any
- * WAL record without knowing its type. u64 fields hold JS safe integers
+ * Every WAL payload starts with a u64 lsn, so tools can read the lsn of any
+ * WAL record without knowing its type (a SEGMENT's is the lsn it follows; the
+ * codec reports it as "no lsn" so it never counts as a record of the sequence). u64 fields hold JS safe integers
  * (high word <= 0x1FFFFF); a larger high word makes the payload malformed.
  */
 import { strict as assert } from 'node:assert';
@@ -29,6 +31,9 @@ import {
   RECORD_TYPE_JSON,
   RECORD_TYPE_PUSH,
   RECORD_TYPE_RESET,
+  RECORD_TYPE_SEGMENT,
+  SEGMENT_HEADER_FRAME_BYTES,
+  SEGMENT_PAYLOAD_BYTES,
   STAGING_BYTES_INITIAL,
   VERSION_PAYLOAD_BYTES,
 } from './constants';
@@ -226,6 +231,34 @@ export class RecordEncoder {
   }
 }
 
+/**
+ * The SEGMENT frame that opens a segment (segment.ts): `prevLsn` is the highest
+ * lsn the shard had appended or recovered before it, 0 when nothing came before.
+ */
+export function encodeSegmentHeader(prevLsn: number): Buffer {
+  assert(Number.isSafeInteger(prevLsn), 'prevLsn must be a safe integer');
+  assert(prevLsn >= 0, 'prevLsn must be >= 0');
+  const buf = Buffer.alloc(SEGMENT_HEADER_FRAME_BYTES);
+  buf.writeUInt32LE(FRAME_TYPE_BYTES + SEGMENT_PAYLOAD_BYTES, 0);
+  buf[FRAME_HEADER_BYTES] = RECORD_TYPE_SEGMENT;
+  writeU64(buf, prevLsn, PAYLOAD_OFFSET);
+  buf.writeUInt32LE(crc32c(buf, FRAME_HEADER_BYTES, buf.length), 4);
+  return buf;
+}
+
+/** prevLsn of the SEGMENT frame whose body starts at `body` (WAL_CODEC.wellFormed returned true). */
+export function segmentPrevLsn(buf: Buffer, body: number): number {
+  assert.equal(buf[body], RECORD_TYPE_SEGMENT, 'segmentPrevLsn: not a SEGMENT frame');
+  return readU64(buf, body + FRAME_TYPE_BYTES);
+}
+
+/** True when `buf` is exactly one valid SEGMENT frame (a segment that holds no record). */
+export function isSegmentHeaderOnly(buf: Buffer): boolean {
+  if (buf.length !== SEGMENT_HEADER_FRAME_BYTES) return false;
+  if (buf.readUInt32LE(0) !== FRAME_TYPE_BYTES + SEGMENT_PAYLOAD_BYTES || buf[FRAME_HEADER_BYTES] !== RECORD_TYPE_SEGMENT) return false;
+  return crc32c(buf, FRAME_HEADER_BYTES, buf.length) === buf.readUInt32LE(4) && isU64Safe(buf, PAYLOAD_OFFSET);
+}
+
 /** One framed JSON record (registry log). Not a hot path: allocates. */
 export function encodeJsonFrame(entry: unknown): Buffer {
   const json = JSON.stringify(entry);
@@ -273,16 +306,24 @@ function versionWellFormed(buf: Buffer, body: number, end: number): boolean {
   return end - p === VERSION_PAYLOAD_BYTES && isU64Safe(buf, p);
 }
 
+function segmentWellFormed(buf: Buffer, body: number, end: number): boolean {
+  const p = body + FRAME_TYPE_BYTES;
+  return end - p === SEGMENT_PAYLOAD_BYTES && isU64Safe(buf, p);
+}
+
 export const WAL_CODEC: FrameCodec = {
-  knows: (type) => type === RECORD_TYPE_PUSH || type === RECORD_TYPE_EVENT || type === RECORD_TYPE_INSTALL || type === RECORD_TYPE_RESET,
+  knows: (type) => type === RECORD_TYPE_PUSH || type === RECORD_TYPE_EVENT || type === RECORD_TYPE_INSTALL || type === RECORD_TYPE_RESET
+    || type === RECORD_TYPE_SEGMENT,
   wellFormed(buf, body, end) {
     const type = buf[body];
     if (type === RECORD_TYPE_PUSH) return pushWellFormed(buf, body, end);
     if (type === RECORD_TYPE_EVENT) return eventWellFormed(buf, body, end);
     if (type === RECORD_TYPE_INSTALL || type === RECORD_TYPE_RESET) return versionWellFormed(buf, body, end);
+    if (type === RECORD_TYPE_SEGMENT) return segmentWellFormed(buf, body, end);
     return false;
   },
-  lsnOf: (buf, body) => readU64(buf, body + FRAME_TYPE_BYTES),
+  // A SEGMENT frame is outside the lsn sequence: "no lsn", like a registry entry.
+  lsnOf: (buf, body) => (buf[body] === RECORD_TYPE_SEGMENT ? -1 : readU64(buf, body + FRAME_TYPE_BYTES)),
 };
 
 export const JSON_CODEC: FrameCodec = {

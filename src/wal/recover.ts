@@ -43,11 +43,11 @@
  */
 import { strict as assert } from 'node:assert';
 import { join } from 'node:path';
-import { FRAME_HEADER_BYTES, RECORD_BYTES_MAX } from './constants';
+import { FRAME_HEADER_BYTES, RECORD_BYTES_MAX, RECORD_TYPE_SEGMENT } from './constants';
 import { crc32c } from './crc32c';
 import { listLsnFiles, fileSizeOrMissing, readFileFrom, truncateFile } from './file_ops';
 import { realFs, type FsLike } from './fs_like';
-import { WAL_CODEC, decodeWalRecord, type FrameCodec, type WalRecord } from './record';
+import { WAL_CODEC, decodeWalRecord, segmentPrevLsn, type FrameCodec, type WalRecord } from './record';
 import type { WalPosition } from './segment';
 
 export const CASE_END = 0;
@@ -232,6 +232,27 @@ export interface RecoveryReport {
   nextLsnMin: number;
   /** Every abnormal finding, in order; the caller logs them (prefix `wal.`). */
   log: RecoveryLogEntry[];
+  /** One entry per segment read (not skipped), in order: what loss.ts needs to prove a gap. */
+  chain: SegmentFact[];
+}
+
+/**
+ * What recovery learnt about one segment it read. The SEGMENT frame says which lsn
+ * the segment follows; the WAL read before it says how far the records reach; a
+ * segment that follows an lsn nothing before it reaches proves that records are
+ * missing (loss.ts). Segments written before SEGMENT frames existed have none.
+ */
+export interface SegmentFact {
+  name: string;
+  /** Position among the segment files of the directory (0: the oldest on disk). */
+  index: number;
+  /** lsn its SEGMENT frame follows (0: the shard's history starts here); null: no frame read (an older segment, or read from a resume point). */
+  prevLsn: number | null;
+  /** Highest lsn read before this segment (-1: none). */
+  lsnBefore: number;
+  /** lsn and type of its first record (-1 when it has none). */
+  firstLsn: number;
+  firstType: number;
 }
 
 /** Filled in as recovery goes, for progress lines (the caller reads it from onRecord). */
@@ -273,7 +294,7 @@ export function recoverWal(dir: string, afterLsn: number, onRecord: (r: WalRecor
   const repair = opts.repair ?? true;
   const report: RecoveryReport = {
     segments: 0, segmentsSkipped: 0, resumeSkippedBytes: 0, records: 0, recordsRead: 0, truncatedBytes: 0,
-    skippedBytes: 0, corruptSegments: [], lastLsn: -1, lastRecordAt: null, nextLsnMin: 0, log: [],
+    skippedBytes: 0, corruptSegments: [], lastLsn: -1, lastRecordAt: null, nextLsnMin: 0, log: [], chain: [],
   };
   const listing = listLsnFiles(fs, dir, 'log');
   for (const name of listing.others) report.log.push({ kind: 'stray_file', level: 'info', name });
@@ -300,7 +321,9 @@ export function recoverWal(dir: string, afterLsn: number, onRecord: (r: WalRecor
     const buf = resumed ?? fs.readFileSync(path);
     report.resumeSkippedBytes += base;
     bytesBefore += base;
-    const tailAt = replaySegment(buf, files[i], base, lsnFloor, afterLsn, report, onRecord, progress, bytesBefore);
+    const fact: SegmentFact = { name: files[i].name, index: i, prevLsn: null, lsnBefore: report.lastLsn, firstLsn: -1, firstType: -1 };
+    report.chain.push(fact);
+    const tailAt = replaySegment(buf, fact, files[i].lsn, base, lsnFloor, afterLsn, report, onRecord, progress, bytesBefore);
     bytesBefore += buf.length;
     progress.bytesRead = bytesBefore;
     if (tailAt >= 0) handleTail(fs, dir, files[i].name, base + buf.length, base + tailAt, i === tailIndex, repair, report);
@@ -337,7 +360,8 @@ function tailSegmentIndex(fs: FsLike, dir: string, files: SegmentRef[]): number 
 /** Runs the table over one segment; returns the offset of a bad tail, or -1. */
 function replaySegment(
   buf: Buffer,
-  segment: SegmentRef,
+  fact: SegmentFact,
+  segmentLsn: number,
   base: number,
   lsnFloorStart: number,
   afterLsn: number,
@@ -346,10 +370,12 @@ function replaySegment(
   progress: RecoveryProgress,
   bytesBefore: number,
 ): number {
-  const name = segment.name;
+  const name = fact.name;
   const probe = new FrameProbe();
   let lsnFloor = lsnFloorStart;
   let o = 0;
+  /** A malformed record's finding, waiting for the lsn of the next valid record (the bound of what it lost). */
+  let open: RecoveryLogEntry | null = null;
   for (;;) {
     classifyAt(buf, o, buf.length, WAL_CODEC, lsnFloor, probe);
     const c = RECOVERY_CASES[probe.caseId];
@@ -358,8 +384,16 @@ function replaySegment(
       report.log.push(finding(c, name, base + o, buf.length - o, lsnFloor));
       return o;
     }
+    if (c.action === 'yield' && probe.type === RECORD_TYPE_SEGMENT) {
+      // Only the frame a segment opens with is its SEGMENT frame (a later one would be a stray copy).
+      if (o === 0 && base === 0) fact.prevLsn = segmentPrevLsn(buf, o + FRAME_HEADER_BYTES);
+      o = probe.next;
+      continue;
+    }
     if (c.action === 'yield') {
       report.recordsRead++;
+      if (fact.firstLsn < 0) { fact.firstLsn = probe.lsn; fact.firstType = probe.type; }
+      if (open !== null) { open.lsnAfter = probe.lsn; open = null; }
       if (probe.caseId === CASE_LSN_REGRESSION) {
         const entry = finding(c, name, base + o, probe.next - o, lsnFloor);
         entry.lsn = probe.lsn;
@@ -368,7 +402,7 @@ function replaySegment(
       lsnFloor = Math.max(lsnFloor, probe.lsn);
       if (probe.caseId === CASE_OK && probe.lsn > report.lastLsn) {
         const at = report.lastRecordAt;
-        if (at === null || at.segmentLsn !== segment.lsn) report.lastRecordAt = { segmentLsn: segment.lsn, offset: base + o, lsn: probe.lsn };
+        if (at === null || at.segmentLsn !== segmentLsn) report.lastRecordAt = { segmentLsn, offset: base + o, lsn: probe.lsn };
         else { at.offset = base + o; at.lsn = probe.lsn; }
       }
       if (probe.lsn > report.lastLsn) report.lastLsn = probe.lsn;
@@ -378,7 +412,8 @@ function replaySegment(
         onRecord(decodeWalRecord(buf, o + FRAME_HEADER_BYTES, probe.next));
       }
     } else {
-      reportSkip(buf, name, base, o, probe, lsnFloor, report);
+      const entry = reportSkip(buf, name, base, o, probe, lsnFloor, report);
+      if (probe.caseId === CASE_MALFORMED_PAYLOAD) open = entry;
     }
     assert(probe.next > o, 'recovery must make progress');
     o = probe.next;
@@ -390,7 +425,7 @@ function finding(c: RecoveryCase, segment: string, offset: number, bytes: number
   return { kind: c.name, level: c.level ?? 'warn', label: c.label, segment, offset, bytes, lsnBefore };
 }
 
-function reportSkip(buf: Buffer, name: string, base: number, o: number, probe: FrameProbe, lsnFloor: number, report: RecoveryReport): void {
+function reportSkip(buf: Buffer, name: string, base: number, o: number, probe: FrameProbe, lsnFloor: number, report: RecoveryReport): RecoveryLogEntry {
   const c = RECOVERY_CASES[probe.caseId];
   const entry = finding(c, name, base + o, probe.next - o, lsnFloor);
   if (probe.caseId === CASE_UNKNOWN_TYPE) entry.type = probe.type;
@@ -403,6 +438,7 @@ function reportSkip(buf: Buffer, name: string, base: number, o: number, probe: F
     report.skippedBytes += probe.next - o;
     if (!report.corruptSegments.includes(name)) report.corruptSegments.push(name);
   }
+  return entry;
 }
 
 function handleTail(

@@ -6,9 +6,11 @@
  * *and* on a failed fdatasync.
  *
  * Recovery policy is stricter than the WAL's: a torn tail is cut off (the last
- * append was never acknowledged), but damage followed by valid entries throws
- * WalCorruptionError. Skipping one registry entry would silently change the
- * meaning of every later one, so an operator has to look (wal_check).
+ * append was never acknowledged; loss.ts proves otherwise when a WAL record names
+ * the version it held), but damage followed by valid entries throws
+ * WalCorruptionError unless the operator accepted the loss (--accept-data-loss):
+ * every entry is a whole registry state, so the ones around the damage still mean
+ * what they meant, and the versions lost with it are what loss.ts reports.
  */
 import { strict as assert } from 'node:assert';
 import { dirname } from 'node:path';
@@ -18,6 +20,8 @@ import { closeQuietly, fsyncDir, unlinkQuietly, writeFully } from './file_ops';
 import { realFs, type FsLike } from './fs_like';
 import { JSON_CODEC, encodeJsonFrame } from './record';
 import { CASE_END, CASE_OK, FrameProbe, RECOVERY_CASES, classifyAt } from './recover';
+import { registryKnownOf, registryStatesOf, type RegistryLogFacts } from './loss';
+import type { RegistryState } from '../registry/model';
 
 /** Thrown when a log holds damage that recovery must not paper over. */
 export class WalCorruptionError extends Error {
@@ -39,6 +43,21 @@ export interface RegistryLogOpenResult {
   entries: unknown[];
   /** Bytes of torn tail cut off at open. */
   truncatedBytes: number;
+  /** Damage before the end that was skipped (only with acceptDamage; the log was rewritten without it). */
+  damage: RegistryLogDamage[];
+}
+
+/** Bytes before the end of a registry log that hold no valid entry. */
+export interface RegistryLogDamage {
+  offset: number;
+  bytes: number;
+  /** Case name of recover.ts, or malformed_json. */
+  kind: string;
+}
+
+/** A scan that skips damage instead of throwing (what boot and wal-check judge, loss.ts). */
+export interface RegistryLogLenientScan extends RegistryLogScan {
+  damage: RegistryLogDamage[];
 }
 
 export interface RegistryLogScan {
@@ -74,6 +93,50 @@ export function scanRegistryLog(buf: Buffer, path: string): RegistryLogScan {
   }
 }
 
+/**
+ * Reads every valid entry of a registry log image, skipping damage (recorded in
+ * `damage`) the way WAL recovery skips it; a torn tail ends the scan. Never throws
+ * on bad bytes.
+ */
+export function scanRegistryLogLenient(buf: Buffer): RegistryLogLenientScan {
+  const probe = new FrameProbe();
+  const entries: unknown[] = [];
+  const damage: RegistryLogDamage[] = [];
+  let o = 0;
+  for (;;) {
+    classifyAt(buf, o, buf.length, JSON_CODEC, -1, probe);
+    if (probe.caseId === CASE_END) return { entries, validBytes: o, tailKind: '', damage };
+    const c = RECOVERY_CASES[probe.caseId];
+    if (c.action === 'tail') return { entries, validBytes: o, tailKind: c.name, damage };
+    if (probe.caseId !== CASE_OK) damage.push({ offset: o, bytes: probe.next - o, kind: c.name });
+    else {
+      try {
+        entries.push(JSON.parse(buf.toString('utf8', o + FRAME_HEADER_BYTES + 1, probe.next)));
+      } catch {
+        damage.push({ offset: o, bytes: probe.next - o, kind: 'malformed_json' });
+      }
+    }
+    o = probe.next;
+  }
+}
+
+/**
+ * Reads the registry log at `path` without changing it (a missing file reads as
+ * empty): its registry states and the facts boot and wal-check judge (loss.ts).
+ */
+export function readRegistryLogFacts(path: string, fs: FsLike = realFs): { facts: RegistryLogFacts; states: RegistryState[] } {
+  let buf: Buffer;
+  try {
+    buf = fs.readFileSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    buf = Buffer.alloc(0);
+  }
+  const scan = scanRegistryLogLenient(buf);
+  const states = registryStatesOf<RegistryState>(scan.entries);
+  return { facts: { known: registryKnownOf(states), damage: scan.damage, tailBytes: buf.length - scan.validBytes, tailKind: scan.tailKind }, states };
+}
+
 export class RegistryLog {
   readonly path: string;
   readonly #fs: FsLike;
@@ -91,7 +154,12 @@ export class RegistryLog {
     this.#tailDirty = false;
   }
 
-  static open(path: string, opts: { fs?: FsLike } = {}): RegistryLogOpenResult {
+  /**
+   * Opens the log for appends: a torn tail is cut off; damage before the end
+   * throws WalCorruptionError, or with `acceptDamage` is skipped and the log
+   * rewritten with the entries that survive (the operator accepted the loss).
+   */
+  static open(path: string, opts: { fs?: FsLike; acceptDamage?: boolean } = {}): RegistryLogOpenResult {
     const fs = opts.fs ?? realFs;
     const dir = dirname(path);
     fs.mkdirSync(dir, { recursive: true });
@@ -104,7 +172,7 @@ export class RegistryLog {
       buf = Buffer.alloc(0);
       existed = false;
     }
-    const scan = scanRegistryLog(buf, path);
+    const scan = opts.acceptDamage === true ? scanRegistryLogLenient(buf) : { ...scanRegistryLog(buf, path), damage: [] };
     const fd = fs.openSync(path, OPEN_FLAGS, 0o644);
     try {
       if (!existed) fsyncDir(fs, dir);
@@ -117,7 +185,8 @@ export class RegistryLog {
       throw err;
     }
     const log = new RegistryLog(path, fs, fd, scan.validBytes);
-    return { log, entries: scan.entries, truncatedBytes: buf.length - scan.validBytes };
+    if (scan.damage.length > 0) log.rewrite(scan.entries);
+    return { log, entries: scan.entries, truncatedBytes: buf.length - scan.validBytes, damage: scan.damage };
   }
 
   /** Bytes of whole entries. */

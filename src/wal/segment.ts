@@ -9,6 +9,12 @@
  * record of a segment is below the next segment's name; deleteSegmentsCoveredBy
  * relies on that and never scans a file.
  *
+ * Every segment opens with a SEGMENT frame (record.ts) holding the highest lsn the
+ * shard had before it (0: none). Names alone cannot tell a deleted segment from a
+ * gap of lsns that went to other shards; the frame can: recovery (recover.ts
+ * SegmentFact, loss.ts) proves a missing or cut segment when a segment follows an
+ * lsn the WAL before it does not reach.
+ *
  * Ordering rules:
  * - open() never appends to an existing file. The first append of a process starts
  *   a new segment, so new records are never written behind bytes this process has
@@ -25,11 +31,11 @@
 import { strict as assert } from 'node:assert';
 import { join } from 'node:path';
 import { SfError } from '../errors';
-import { FRAME_HEADER_BYTES } from './constants';
+import { FRAME_HEADER_BYTES, SEGMENT_HEADER_FRAME_BYTES } from './constants';
 import { closeQuietly, fileSizeOrMissing, fsyncDir, listLsnFiles, lsnFileName, lsnOfFileName, RETIRED_SUFFIX, unlinkQuietly, writeFully } from './file_ops';
 import nodeFs from 'node:fs';
 import { realFs, type FsLike } from './fs_like';
-import type { RecordEncoder } from './record';
+import { encodeSegmentHeader, isSegmentHeaderOnly, type RecordEncoder } from './record';
 import { TL, tlNow, tlSpan } from '../timeline';
 
 export interface WalWriterOptions {
@@ -38,6 +44,12 @@ export interface WalWriterOptions {
   fs?: FsLike;
   /** The next lsn the caller will append (RecoveryReport.nextLsnMin or above); appends below it are a bug. */
   nextLsnHint?: number;
+  /**
+   * The highest lsn of a record the WAL holds (RecoveryReport.lastLsn): the first
+   * segment's SEGMENT frame names it. Default: the newest segment's name (lower,
+   * so a later recovery can only prove less).
+   */
+  lastRecordLsn?: number;
   /**
    * Where the last record recovery read starts (RecoveryReport.lastRecordAt):
    * position() answers it until the first append, so a snapshot taken right
@@ -82,6 +94,8 @@ export class WalWriter {
   #batchLsn = 0;
   /** The recovered WAL's last record (WalWriterOptions.resumeFrom) until a segment is opened or the WAL reset. */
   #recovered: WalPosition | null = null;
+  /** Highest lsn of a record written before the next segment (its SEGMENT frame); 0: none. */
+  #prevLsn = 0;
 
   private constructor(dir: string, fs: FsLike, segmentBytesMax: number, lastLsn: number) {
     this.dir = dir;
@@ -101,20 +115,20 @@ export class WalWriter {
   /**
    * Opens the WAL directory (creating it). Run recoverWal first: the writer starts
    * a new segment at its first append and only looks at existing segments' names
-   * and sizes (empty ones are removed).
+   * and sizes (ones without a record are removed).
    */
   static open(dir: string, opts: WalWriterOptions): WalWriter {
     assert(Number.isSafeInteger(opts.segmentBytesMax), 'segmentBytesMax must be an integer');
     assert(opts.segmentBytesMax > FRAME_HEADER_BYTES, 'segmentBytesMax too small');
     const fs = opts.fs ?? realFs;
     fs.mkdirSync(dir, { recursive: true });
-    // Empty segments (a crash between create and first write, or a tail that recovery
-    // cut to nothing) hold no record but their names would still order the log:
+    // Segments without a record (a crash between create and first write, or a tail that
+    // recovery cut to nothing but the SEGMENT frame) hold no record but their names would still order the log:
     // remove them so a lower lsn can never sort after a higher one.
     let lastLsn = -1;
     let removed = 0;
     for (const f of listLsnFiles(fs, dir, 'log').files) {
-      if (fileSizeOrMissing(fs, join(dir, f.name)) === 0) {
+      if (!segmentHoldsRecords(fs, join(dir, f.name))) {
         fs.unlinkSync(join(dir, f.name));
         removed++;
       } else {
@@ -123,12 +137,14 @@ export class WalWriter {
       }
     }
     if (removed > 0) fsyncDir(fs, dir);
+    const newestName = lastLsn;
     if (opts.nextLsnHint !== undefined) {
       assert(Number.isSafeInteger(opts.nextLsnHint), 'nextLsnHint must be an integer');
       lastLsn = Math.max(lastLsn, opts.nextLsnHint - 1);
     }
     const w = new WalWriter(dir, fs, opts.segmentBytesMax, lastLsn);
     w.#recovered = opts.resumeFrom ?? null;
+    w.#prevLsn = Math.max(0, opts.lastRecordLsn ?? newestName);
     return w;
   }
 
@@ -162,7 +178,7 @@ export class WalWriter {
     assert(firstLsn <= lastLsn, 'firstLsn > lastLsn');
     assert(firstLsn > this.#lastLsn, 'lsns must grow across appends');
     if (this.#tailDirty) this.#repairTail();
-    const full = this.#segmentBytes > 0 && this.#segmentBytes + buf.length > this.#segmentBytesMax;
+    const full = this.#segmentBytes > SEGMENT_HEADER_FRAME_BYTES && this.#segmentBytes + buf.length > this.#segmentBytesMax;
     if (this.#fd === NO_FD || full) {
       const t0 = tlNow();
       this.#rotate(firstLsn);
@@ -178,6 +194,7 @@ export class WalWriter {
     this.#segmentBytes = at + buf.length;
     this.#bytesSinceSync += buf.length;
     this.#lastLsn = lastLsn;
+    this.#prevLsn = lastLsn;
     this.#batchAt = at;
     this.#batchLsn = firstLsn;
   }
@@ -284,6 +301,7 @@ export class WalWriter {
     this.#tailDirty = false;
     this.#bytesSinceSync = 0;
     this.#lastLsn = -1;
+    this.#prevLsn = 0;
     try {
       for (const f of listLsnFiles(this.#fs, this.dir, 'log').files) this.#fs.unlinkSync(join(this.dir, f.name));
       fsyncDir(this.#fs, this.dir);
@@ -334,20 +352,25 @@ export class WalWriter {
       fd = this.#fs.openSync(path, 'wx');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      // An abandoned segment whose unlink failed (see #abandonSegment): it is empty.
-      assert.equal(fileSizeOrMissing(this.#fs, path), 0, `segment ${name} exists and is not empty: lsn reused`);
+      // An abandoned segment whose unlink failed (see #abandonSegment): it holds no record.
+      assert(!segmentHoldsRecords(this.#fs, path), `segment ${name} exists and holds records: lsn reused`);
       fd = this.#fs.openSync(path, 'w');
     }
+    // The SEGMENT frame goes in before any record (it is synced with the first batch's
+    // fdatasync); a crash that tears it leaves a tail recovery cuts to nothing.
+    const header = encodeSegmentHeader(this.#prevLsn);
     try {
+      writeFully(this.#fs, fd, header, header.length, 0);
       fsyncDir(this.#fs, this.dir);
     } catch (err) {
       closeQuietly(this.#fs, fd);
+      unlinkQuietly(this.#fs, path);
       throw err;
     }
     this.#fd = fd;
     this.#generation++;
     this.#segmentName = name;
-    this.#segmentBytes = 0;
+    this.#segmentBytes = header.length;
     this.#batchAt = -1;
     this.#recovered = null;
   }
@@ -386,12 +409,12 @@ export class WalWriter {
 
   /**
    * Closes the current segment without syncing; the next append starts a new one.
-   * A segment without one whole record is removed, so that its name (the lsn of a
+   * A segment without one whole record (only its SEGMENT frame) is removed, so that its name (the lsn of a
    * batch that failed, which the caller may assign again) is free.
    */
   #abandonSegment(): void {
     if (this.#fd !== NO_FD) closeQuietly(this.#fs, this.#fd);
-    if (this.#segmentName !== '' && this.#segmentBytes === 0) unlinkQuietly(this.#fs, join(this.dir, this.#segmentName));
+    if (this.#segmentName !== '' && this.#segmentBytes <= SEGMENT_HEADER_FRAME_BYTES) unlinkQuietly(this.#fs, join(this.dir, this.#segmentName));
     this.#fd = NO_FD;
     this.#generation++;
     this.#segmentName = '';
@@ -399,4 +422,15 @@ export class WalWriter {
     this.#batchAt = -1;
     this.#tailDirty = false;
   }
+}
+
+/**
+ * False for a segment that holds no record: missing, empty, or only its SEGMENT
+ * frame. Anything else (records, or bytes recovery has not classified) holds records.
+ */
+export function segmentHoldsRecords(fs: FsLike, path: string): boolean {
+  const size = fileSizeOrMissing(fs, path);
+  if (size <= 0) return false;
+  if (size !== SEGMENT_HEADER_FRAME_BYTES) return true;
+  return !isSegmentHeaderOnly(fs.readFileSync(path));
 }

@@ -56,6 +56,7 @@ export class SnapshotStream {
   readonly #dir: string;
   readonly #meta: { lsn: number; registryVersion: number };
   readonly #keep: number;
+  readonly #nowMs: () => number;
   readonly #chain = new BlockChain();
   #fh: FileHandle | null = null;
   /** The last block's write (blocks are written in order, each after the one before). */
@@ -73,10 +74,12 @@ export class SnapshotStream {
   /** Time spent compressing blocks and taking their crc, on the calling thread. */
   packMs = 0;
 
-  constructor(dir: string, meta: { lsn: number; registryVersion: number }, opts: { keep?: number } = {}) {
+  /** `opts.nowMs`: the clock of the header's createdAtMs (a server passes its server time). */
+  constructor(dir: string, meta: { lsn: number; registryVersion: number }, opts: { keep?: number; nowMs?: () => number } = {}) {
     this.#dir = dir;
     this.#meta = meta;
     this.#keep = opts.keep ?? SNAPSHOT_KEEP_DEFAULT;
+    this.#nowMs = opts.nowMs ?? Date.now;
     this.path = join(dir, lsnFileName(meta.lsn, 'snap'));
     // Not writeSnapshot's tmp name: a shutdown snapshot taken at the same LSN while an
     // aborted stream still has writes in flight must not share (and then rename) its file.
@@ -159,7 +162,7 @@ export class SnapshotStream {
       if (this.#failed !== null) throw this.#failed;
       if (fh === null) throw new Error('snapshot stream: the tmp file is not open');
       const t1 = performance.now();
-      const header = this.#chain.header({ lsn: this.#meta.lsn, registryVersion: this.#meta.registryVersion, createdAtMs: Date.now() });
+      const header = this.#chain.header({ lsn: this.#meta.lsn, registryVersion: this.#meta.registryVersion, createdAtMs: this.#nowMs() });
       await fh.write(header, 0, header.length, 0);
       await fh.sync();
       await fh.close();

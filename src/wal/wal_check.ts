@@ -2,7 +2,8 @@
  * Offline checker (the `redis-check-aof` of streamfeat): verifies WAL segments,
  * snapshots and a registry log without modifying anything. It runs the same
  * decision table as recovery (repair off), so what it reports is exactly what a
- * restart would do.
+ * restart would do; auditShardDir runs a shard's recovery as boot does (audit.ts)
+ * for the loss verdict (loss.ts), so it reports exactly what boot refuses.
  */
 import { join } from 'node:path';
 import { fileSizeOrMissing, listLsnFiles } from './file_ops';
@@ -11,6 +12,8 @@ import { recoverWal, type RecoveryLogEntry } from './recover';
 import { RECORD_TYPE_EVENT, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH } from './constants';
 import { WalCorruptionError, scanRegistryLog } from './registry_log';
 import { decodeSnapshotBody, verifySnapshotBytes } from './snapshot';
+import { recoverShardFiles } from './audit';
+import type { RegistryKnown, ShardAudit } from './loss';
 
 export interface SnapshotCheck {
   name: string;
@@ -82,6 +85,18 @@ export function checkWalDir(dir: string, opts: { fs?: FsLike } = {}): WalCheckRe
     snapshots,
     findings,
   };
+}
+
+/**
+ * What boot would prove lost in a shard directory (`<data>/shard-<i>`, named
+ * `shard` in the evidence): its recovery as boot runs it, repair off, nothing applied.
+ */
+export function auditShardDir(dir: string, shard: string, known: RegistryKnown, opts: { fs?: FsLike } = {}): ShardAudit {
+  return recoverShardFiles({
+    walDir: join(dir, 'wal'), snapDir: join(dir, 'snapshots'), shard, known, repair: false, ...(opts.fs === undefined ? {} : { fs: opts.fs }),
+    onSnapshot: (snap) => ({ startLsn: snap.meta.lsn, walResume: null }),
+    onRecord: () => {},
+  }).audit;
 }
 
 function checkSnapshots(fs: FsLike, dir: string): SnapshotCheck[] {

@@ -26,7 +26,7 @@ function run(args: string[], env: Record<string, string> = {}): { status: number
 const FLAGS: Record<string, string[]> = {
   serve: ['--config', '--http-addr', '--http-engine', '--tcp-addr', '--admin-addr', '--data-dir', '--memory-only', '--test-mode', '--shards',
     '--log-level', '--wal-sync', '--wal-sync-timeout-ms', '--wal-sync-interval-ms', '--wal-segment-bytes', '--snapshot-interval',
-    '--max-batch-get', '--tcp-max-frame-bytes', '--shutdown-timeout', '--cluster-url', '--node-id', '--partitions', '--peer-addr', 'SERVICE_MEMORY_GOV_ENFORCE', 'SERVICE_FAULT_WAL_FILE'],
+    '--max-batch-get', '--tcp-max-frame-bytes', '--shutdown-timeout', '--cluster-url', '--node-id', '--partitions', '--peer-addr', 'SERVICE_MEMORY_GOV_ENFORCE', 'SERVICE_FAULT_WAL_FILE', 'SERVICE_FAULT_CLOCK_FILE'],
   'wal-check': ['--data-dir', '--json'],
   push: ['EVENT', 'JSON', '--retry', '--url', '--json', '--timeout-ms', '--http-url'],
   get: ['TABLE', 'KEY', '--features', '--url'],

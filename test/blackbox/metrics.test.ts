@@ -66,7 +66,7 @@ const FAMILIES: Record<string, string> = {
   streamfeat_served_log_lines_total: 'counter', streamfeat_served_log_dropped_total: 'counter', streamfeat_served_log_bytes_total: 'counter', streamfeat_served_log_write_errors_total: 'counter',
   streamfeat_push_latency_seconds: 'histogram', streamfeat_get_latency_seconds: 'histogram', streamfeat_batch_get_latency_seconds: 'histogram',
   streamfeat_tcp_connections: 'gauge', streamfeat_uptime_seconds: 'gauge', streamfeat_registry_version: 'gauge', streamfeat_registry_nodes: 'gauge',
-  streamfeat_dedupe_entries: 'gauge', streamfeat_shards: 'gauge',
+  streamfeat_dedupe_entries: 'gauge', streamfeat_shards: 'gauge', streamfeat_clock_jumps_total: 'counter', streamfeat_clock_ahead_seconds: 'gauge',
   streamfeat_shard_batches_total: 'counter', streamfeat_shard_batch_items_total: 'counter', streamfeat_shard_batch_seconds_total: 'counter',
   streamfeat_shard_queue_items: 'gauge', streamfeat_shard_batches_in_flight: 'gauge', streamfeat_shard_applied_lsn: 'gauge',
   streamfeat_shard_recovered_records: 'gauge', streamfeat_shard_recovery_seconds: 'gauge', streamfeat_stats_age_seconds: 'gauge',

@@ -87,7 +87,8 @@ export class ColdFiles {
   #pendingBytes = 0;
   /** Segment being compacted and the offset reached. */
   #compacting: { seg: Segment; at: number } | null = null;
-  #errorLoggedMs = 0;
+  /** performance.now() of the last write-failure line (the first failure is always logged). */
+  #errorLoggedMs = Number.NEGATIVE_INFINITY;
 
   /** Entities whose write failed: written again by the next flush (they stay readable from memory meanwhile). */
   #retry: Pending[] = [];
@@ -154,7 +155,7 @@ export class ColdFiles {
       this.stats.writeErrors++;
       // New entities that did not land stay in memory and are tried again; failed moves stay where they are.
       for (let i = from; i < pending.length; i++) if (pending[i].fromSeg === 0) this.#retry.push(pending[i]);
-      const now = Date.now();
+      const now = performance.now();
       if (now - this.#errorLoggedMs >= COLD_WRITE_ERROR_LOG_INTERVAL_MS) {
         this.#errorLoggedMs = now;
         this.log?.error({ kind: 'shard.cold_store_write_failed', dir: this.dir, err: String(err), records: pending.length - from }, 'cold store write failed; these entities stay in memory');

@@ -304,11 +304,15 @@ export class SnapshotJob {
     this.sink.abort();
   }
 
-  /** The whole body of a BodyBuffer job, after the end chunk (dedupe entries and the LSN reached). */
-  finish(dedupe: DedupeLog): { body: Buffer; rawBytes: number } {
+  /**
+   * The whole body of a BodyBuffer job, after the end chunk (dedupe entries and the LSN reached).
+   * Dedupe entries expired at server time `nowMs` are left out (by default the shard's newest
+   * push time, which server time is never behind: only entries certainly expired go).
+   */
+  finish(dedupe: DedupeLog, nowMs = this.#state.lastT): { body: Buffer; rawBytes: number } {
     const sink = this.sink;
     if (!(sink instanceof BodyBuffer)) throw new Error('finish() reads a body kept in memory; a streamed job ends with end()');
-    this.#pushEnd(dedupe);
+    this.#pushEnd(dedupe, nowMs);
     return { body: sink.body, rawBytes: this.#rawBytes };
   }
 
@@ -316,10 +320,11 @@ export class SnapshotJob {
    * Appends dedupe entries in chunks of SNAPSHOT_DEDUPE_CHUNK_ENTRIES until
    * `budgetMs` has passed or the sink is full (after every entity is encoded).
    * Returns true when every entry is written; the end chunk then carries none.
+   * `nowMs`: server time (entries expired then are left out, as in finish()).
    */
-  stepDedupe(dedupe: DedupeLog, budgetMs: number): boolean {
+  stepDedupe(dedupe: DedupeLog, budgetMs: number, nowMs = this.#state.lastT): boolean {
     const t0 = performance.now();
-    const it = (this.#dedupeIt ??= dedupe.each(Date.now()));
+    const it = (this.#dedupeIt ??= dedupe.each(nowMs));
     while (!this.#dedupeDone && !this.sink.full && performance.now() - t0 < budgetMs) {
       const batch: DedupeEntry[] = [];
       while (batch.length < SNAPSHOT_DEDUPE_CHUNK_ENTRIES) {
@@ -335,13 +340,13 @@ export class SnapshotJob {
   }
 
   /** Appends the end chunk (the LSN reached, and the dedupe entries unless stepDedupe wrote them) to the sink: the body is complete. Returns the body's bytes. */
-  end(dedupe: DedupeLog): number {
-    this.#pushEnd(dedupe);
+  end(dedupe: DedupeLog, nowMs = this.#state.lastT): number {
+    this.#pushEnd(dedupe, nowMs);
     return this.#rawBytes;
   }
 
-  #pushEnd(dedupe: DedupeLog): void {
-    const entries = this.#dedupeDone ? [] : dedupe.entries(Date.now());
+  #pushEnd(dedupe: DedupeLog, nowMs: number): void {
+    const entries = this.#dedupeDone ? [] : dedupe.entries(nowMs);
     const end: EndChunk = { end: true, appliedLsn: this.#state.appliedLsn, lastT: this.#state.lastT, dedupe: entries };
     this.#push(end);
   }

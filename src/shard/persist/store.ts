@@ -13,14 +13,18 @@ import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import type { Logger } from '../../log';
 import type { RegistryState } from '../../registry/model';
 import type { ShardInit } from '../../protocol/messages';
-import { deleteAllSnapshots, faultyFs, fsError, realFs, type FaultCode, RecordEncoder, RECORD_TYPE_EVENT, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, WalWriter, recoverWal, readNewestSnapshot, SnapshotStream, writeSnapshot, type FaultyFs, type RecoveryProgress, type SnapshotWriteResult, type WalPosition, type WalRecord } from '../../wal';
+import { deleteAllSnapshots, faultyFs, fsError, realFs, type FaultCode, RecordEncoder, RECORD_TYPE_EVENT, RECORD_TYPE_INSTALL, RECORD_TYPE_PUSH, WalWriter, SnapshotStream, writeSnapshot, type FaultyFs, type RecoveryLogEntry, type RecoveryProgress, type SnapshotWriteResult, type WalRecord } from '../../wal';
+import { EVIDENCE_CASES, formatEvidence, registryKnownOf, type ShardAudit } from '../../wal/loss';
+import { recoverShardFiles } from '../../wal/audit';
 import { PushApplier } from '../state/push_apply';
-import { RECOVERY_PROGRESS_INTERVAL_MS, RECOVERY_PROGRESS_RECORDS_STRIDE, SNAPSHOT_LOOP_DELAY_RESOLUTION_MS, SNAPSHOT_SLICE_MS } from '../../limits';
+import { RECOVERY_PROGRESS_INTERVAL_MS, RECOVERY_PROGRESS_RECORDS_STRIDE, SNAPSHOT_LOOP_DELAY_RESOLUTION_MS, SNAPSHOT_SLICE_MS, WAL_ERROR_LOG_INTERVAL_MS } from '../../limits';
+import { RepeatedLine } from '../../log_throttle';
 import type { ShardState } from '../state/state';
 import { restoreSnapshot, SnapshotJob } from './snapshot_job';
 import type { DedupeLog } from '../state/dedupe_log';
 import { SnapshotStats, WalStats, type ShardWalStats } from '../shard_stats';
 import { retireFile } from '../../wal/file_ops';
+import { ServerClock } from '../../clock';
 
 export interface RecoveryInfo {
   lastLsn: number;
@@ -29,6 +33,8 @@ export interface RecoveryInfo {
   ms: number;
   /** WAL bytes not read thanks to the snapshot's resume point (recover.ts resumeAt). */
   resumeSkippedBytes: number;
+  /** What recovery proves lost, and the registry versions it met (wal/loss.ts); boot decides on it. */
+  audit: ShardAudit;
 }
 
 export class ShardStore {
@@ -58,65 +64,85 @@ export class ShardStore {
    */
   #pauses: IntervalHistogram | null = null;
 
-  private constructor(readonly init: ShardInit, walDir: string, snapDir: string, wal: WalWriter, readonly log: Logger) {
+  readonly #writeFailures: RepeatedLine;
+  readonly #syncFailures: RepeatedLine;
+  /** Built once: a successful write passes it to RepeatedLine.ok without allocating. */
+  readonly #logFields: { shard: number };
+
+  private constructor(readonly init: ShardInit, walDir: string, snapDir: string, wal: WalWriter, readonly log: Logger, readonly clock: ServerClock) {
     this.#walDir = walDir;
     this.#snapDir = snapDir;
     this.#wal = wal;
+    this.#logFields = { shard: init.shardId };
+    this.#writeFailures = new RepeatedLine(log, 'wal.write_failed', 'wal.write_recovered', WAL_ERROR_LOG_INTERVAL_MS);
+    this.#syncFailures = new RepeatedLine(log, 'wal.sync_failed', 'wal.sync_recovered', WAL_ERROR_LOG_INTERVAL_MS);
   }
 
-  /** Recovers `state` from disk, then opens the WAL for appends. */
-  static open(init: ShardInit, state: ShardState, dedupe: DedupeLog, log: Logger): { store: ShardStore; info: RecoveryInfo } {
-    const t0 = Date.now();
+  /**
+   * Recovers `state` from disk, then opens the WAL for appends. `clock`: the
+   * server's (snapshot times); a thread of its own outside a server.
+   */
+  static open(init: ShardInit, state: ShardState, dedupe: DedupeLog, log: Logger, clock = ServerClock.owner()): { store: ShardStore; info: RecoveryInfo } {
+    const t0 = performance.now();
     const base = join(init.dataDir, `shard-${init.shardId}`);
     const walDir = join(base, 'wal');
     const snapDir = join(base, 'snapshots');
     mkdirSync(walDir, { recursive: true });
     mkdirSync(snapDir, { recursive: true });
     const history = new Map<number, RegistryState>(init.history.map((s) => [s.version, s]));
-    let snapshotLsn = 0;
-    let walResume: WalPosition | null = null;
     log.info({ kind: 'shard.recovery_started', shard: init.shardId });
-    const snap = readNewestSnapshot(snapDir);
-    if (snap !== null) {
-      for (const path of snap.skipped) log.warn({ kind: 'wal.snapshot_skipped', path });
-      const restored = restoreSnapshot(state, snap.body, (v) => history.get(v));
-      dedupe.load(restored.dedupe, (e) => state.registry?.events.get(e)?.dedupeWindowMs ?? 0);
-      snapshotLsn = restored.startLsn;
-      walResume = restored.walResume;
-    }
-    const snapshotCreatedMs = snap === null ? 0 : snap.meta.createdAtMs;
     let records = 0;
     const bad: BadRecords = { count: 0, firstLsn: 0, lastLsn: 0 };
     // Progress at least every RECOVERY_PROGRESS_INTERVAL_MS: a long replay (48 s for
     // 10M events) must not look like a hang. The clock is read once per stride.
     const progress: RecoveryProgress = { bytesTotal: 0, bytesRead: 0 };
-    let nextReportMs = Date.now() + RECOVERY_PROGRESS_INTERVAL_MS;
+    let nextReportMs = performance.now() + RECOVERY_PROGRESS_INTERVAL_MS;
     const pushes = new PushApplier(state);
-    const report = recoverWal(walDir, snapshotLsn, (r: WalRecord) => {
-      records++;
-      replay(state, pushes, dedupe, history, r, log, bad);
-      if (records % RECOVERY_PROGRESS_RECORDS_STRIDE === 0 && Date.now() >= nextReportMs) {
-        nextReportMs = Date.now() + RECOVERY_PROGRESS_INTERVAL_MS;
-        log.info({
-          kind: 'shard.recovery_progress', shard: init.shardId, records, bytes: progress.bytesRead, bytes_total: progress.bytesTotal,
-          percent: progress.bytesTotal === 0 ? 100 : Math.floor((progress.bytesRead / progress.bytesTotal) * 1000) / 10, elapsed_ms: Date.now() - t0,
-        });
-      }
-    }, { progress, resumeAt: walResume });
+    // The same recovery wal-check runs (wal/audit.ts): records under a version the
+    // registry log lacks are counted there and never reach replay.
+    const rec = recoverShardFiles({
+      walDir, snapDir, shard: `shard-${init.shardId}`, known: registryKnownOf(init.history), repair: true, progress,
+      // Logged whether or not another snapshot verified: with none left, this line is why recovery starts from the WAL alone.
+      onSnapshotSkipped: (path, reason) => log.warn({ kind: 'wal.snapshot_skipped', shard: init.shardId, path, reason }),
+      onSnapshot: (snap, versionKnown) => {
+        // A snapshot under a lost version restores what the current registry still defines (same names and signatures).
+        const restored = restoreSnapshot(state, snap.body, (v) => history.get(v) ?? (versionKnown ? undefined : init.current));
+        dedupe.load(restored.dedupe, (e) => state.registry?.events.get(e)?.dedupeWindowMs ?? 0);
+        return restored;
+      },
+      onRecord: (r: WalRecord) => {
+        records++;
+        replay(state, pushes, dedupe, history, r, bad);
+        if (records % RECOVERY_PROGRESS_RECORDS_STRIDE === 0 && performance.now() >= nextReportMs) {
+          nextReportMs = performance.now() + RECOVERY_PROGRESS_INTERVAL_MS;
+          log.info({
+            kind: 'shard.recovery_progress', shard: init.shardId, records, bytes: progress.bytesRead, bytes_total: progress.bytesTotal,
+            percent: progress.bytesTotal === 0 ? 100 : Math.floor((progress.bytesRead / progress.bytesTotal) * 1000) / 10, elapsed_ms: Math.round(performance.now() - t0),
+          });
+        }
+      },
+    });
+    const { report, snapshotLsn, audit } = rec;
+    const snapshotCreatedMs = rec.snapshot === null ? 0 : rec.snapshot.meta.createdAtMs;
     // One line for all undecodable rows: a damaged WAL must not flood the log.
     if (bad.count > 0) log.warn({ kind: 'wal.bad_rows', shard: init.shardId, count: bad.count, first_lsn: bad.firstLsn, last_lsn: bad.lastLsn });
-    for (const entry of report.log) log.warn({ ...entry, kind: `wal.${entry.kind}` });
+    for (const entry of report.log) logFinding(log, init.shardId, entry);
+    logAudit(log, init.shardId, audit);
     // nextLsnMin also covers LSNs of skipped (corrupt) records: new LSNs never reuse them.
-    const lastLsn = Math.max(report.lastLsn, report.nextLsnMin - 1, snapshotLsn, state.appliedLsn);
+    // And of unreadable snapshots: their lsns were used even when no record of them is left.
+    const lastLsn = Math.max(report.lastLsn, report.nextLsnMin - 1, snapshotLsn, state.appliedLsn, rec.skippedSnapshotLsnMax);
     const faults = init.faultFile === null ? null : faultyFs(realFs);
-    const wal = WalWriter.open(walDir, { segmentBytesMax: init.walSegmentBytesMax, nextLsnHint: lastLsn + 1, resumeFrom: report.lastRecordAt, ...(faults === null ? {} : { fs: faults }) });
-    const store = new ShardStore(init, walDir, snapDir, wal, log);
+    const wal = WalWriter.open(walDir, {
+      segmentBytesMax: init.walSegmentBytesMax, nextLsnHint: lastLsn + 1, lastRecordLsn: report.lastLsn, resumeFrom: report.lastRecordAt,
+      ...(faults === null ? {} : { fs: faults }),
+    });
+    const store = new ShardStore(init, walDir, snapDir, wal, log, clock);
     store.#faults = faults;
     store.#lastSnapshotLsn = snapshotLsn;
     store.snapshotStats.lastSuccessMs = snapshotCreatedMs;
-    const info = { lastLsn, records, snapshotLsn, ms: Date.now() - t0, resumeSkippedBytes: report.resumeSkippedBytes };
+    const info = { lastLsn, records, snapshotLsn, ms: Math.round(performance.now() - t0), resumeSkippedBytes: report.resumeSkippedBytes };
     log.info({ kind: 'shard.recovered', shard: init.shardId, ...info, truncated_bytes: report.truncatedBytes, corrupt_segments: report.corruptSegments });
-    return { store, info };
+    return { store, info: { ...info, audit } };
   }
 
   /** Writes what the encoder staged (one write). Throws the fs error on failure. */
@@ -125,7 +151,11 @@ export class ShardStore {
     this.writeFrames(this.encoder.bytes(), firstLsn, lastLsn);
   }
 
-  /** Writes whole sealed frames (a batch's run, shard.ts) with one write. Throws the fs error on failure. */
+  /**
+   * Writes whole sealed frames (a batch's run, shard.ts) with one write. Throws the
+   * fs error on failure, logged here as wal.write_failed: in full once, then a count
+   * per WAL_ERROR_LOG_INTERVAL_MS while every batch fails (log_throttle.ts).
+   */
   writeFrames(bytes: Buffer, firstLsn: number, lastLsn: number): void {
     const st = this.walStats;
     const t0 = performance.now();
@@ -133,8 +163,10 @@ export class ShardStore {
       this.#wal.append(bytes, firstLsn, lastLsn);
     } catch (err) {
       st.appendErrors++;
+      this.#writeFailures.hit(this.#logFields, err);
       throw err;
     }
+    this.#writeFailures.ok(this.#logFields);
     st.appendLatency.observe((performance.now() - t0) / 1000);
     st.appends++;
     st.appendBytes += bytes.length;
@@ -168,13 +200,19 @@ export class ShardStore {
     this.#wal.syncAsync((err) => {
       if (err !== null) {
         this.walStats.syncErrors++;
-        this.pendingSyncError = `fdatasync failed: ${String(err)}`;
-        this.log.error({ kind: 'wal.sync_failed', shard: this.init.shardId, err });
+        this.syncFailed(err);
         return;
       }
+      this.#syncFailures.ok(this.#logFields);
       this.walStats.syncs++;
       this.walStats.syncLatency.observe((performance.now() - t0) / 1000);
     });
+  }
+
+  /** A background fdatasync failed: the next batch reports it (readiness); logged like a write failure. */
+  syncFailed(err: unknown): void {
+    this.pendingSyncError = `fdatasync failed: ${String(err)}`;
+    this.#syncFailures.hit(this.#logFields, err);
   }
 
   /**
@@ -190,12 +228,12 @@ export class ShardStore {
     this.#pauses = monitorEventLoopDelay({ resolution: SNAPSHOT_LOOP_DELAY_RESOLUTION_MS });
     this.#pauses.enable();
     // Batches are appended and applied in one turn: the WAL's position is inside what the job captures.
-    return new SnapshotJob(state, null, this.#faults === null ? new SnapshotStream(this.#snapDir, meta) : undefined, this.#wal.position());
+    return new SnapshotJob(state, null, this.#faults === null ? new SnapshotStream(this.#snapDir, meta, { nowMs: () => this.clock.nowMs() }) : undefined, this.#wal.position());
   }
 
   #snapshotDue(state: ShardState): boolean {
     if (state.appliedLsn <= Math.max(this.#lastSnapshotLsn, this.#pendingSnapshotLsn)) return false;
-    this.snapshotStats.startedMs = Date.now();
+    this.snapshotStats.startedMs = performance.now();
     return true;
   }
 
@@ -204,9 +242,9 @@ export class ShardStore {
     if (!this.#snapshotDue(state)) return;
     const job = new SnapshotJob(state, null, undefined, this.#wal.position());
     job.step(Number.POSITIVE_INFINITY);
-    const { body, rawBytes } = job.finish(dedupe);
+    const { body, rawBytes } = job.finish(dedupe, this.clock.nowMs());
     this.syncIfDirty();
-    const res = writeSnapshot(this.#snapDir, { lsn: job.startLsn, registryVersion: job.registryVersion }, body, this.#faults === null ? {} : { fs: this.#faults });
+    const res = writeSnapshot(this.#snapDir, { lsn: job.startLsn, registryVersion: job.registryVersion }, body, this.#writeOptions());
     this.#written(job, state, res, rawBytes);
   }
 
@@ -225,16 +263,16 @@ export class ShardStore {
     try {
       if (sink instanceof SnapshotStream) {
         // The dedupe entries in slices, then the end chunk and the last block's lz4 now, on this thread: a step like a slice.
-        while (!job.stepDedupe(dedupe, SNAPSHOT_SLICE_MS)) await new Promise<void>((resolve) => job.whenRoom(resolve));
+        while (!job.stepDedupe(dedupe, SNAPSHOT_SLICE_MS, this.clock.nowMs())) await new Promise<void>((resolve) => job.whenRoom(resolve));
         const t0 = performance.now();
-        rawBytes = job.end(dedupe);
+        rawBytes = job.end(dedupe, this.clock.nowMs());
         const written = sink.finish();
         job.maxSliceMs = Math.max(job.maxSliceMs, performance.now() - t0);
         res = await written;
       } else {
-        const out = job.finish(dedupe);
+        const out = job.finish(dedupe, this.clock.nowMs());
         rawBytes = out.rawBytes;
-        res = writeSnapshot(this.#snapDir, { lsn: job.startLsn, registryVersion: job.registryVersion }, out.body, this.#faults === null ? {} : { fs: this.#faults });
+        res = writeSnapshot(this.#snapDir, { lsn: job.startLsn, registryVersion: job.registryVersion }, out.body, this.#writeOptions());
       }
     } catch (err) {
       if (gen === this.#resetGeneration) throw err;
@@ -245,14 +283,18 @@ export class ShardStore {
     this.#written(job, state, res, rawBytes);
   }
 
+  /** A snapshot header's time is server time, like every time the data dir holds. */
+  #writeOptions(): { nowMs: number; fs?: FaultyFs } {
+    return this.#faults === null ? { nowMs: this.clock.nowMs() } : { nowMs: this.clock.nowMs(), fs: this.#faults };
+  }
+
   #written(job: SnapshotJob, state: ShardState, res: { bytes: number; compressMs: number; writeMs: number }, rawBytes: number): void {
     const ss = this.snapshotStats;
-    const now = Date.now();
-    const durationMs = ss.startedMs > 0 ? now - ss.startedMs : 0;
+    const durationMs = ss.startedMs > 0 ? Math.round(performance.now() - ss.startedMs) : 0;
     if (ss.startedMs > 0) ss.lastDurationS = durationMs / 1000;
     ss.startedMs = 0;
     if (job.startLsn <= this.#lastSnapshotLsn) return; // a newer one landed first (shutdown during an async write)
-    ss.lastSuccessMs = now;
+    ss.lastSuccessMs = this.clock.nowMs();
     ss.lastBytes = res.bytes;
     ss.lastEntities = job.entities;
     ss.written++;
@@ -334,18 +376,45 @@ export interface BadRecords {
   lastLsn: number;
 }
 
+/** A recovery finding as one line at its own level (`level` is pino's, not a field of the line). */
+function logFinding(log: Logger, shard: number, entry: RecoveryLogEntry): void {
+  const { level, kind, ...rest } = entry;
+  log[level]({ kind: `wal.${kind}`, shard, ...rest });
+}
+
+/**
+ * The shard's evidence (wal/loss.ts rows A-G), logged here so that a shard thread
+ * replaced at run time reports it too, and the registry versions it met: one line
+ * per missing version, with counts, instead of one per record. Boot judges them
+ * with the registry log (coordinator/boot_losses.ts).
+ */
+function logAudit(log: Logger, shard: number, audit: ShardAudit): void {
+  for (const e of audit.evidence) {
+    if (EVIDENCE_CASES.find((c) => c.label === e.label)?.verdict === 'repaired') continue; // its finding was logged (wal.torn_tail)
+    const line = { kind: e.loss ? 'wal.data_loss' : `wal.${e.kind}`, shard, label: e.label, file: e.file, lsn_from: e.lsnFrom, lsn_to: e.lsnTo, why: e.why };
+    if (e.loss) log.error(line, formatEvidence(e));
+    else log.warn(line, formatEvidence(e));
+  }
+  for (const m of audit.versions.missing) {
+    log.error({ kind: 'wal.unknown_registry_version', shard, version: m.version, pushes: m.pushes, others: m.others, first_lsn: m.firstLsn, last_lsn: m.lastLsn, snapshot: m.snapshot },
+      `records under registry version ${m.version}, which the registry log lacks, were not applied`);
+  }
+  const p = audit.versions.preReset;
+  if (p !== null) log.warn({ kind: 'wal.pre_reset_records', shard, records: p.records, first_lsn: p.firstLsn, last_lsn: p.lastLsn });
+}
+
 /**
  * One WAL record on replay, under the registry version it was written with (its
  * install comes first). PUSH records are applied in place from the segment
  * buffer; EVENT records (the envelope text, written before PUSH existed) are
  * parsed again, so an old data dir still recovers (docs/durability.md).
  */
-export function replay(state: ShardState, pushes: PushApplier, dedupe: DedupeLog, history: Map<number, RegistryState>, r: WalRecord, log: Logger, bad: BadRecords): void {
+export function replay(state: ShardState, pushes: PushApplier, dedupe: DedupeLog, history: Map<number, RegistryState>, r: WalRecord, bad: BadRecords): void {
   if (r.type === RECORD_TYPE_PUSH || r.type === RECORD_TYPE_EVENT) {
+    // Only records under a version of the registry log get here (VersionTally.admit).
     if (r.registryVersion !== state.registryVersion) {
       const reg = history.get(r.registryVersion);
       if (reg !== undefined) state.install(reg);
-      else log.warn({ kind: 'wal.unknown_registry_version', version: r.registryVersion, lsn: r.lsn });
     }
     const ok = r.type === RECORD_TYPE_PUSH
       ? pushes.apply(r.buf, r.body, dedupe)

@@ -261,6 +261,9 @@ test('with a store: the batch frames are the WAL; a restart recovers the same ro
     assert.equal(second.state.registryVersion, 2);
     assert.deepEqual(keys.map((k) => second.state.read('Users', k, null, now)), rows);
     assert.deepEqual(second.shard.hello().dedupe, hello.dedupe, 'dedupe entries survive, same lsn, version and time');
+    // Server time at boot starts at or after this (docs/time.md): the newest push time replayed.
+    assert.equal(hello.lastTimeMs, T0 + 4 * 100 + 39);
+    assert.equal(second.shard.hello().lastTimeMs, T0 + 4 * 100 + 39, 'the newest push time comes back from the WAL');
     second.store.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RecordEncoder, WalWriter, recoverWal, type WalRecord } from '../../../src/wal';
 import { cleanup, makeEvents, stage, tempDir } from './helpers';
@@ -222,6 +222,57 @@ test('recovery of a missing directory is empty, and open creates it', () => {
     assert.equal(recoverAll(sub).report.segments, 0);
     WalWriter.open(sub, { segmentBytesMax: 1024 }).close();
     assert.ok(existsSync(sub));
+  } finally {
+    cleanup(dir);
+  }
+});
+
+test('every segment opens with a SEGMENT frame naming the last lsn written before it (0 at the start and after truncateAll)', () => {
+  const dir = tempDir('writer-seg');
+  try {
+    const prevOf = (name: string): number => {
+      const b = readFileSync(join(dir, name));
+      assert.equal(b[8], 5, `${name} opens with a SEGMENT frame`);
+      assert.equal(b.readUInt32LE(0), 9);
+      return b.readUInt32LE(9) + b.readUInt32LE(13) * 2 ** 32;
+    };
+    const records = makeEvents(60, 1, 2);
+    let w = WalWriter.open(dir, { segmentBytesMax: 400 });
+    appendInBatches(w, records.slice(0, 40), 1);
+    w.close();
+    const first = segments(dir);
+    assert.ok(first.length >= 3);
+    assert.equal(prevOf(first[0]), 0);
+    for (let i = 1; i < first.length; i++) assert.equal(prevOf(first[i]), Number(first[i].slice(0, 20)) - 2, 'the lsn just before (lsns step by 2)');
+    // A new process: its first segment follows what recovery read (lastRecordLsn), not the newest name.
+    w = WalWriter.open(dir, { segmentBytesMax: 400, nextLsnHint: records[40].lsn, lastRecordLsn: records[39].lsn });
+    appendInBatches(w, records.slice(40, 41), 1);
+    assert.equal(prevOf(w.segmentName), records[39].lsn);
+    w.truncateAll();
+    appendInBatches(w, records.slice(41, 42), 1);
+    assert.equal(prevOf(w.segmentName), 0, 'after a reset the history starts again');
+    w.close();
+    const { records: got, report } = recoverAll(dir);
+    assert.deepEqual(got, records.slice(41, 42), 'SEGMENT frames are not records');
+    assert.deepEqual(report.log, []);
+    assert.deepEqual(report.chain.map((c) => [c.prevLsn, c.firstLsn]), [[0, records[41].lsn]]);
+  } finally {
+    cleanup(dir);
+  }
+});
+
+test('a segment holding only its SEGMENT frame (a crash before the first batch landed) is removed at open', () => {
+  const dir = tempDir('writer-hdr');
+  try {
+    let w = WalWriter.open(dir, { segmentBytesMax: 1 << 20 });
+    appendInBatches(w, makeEvents(3, 1), 1);
+    w.close();
+    const [only] = segments(dir);
+    const hdr = readFileSync(join(dir, only)).subarray(0, 17);
+    writeFileSync(join(dir, '00000000000000000009.log'), hdr);
+    w = WalWriter.open(dir, { segmentBytesMax: 1 << 20 });
+    assert.deepEqual(segments(dir), [only]);
+    w.close();
   } finally {
     cleanup(dir);
   }
