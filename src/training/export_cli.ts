@@ -13,6 +13,7 @@
  * copy of a live one (a live one works too, as of what its files hold when read).
  */
 import { type CliCommand, type CliIo, EXIT_OK, UsageError, oneOfArg } from '../cli_args';
+import { EXIT_CODES_NOTE, featureList, required, sharedOptions, skipsBadLines, spineTimeField } from './cli_options';
 import type { ErrorPayload } from '../protocol/messages';
 import type { TablePlan } from '../registry/compile';
 import { compileRegistry } from '../registry/compile';
@@ -31,7 +32,6 @@ import { BadLines } from './input';
 import { OutputFile } from './output';
 import { stderrProgress } from './progress';
 import { FeatureResolver } from './resolver';
-import { featureList } from './replay_cli';
 import { answerLine, answerOrder, loadSpine, PointInTime, type SpineRow } from './spine';
 
 export const EXPORT_COMMAND: CliCommand = {
@@ -43,25 +43,16 @@ export const EXPORT_COMMAND: CliCommand = {
       { name: 'data-dir', type: 'string', value: 'DIR', help: 'the data dir (of a stopped server, or a copy of a live one); not locked, not written' },
       { name: 'spine', type: 'string', value: 'FILE', help: 'key + time lines (docs/training.md "Spines"); a served-row log file is one' },
       { name: 'table', type: 'string', value: 'T', help: 'the table to answer' },
-      { name: 'features', type: 'string', value: 'a,b', help: 'only these features, in this order' },
-      { name: 'spine-time-field', type: 'string', value: 'NAME', help: 'the spine\'s time column', default: 'time_ms' },
       { name: 'at', type: 'string', value: 'auto|time|lsn', help: 'read each row as of its time, or of its lsn column (auto: lsn when every spine line has one)', default: 'auto' },
-      { name: 'out', type: 'string', value: 'FILE', help: 'output file', default: 'stdout' },
-      { name: 'bad-lines', type: 'string', value: 'fail|skip', help: 'a spine line that cannot be used stops the run, or is reported and skipped (counted)', default: 'fail' },
+      ...sharedOptions('a spine line that cannot be used stops the run, or is reported and skipped (counted)'),
     ],
     notes: [
       'Output (NDJSON): {"table","key","time_ms",["lsn",]"row"} per spine line, plus its other columns; a line the data dir cannot answer has "error" instead (history_unavailable: its time is before what the data dir still holds).',
-      'exit codes: 0 done, 2 bad command line or bad input (the message names the file and line)',
+      EXIT_CODES_NOTE,
     ],
   },
   run: (p, io) => runExport(p.values, io),
 };
-
-function required(values: Record<string, unknown>, name: string): string {
-  const v = values[name];
-  if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required`);
-  return v;
-}
 
 /** The newest registry version of `history` that has table `name` (spine keys are read against it). */
 function newestTable(history: History, name: string): TablePlan | undefined {
@@ -78,13 +69,13 @@ async function runExport(values: Record<string, string | boolean | undefined>, i
   const history = openDataDirHistory(required(values, 'data-dir'));
   const spineFile = required(values, 'spine');
   const table = required(values, 'table');
-  const features = featureList(typeof values.features === 'string' ? values.features : undefined);
-  const skip = oneOfArg('--bad-lines', typeof values['bad-lines'] === 'string' ? values['bad-lines'] : 'fail', ['fail', 'skip']) === 'skip';
+  const features = featureList(values);
+  const skip = skipsBadLines(values);
   const at = oneOfArg('--at', typeof values.at === 'string' ? values.at : 'auto', ['auto', 'time', 'lsn']);
   const plan = newestTable(history, table);
   if (plan === undefined) throw new UsageError(`--table ${table}: no registry version of ${history.dir} has such a table`, false);
   const bad = new BadLines(skip, (m) => io.err(m), BAD_LINES_REPORTED_MAX);
-  const spine = await loadSpine(spineFile, { table, timeField: (values['spine-time-field'] as string | undefined) ?? 'time_ms', tableOf: (n) => (n === table ? plan : undefined) }, bad);
+  const spine = await loadSpine(spineFile, { table, timeField: spineTimeField(values), tableOf: (n) => (n === table ? plan : undefined) }, bad);
   if (spine.otherTables > 0) io.err(`export: ${spine.otherTables} spine lines name other tables than ${table} and were skipped`);
   if (at === 'lsn' && !spine.allLsn) throw new UsageError('--at lsn: not every spine line has an lsn', false);
   const byLsn = at === 'lsn' || (at === 'auto' && spine.allLsn);

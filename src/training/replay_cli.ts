@@ -11,7 +11,8 @@
  * memory and sorts them (stably: equal times keep file order).
  */
 import { readFileSync } from 'node:fs';
-import { type CliCommand, type CliIo, EXIT_OK, stringValue, UsageError, oneOfArg } from '../cli_args';
+import { type CliCommand, type CliIo, EXIT_OK, stringValue, UsageError } from '../cli_args';
+import { EXIT_CODES_NOTE, featureList, required, sharedOptions, skipsBadLines, spineTimeField } from './cli_options';
 import { register } from '../coordinator/register';
 import type { RegistryState } from '../registry/model';
 import { SfError } from '../errors';
@@ -38,25 +39,16 @@ export const REPLAY_COMMAND: CliCommand = {
       { name: 'event', type: 'string', value: 'NAME', help: 'the event of lines that are its fields alone (not {"event","data"} envelopes)' },
       { name: 'spine', type: 'string', value: 'FILE', help: 'key + time lines: answer each as of its time (docs/training.md "Spines")' },
       { name: 'table', type: 'string', value: 'T', help: 'the table of the spine (or of the final rows; default every table)' },
-      { name: 'features', type: 'string', value: 'a,b', help: 'only these features, in this order' },
-      { name: 'spine-time-field', type: 'string', value: 'NAME', help: 'the spine\'s time column', default: 'time_ms' },
-      { name: 'out', type: 'string', value: 'FILE', help: 'output file', default: 'stdout' },
       { name: 'sort', type: 'boolean', help: 'sort events by time in memory instead of refusing the first one out of order' },
-      { name: 'bad-lines', type: 'string', value: 'fail|skip', help: 'a line that cannot be used stops the run, or is reported and skipped (counted)', default: 'fail' },
+      ...sharedOptions('a line that cannot be used stops the run, or is reported and skipped (counted)'),
     ],
     notes: [
       'Output (NDJSON): {"table","key","time_ms","row"} per line, plus the spine line\'s other columns; a row that cannot be answered has "error" instead of "row".',
-      'exit codes: 0 done, 2 bad command line or bad input (the message names the file and line)',
+      EXIT_CODES_NOTE,
     ],
   },
   run: (p, io) => runReplay(p.values, io),
 };
-
-function required(values: Record<string, unknown>, name: string): string {
-  const v = values[name];
-  if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required`);
-  return v;
-}
 
 /** A registry file: a register body or a GET /registry answer, registered on an empty registry (the register rules apply). */
 export function loadRegistryFile(path: string): RegistryState {
@@ -75,10 +67,6 @@ export function loadRegistryFile(path: string): RegistryState {
   }
 }
 
-export function featureList(raw: string | undefined): string[] | null {
-  return raw === undefined ? null : raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
-}
-
 function refusalText(e: ErrorPayload): string {
   return `${e.detail.message ?? e.code}${e.detail.path ? ` (at ${e.detail.path})` : ''}`;
 }
@@ -90,8 +78,8 @@ async function runReplay(values: Record<string, string | boolean | undefined>, i
   const timeField = required(values, 'time-field');
   const spineFile = stringValue({ values, positionals: [], help: false }, 'spine') ?? null;
   const table = typeof values.table === 'string' ? values.table : null;
-  const features = featureList(typeof values.features === 'string' ? values.features : undefined);
-  const skip = oneOfArg('--bad-lines', typeof values['bad-lines'] === 'string' ? values['bad-lines'] : 'fail', ['fail', 'skip']) === 'skip';
+  const features = featureList(values);
+  const skip = skipsBadLines(values);
   const format = formatOf(eventsFile);
   const engine = new OfflineEngine(loadRegistryFile(registryFile));
   const reg = engine.state.registry!;
@@ -109,7 +97,7 @@ async function runReplay(values: Record<string, string | boolean | undefined>, i
   let spine: { order: SpineRow[]; lines: string[] } | null = null;
   let pit: PointInTime | null = null;
   if (spineFile !== null) {
-    const loaded = await loadSpine(spineFile, { table, timeField: (values['spine-time-field'] as string | undefined) ?? 'time_ms', tableOf: (n) => reg.tables.get(n) }, bad);
+    const loaded = await loadSpine(spineFile, { table, timeField: spineTimeField(values), tableOf: (n) => reg.tables.get(n) }, bad);
     if (loaded.otherTables > 0) io.err(`replay: ${loaded.otherTables} spine lines name other tables than ${table} and were skipped`);
     const lines = new Array<string>(loaded.rows.length);
     spine = { order: answerOrder(loaded.rows, false), lines };
