@@ -3,6 +3,8 @@
  * process, on one thread, with no socket, pool, WAL or clock. Time is injected:
  * each event is pushed at its own time, and rows are read at the time asked.
  *
+ *   pushBytes(...): PushText         (front/push_text.ts: a common body read from its
+ *                                     bytes, no JSON.parse: the front's fast path)
  *   push(body, t):  PushCore.accept  (front/push_core.ts: envelope, validation,
  *                                     chains, keys: what the front runs per push)
  *                   dedupe           (front/dedupe.ts DedupeStore, at time t)
@@ -23,6 +25,7 @@ import { compileRegistry, type CompiledRegistry } from '../registry/compile';
 import type { RegistryState } from '../registry/model';
 import type { ErrorPayload } from '../protocol/messages';
 import { PushCore } from '../front/push_core';
+import { PushText } from '../front/push_text';
 import { DedupeStore } from '../front/dedupe';
 import { PushFrameWriter } from '../wal/push_record';
 import { FRAME_HEADER_BYTES } from '../wal/constants';
@@ -42,6 +45,7 @@ export class OfflineEngine {
   applied = 0;
   deduplicated = 0;
   readonly #core = new PushCore();
+  readonly #reader = new PushText();
   readonly #writer = new PushFrameWriter();
   readonly #applier: PushApplier;
   readonly #dedupe = new DedupeStore(DEDUPE_ENTRIES_MAX);
@@ -89,6 +93,28 @@ export class OfflineEngine {
     assert(ok, 'the record was written under the installed registry version');
     this.applied++;
     return null;
+  }
+
+  /**
+   * The push body b[start, end) at time `t`, read from its bytes as the front reads a
+   * common body (push_text.ts), when the reader takes it: true once applied. false:
+   * nothing was done, and the caller decodes the body and calls push() (which answers
+   * every refusal). Events with a dedupe field are never taken here (EventText.of).
+   */
+  pushBytes(b: Uint8Array, start: number, end: number, t: number): boolean {
+    assert(t >= this.#lastT, 'events are pushed in time order');
+    const reg = this.registry;
+    const reader = this.#reader;
+    const ev = reader.parse(b, start, end, reg.events);
+    if (ev === null || reader.route(ev, b, 1) < 0) return false;
+    this.#lastT = t;
+    const w = this.#writer;
+    w.pos = 0;
+    reader.write(w, 0, ev, b, ++this.#lsn, t, reg.version);
+    const ok = this.#applier.apply(w.buf, FRAME_HEADER_BYTES, null);
+    assert(ok, 'the record was written under the installed registry version');
+    this.applied++;
+    return true;
   }
 
   /** The table's state, or undefined when the registry has no such table. */

@@ -25,13 +25,44 @@ export class EventLines {
   #eventColumn = -1;
   #timeColumn = -1;
 
+  /** `,"<time field>":` as bytes: the tail the byte fast path looks for (timeTail). */
+  readonly #tail: Buffer;
+  /** The time timeTail() read. */
+  tailT = 0;
+
   constructor(
     readonly file: string,
     readonly registry: CompiledRegistry,
     readonly timeField: string,
     /** --event: the event of lines that are not envelopes; null: every line must be one. */
     readonly event: string | null,
-  ) {}
+  ) {
+    this.#tail = Buffer.from(`,${JSON.stringify(timeField)}:`);
+  }
+
+  /**
+   * For a line b[start, end) that ends in `,"<time field>":<digits>}` (the time as the
+   * envelope's last member, as JSON.stringify({...envelope, t}) writes it): the offset
+   * of that comma, with the time in `tailT`; else -1. The bytes before the comma plus a
+   * closing brace are then the push envelope itself, which the engine may read from its
+   * bytes (OfflineEngine.pushBytes) without parsing the line.
+   */
+  timeTail(b: Uint8Array, start: number, end: number): number {
+    let i = end - 1;
+    while (i > start && (b[i] === 0x20 || b[i] === 0x09)) i--;
+    if (b[i] !== 0x7d) return -1;
+    let t = 0;
+    let scale = 1;
+    let j = i - 1;
+    for (; j > start && b[j] >= 0x30 && b[j] <= 0x39; j--) { t += (b[j] - 0x30) * scale; scale *= 10; }
+    if (j === i - 1 || i - 1 - j > 15) return -1;
+    const tail = this.#tail;
+    const at = j + 1 - tail.length;
+    if (at <= start) return -1;
+    for (let k = 0; k < tail.length; k++) if (b[at + k] !== tail[k]) return -1;
+    this.tailT = t;
+    return at;
+  }
 
   #keepsTime(event: string): boolean {
     const plan = this.registry.events.get(event);

@@ -94,6 +94,60 @@ export async function* readLines(path: string): AsyncGenerator<{ n: number; text
   }
 }
 
+/**
+ * Lines of an uncompressed or gzipped file as byte ranges, for readers that take a
+ * line from its bytes (replay's NDJSON fast path): `buf[start, end)` is line `n`
+ * without its newline (or a trailing CR), valid until the next line is asked for.
+ * Blank lines are skipped (numbers keep counting).
+ */
+export async function* readLineBytes(path: string): AsyncGenerator<{ n: number; buf: Buffer; start: number; end: number }> {
+  let isGz: boolean;
+  try {
+    isGz = gzipped(path);
+  } catch (err) {
+    throw new UsageError(`cannot read ${path}: ${(err as Error).message}`);
+  }
+  const raw = createReadStream(path, { highWaterMark: INPUT_CHUNK_BYTES });
+  const stream = isGz ? raw.pipe(createGunzip()) : raw;
+  if (isGz) raw.on('error', (err) => stream.destroy(err));
+  let n = 0;
+  let rest: Buffer | null = null;
+  const out: { n: number; buf: Buffer; start: number; end: number } = { n: 0, buf: Buffer.alloc(0), start: 0, end: 0 };
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      const buf: Buffer = rest === null ? chunk : Buffer.concat([rest, chunk]);
+      let from = 0;
+      for (let nl = buf.indexOf(0x0a); nl >= 0; nl = buf.indexOf(0x0a, from)) {
+        n++;
+        let end = nl;
+        if (end > from && buf[end - 1] === 0x0d) end--;
+        const start = n === 1 && buf[from] === 0xef && buf[from + 1] === 0xbb && buf[from + 2] === 0xbf ? from + 3 : from;
+        from = nl + 1;
+        if (blank(buf, start, end)) continue;
+        out.n = n; out.buf = buf; out.start = start; out.end = end;
+        yield out;
+      }
+      rest = from < buf.length ? buf.subarray(from) : null;
+    }
+  } catch (err) {
+    throw new UsageError(`cannot read ${path} past line ${n}: ${(err as Error).message}`);
+  }
+  if (rest !== null) {
+    n++;
+    let end = rest.length;
+    if (end > 0 && rest[end - 1] === 0x0d) end--;
+    if (!blank(rest, 0, end)) { out.n = n; out.buf = rest; out.start = 0; out.end = end; yield out; }
+  }
+}
+
+function blank(b: Buffer, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) {
+    const c = b[i];
+    if (c !== 0x20 && c !== 0x09 && c !== 0x0d) return false;
+  }
+  return true;
+}
+
 /** text[from, end) without a trailing CR (and a first line's BOM), or null when blank. */
 function lineAt(text: string, from: number, end: number, n: number): string | null {
   if (end > from && text.charCodeAt(end - 1) === 0x0d) end--;

@@ -233,11 +233,20 @@ export class ServedRowLog {
   /** Deletes the oldest files past the retention count (asynchronously, errors ignored: the next rotation tries again). */
   #prune(): void {
     const dir = this.#opts.dir;
+    this.#pruning++;
     fs.readdir(dir, (err, all) => {
-      if (err !== null) return;
-      const names = all.filter((n) => FILE_RE.test(n)).sort();
-      for (let i = 0; i + this.#opts.filesKept < names.length; i++) fs.unlink(join(dir, names[i]), () => {});
+      const names = err !== null ? [] : all.filter((n) => FILE_RE.test(n)).sort();
+      let left = Math.max(0, names.length - this.#opts.filesKept);
+      if (left === 0) { this.#pruned(); return; }
+      for (let i = 0; i + this.#opts.filesKept < names.length; i++) fs.unlink(join(dir, names[i]), () => { if (--left === 0) this.#pruned(); });
     });
+  }
+
+  /** Deletions in flight: close() waits for them (the count of files is what the settings say once it returns). */
+  #pruning = 0;
+
+  #pruned(): void {
+    if (--this.#pruning === 0 && this.#closing !== null && !this.#writing && this.#pending.length === 0) this.#finishClose();
   }
 
   #failed(err: NodeJS.ErrnoException, lines: number): void {
@@ -250,6 +259,7 @@ export class ServedRowLog {
   }
 
   #finishClose(): void {
+    if (this.#pruning > 0) return; // the last deletion finishes the close (#pruned)
     const waiters = this.#closing ?? [];
     this.#closing = [];
     for (const w of waiters) w();
