@@ -32,7 +32,7 @@ import { BadLines } from './input';
 import { OutputFile } from './output';
 import { stderrProgress } from './progress';
 import { FeatureResolver } from './resolver';
-import { answerLine, answerOrder, loadSpine, PointInTime, type SpineRow } from './spine';
+import { answerLine, answerOrder, loadSpine, PointInTime, SpineAnswers, type SpineRow } from './spine';
 
 export const EXPORT_COMMAND: CliCommand = {
   spec: {
@@ -79,7 +79,7 @@ async function runExport(values: Record<string, string | boolean | undefined>, i
   if (spine.otherTables > 0) io.err(`export: ${spine.otherTables} spine lines name other tables than ${table} and were skipped`);
   if (at === 'lsn' && !spine.allLsn) throw new UsageError('--at lsn: not every spine line has an lsn', false);
   const byLsn = at === 'lsn' || (at === 'auto' && spine.allLsn);
-  const lines = new Array<string>(spine.rows.length);
+  const lines = new SpineAnswers(spine.rows.length);
   const perShard: SpineRow[][] = Array.from({ length: history.shards }, () => []);
   for (const r of spine.rows) perShard[shardOf(r.key, history.shards)].push(r);
   const progress = stderrProgress();
@@ -88,7 +88,7 @@ async function runExport(values: Record<string, string | boolean | undefined>, i
   const unavailable: string[] = [];
   for (let s = 0; s < history.shards; s++) {
     if (perShard[s].length === 0) continue;
-    const out = exportShard(history, s, perShard[s], byLsn, features, (r, line) => { lines[r.index] = line; answered++; }, () => {
+    const out = exportShard(history, s, perShard[s], byLsn, features, (r, line) => { lines.set(r, line); answered++; }, () => {
       records++;
       progress.tick(() => `export: shard ${s + 1}/${history.shards}, ${records.toLocaleString()} records, ${answered.toLocaleString()}/${spine.rows.length.toLocaleString()} spine rows`);
     });
@@ -97,7 +97,7 @@ async function runExport(values: Record<string, string | boolean | undefined>, i
   }
   progress.done();
   const outFile = OutputFile.open(typeof values.out === 'string' ? values.out : null);
-  for (const line of lines) if (line !== undefined) await outFile.write(line);
+  await lines.writeTo(outFile);
   await outFile.close();
   const s = (performance.now() - t0) / 1000;
   if (unavailable.length > 0) io.err(`export: history_unavailable for ${unavailable.join('; ')}`);

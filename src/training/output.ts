@@ -8,7 +8,7 @@ import { UsageError } from '../cli_args';
 import { OUTPUT_CHUNK_UNITS } from '../limits';
 
 export class OutputFile {
-  #parts: string[] = [];
+  #parts: Array<string | Buffer> = [];
   #units = 0;
   #error: Error | null = null;
 
@@ -23,7 +23,7 @@ export class OutputFile {
     return new OutputFile(path, s, true);
   }
 
-  async write(line: string): Promise<void> {
+  async write(line: string | Buffer): Promise<void> {
     this.#parts.push(line);
     this.#units += line.length;
     if (this.#units >= OUTPUT_CHUNK_UNITS) await this.#flush();
@@ -32,7 +32,8 @@ export class OutputFile {
   async #flush(): Promise<void> {
     if (this.#error !== null) throw new UsageError(`cannot write ${this.name}: ${this.#error.message}`, false);
     if (this.#parts.length === 0) return;
-    const chunk = this.#parts.join('');
+    const parts = this.#parts;
+    const chunk = parts.every((p) => typeof p === 'string') ? parts.join('') : Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
     this.#parts = [];
     this.#units = 0;
     if (!this.stream.write(chunk)) await new Promise<void>((resolve) => this.stream.once('drain', resolve));

@@ -22,7 +22,7 @@ import { DEDUPE_REPLAY, OfflineEngine } from './engine';
 import { EventLines, type TimedEvent } from './events';
 import { BadLines, formatOf, LineError, readLineBytes, readLines, type InputFormat } from './input';
 import { readParquetRows } from './parquet';
-import { answerLine, answerOrder, loadSpine, PointInTime, type SpineRow } from './spine';
+import { answerLine, answerOrder, loadSpine, PointInTime, SpineAnswers, type SpineRow } from './spine';
 import { OutputFile } from './output';
 import { stderrProgress } from './progress';
 import { FeatureResolver } from './resolver';
@@ -94,14 +94,14 @@ async function runReplay(values: Record<string, string | boolean | undefined>, i
     return engine.read(engine.table(tableName)!, key, r.f, at);
   };
 
-  let spine: { order: SpineRow[]; lines: string[] } | null = null;
+  let spine: { order: SpineRow[]; lines: SpineAnswers } | null = null;
   let pit: PointInTime | null = null;
   if (spineFile !== null) {
     const loaded = await loadSpine(spineFile, { table, timeField: spineTimeField(values), tableOf: (n) => reg.tables.get(n) }, bad);
     if (loaded.otherTables > 0) io.err(`replay: ${loaded.otherTables} spine lines name other tables than ${table} and were skipped`);
-    const lines = new Array<string>(loaded.rows.length);
+    const lines = new SpineAnswers(loaded.rows.length);
     spine = { order: answerOrder(loaded.rows, false), lines };
-    pit = new PointInTime(spine.order, false, (r) => { lines[r.index] = answerLine(r, rowOf(r.table, r.key, r.t, r.features), false); });
+    pit = new PointInTime(spine.order, false, (r) => { lines.set(r, answerLine(r, rowOf(r.table, r.key, r.t, r.features), false)); });
   }
 
   const reader = new EventLines(eventsFile, engine.registry, timeField, typeof values.event === 'string' ? values.event : null);
@@ -179,7 +179,7 @@ async function runReplay(values: Record<string, string | boolean | undefined>, i
   let rows = 0;
   if (spine !== null) {
     pit!.finish();
-    for (const line of spine.lines) if (line !== undefined) { await out.write(line); rows++; }
+    rows = await spine.lines.writeTo(out);
   } else {
     rows = await writeFinalRows(engine, table, rowOf, out);
   }
