@@ -13,7 +13,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLI, get, post, startServer, type TestServer } from '../harness/server';
@@ -94,6 +94,8 @@ before(async () => {
   }
   tcp.close();
   registryBody = (await get(srv.base, '/registry')).text;
+  // A copy of the live data dir (lock file and all) while the server still runs.
+  cpSync(srv.dataDir, join(work, 'live-copy'), { recursive: true });
   assert.equal(await srv.stop(), 0);
 });
 
@@ -146,6 +148,15 @@ function spineOf(table: string, withLsn: boolean): { spine: string; expected: st
   }
   return { spine, expected };
 }
+
+test('export of a copy of the live data dir (taken while serving, its lock file in it) writes the same bytes', () => {
+  const { spine, expected } = spineOf('UserT', true);
+  const spineFile = join(work, 'spine-live.ndjson');
+  writeFileSync(spineFile, spine);
+  const r = cli(['export', '--data-dir', join(work, 'live-copy'), '--spine', spineFile, '--table', 'UserT']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, expected);
+});
 
 for (const table of ['UserT', 'CardT']) {
   test(`export of the data dir at the recorded moments writes the served bytes (${table}, by time and by lsn)`, () => {
