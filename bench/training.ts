@@ -2,7 +2,7 @@
  * Training-data tools (docs/training.md), each beside a baseline measured in the
  * same run:
  *
- *   1. offline replay (`streamfeat replay`'s engine and input path, in this process)
+ *   1. offline replay (`streamfeat replay`, a process of its own: NDJSON in, rows out)
  *      vs the server's own WAL replay (a real server recovering the same events from
  *      its data dir), events/s and CPU µs per event, for the medium workload's
  *      5-feature table and the fraud workload's 4 tables (bench/workloads.ts);
@@ -27,11 +27,8 @@ import { compileRegistry } from '../src/registry/compile';
 import type { RegistryState } from '../src/registry/model';
 import { PushCore } from '../src/front/push_core';
 import { PushFrameWriter, RegistryLog, sealFrame, WalWriter } from '../src/wal';
-import { REPLAY_COMMAND } from '../src/training/replay_cli';
-import { EXPORT_COMMAND } from '../src/training/export_cli';
-import type { ParsedCommand } from '../src/cli_args';
 import { BodyGen, workloadNamed } from './workloads';
-import { cpuTimes, cpuBetween } from './procstat';
+import { cpuTimes } from './procstat';
 import { flagPairs } from './flags';
 import { DEFAULTS, type Opts } from './args';
 import { startServer } from './procs';
@@ -107,17 +104,23 @@ function serverReplay(dir: string): Promise<{ records: number; ms: number; cpuS:
   });
 }
 
-const quietIo = { out: (): void => {}, err: (): void => {} };
-const parsed = (values: Record<string, string | boolean>): ParsedCommand => ({ values, positionals: [], help: false });
-
-/** One in-process run of a command: wall seconds and this process's CPU seconds. */
-async function timed(run: () => Promise<unknown> | unknown): Promise<{ s: number; cpuS: number }> {
+/**
+ * One run of `streamfeat <args>` as its own process (as a user runs it, and as the
+ * server's replay runs in its own): wall seconds and its CPU seconds (all threads,
+ * from this process's waited-for children in /proc).
+ */
+function timed(args: string[]): Promise<{ s: number; cpuS: number; stderr: string }> {
   const c0 = cpuTimes('self');
   const t0 = performance.now();
-  await run();
-  const s = (performance.now() - t0) / 1000;
-  const use = cpuBetween(c0, cpuTimes('self'), s);
-  return { s, cpuS: use === null ? NaN : use.user + use.sys };
+  const proc = spawn(process.execPath, [join(__dirname, '..', 'src', 'cli.js'), ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  proc.stderr!.on('data', (d: Buffer) => { err += d.toString(); });
+  return new Promise((resolve, reject) => proc.on('exit', (code) => {
+    const s = (performance.now() - t0) / 1000;
+    const c1 = cpuTimes('self');
+    if (code !== 0) { reject(new Error(`streamfeat ${args[0]} exited ${code}: ${err}`)); return; }
+    resolve({ s, cpuS: c0 === null || c1 === null ? NaN : c1.childUser + c1.childSys - c0.childUser - c0.childSys, stderr: err });
+  }));
 }
 
 async function replayPart(name: string): Promise<void> {
@@ -144,13 +147,14 @@ async function replayPart(name: string): Promise<void> {
 
     const server = await serverReplay(dir);
     const serverRate = server.records / (server.ms / 1000);
-    const offline = await timed(() => REPLAY_COMMAND.run(parsed({ registry: regFile, events: eventsFile, 'time-field': 't', spine: spineFile, table: wl.getTable, out }), quietIo));
-    const offlineRate = n / offline.s;
+    const offline = await timed(['replay', '--registry', regFile, '--events', eventsFile, '--time-field', 't', '--spine', spineFile, '--table', wl.getTable, '--out', out]);
+    // The tool's own figure (its summary line): the run from registry compile to the last row written, without node's start.
+    const offlineRate = Number(/\((\d+) events\/s\)/.exec(offline.stderr)?.[1] ?? NaN);
     console.log(`replay ${name} (${wl.description}), ${n.toLocaleString()} events over ${ENTITIES.toLocaleString()} keys (zipf):`);
     console.log(`  server WAL replay (baseline): ${Math.round(serverRate).toLocaleString()} events/s (${server.records.toLocaleString()} records in ${(server.ms / 1000).toFixed(2)} s; whole process to listening ${(server.cpuS * 1e6 / n).toFixed(1)} µs CPU/event incl. boot)`);
-    console.log(`  offline replay (NDJSON read + parse + validate + chains + records + apply, ${SPINE.toLocaleString()}-row spine): ${Math.round(offlineRate).toLocaleString()} events/s, ${(offline.cpuS * 1e6 / n).toFixed(1)} µs CPU/event; ratio ${(offlineRate / serverRate).toFixed(2)}x the server's WAL replay`);
-    const exp = await timed(() => EXPORT_COMMAND.run(parsed({ 'data-dir': dir, spine: spineFile, table: wl.getTable, out }), quietIo));
-    console.log(`  export of the data dir (WAL replay + reads), ${SPINE.toLocaleString()}-row spine: ${Math.round(SPINE / exp.s).toLocaleString()} spine rows/s (${exp.s.toFixed(2)} s, ${(exp.cpuS * 1e6 / SPINE).toFixed(1)} µs CPU/row, the replay of ${n.toLocaleString()} records included)`);
+    console.log(`  streamfeat replay (NDJSON read, push path, records, apply, ${SPINE.toLocaleString()}-row spine): ${Math.round(offlineRate).toLocaleString()} events/s as it reports itself (${(n / offline.s).toFixed(0)} events/s and ${(offline.cpuS * 1e6 / n).toFixed(1)} µs CPU/event for the whole process, node's start included); ratio ${(offlineRate / serverRate).toFixed(2)}x the server's WAL replay`);
+    const exp = await timed(['export', '--data-dir', dir, '--spine', spineFile, '--table', wl.getTable, '--out', out]);
+    console.log(`  streamfeat export of the data dir (WAL replay + reads), ${SPINE.toLocaleString()}-row spine: ${/\((\d+) rows\/s\)/.exec(exp.stderr)?.[1] ?? '?'} spine rows/s as it reports itself (whole process ${exp.s.toFixed(2)} s, ${(exp.cpuS * 1e6 / SPINE).toFixed(1)} µs CPU/row, the replay of ${n.toLocaleString()} records included)`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
     rmSync(work, { recursive: true, force: true });
