@@ -11,7 +11,6 @@
  */
 import { createReadStream, openSync, readSync, closeSync } from 'node:fs';
 import { createGunzip } from 'node:zlib';
-import { StringDecoder } from 'node:string_decoder';
 import { INPUT_CHUNK_BYTES } from '../limits';
 import { extname } from 'node:path';
 import { UsageError } from '../cli_args';
@@ -49,56 +48,23 @@ function gzipped(path: string): boolean {
   }
 }
 
-/**
- * Lines of `path` (gunzipped when it is gzip), numbered from 1; blank lines are
- * skipped (numbers keep counting). Split here from large chunks rather than by
- * node:readline, which cost an await per line (a third of a replay's wall time).
- */
+/** Lines of `path` (gunzipped when it is gzip) as text, numbered from 1; blank lines are skipped (numbers keep counting). */
 export async function* readLines(path: string): AsyncGenerator<{ n: number; text: string }> {
-  let isGz: boolean;
-  try {
-    isGz = gzipped(path);
-  } catch (err) {
-    throw new UsageError(`cannot read ${path}: ${(err as Error).message}`);
-  }
-  const raw = createReadStream(path, { highWaterMark: INPUT_CHUNK_BYTES });
-  const stream = isGz ? raw.pipe(createGunzip()) : raw;
-  // A gunzip error does not reach the piped stream's iterator by itself.
-  if (isGz) raw.on('error', (err) => stream.destroy(err));
-  const decoder = new StringDecoder('utf8');
-  let n = 0;
-  let rest = '';
   const out = { n: 0, text: '' };
-  try {
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
-      const text = rest + decoder.write(chunk);
-      let from = 0;
-      for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', from)) {
-        n++;
-        const line = lineAt(text, from, nl, n);
-        from = nl + 1;
-        if (line === null) continue;
-        out.n = n;
-        out.text = line;
-        yield out;
-      }
-      rest = text.slice(from);
-    }
-  } catch (err) {
-    throw new UsageError(`cannot read ${path} past line ${n}: ${(err as Error).message}`);
-  }
-  rest += decoder.end();
-  if (rest !== '') {
-    const line = lineAt(rest, 0, rest.length, ++n);
-    if (line !== null) { out.n = n; out.text = line; yield out; }
+  for await (const { n, buf, start, end } of readLineBytes(path)) {
+    out.n = n;
+    out.text = buf.toString('utf8', start, end);
+    yield out;
   }
 }
 
 /**
- * Lines of an uncompressed or gzipped file as byte ranges, for readers that take a
- * line from its bytes (replay's NDJSON fast path): `buf[start, end)` is line `n`
- * without its newline (or a trailing CR), valid until the next line is asked for.
- * Blank lines are skipped (numbers keep counting).
+ * Lines of an uncompressed or gzipped file as byte ranges (for readers that take a
+ * line from its bytes: replay's NDJSON fast path): `buf[start, end)` is line `n`
+ * without its newline, a trailing CR or a first line's BOM, valid until the next line
+ * is asked for. Blank lines are skipped (numbers keep counting). Split here from large
+ * chunks rather than by node:readline, which cost an await per line (a third of a
+ * replay's wall time).
  */
 export async function* readLineBytes(path: string): AsyncGenerator<{ n: number; buf: Buffer; start: number; end: number }> {
   let isGz: boolean;
@@ -146,15 +112,6 @@ function blank(b: Buffer, start: number, end: number): boolean {
     if (c !== 0x20 && c !== 0x09 && c !== 0x0d) return false;
   }
   return true;
-}
-
-/** text[from, end) without a trailing CR (and a first line's BOM), or null when blank. */
-function lineAt(text: string, from: number, end: number, n: number): string | null {
-  if (end > from && text.charCodeAt(end - 1) === 0x0d) end--;
-  if (n === 1 && text.charCodeAt(from) === 0xfeff) from++;
-  if (end === from) return null;
-  const line = text.slice(from, end);
-  return line.trim() === '' ? null : line;
 }
 
 /** The fields of one CSV line, or null when its quotes do not close. */
