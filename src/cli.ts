@@ -17,6 +17,8 @@ const client = (name: string) => async (): Promise<CliCommand> => (await import(
 const COMMANDS: Record<string, () => Promise<CliCommand>> = {
   serve: async () => (await import('./serve_cli')).SERVE_CLI,
   'wal-check': async () => (await import('./wal_check_cli')).WAL_CHECK_COMMAND,
+  replay: async () => (await import('./training/replay_cli')).REPLAY_COMMAND,
+  export: async () => (await import('./training/export_cli')).EXPORT_COMMAND,
   push: client('push'),
   get: client('get'),
   'batch-get': client('batch-get'),

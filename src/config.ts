@@ -19,6 +19,7 @@ import {
   BATCH_GET_ENTRIES_MAX_DEFAULT, CLUSTER_CHECKPOINT_INTERVAL_MS_DEFAULT, CLUSTER_PARTITIONS_DEFAULT, CLUSTER_PARTITIONS_MAX, DEDUPE_ENTRIES_MAX, SHARDS_MAX,
   HTTP_CONNECTIONS_MAX_DEFAULT, SHUTDOWN_DEADLINE_MS, STRING_VALUE_BYTES_MAX_DEFAULT, STRING_VALUE_BYTES_MAX_LIMIT, TCP_AUTH_TIMEOUT_MS_DEFAULT, TCP_CONNECTIONS_MAX_DEFAULT, TCP_FRAME_BYTES_MAX_DEFAULT, TCP_FRAME_TIMEOUT_MS_DEFAULT, TCP_IDLE_TIMEOUT_MS_DEFAULT,
   WAL_SEGMENT_BYTES_MAX_DEFAULT, WAL_SEGMENT_BYTES_MIN, WAL_SYNC_INTERVAL_MS_DEFAULT, WAL_SYNC_TIMEOUT_MS_DEFAULT,
+  SERVED_LOG_FILE_BYTES_DEFAULT, SERVED_LOG_FILE_BYTES_MIN, SERVED_LOG_FILES_DEFAULT,
 } from './limits';
 import { DURATION_UNIT_MS } from './ops/duration';
 
@@ -157,6 +158,18 @@ function text(b: Base & { value: string }, pattern: RegExp, expect: string): Set
   };
 }
 
+/** A fraction in (0, 1] (a sample rate). */
+function fraction(b: Base, def: number): Setting<number> {
+  return {
+    flag: true, ...b, value: 'RATE', schema: { type: 'number', exclusiveMinimum: 0, maximum: 1 }, expect: 'a number in (0, 1], like 0.1',
+    default: def, defaultText: String(def),
+    fromString: (raw) => (/^\s*(?:\d+\.?\d*|\.\d+)\s*$/.test(raw) ? Number(raw) : raw), convert: (v) => v as number,
+  };
+}
+
+/** `Table` or `Table:rate`, comma-separated (--served-log-tables). */
+const TABLE_RATES_RE = /^\s*[A-Za-z_][A-Za-z0-9_]*(?::(?:1(?:\.0*)?|0?\.\d*[1-9]\d*))?\s*(?:,\s*[A-Za-z_][A-Za-z0-9_]*(?::(?:1(?:\.0*)?|0?\.\d*[1-9]\d*))?\s*)*$/;
+
 /** A path, resolved against the working directory at boot. */
 function path<D extends string | null>(b: Base, def: D): Setting<D extends string ? string : string | null> {
   return {
@@ -216,6 +229,13 @@ const SETTINGS = {
   partitions: int({ key: 'partitions', env: 'SERVICE_PARTITIONS', help: 'cluster mode: partitions of the cluster (fixed per cluster)' }, 1, CLUSTER_PARTITIONS_MAX, CLUSTER_PARTITIONS_DEFAULT),
   peerAddr: addr({ key: 'peer-addr', env: 'SERVICE_PEER_ADDR', help: 'cluster mode: listener for reads forwarded by other nodes' }, '127.0.0.1:0'),
   checkpointIntervalMs: duration({ key: 'checkpoint-interval', env: 'SERVICE_CHECKPOINT_INTERVAL', help: 'cluster mode: partition checkpoints into the object store (0 disables)' }, DEFAULTS.checkpointInterval, 'disables'),
+  // The served-row log (docs/training.md): on when --served-log-dir is given.
+  servedLogDir: path({ key: 'served-log-dir', env: 'SERVICE_SERVED_LOG_DIR', help: 'served-row log: every sampled /get and /batch_get row as NDJSON in rotated files here (docs/training.md)' }, null),
+  servedLogSample: fraction({ key: 'served-log-sample', env: 'SERVICE_SERVED_LOG_SAMPLE', help: 'served-row log: fraction of answers logged, per answer (tables without their own rate)' }, 1),
+  servedLogTables: text({ key: 'served-log-tables', env: 'SERVICE_SERVED_LOG_TABLES', value: 'T[:RATE],...', help: 'served-row log: only these tables, each at its own rate or --served-log-sample (default: every table)' },
+    TABLE_RATES_RE, 'table names, each optionally :RATE in (0, 1], comma-separated'),
+  servedLogFileBytes: int({ key: 'served-log-file-bytes', env: 'SERVICE_SERVED_LOG_FILE_BYTES', help: 'served-row log: start the next file past this many bytes' }, SERVED_LOG_FILE_BYTES_MIN, null, SERVED_LOG_FILE_BYTES_DEFAULT),
+  servedLogFiles: int({ key: 'served-log-files', env: 'SERVICE_SERVED_LOG_FILES', help: 'served-row log: files kept; older ones are deleted' }, 1, null, SERVED_LOG_FILES_DEFAULT),
   /** Test hook: while this file exists, its content (ENOSPC, EIO, TRUNCATE, CRASH) is injected as a WAL fault. */
   faultFile: path({ key: 'fault-wal-file', env: 'SERVICE_FAULT_WAL_FILE', flag: false, help: 'test hook: WAL fault injected while this file exists' }, null),
   /** Test hook: the server's wall clock is shifted by the ms written in this file (re-read every 100 ms; docs/time.md). */
@@ -237,11 +257,42 @@ export interface ClusterConfig {
   checkpointIntervalMs: number;
 }
 
+/** The served-row log's settings together (null: off, the default). */
+export interface ServedLogConfig {
+  dir: string;
+  sample: number;
+  /** Table -> rate; null = every table at `sample`. */
+  tables: ReadonlyMap<string, number> | null;
+  fileBytesMax: number;
+  filesKept: number;
+}
+
 /** The settings plus what is derived from several of them. */
 export type ServerConfig = SettingValues & {
   /** Cluster mode (docs/cluster.md): null = single node (the default). */
   readonly cluster: ClusterConfig | null;
+  readonly servedLog: ServedLogConfig | null;
 };
+
+const SERVED_LOG_ONLY = ['served-log-sample', 'served-log-tables', 'served-log-file-bytes', 'served-log-files'];
+
+/** Served-row log settings: on with --served-log-dir; its other settings need it. */
+function servedLogOf(v: SettingValues, given: Set<string>): ServedLogConfig | null {
+  if (v.servedLogDir === null) {
+    const stray = SERVED_LOG_ONLY.filter((k) => given.has(k));
+    if (stray.length > 0) throw new UsageError(`${stray.map((k) => `--${k}`).join(', ')} ${stray.length === 1 ? 'needs' : 'need'} --served-log-dir (the served-row log)`);
+    return null;
+  }
+  let tables: Map<string, number> | null = null;
+  if (v.servedLogTables !== null) {
+    tables = new Map();
+    for (const part of v.servedLogTables.split(',')) {
+      const [name, rate] = part.trim().split(':');
+      tables.set(name, rate === undefined ? v.servedLogSample : Number(rate));
+    }
+  }
+  return { dir: v.servedLogDir, sample: v.servedLogSample, tables, fileBytesMax: v.servedLogFileBytes, filesKept: v.servedLogFiles };
+}
 
 const CLUSTER_ONLY = ['node-id', 'partitions', 'peer-addr', 'checkpoint-interval'];
 
@@ -344,6 +395,7 @@ export function resolveServerConfig(flagValues: Record<string, string | boolean 
   }
   const given = new Set([...Object.keys(flags), ...Object.keys(fromEnv), ...Object.keys(file)]);
   out.cluster = clusterOf(out as SettingValues, given);
+  out.servedLog = servedLogOf(out as SettingValues, given);
   return Object.freeze(out) as ServerConfig;
 }
 

@@ -108,6 +108,34 @@ export const LOG_BUFFER_BYTES_MAX = 16 * 1024 * 1024;
 /** How long shutdown waits for waiting log lines to be written (a stalled stdout reader must not stop an exit). */
 export const LOG_FLUSH_TIMEOUT_MS = 2_000;
 
+/**
+ * Served-row log (training/served_log.ts): lines waiting for the writer, in UTF-16
+ * units (about bytes for ASCII rows). Past it lines are dropped and counted rather
+ * than queued: the front never waits for the log's disk. 8 MiB is ~40,000 lines of
+ * a 200-byte row, a second of gets at the measured peak rate.
+ */
+export const SERVED_LOG_PENDING_BYTES_MAX = 8 * 1024 * 1024;
+/** Served-row log files are rotated past this many bytes (--served-log-file-bytes). */
+export const SERVED_LOG_FILE_BYTES_DEFAULT = 64 * 1024 * 1024;
+/** Smallest rotation size accepted: a file must hold at least a few rows. */
+export const SERVED_LOG_FILE_BYTES_MIN = 4096;
+/** Served-row log files kept; older ones are deleted (--served-log-files). */
+export const SERVED_LOG_FILES_DEFAULT = 16;
+/** A failing served-row log disk is logged at most once per this long (and its open retried as often). */
+export const SERVED_LOG_ERROR_LOG_INTERVAL_MS = 1_000;
+/** Offline tools (replay, export): the progress line on a terminal is rewritten at most this often. */
+export const PROGRESS_INTERVAL_MS = 250;
+/** Offline tools: the clock is read once per this many progress ticks (records, events). */
+export const PROGRESS_CLOCK_STRIDE = 4096;
+/** Offline tools: input files are read in chunks of this many bytes. */
+export const INPUT_CHUNK_BYTES = 1024 * 1024;
+/** Offline tools: output is written in chunks of about this many UTF-16 units. */
+export const OUTPUT_CHUNK_UNITS = 1024 * 1024;
+/** Offline tools under --bad-lines skip: the first this many bad lines are shown on stderr; the rest are counted. */
+export const BAD_LINES_REPORTED_MAX = 20;
+/** A get's `request_id` (string of at most this many UTF-8 bytes, or an integer): what the served-row log records. */
+export const REQUEST_ID_BYTES_MAX = 128;
+
 /** Shortest accepted auth token (--auth-token-file): 16 bytes of a random hex token is 64 bits. */
 export const AUTH_TOKEN_BYTES_MIN = 16;
 

@@ -90,6 +90,7 @@ import { settleBootLosses, type BootLossOutcome } from './coordinator/boot_losse
 import type { RegistryWire } from './registry/wire';
 import { setStringBytesMax } from './string_cap';
 import { formatAddr } from './util/host_port';
+import { ServedRowLog } from './training/served_log';
 
 export { Lifecycle };
 
@@ -167,6 +168,17 @@ function acceptErrorsLogged(server: net.Server, log: Logger, what: string): void
     last = now;
     missed = 0;
   });
+}
+
+/** The served-row log of --served-log-dir (null: off); a directory it cannot write stops the boot. */
+function openServedLog(config: ServerConfig, log: Logger): ServedRowLog | null {
+  const c = config.servedLog;
+  if (c === null) return null;
+  try {
+    return ServedRowLog.open(c, log);
+  } catch (err) {
+    throw new StartupError(`cannot open the served-row log in ${c.dir}: ${(err as Error).message}`);
+  }
 }
 
 /**
@@ -256,8 +268,9 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
   const clockWatch = new ClockWatch(clock, metrics, log);
   clockWatch.raiseTo(Math.max(0, ...hellos.map((h) => h.lastTimeMs)));
   clockWatch.start();
+  const servedLog = openServedLog(config, log);
   const front = new Front(
-    { testMode: config.testMode, auth, memoryGovEnforce: config.memoryGovEnforce, batchGetEntriesMax: config.batchGetEntriesMax, dedupeEntriesMax: config.dedupeEntriesMax },
+    { testMode: config.testMode, auth, memoryGovEnforce: config.memoryGovEnforce, batchGetEntriesMax: config.batchGetEntriesMax, dedupeEntriesMax: config.dedupeEntriesMax, servedLog },
     coordinator, shardPools, first.state, lastLsn, metrics, log, clock,
   );
   const bootMs = clock.nowMs();
@@ -329,6 +342,7 @@ async function start(config: ServerConfig, log: Logger, lock: DataDirLock | null
       if (!config.memoryOnly) await front.control.snapshot(true);
       await front.control.drain();
       stats.stop();
+      await servedLog?.close();
       // The shard pipes end their serve tasks first: destroying a pool fails a task still open.
       for (const ch of front.channels) ch.close();
       await Promise.all([coordinator.destroy(), ...shardPools.map((p) => p.destroy())]);

@@ -59,6 +59,11 @@ export function renderMetrics(ctx: AdminContext): string {
   p.single('streamfeat_http_requests_total', 'counter', 'HTTP requests with a body received on the data plane.', m.httpRequestsTotal);
   p.single('streamfeat_completion_errors_total', 'counter', 'Requests answered internal_error because completing them threw.', m.completionErrorsTotal);
   p.single('streamfeat_dedupe_full_total', 'counter', 'Pushes refused with dedupe_capacity_exceeded (the dedupe store was full).', m.dedupeFullTotal);
+  const served = front.servedLog;
+  p.single('streamfeat_served_log_lines_total', 'counter', 'Rows written to the served-row log (--served-log-dir).', served?.lines ?? 0);
+  p.single('streamfeat_served_log_dropped_total', 'counter', 'Served-row log lines dropped: the writer was behind or a write failed.', served?.dropped ?? 0);
+  p.single('streamfeat_served_log_bytes_total', 'counter', 'Bytes written to the served-row log.', served?.bytes ?? 0);
+  p.single('streamfeat_served_log_write_errors_total', 'counter', 'Failed writes (or file opens) of the served-row log.', served?.writeErrors ?? 0);
   p.family('streamfeat_errors_total', 'counter', 'Error responses by code (docs/errors.md).');
   for (const [code, n] of [...m.errors].sort()) p.sample('streamfeat_errors_total', { code }, n);
   const latency = (name: string, help: string, hs: ReadonlyArray<{ data(): HistogramData }>): void => {

@@ -72,6 +72,18 @@ export class DedupeStore {
     return e;
   }
 
+  /**
+   * A new entry for (event, value) expiring at `expiresMs`, sweeping expired entries
+   * first when the store is full; null when it is full even then (the push is
+   * refused: dedupe_capacity_exceeded). The caller has looked the value up already.
+   */
+  admit(event: string, value: string, now: number, expiresMs: number): DedupeEntry | null {
+    const entry = this.insert(event, value, expiresMs);
+    if (entry !== null) return entry;
+    this.sweep(now); // expired entries leave once a second; make room now if any did
+    return this.insert(event, value, expiresMs);
+  }
+
   forget(event: string, value: string): void {
     if (this.#byEvent.get(event)?.delete(value)) this.#size--;
   }
@@ -123,12 +135,8 @@ export class PushDedupe {
     const store = this.store;
     const prior = store.lookup(plan.name, value, now);
     if (prior !== null) { this.#replay(prior, reply); return null; }
-    let entry = store.insert(plan.name, value, now + plan.dedupeWindowMs);
-    if (entry === null) {
-      store.sweep(now); // expired entries leave once a second; make room now if any did
-      entry = store.insert(plan.name, value, now + plan.dedupeWindowMs);
-      if (entry === null) this.#full(reply, now);
-    }
+    const entry = store.admit(plan.name, value, now, now + plan.dedupeWindowMs);
+    if (entry === null) this.#full(reply, now);
     return entry;
   }
 

@@ -161,7 +161,7 @@ export class ForgetCtx implements Sink {
     if (typeof out === 'string') {
       const owners = this.plan.shardOf;
       for (let i = 0, j = 0; i < owners.length; i++) if (owners[i] === tag) this.#removed[i] = out[j++] === FORGET_REMOVED ? 1 : 0;
-    } else if (out !== null && !(out instanceof Uint8Array)) {
+    } else if (out !== null && 'code' in out) {
       this.#error ??= out;
     }
     if (--this.#pending > 0) return;

@@ -18,37 +18,53 @@ import type Piscina from 'piscina';
 import { asSfError, SfError, type ErrorCode, type ErrorDetail } from '../errors';
 import type { Logger } from '../log';
 import type { Metrics } from '../admin/metrics';
-import { compileRegistry, type CompiledRegistry, type TablePlan } from '../registry/compile';
+import { compileRegistry, type CompiledRegistry } from '../registry/compile';
 import { parseWireKey, shardOf } from '../registry/key';
 import type { RegistryState } from '../registry/model';
 import { ITEM_GET, type ErrorPayload, type NonPushItem } from '../protocol/messages';
 import { ShardChannel, type Sink } from './channel';
-import { dropFrames, PushRoute, targetCount, targetsOf } from './routing';
+import { dropFrames, targetCount, targetsOf } from './routing';
+import { PushCore } from './push_core';
+import { resolveFeatures } from './get_core';
 import { PushText } from './push_text';
 import { FrontControl, type ControlHost } from './control';
 import { LsnCounter } from './lsn';
 import { rowFromEnvelope } from '../registry/row_text';
 import type { ClusterHooks, ResolvedGet } from './cluster_hooks';
-import { BatchCtx, GetCtx } from './sinks';
+import { BatchCtx, GetCtx, ServedBatch, ServedGet } from './sinks';
+import type { ServedRowLog } from '../training/served_log';
 import { PushDedupe } from './dedupe';
 import { PushCtx, PushCtxPool, type PushDone } from './push';
 import { ForgetCtx, resolveForget, type ForgetHost } from './forget';
 import type { Reply } from './reply';
 import type { Auth } from './auth';
-import { DEDUPE_ENTRIES_MAX, KEY_BYTES_MAX, WAL_RECORD_BYTES_MAX } from '../limits';
+import { DEDUPE_ENTRIES_MAX, KEY_BYTES_MAX, REQUEST_ID_BYTES_MAX, WAL_RECORD_BYTES_MAX } from '../limits';
 import type { ServerClock } from '../clock';
 import { VERSION } from '../version';
-import { unknownNameHint } from '../util/near_name';
-import { isObj } from '../util/plain_object';
+import { isObj, type Obj } from '../util/plain_object';
+
+/**
+ * The `request_id` of a get body or batch_get entry (docs/wire.md "Request ids"), as
+ * the JSON text the served-row log writes; null when absent. A string of at most
+ * REQUEST_ID_BYTES_MAX bytes or a safe integer; anything else is refused
+ * (unsupported_request_shape), whether or not the log is on.
+ */
+function requestIdJson(body: unknown, path: string): string | null {
+  const id = (body as Obj).request_id;
+  if (id === undefined || id === null) return null;
+  if (typeof id === 'string' && id.length <= REQUEST_ID_BYTES_MAX && Buffer.byteLength(id) <= REQUEST_ID_BYTES_MAX) return JSON.stringify(id);
+  if (typeof id === 'number' && Number.isSafeInteger(id)) return String(id);
+  throw new SfError('unsupported_request_shape', `request_id must be a string of at most ${REQUEST_ID_BYTES_MAX} bytes or an integer (REQUEST_ID_BYTES_MAX)`, { path: `${path}${path ? '.' : ''}request_id` });
+}
 
 /** `"server_version":"x.y.z"` of the ping answer, built once. */
 const SERVER_VERSION_JSON = `"server_version":${JSON.stringify(VERSION)}`;
 
-/** Top-level keys of a push envelope; `body` is the peer's TCP name for `data` (docs/wire.md). */
-const PUSH_ENVELOPE_KEYS = new Set(['event', 'data', 'body']);
 
 export interface FrontOptions {
   testMode: boolean;
+  /** The served-row log (training/served_log.ts); null or absent = off. */
+  servedLog?: ServedRowLog | null;
   /** Shared-token authentication for both transports; null = off (docs/security.md). */
   auth: Auth | null;
   memoryGovEnforce: boolean;
@@ -71,8 +87,10 @@ export class Front implements PushDone, ControlHost, ForgetHost {
   /** batch_get response budget groups (GetItem.g). */
   #batchSeq = 0;
   #flushScheduled = false;
-  /** Scratch of push routing and record writing, reused by every push. */
-  readonly #route = new PushRoute();
+  /** Envelope checks, validation, chains and keys of a push, reused by every push (push_core.ts). */
+  readonly #core = new PushCore();
+  /** Scratch of push routing and record writing, reused by every push (the core's). */
+  readonly #route = this.#core.route;
   /** Reads common push bodies from their bytes, without JSON.parse (push_text.ts). */
   readonly #reader = new PushText();
   /** pushBytes(): where each shard's record began in its writer. */
@@ -96,6 +114,7 @@ export class Front implements PushDone, ControlHost, ForgetHost {
     readonly clock: ServerClock,
   ) {
     this.dedupe = new PushDedupe(this, opts.dedupeEntriesMax ?? DEDUPE_ENTRIES_MAX);
+    this.#servedLog = opts.servedLog ?? null;
     this.#registry = compileRegistry(initial, { memoryGovEnforce: opts.memoryGovEnforce, pushValidators: true, features: false });
     this.control = new FrontControl(this);
     this.channels = shardPools.map((p, i) => new ShardChannel(i, p, (err) => this.control.shardFailed(i, err), (sink, err) => this.completionFailed(sink, err)));
@@ -181,65 +200,25 @@ export class Front implements PushDone, ControlHost, ForgetHost {
    */
   push(body: unknown, text: string, reply: Reply): void {
     const startMs = performance.now();
-    if (!isObj(body) || typeof body.event !== 'string') {
-      this.#failWith(reply, 'missing_event_name_in_body', { message: 'body must be a JSON object with a string "event"', path: 'event' });
-      return;
-    }
     const reg = this.registry;
-    const plan = reg.events.get(body.event);
-    if (plan === undefined) {
-      this.#failWith(reply, 'event_not_found', { message: `event ${JSON.stringify(body.event)} is not registered${unknownNameHint(body.event, reg.events.keys(), 'registered events', 'no events are registered')}`, path: 'event' });
-      return;
-    }
-    for (const k in body) {
-      if (PUSH_ENVELOPE_KEYS.has(k)) continue;
-      if (k === 'event_time' || k === 'event_time_ms') {
-        this.#failWith(reply, 'unknown_field_event_time_v0', { message: `${k} is not supported in v0 (the server stamps arrival time)`, path: k });
-      } else {
-        this.#failWith(reply, 'invalid_event', { message: `unknown top-level key ${JSON.stringify(k)}; a push is {"event", "data"}`, path: k });
-      }
-      return;
-    }
-    if (body.data !== undefined && body.body !== undefined) {
-      this.#failWith(reply, 'invalid_event', { message: 'send the fields in "data" or in its alias "body", not both', path: 'body' });
-      return;
-    }
-    const data = body.data !== undefined ? body.data : body.body;
-    if (data === undefined) {
-      this.#failWith(reply, 'invalid_event', { message: 'body needs a "data" object', path: 'data' });
-      return;
-    }
-    let row;
-    try {
-      row = plan.validator!.validate(data);
-    } catch (err) {
-      this.failErr(reply, err);
-      return;
-    }
-    // Keys of every table the push feeds: routing (several shards) and the key
-    // size limit, checked before anything is recorded for this push.
+    const core = this.#core;
     const n = this.channels.length;
-    const route = this.#route;
-    const tooLong = route.route(plan, row, this.#cluster === null ? n : 1);
-    if (tooLong >= 0) {
-      const feed = plan.feeds[tooLong];
-      const key = route.keys[tooLong]!;
-      this.#failWith(reply, 'invalid_event', { message: `the key of table ${feed.table.name} would be ${Buffer.byteLength(key)} bytes; a key is at most ${KEY_BYTES_MAX} bytes (KEY_BYTES_MAX)`, path: `fields.${feed.table.keyFields.join(',')}` });
+    const refused = core.accept(reg, body, this.#cluster === null ? n : 1);
+    if (refused !== null) {
+      this.fail(reply, refused);
       return;
     }
+    const plan = core.plan!;
+    const row = core.row!;
+    const route = core.route;
     let dedupe = null;
-    let dedupeValue = '';
     /** The dedupe value the shards record (null: none). */
-    let recorded: string | null = null;
-    if (plan.dedupeField !== null) {
-      const v = row[plan.dedupeField];
-      if (v !== null && v !== undefined) {
-        dedupeValue = String(v);
-        recorded = dedupeValue;
-        // Windows of dedupe count on the monotonic clock (dedupe.ts): no wall clock step lets a duplicate through.
-        dedupe = this.dedupe.claim(plan, dedupeValue, startMs, reply);
-        if (dedupe === null) return; // answered: a replay, or the store is full
-      }
+    const recorded = core.dedupeValue();
+    const dedupeValue = recorded ?? '';
+    if (recorded !== null) {
+      // Windows of dedupe count on the monotonic clock (dedupe.ts): no wall clock step lets a duplicate through.
+      dedupe = this.dedupe.claim(plan, recorded, startMs, reply);
+      if (dedupe === null) return; // answered: a replay, or the store is full
     }
     const t = this.#stamp(this.clock.at(startMs));
     if (this.#cluster !== null) {
@@ -350,26 +329,7 @@ export class Front implements PushDone, ControlHost, ForgetHost {
    * SfError): the shard writes the row from these without a name lookup.
    */
   #resolve(tableName: string, featuresRaw: unknown, key: string, path: string): ResolvedGet {
-    const at = `${path}${path ? '.' : ''}`;
-    const table: TablePlan | undefined = this.#registry.tables.get(tableName);
-    if (table === undefined) throw new SfError('unknown_table', `table ${JSON.stringify(tableName)} is not registered${unknownNameHint(tableName, this.#registry.tables.keys(), 'registered tables', 'no tables are registered')}`, { path: `${at}table` });
-    let features: string[] | null = null;
-    let f: number[] | null = null;
-    if (featuresRaw !== undefined && featuresRaw !== null) {
-      if (!Array.isArray(featuresRaw) || featuresRaw.some((x) => typeof x !== 'string')) {
-        throw new SfError('unsupported_request_shape', 'features must be an array of feature names', { path: `${at}features` });
-      }
-      features = [...new Set(featuresRaw as string[])]; // a name asked twice is answered once
-      f = new Array<number>(features.length);
-      for (let i = 0; i < features.length; i++) {
-        const name = features[i];
-        const j = table.featureIndex.get(name);
-        if (j !== undefined) { f[i] = j; continue; }
-        const owners = this.#registry.featureTables.get(name);
-        if (owners !== undefined) throw new SfError('feature_not_in_table', `feature ${JSON.stringify(name)} is not in table ${table.name} (it is in ${owners.join(', ')})`, { path: `${at}features` });
-        throw new SfError('feature_not_found', `feature ${JSON.stringify(name)} is not registered${unknownNameHint(name, table.featureIndex.keys(), `features of ${table.name}`)}`, { path: `${at}features` });
-      }
-    }
+    const { table, features, f } = resolveFeatures(this.#registry, tableName, featuresRaw, path);
     return {
       item: { k: ITEM_GET, v: this.#registry.version, t: table.index, key, f },
       shard: shardOf(key, this.channels.length),
@@ -404,15 +364,40 @@ export class Front implements PushDone, ControlHost, ForgetHost {
   get(body: unknown, reply: Reply): void {
     const startMs = performance.now();
     let g;
+    let served: ServedGet | null = null;
     try {
       g = this.#getItem(body, '');
+      const id = requestIdJson(body, '');
+      if (this.#servedLog !== null) served = this.#served(g, id, -1);
     } catch (err) {
       this.failErr(reply, err, false);
       return;
     }
-    if (this.#cluster !== null) { this.#cluster.read(g, new GetCtx(reply, this, startMs), 0); return; }
-    this.channels[g.shard].enqueue(g.item, new GetCtx(reply, this, startMs), 0);
+    const ctx = new GetCtx(reply, this, startMs, served);
+    if (this.#cluster !== null) { this.#cluster.read(g, ctx, 0); return; }
+    this.channels[g.shard].enqueue(g.item, ctx, 0);
     this.schedule();
+  }
+
+  /** The served-row log. */
+  get servedLog(): ServedRowLog | null {
+    return this.#servedLog;
+  }
+
+  readonly #servedLog: ServedRowLog | null;
+
+  /**
+   * The served-row log entry of a resolved get when its table is logged and the coin
+   * says so (then the shard is asked for the row's read time and position), else null.
+   */
+  #served(g: ResolvedGet, requestId: string | null, batchIndex: number): ServedGet | null {
+    const log = this.#servedLog!;
+    if (!log.sampled(g.table)) return null;
+    g.item.p = 1;
+    const table = this.#registry.tableList[g.item.t];
+    // A one-field canonical key is the value itself; a composite one is its JSON array text already.
+    const keyJson = table.keyFields.length === 1 ? JSON.stringify(g.item.key) : g.item.key;
+    return new ServedGet(log, JSON.stringify(g.table), keyJson, g.item.v, g.features === null ? null : JSON.stringify(g.features), requestId, batchIndex);
   }
 
   /** Hands one item to a local shard (cluster mode feeds and reads through here). */
@@ -436,10 +421,22 @@ export class Front implements PushDone, ControlHost, ForgetHost {
       this.#failWith(reply, 'batch_too_large', { message: `${requests.length} entries; the limit is ${this.opts.batchGetEntriesMax} (SERVICE_MAX_BATCH_GET)`, path: 'requests' }, false);
       return;
     }
+    let batchId: string | null;
+    try {
+      batchId = requestIdJson(body, '');
+    } catch (err) {
+      this.failErr(reply, err, false);
+      return;
+    }
     const parts: string[] = new Array(requests.length);
+    const log = this.#servedLog;
+    const entries: Array<ServedGet | null> | null = log === null ? null : new Array<ServedGet | null>(requests.length).fill(null);
     const valid: Array<ResolvedGet | null> = requests.map((r, i) => {
       try {
-        return this.#getItem(r, `requests[${i}]`);
+        const v = this.#getItem(r, `requests[${i}]`);
+        const id = requestIdJson(r, `requests[${i}]`) ?? batchId;
+        if (entries !== null) entries[i] = this.#served(v, id, i);
+        return v;
       } catch (err) {
         const e = asSfError(err);
         parts[i] = JSON.stringify({ error: { code: e.code, path: e.detail.path, message: e.message } });
@@ -447,7 +444,8 @@ export class Front implements PushDone, ControlHost, ForgetHost {
       }
     });
     const pending = valid.filter((v) => v !== null).length;
-    const ctx = new BatchCtx(reply, parts, this, pending, startMs);
+    const served = entries !== null && entries.some((e) => e !== null) ? new ServedBatch(entries) : null;
+    const ctx = new BatchCtx(reply, parts, this, pending, startMs, served);
     if (pending === 0) { ctx.finish(); return; }
     const group = this.#batchSeq++;
     for (const v of valid) if (v !== null) v.item.g = group;

@@ -4,7 +4,8 @@
  * PushCtx (push.ts).
  */
 import { RESPONSE_BYTES_MAX } from '../limits';
-import type { ErrorPayload } from '../protocol/messages';
+import type { ErrorPayload, ItemOut, ServedRowOut } from '../protocol/messages';
+import { servedLine, type ServedRowLog } from '../training/served_log';
 import type { Metrics } from '../admin/metrics';
 import type { Sink } from './channel';
 import type { Reply } from './reply';
@@ -33,18 +34,72 @@ export function responseTooLarge(what: string): ErrorPayload {
   return { code: 'response_too_large', detail: { message: `${what} is over the ${RESPONSE_BYTES_MAX}-byte response limit (RESPONSE_BYTES_MAX); ask for fewer entries or features` } };
 }
 
+/** A shard's answer to a get asked with its position (GetItem.p). */
+function isServedRow(out: ItemOut): out is ServedRowOut {
+  return typeof out === 'object' && out !== null && typeof (out as ServedRowOut).row === 'string';
+}
+
+/**
+ * One get answer the served-row log takes (the get was sampled): what its line says
+ * besides the row, the read time and the position.
+ */
+export class ServedGet {
+  constructor(
+    readonly log: ServedRowLog,
+    readonly tableJson: string,
+    /** The canonical key as JSON: a string, or the array text of a composite key. */
+    readonly keyJson: string,
+    readonly version: number,
+    /** The features the get named, as JSON; null: every feature. */
+    readonly featuresJson: string | null,
+    readonly requestIdJson: string | null,
+    /** Index in its batch_get, -1 for a get. */
+    readonly batchIndex: number,
+  ) {}
+
+  /**
+   * The answer `row` was written; `t` and `lsn` are the shard's (t < 0: the row came
+   * without them, from the key's owner in cluster mode: this node's time now, no position).
+   */
+  answered(row: string, t: number, lsn: number): void {
+    this.log.append(servedLine(t < 0 ? Date.now() : t, this.tableJson, this.keyJson, this.version, lsn, this.featuresJson, row, this.requestIdJson, this.batchIndex));
+  }
+}
+
 export class GetCtx implements Sink {
-  /** `startMs`: performance.now() at arrival (latency histogram). */
-  constructor(readonly reply: Reply, readonly front: Answers, readonly startMs: number) {}
-  done(out: string | ErrorPayload | null): void {
+  /** `startMs`: performance.now() at arrival (latency histogram); `served`: the log entry of a sampled get, else null. */
+  constructor(readonly reply: Reply, readonly front: Answers, readonly startMs: number, readonly served: ServedGet | null = null) {}
+  done(out: ItemOut): void {
+    let t = -1;
+    let lsn = -1;
+    if (isServedRow(out)) {
+      t = out.t;
+      lsn = out.lsn;
+      out = out.row;
+    }
     if (typeof out === 'string' && overResponseLimit(out.length, [out])) out = responseTooLarge('the row');
     if (typeof out === 'string') {
       const m = this.front.metrics;
       m.getTotal++;
       m.getLatency[this.reply.transport].observe((performance.now() - this.startMs) / 1000);
       this.reply.ok(out);
+      // After the answer is written: the log costs the read nothing before that.
+      if (this.served !== null) this.served.answered(out, t, lsn);
     }
-    else this.front.fail(this.reply, out ?? { code: 'internal_error', detail: { message: 'no row from shard' } }, false);
+    else this.front.fail(this.reply, (out as ErrorPayload | null) ?? { code: 'internal_error', detail: { message: 'no row from shard' } }, false);
+  }
+}
+
+/** The served-row log's view of one batch_get: the sampled entries, and each one's read time and position once answered. */
+export class ServedBatch {
+  readonly t: Float64Array;
+  readonly lsn: Float64Array;
+  /** 1: the entry's row arrived (its line is written if the batch is answered). */
+  readonly got: Uint8Array;
+  constructor(readonly entries: ReadonlyArray<ServedGet | null>) {
+    this.t = new Float64Array(entries.length).fill(-1);
+    this.lsn = new Float64Array(entries.length).fill(-1);
+    this.got = new Uint8Array(entries.length);
   }
 }
 
@@ -57,15 +112,25 @@ export class BatchCtx implements Sink {
   remaining: number;
   #units = 0;
   #tooLarge = false;
-  constructor(readonly reply: Reply, readonly parts: string[], readonly front: Answers, pending: number, readonly startMs: number) {
+  constructor(readonly reply: Reply, readonly parts: string[], readonly front: Answers, pending: number, readonly startMs: number, readonly served: ServedBatch | null = null) {
     this.remaining = pending;
     for (const p of parts) if (p !== undefined) this.#units += p.length;
   }
-  done(out: string | ErrorPayload | null, tag: number): void {
+  done(out: ItemOut, tag: number): void {
+    const served = this.served;
+    if (served !== null && served.entries[tag] !== null && (typeof out === 'string' || isServedRow(out))) {
+      served.got[tag] = 1;
+      if (typeof out !== 'string') {
+        served.t[tag] = out.t;
+        served.lsn[tag] = out.lsn;
+      }
+    }
+    if (isServedRow(out)) out = out.row;
     if (!this.#tooLarge) {
-      if (out !== null && typeof out === 'object' && out.code === 'response_too_large') this.#cut();
+      if (out !== null && typeof out === 'object' && (out as ErrorPayload).code === 'response_too_large') this.#cut();
       else {
-        const part = typeof out === 'string' ? out : JSON.stringify({ error: { code: out?.code ?? 'internal_error', message: out?.detail.message } });
+        const e = out as ErrorPayload | null;
+        const part = typeof out === 'string' ? out : JSON.stringify({ error: { code: e?.code ?? 'internal_error', message: e?.detail.message } });
         this.parts[tag] = part;
         this.#units += part.length + 1;
         if (this.#units > RESPONSE_BYTES_MAX) this.#cut();
@@ -88,14 +153,19 @@ export class BatchCtx implements Sink {
     m.batchGetEntriesTotal += this.parts.length;
     m.batchGetLatency[this.reply.transport].observe((performance.now() - this.startMs) / 1000);
     this.reply.ok(`{"results":[${this.parts.join(',')}]}`);
+    const served = this.served;
+    if (served === null) return;
+    for (let i = 0; i < served.entries.length; i++) {
+      if (served.got[i] === 1) served.entries[i]!.answered(this.parts[i], served.t[i], served.lsn[i]);
+    }
   }
 }
 
 export class CountdownSink implements Sink {
   error: ErrorPayload | null = null;
   constructor(public remaining: number, readonly onDone: (err: ErrorPayload | null) => void, readonly reply?: Reply) {}
-  done(out: string | ErrorPayload | null): void {
-    if (out !== null && typeof out === 'object' && this.error === null) this.error = out;
+  done(out: ItemOut): void {
+    if (out !== null && typeof out === 'object' && this.error === null) this.error = out as ErrorPayload;
     if (--this.remaining === 0) this.onDone(this.error);
   }
 }

@@ -170,6 +170,24 @@ export interface GetItem {
    * shard batch, so a huge batch is cut short on the shard before its rows are built.
    */
   g?: number;
+  /**
+   * 1: the served-row log takes this answer (training/served_log.ts), so the shard
+   * answers a ServedRowOut (the row, its read time and position) instead of the
+   * row text. Absent on every other get: they cost nothing more.
+   */
+  p?: 1;
+}
+
+/**
+ * The answer to a GetItem with `p`: the row text as the client gets it, the server
+ * time it was read at (the time its windows and decays were evaluated at) and the
+ * shard's applied LSN then (every push to this key with ack_lsn <= lsn is in the
+ * row, none after it).
+ */
+export interface ServedRowOut {
+  row: string;
+  t: number;
+  lsn: number;
 }
 
 /**
@@ -329,7 +347,7 @@ export interface ShardBatchFailed {
 export type ShardBatchAnswer = ShardBatchResult | ShardBatchFailed;
 
 /** What one item is answered with (see ShardBatchResult). */
-export type ItemOut = string | ErrorPayload | Uint8Array | null;
+export type ItemOut = string | ErrorPayload | Uint8Array | ServedRowOut | null;
 
 /**
  * A push run's answer: null when every push of it was logged and applied, one
@@ -338,8 +356,8 @@ export type ItemOut = string | ErrorPayload | Uint8Array | null;
 export type PushRunOut = ErrorPayload | null | Array<ErrorPayload | null>;
 
 /**
- * One entry per item, in order: a GET, STATS or INSPECT gets JSON text, a FORGET its
- * per-entry answer (ForgetItem); an EXPORT a
+ * One entry per item, in order: a GET, STATS or INSPECT gets JSON text (a GET with
+ * `p` a ServedRowOut), a FORGET its per-entry answer (ForgetItem); an EXPORT a
  * Uint8Array; a push run a PushRunOut; an INSTALL, RESET, SNAPSHOT or IMPORT null
  * on success or an ErrorPayload.
  */

@@ -19,7 +19,7 @@ import { asSfError, SfError } from '../errors';
 import type { Logger } from '../log';
 import {
   ITEM_EXPORT, ITEM_FORGET, ITEM_GET, ITEM_IMPORT, ITEM_INSPECT, ITEM_INSTALL, ITEM_PREPARE, ITEM_PUSH, ITEM_RESET, ITEM_SNAPSHOT, ITEM_STATS, PREPARE_PENDING,
-  type ErrorPayload, type GetItem, type InspectItem, type InspectResult, type PushRunOut, type ShardBatch, type ShardBatchResult, type ShardHello, type ShardInit, type ShardItem,
+  type ErrorPayload, type GetItem, type InspectItem, type ServedRowOut, type InspectResult, type PushRunOut, type ShardBatch, type ShardBatchResult, type ShardHello, type ShardInit, type ShardItem,
 } from '../protocol/messages';
 import { COLD_COMPACT_BYTES_PER_TICK, COLD_SWEEP_SLICE_MS, MEMORY_CHECK_INTERVAL_MS, MEMORY_EVICT_FRACTION_MAX, MEMORY_EVICT_TARGET_RATIO, REGISTRY_COMPILE_SLICE_MS, RESPONSE_BYTES_MAX, SNAPSHOT_SLICE_MS } from '../limits';
 import { getHeapStatistics } from 'node:v8';
@@ -356,7 +356,7 @@ export class Shard {
     }
   }
 
-  #get(it: GetItem, now: number, groupUnits: Map<number, number>): string | ErrorPayload {
+  #get(it: GetItem, now: number, groupUnits: Map<number, number>): string | ServedRowOut | ErrorPayload {
     const used = it.g === undefined ? 0 : groupUnits.get(it.g) ?? 0;
     const state = this.#state;
     try {
@@ -364,6 +364,8 @@ export class Shard {
       if (it.v !== state.registryVersion) throw new Error(`get resolved under registry v${it.v} reached a shard at v${state.registryVersion}`);
       const row = state.readRow(state.tables[it.t], it.key, it.f, now, RESPONSE_BYTES_MAX - used);
       if (it.g !== undefined) groupUnits.set(it.g, used + row.length);
+      // The served-row log's answer: the read time readRow used and the position the row reflects.
+      if (it.p === 1) return { row, t: now > state.lastT ? now : state.lastT, lsn: state.appliedLsn };
       return row;
     } catch (err) {
       if (!(err instanceof SfError)) this.#log.error({ kind: 'shard.read_failed', err: String((err as Error)?.stack ?? err) });

@@ -64,6 +64,7 @@ const FAMILIES: Record<string, string> = {
   streamfeat_forget_total: 'counter', streamfeat_forget_rows_total: 'counter',
   streamfeat_http_requests_total: 'counter', streamfeat_errors_total: 'counter',
   streamfeat_completion_errors_total: 'counter', streamfeat_dedupe_full_total: 'counter',
+  streamfeat_served_log_lines_total: 'counter', streamfeat_served_log_dropped_total: 'counter', streamfeat_served_log_bytes_total: 'counter', streamfeat_served_log_write_errors_total: 'counter',
   streamfeat_push_latency_seconds: 'histogram', streamfeat_get_latency_seconds: 'histogram', streamfeat_batch_get_latency_seconds: 'histogram',
   streamfeat_tcp_connections: 'gauge', streamfeat_uptime_seconds: 'gauge', streamfeat_registry_version: 'gauge', streamfeat_registry_nodes: 'gauge',
   streamfeat_dedupe_entries: 'gauge', streamfeat_shards: 'gauge', streamfeat_clock_jumps_total: 'counter', streamfeat_clock_ahead_seconds: 'gauge',

@@ -429,7 +429,7 @@ export class ShardStore {
   }
 }
 
-interface BadRecords {
+export interface BadRecords {
   count: number;
   firstLsn: number;
   lastLsn: number;
@@ -466,7 +466,7 @@ function logAudit(log: Logger, shard: number, audit: ShardAudit): void {
  * One WAL record on replay, under the registry version it was written with (its
  * install comes first). PUSH and FORGET records are applied in place from the segment buffer.
  */
-function replay(state: ShardState, pushes: PushApplier, dedupe: DedupeLog, history: Map<number, RegistryState>, r: WalRecord, bad: BadRecords): void {
+export function replay(state: ShardState, pushes: PushApplier, dedupe: DedupeLog, history: Map<number, RegistryState>, r: WalRecord, bad: BadRecords): void {
   if (r.type === RECORD_TYPE_PUSH || r.type === RECORD_TYPE_FORGET) {
     // Only records under a version of the registry log get here (VersionTally.admit).
     if (r.registryVersion !== state.registryVersion) {
