@@ -32,6 +32,7 @@ import { BadLines } from './input';
 import { OutputFile } from './output';
 import { stderrProgress } from './progress';
 import { FeatureResolver } from './resolver';
+import { ForgottenKeys } from './forgotten';
 import { answerLine, answerOrder, loadSpine, PointInTime, SpineAnswers, type SpineRow } from './spine';
 
 export const EXPORT_COMMAND: CliCommand = {
@@ -120,6 +121,9 @@ function exportShard(
   const state = new ShardState({ shardId: s, shardCount: history.shards, memoryGovEnforce: false });
   const sh = history.shard(s);
   const start = sh.begin(state);
+  // Forgotten entities are never served: a first pass finds the forgets (forgotten.ts).
+  const forgotten = ForgottenKeys.scan(sh, history.registry);
+  let applied = -1;
   let unavailable = 0;
   const resolver = new FeatureResolver();
   const answer = (r: SpineRow): void => {
@@ -130,7 +134,8 @@ function exportShard(
       emit(r, answerLine(r, { code: 'history_unavailable', detail: { message: `the data dir holds shard ${s}'s history only${since}` } }, byLsn));
       return;
     }
-    emit(r, answerLine(r, rowAt(state, r, r.features ?? features, resolver), byLsn));
+    const row = rowAt(state, r, r.features ?? features, resolver);
+    emit(r, answerLine(r, typeof row === 'string' && forgotten.later(r.table, r.key, applied) ? NOT_HELD_ROW : row, byLsn));
   };
   const pit = new PointInTime(answerOrder(rows, byLsn), byLsn, answer);
   const pushes = new PushApplier(state);
@@ -141,12 +146,16 @@ function exportShard(
     if (rec.type === RECORD_TYPE_PUSH) pit.before(rec.timeMs, rec.lsn);
     else if (byLsn) pit.before(Number.NEGATIVE_INFINITY, rec.lsn);
     replay(state, pushes, dedupe, versions, rec, bad);
+    applied = rec.lsn;
     tick();
   });
   pit.finish();
   if (bad.count > 0) warnings.push(`shard ${s}: ${bad.count} WAL records could not be applied (lsn ${bad.firstLsn} to ${bad.lastLsn})`);
   return { unavailable, fromMs: start.fromMs, origin: start.origin, warnings };
 }
+
+/** The row of an entity the table does not hold (a get of a key never pushed answers it too). */
+const NOT_HELD_ROW = '{}';
 
 /** One spine row read from the shard's state now, under the registry version installed now. */
 function rowAt(state: ShardState, r: SpineRow, features: string[] | null, resolver: FeatureResolver): string | ErrorPayload {
