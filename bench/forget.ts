@@ -17,12 +17,13 @@
  *   node dist/bench/forget.js [--entities 60000] [--requests 20000] [--connections 8] [--depth 32]
  *        [--rounds 3] [--shards N] [--cli A.js,B.js]
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { encodeFrame, FrameDecoder, OP_ERROR_RESPONSE, OP_FORGET, OP_GET, OP_PUSH, OP_REGISTER } from '../src/protocol/frame';
 import { Histogram } from './hist';
 import { killChildrenOnExit, SERVER_CLI, startServer, type Target } from './procs';
 import { flagPairs } from './flags';
+import { threadCpuNs } from './procstat';
 
 const args = flagPairs();
 const ENTITIES = Number(args.get('entities') ?? 60_000);
@@ -59,24 +60,13 @@ function forget(i: number, every: boolean): Buffer {
 
 interface Result { rps: number; lat: Histogram; cpuUsPerReq: number; frontUsPerReq: number; rssMb: number; errors: number; sample: string }
 
-/** ns on CPU per thread of `pid` (schedstat: finer than the clock ticks of /proc/<pid>/stat). */
-function threadCpu(pid: number): Map<number, number> {
-  const out = new Map<number, number>();
-  for (const t of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      out.set(Number(t), Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]));
-    } catch { /* thread gone */ }
-  }
-  return out;
-}
-
 /** Sends every frame of `load` over CONNS connections, DEPTH in flight each; measures the server `t` meanwhile. */
 async function run(t: Target, load: Load): Promise<Result> {
   const lat = new Histogram();
   let next = 0;
   let errors = 0;
   let sample = '';
-  const c0 = threadCpu(t.pid);
+  const c0 = threadCpuNs(t.pid);
   const t0 = performance.now();
   await Promise.all(Array.from({ length: CONNS }, () => new Promise<void>((resolve, reject) => {
     const s = net.connect({ port: t.tcpPort!, host: '127.0.0.1' });
@@ -105,7 +95,7 @@ async function run(t: Target, load: Load): Promise<Result> {
     });
   })));
   const wall = (performance.now() - t0) / 1000;
-  const c1 = threadCpu(t.pid);
+  const c1 = threadCpuNs(t.pid);
   let ns = 0;
   for (const [tid, v] of c1) ns += v - (c0.get(tid) ?? 0);
   const frontNs = (c1.get(t.pid) ?? 0) - (c0.get(t.pid) ?? 0);

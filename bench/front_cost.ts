@@ -14,7 +14,7 @@
  * `--cli`: the builds to compare (each a dist/src/cli.js, or `bare`: uws_bare or tcp_echo;
  * default this build's), run one after the other in every round. `--rate 0`: closed loop.
  */
-import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runChild } from './children';
@@ -22,7 +22,7 @@ import { Histogram } from './hist';
 import { bodySpec, registerWorkload } from './measure';
 import { killChildrenOnExit, SERVER_CLI, startServer, startTcpEcho, startUwsBare } from './procs';
 import { DEFAULTS, type Opts } from './args';
-import { cpuBetween, cpuTimes, type CpuTimes } from './procstat';
+import { cpuBetween, cpuTimes, threadCpuNs, type CpuTimes } from './procstat';
 import { flagPairs } from './flags';
 
 const args = flagPairs();
@@ -36,18 +36,6 @@ const ROUNDS = Number(args.get('rounds') ?? 3);
 const CLIS = (args.get('cli') ?? SERVER_CLI).split(',');
 /** Node flags for the servers besides --trace-gc-nvp (BENCH_SERVER_NODE_ARGS, e.g. --cpu-prof). */
 const EXTRA_NODE_ARGS = process.env.BENCH_SERVER_NODE_ARGS ?? '';
-
-/** ns on CPU per thread of `pid`. */
-function threadCpu(pid: number): Map<number, number> {
-  const out = new Map<number, number>();
-  for (const t of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      out.set(Number(t), Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]));
-    } catch { /* thread gone */ }
-  }
-  return out;
-}
-
 
 interface GcSum { allocated: number; scavenges: number; scavengeMs: number; majors: number; majorMs: number; lastMs: number }
 
@@ -99,7 +87,7 @@ async function once(cli: string): Promise<string> {
     let f1 = 0;
     const r = await runChild({ ...bodySpec(o), kind: 'load', transport: TRANSPORT, port: TRANSPORT === 'tcp' ? t.tcpPort! : t.httpPort!, mix: 'push',
       pushShare: 1, connections: CONNS, warmupMs: WARMUP_S * 1000, durationMs: DURATION_S * 1000, rate: RATE },
-    { onStart: () => { b0 = batchesSent(t.adminPort); c0 = threadCpu(t.pid); k0 = cpuTimes(t.pid, t.pid); f0 = statSync(out).size; }, onEnd: () => { b1 = batchesSent(t.adminPort); c1 = threadCpu(t.pid); k1 = cpuTimes(t.pid, t.pid); f1 = statSync(out).size; } },
+    { onStart: () => { b0 = batchesSent(t.adminPort); c0 = threadCpuNs(t.pid); k0 = cpuTimes(t.pid, t.pid); f0 = statSync(out).size; }, onEnd: () => { b1 = batchesSent(t.adminPort); c1 = threadCpuNs(t.pid); k1 = cpuTimes(t.pid, t.pid); f1 = statSync(out).size; } },
     (DURATION_S + WARMUP_S) * 1000);
     // GC lines of the window arrive through a pipe: give the last ones a moment.
     await new Promise((res) => setTimeout(res, 300));

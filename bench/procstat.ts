@@ -4,7 +4,7 @@
  * On a system without /proc the readers return null and the report says n/a.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** Clock ticks per second for utime/stime; 100 on every Linux we know of. */
 const CLK_TCK_FALLBACK = 100;
@@ -94,4 +94,15 @@ export function threadCpuSeconds(pid: number, tid: number = pid): number | null 
   }
   const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
   return (Number(rest[11]) + Number(rest[12])) / ticksPerSecond();
+}
+
+/** ns on CPU per thread of `pid` (schedstat: finer than the clock ticks of /proc/<pid>/stat), by tid. */
+export function threadCpuNs(pid: number): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      out.set(Number(t), Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]));
+    } catch { /* thread gone */ }
+  }
+  return out;
 }
