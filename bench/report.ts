@@ -51,6 +51,11 @@ export interface ScenarioResult {
   ratio: number | null;
   targets: TargetCheck[];
   notes: string[];
+  /**
+   * The subject's failed requests are the behaviour this row documents (uws under
+   * pipelining closes connections), not a broken bench: `--check` does not count them.
+   */
+  errorsExpected?: boolean;
 }
 
 export function ratioOf(kind: RatioKind, subject: Measured, baseline: Measured | null): number | null {

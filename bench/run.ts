@@ -47,7 +47,7 @@ async function runScenario(name: string, o: Opts, ctx: Ctx, date: string): Promi
 function smokeProblems(r: ScenarioResult): string[] {
   const out: string[] = [];
   if (r.subject.ok === 0) out.push(`${r.subjectName}: no successful request`);
-  if (r.subject.errors > 0) out.push(`${r.subjectName}: ${r.subject.errors} errors (${r.subject.firstError})`);
+  if (r.subject.errors > 0 && r.errorsExpected !== true) out.push(`${r.subjectName}: ${r.subject.errors} errors (${r.subject.firstError})`);
   if (r.baseline !== null && r.baseline.errors > 0) out.push(`${r.baselineName}: ${r.baseline.errors} errors (${r.baseline.firstError})`);
   const never = r.subject.extra.never_fresh ?? 0;
   if (never > 0) out.push(`${never} pushes never became visible`);
